@@ -1,0 +1,50 @@
+/* sandbox-libkrun: the iii sandbox adapter.  This file only dispatches the
+ * command line to the part that owns each command. */
+#include <stdio.h>
+#include <string.h>
+
+#include "adapter/serve.h"
+#include "vm/vm_cli.h"
+
+struct command {
+	const char *name;
+	int (*run)(int argc, char **argv);
+	const char *summary;
+};
+
+static const struct command commands[] = {
+	{ "serve", sbx_cmd_serve, "connect to the iii engine and serve sandbox-libkrun::* (the worker)" },
+	{ "vm", sbx_cmd_vm, "boot a VM directly: vm run [options] --rootfs DIR|IMAGE -- CMD ARGS..." },
+};
+
+static void usage(FILE *out)
+{
+	fprintf(out, "usage: sandbox-libkrun COMMAND [ARGS...]\n\ncommands:\n");
+	for (size_t i = 0; i < sizeof(commands) / sizeof(commands[0]); i++)
+		fprintf(out, "  %-8s %s\n", commands[i].name, commands[i].summary);
+	fprintf(out, "\n  --help     this text\n  --version  print the version\n\n"
+		     "Run 'sandbox-libkrun COMMAND --help' for a command's options.\n");
+}
+
+int main(int argc, char **argv)
+{
+	if (argc < 2) {
+		usage(stderr);
+		return 2;
+	}
+	if (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0 || strcmp(argv[1], "help") == 0) {
+		usage(stdout);
+		return 0;
+	}
+	if (strcmp(argv[1], "--version") == 0) {
+		printf("sandbox-libkrun %s\n", SBX_VERSION);
+		return 0;
+	}
+	for (size_t i = 0; i < sizeof(commands) / sizeof(commands[0]); i++) {
+		if (strcmp(argv[1], commands[i].name) == 0)
+			return commands[i].run(argc - 1, argv + 1);
+	}
+	fprintf(stderr, "sandbox-libkrun: unknown command '%s'\n\n", argv[1]);
+	usage(stderr);
+	return 2;
+}
