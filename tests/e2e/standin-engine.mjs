@@ -1,0 +1,608 @@
+// A stand-in iii engine for tests, written from shared/spec/iii-protocol.md
+// §11: it routes invocations between connections, serves configuration::get
+// from a fixture map, offers channels, and validates frames as strictly as
+// the real engine (a frame that would not decode there is dropped here too,
+// so a worker bug shows up as a caller timeout exactly as in production).
+//
+// Library use:
+//   const engine = new StandinEngine({ config: { 'sandbox-libkrun': {...} } });
+//   await engine.start();          // ephemeral port on 127.0.0.1; engine.url
+//   engine.setConfig(id, value);   // or setConfigError / setConfigHang
+//   await engine.restart();        // stop, then listen again on the same port
+//   await engine.stop();
+// Command line: node standin-engine.mjs [--port N] [--config ID=FILE.json]...
+// ENGINE_TRACE=1 logs every frame to stderr.
+import { EventEmitter } from 'node:events';
+import { randomUUID } from 'node:crypto';
+import { readFileSync } from 'node:fs';
+import http from 'node:http';
+import { pathToFileURL } from 'node:url';
+import { WebSocketServer } from 'ws';
+
+const TELEMETRY_PREFIXES = ['OTLP', 'MTRC', 'LOGS'];
+const DEFAULT_CHANNEL_BUFFER = 64;
+const MAX_CHANNEL_BUFFER = 1024;
+const DEFAULT_NAMESPACE_GRACE_MS = 5000;
+
+// Forms the engine's UUID parser accepts (hyphenated, simple, braced, urn, any
+// case); returns the canonical lowercase hyphenated text or null.
+export function parseUuid(text) {
+	if (typeof text !== 'string') return null;
+	let s = text;
+	if (/^urn:uuid:/i.test(s)) s = s.slice(9);
+	else if (s.startsWith('{') && s.endsWith('}')) s = s.slice(1, -1);
+	let hex;
+	if (/^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i.test(s)) hex = s.replaceAll('-', '');
+	else if (/^[0-9a-f]{32}$/i.test(s) && s === text) hex = s;
+	else return null;
+	hex = hex.toLowerCase();
+	return `${hex.slice(0, 8)}-${hex.slice(8, 12)}-${hex.slice(12, 16)}-${hex.slice(16, 20)}-${hex.slice(20)}`;
+}
+
+const isObject = (v) => v !== null && typeof v === 'object' && !Array.isArray(v);
+const absent = (v) => v === undefined || v === null;
+const optString = (v) => absent(v) || typeof v === 'string';
+
+// Required keys and field types per message type (§3).  Returns an error
+// text when the frame would not decode in the real engine, else null.
+function validate(msg) {
+	const str = (k) => (typeof msg[k] === 'string' ? null : `${k} must be a string`);
+	const optStr = (...keys) => {
+		for (const k of keys) if (!optString(msg[k])) return `${k} must be a string`;
+		return null;
+	};
+	switch (msg.type) {
+	case 'registerfunction':
+		if (!absent(msg.invocation) && !isObject(msg.invocation)) return 'invocation must be an object';
+		return str('id') ?? optStr('description');
+	case 'unregisterfunction':
+		return str('id');
+	case 'invokefunction': {
+		if (!absent(msg.invocation_id) && !parseUuid(msg.invocation_id)) return 'invocation_id is not a UUID';
+		if (!('data' in msg)) return 'missing field data';
+		if (!absent(msg.action)) {
+			const a = msg.action;
+			if (!isObject(a) || (a.type !== 'void' && a.type !== 'enqueue')) return 'bad action';
+			if (a.type === 'enqueue' && typeof a.queue !== 'string') return 'enqueue action without queue';
+		}
+		return str('function_id') ?? optStr('traceparent', 'baggage', 'namespace');
+	}
+	case 'invocationresult': {
+		if (!parseUuid(msg.invocation_id)) return 'invocation_id missing or not a UUID';
+		if (!absent(msg.error)) {
+			const e = msg.error;
+			if (!isObject(e) || typeof e.code !== 'string' || typeof e.message !== 'string' || !optString(e.stacktrace))
+				return 'error must be {code: string, message: string, stacktrace?: string}';
+		}
+		return str('function_id') ?? optStr('traceparent', 'baggage');
+	}
+	case 'registertrigger':
+		if (!('config' in msg)) return 'missing field config';
+		return str('id') ?? str('trigger_type') ?? str('function_id');
+	case 'unregistertrigger':
+		return str('id') ?? optStr('trigger_type');
+	case 'triggerregistrationresult':
+		return str('id') ?? str('trigger_type') ?? str('function_id');
+	case 'registertriggertype':
+		return str('id') ?? str('description');
+	case 'registerservice':
+		return str('id');
+	case 'reattach':
+		return str('previous_worker_id') ?? optStr('reattach_token');
+	case 'ping':
+	case 'pong':
+	case 'workerregistered':
+	case 'registrationrejected':
+		return null;
+	default:
+		return `unknown type ${JSON.stringify(msg.type)}`;
+	}
+}
+
+const NAMESPACED = new Set(['registerfunction', 'unregisterfunction', 'registerservice', 'registertrigger',
+	'unregistertrigger', 'registertriggertype']);
+
+export class StandinEngine extends EventEmitter {
+	constructor({ port = 0, host = '127.0.0.1', config = {}, trace = process.env.ENGINE_TRACE === '1',
+		namespaceGraceMs = DEFAULT_NAMESPACE_GRACE_MS } = {}) {
+		super();
+		this.host = host;
+		this.port = port;
+		this.trace = trace;
+		this.namespaceGraceMs = namespaceGraceMs;
+		// id -> {value} | {error: {code, message}} | {hang: true}
+		this.configEntries = new Map();
+		for (const [id, value] of Object.entries(config)) this.setConfig(id, value);
+		this.reset();
+	}
+
+	// Forgets everything a run recorded (not the config fixtures).
+	reset() {
+		this.conns = new Map();      // worker_id -> conn
+		this.functions = new Map();  // function_id -> {owner, description, request_format, response_format, metadata}
+		this.pending = new Map();    // canonical invocation_id -> {caller, target, function_id}
+		this.channels = new Map();   // channel_id -> channel
+		this.leases = new Map();     // "namespace\0name" -> worker_id
+		this.frames = [];            // {dir: 'in'|'out', worker_id, msg}
+		this.dropped = [];           // {worker_id, reason, raw}
+		this.configReads = [];       // ids asked for with configuration::get
+		this.rejections = [];        // registrationrejected frames sent
+	}
+
+	get url() {
+		return `ws://${this.host}:${this.port}`;
+	}
+
+	setConfig(id, value) { this.configEntries.set(id, { value }); }
+	setConfigError(id, code, message) { this.configEntries.set(id, { error: { code, message } }); }
+	setConfigHang(id) { this.configEntries.set(id, { hang: true }); }
+	deleteConfig(id) { this.configEntries.delete(id); }
+
+	async start() {
+		this.server = http.createServer((req, res) => {
+			res.writeHead(404).end();
+		});
+		this.wss = new WebSocketServer({ noServer: true });
+		this.server.on('upgrade', (req, socket, head) => this.onUpgrade(req, socket, head));
+		await new Promise((resolve, reject) => {
+			this.server.once('error', reject);
+			this.server.listen(this.port, this.host, () => {
+				this.server.off('error', reject);
+				resolve();
+			});
+		});
+		this.port = this.server.address().port;
+		this.log(`listening on ${this.url}`);
+	}
+
+	// Like a crash of the real engine: every socket is cut without a close
+	// handshake, and every routing table is lost.
+	async stop() {
+		if (!this.server) return;
+		for (const conn of this.conns.values()) clearTimeout(conn.graceTimer);
+		for (const ws of this.wss.clients) ws.terminate();
+		for (const ch of this.channels.values()) for (const end of [ch.reader, ch.writer]) end?.terminate();
+		this.wss.close();
+		this.server.closeAllConnections();
+		await new Promise((resolve) => this.server.close(resolve));
+		this.server = null;
+		this.conns.clear();
+		this.functions.clear();
+		this.pending.clear();
+		this.channels.clear();
+		this.leases.clear();
+		this.log('stopped');
+	}
+
+	async restart() {
+		await this.stop();
+		await this.start();
+	}
+
+	// Resolves once predicate() holds, checking after every frame and every
+	// 50 ms; rejects after timeoutMs.
+	waitFor(predicate, timeoutMs = 10000, what = 'condition') {
+		return new Promise((resolve, reject) => {
+			const check = () => {
+				let v;
+				try {
+					v = predicate();
+				} catch (e) {
+					done();
+					reject(e);
+					return;
+				}
+				if (v) {
+					done();
+					resolve(v);
+				}
+			};
+			const timer = setInterval(check, 50);
+			const deadline = setTimeout(() => {
+				done();
+				reject(new Error(`stand-in engine: timed out after ${timeoutMs} ms waiting for ${what}`));
+			}, timeoutMs);
+			const done = () => {
+				clearInterval(timer);
+				clearTimeout(deadline);
+				this.off('frame', check);
+			};
+			this.on('frame', check);
+			check();
+		});
+	}
+
+	// Live connections that announced themselves with engine::workers::register.
+	workers() {
+		return [...this.conns.values()].filter((c) => c.registered).map((c) => ({
+			worker_id: c.worker_id, name: c.name, pid: c.pid, runtime: c.runtime, version: c.version,
+			functions: [...this.functions.entries()].filter(([, f]) => f.owner === c.worker_id).map(([id]) => id),
+		}));
+	}
+
+	log(text) {
+		if (this.trace) process.stderr.write(`[standin] ${text}\n`);
+	}
+
+	onUpgrade(req, socket, head) {
+		const url = new URL(req.url, 'http://standin');
+		if (url.pathname === '/') {
+			this.wss.handleUpgrade(req, socket, head, (ws) => this.onWorker(ws));
+		} else if (url.pathname === '/otel') {
+			this.wss.handleUpgrade(req, socket, head, (ws) => ws.on('message', () => {}));
+		} else if (url.pathname.startsWith('/ws/channels/')) {
+			this.onChannelUpgrade(url, req, socket, head);
+		} else {
+			socket.end('HTTP/1.1 404 Not Found\r\nContent-Length: 0\r\nConnection: close\r\n\r\n');
+		}
+	}
+
+	// ---- the worker protocol ----
+
+	onWorker(ws) {
+		const conn = {
+			ws, worker_id: randomUUID(), reattach_token: randomUUID(), registered: false,
+			namespaceKnown: false, buffered: [], name: null, pid: null, runtime: null, version: null,
+		};
+		this.conns.set(conn.worker_id, conn);
+		conn.graceTimer = setTimeout(() => this.resolveNamespace(conn), this.namespaceGraceMs);
+		this.log(`connect ${conn.worker_id}`);
+		this.send(conn, { type: 'workerregistered', worker_id: conn.worker_id, reattach_token: conn.reattach_token });
+		ws.on('message', (data, isBinary) => this.onFrame(conn, data, isBinary));
+		ws.on('close', () => this.cleanup(conn, 'closed'));
+		ws.on('error', (e) => this.log(`socket error ${conn.worker_id}: ${e.message}`));
+		this.emit('connection', conn.worker_id);
+	}
+
+	send(conn, msg) {
+		if (!this.conns.has(conn.worker_id) || conn.ws.readyState !== conn.ws.OPEN) return false;
+		const text = JSON.stringify(msg);
+		this.frames.push({ dir: 'out', worker_id: conn.worker_id, msg });
+		this.log(`-> ${conn.worker_id.slice(0, 8)} ${text}`);
+		conn.ws.send(text);
+		return true;
+	}
+
+	drop(conn, reason, raw) {
+		this.dropped.push({ worker_id: conn.worker_id, reason, raw });
+		this.log(`DROP ${conn.worker_id.slice(0, 8)} (${reason}): ${raw.slice(0, 500)}`);
+		this.emit('frame');
+	}
+
+	onFrame(conn, data, isBinary) {
+		if (isBinary && TELEMETRY_PREFIXES.includes(data.subarray(0, 4).toString('latin1'))) return;
+		const raw = data.toString('utf8');
+		if (raw.trim() === '') return;
+		let msg;
+		try {
+			msg = JSON.parse(raw);
+		} catch {
+			this.drop(conn, 'not JSON', raw);
+			return;
+		}
+		if (!isObject(msg)) {
+			this.drop(conn, 'not an object', raw);
+			return;
+		}
+		const problem = validate(msg);
+		if (problem) {
+			this.drop(conn, problem, raw);
+			return;
+		}
+		this.frames.push({ dir: 'in', worker_id: conn.worker_id, msg });
+		this.log(`<- ${conn.worker_id.slice(0, 8)} ${raw.length > 2000 ? `${raw.slice(0, 2000)}...` : raw}`);
+		if (NAMESPACED.has(msg.type) && !conn.namespaceKnown) conn.buffered.push(msg);
+		else this.dispatch(conn, msg);
+		this.emit('frame');
+	}
+
+	dispatch(conn, msg) {
+		switch (msg.type) {
+		case 'registerfunction': return this.onRegisterFunction(conn, msg);
+		case 'unregisterfunction':
+			if (this.functions.get(msg.id)?.owner === conn.worker_id) this.functions.delete(msg.id);
+			return undefined;
+		case 'invokefunction': return this.onInvoke(conn, msg);
+		case 'invocationresult': return this.onResult(conn, msg);
+		case 'reattach': return this.onReattach(conn, msg);
+		case 'ping': return this.send(conn, { type: 'pong' });
+		default: return undefined; // triggers, services, pong: accepted and ignored
+		}
+	}
+
+	// Registrations wait until the worker declared its namespace (0.23, §2.4).
+	resolveNamespace(conn) {
+		clearTimeout(conn.graceTimer);
+		if (conn.namespaceKnown) return;
+		conn.namespaceKnown = true;
+		const queued = conn.buffered;
+		conn.buffered = [];
+		for (const msg of queued) this.dispatch(conn, msg);
+	}
+
+	onRegisterFunction(conn, msg) {
+		const current = this.functions.get(msg.id);
+		if (current && current.owner !== conn.worker_id && this.conns.has(current.owner)) {
+			this.reject(conn, { code: 'FUNCTION_NAMESPACE_CONFLICT', namespace: 'default', function_id: msg.id,
+				owner_worker_id: current.owner });
+			return;
+		}
+		this.functions.set(msg.id, {
+			owner: conn.worker_id, description: msg.description, request_format: msg.request_format,
+			response_format: msg.response_format, metadata: msg.metadata,
+		});
+		this.emit('function', msg.id);
+	}
+
+	reject(conn, body) {
+		const msg = { type: 'registrationrejected', ...body };
+		this.rejections.push({ worker_id: conn.worker_id, msg });
+		this.send(conn, msg);
+	}
+
+	onReattach(conn, msg) {
+		const old = this.conns.get(msg.previous_worker_id);
+		if (!old || old === conn || !msg.reattach_token || msg.reattach_token !== old.reattach_token) return;
+		this.log(`reattach: evicting ${old.worker_id}`);
+		this.cleanup(old, 'evicted by reattach');
+		old.ws.terminate();
+	}
+
+	reply(conn, msg, body) {
+		if (absent(msg.invocation_id) || msg.action?.type === 'void') return;
+		const out = { type: 'invocationresult', invocation_id: parseUuid(msg.invocation_id), function_id: msg.function_id };
+		Object.assign(out, body);
+		this.send(conn, out);
+	}
+
+	onInvoke(conn, msg) {
+		if (isObject(msg.data)) msg.data._caller_worker_id = conn.worker_id;
+		if (!absent(msg.namespace) && msg.namespace.trim() === '') {
+			this.reply(conn, msg, { error: { code: 'INVALID_NAMESPACE', message: 'namespace must not be blank' } });
+			return;
+		}
+		if (msg.action?.type === 'enqueue') {
+			this.reply(conn, msg, { error: { code: 'enqueue_error', message: 'no queue worker in the stand-in engine' } });
+			return;
+		}
+		const fn = this.functions.get(msg.function_id);
+		if (fn && this.conns.has(fn.owner)) {
+			this.route(conn, msg, this.conns.get(fn.owner));
+			return;
+		}
+		const builtin = this.builtin(msg.function_id);
+		if (builtin) {
+			builtin.call(this, conn, msg);
+			return;
+		}
+		this.reply(conn, msg, { error: { code: 'function_not_found',
+			message: `Function ${msg.function_id} not found in namespace default.` } });
+	}
+
+	route(caller, msg, target) {
+		const wantsReply = !absent(msg.invocation_id) && msg.action?.type !== 'void';
+		const id = wantsReply ? parseUuid(msg.invocation_id) : randomUUID();
+		if (this.pending.has(id)) {
+			this.drop(caller, 'invocation_id already in flight', JSON.stringify(msg));
+			return;
+		}
+		this.pending.set(id, { caller: wantsReply ? caller.worker_id : null, target: target.worker_id,
+			function_id: msg.function_id });
+		const out = { type: 'invokefunction', invocation_id: id, function_id: msg.function_id, data: msg.data };
+		for (const k of ['traceparent', 'baggage', 'metadata']) if (!absent(msg[k])) out[k] = msg[k];
+		this.send(target, out);
+	}
+
+	onResult(conn, msg) {
+		const id = parseUuid(msg.invocation_id);
+		const p = this.pending.get(id);
+		if (!p) {
+			this.drop(conn, 'result for an unknown invocation', JSON.stringify(msg));
+			return;
+		}
+		if (p.target !== conn.worker_id) {
+			this.drop(conn, 'result from a connection that was not the target', JSON.stringify(msg));
+			return;
+		}
+		this.pending.delete(id);
+		const caller = p.caller && this.conns.get(p.caller);
+		if (!caller) return;
+		const out = { type: 'invocationresult', invocation_id: id, function_id: p.function_id };
+		if (!absent(msg.error)) out.error = msg.error;
+		else if (msg.result !== undefined) out.result = msg.result;
+		for (const k of ['traceparent', 'baggage']) if (!absent(msg[k])) out[k] = msg[k];
+		this.send(caller, out);
+	}
+
+	// Connection X is gone: its functions, leases and calls go with it (§2.7).
+	cleanup(conn, why) {
+		if (this.conns.get(conn.worker_id) !== conn) return;
+		this.conns.delete(conn.worker_id);
+		clearTimeout(conn.graceTimer);
+		this.log(`disconnect ${conn.worker_id} (${why})`);
+		for (const [id, f] of this.functions) if (f.owner === conn.worker_id) this.functions.delete(id);
+		for (const [key, owner] of this.leases) if (owner === conn.worker_id) this.leases.delete(key);
+		for (const [id, p] of this.pending) {
+			if (p.target === conn.worker_id) {
+				this.pending.delete(id);
+				const caller = p.caller && this.conns.get(p.caller);
+				if (caller) this.send(caller, { type: 'invocationresult', invocation_id: id, function_id: p.function_id,
+					error: { code: 'invocation_stopped', message: 'Invocation stopped' } });
+			} else if (p.caller === conn.worker_id) {
+				p.caller = null;
+			}
+		}
+		this.emit('disconnect', conn.worker_id);
+		this.emit('frame');
+	}
+
+	// ---- builtins ----
+
+	builtin(id) {
+		if (id === 'engine::workers::register') return this.fnRegisterWorker;
+		if (id === 'configuration::get') return this.fnConfigurationGet;
+		if (id === 'engine::channels::create') return this.fnChannelsCreate;
+		if (/^engine::log::(info|warn|error|debug|trace)$/.test(id)) return this.fnLog;
+		return null;
+	}
+
+	fnRegisterWorker(conn, msg) {
+		const d = isObject(msg.data) ? msg.data : {};
+		const namespace = typeof d.namespace === 'string' ? d.namespace : 'default';
+		if (namespace.trim() === '') {
+			this.reply(conn, msg, { error: { code: 'INVALID_NAMESPACE', message: 'namespace must not be blank' } });
+			return;
+		}
+		if (typeof d.name === 'string') {
+			const key = `${namespace}\0${d.name}`;
+			const holder = this.leases.get(key);
+			if (holder && holder !== conn.worker_id && this.conns.has(holder)) {
+				this.reply(conn, msg, { result: { success: false } });
+				this.reject(conn, { code: 'WORKER_NAMESPACE_CONFLICT', namespace, worker_name: d.name,
+					owner_worker_id: holder });
+				this.cleanup(conn, 'worker name conflict');
+				conn.ws.close(1008, 'worker name conflict');
+				return;
+			}
+			this.leases.set(key, conn.worker_id);
+		}
+		Object.assign(conn, {
+			registered: true, name: typeof d.name === 'string' ? d.name : null,
+			pid: Number.isInteger(d.pid) ? d.pid : null, runtime: typeof d.runtime === 'string' ? d.runtime : 'unknown',
+			version: typeof d.version === 'string' ? d.version : null, registerPayload: d,
+		});
+		this.resolveNamespace(conn);
+		this.reply(conn, msg, { result: { success: true } });
+		this.emit('worker', conn.worker_id);
+	}
+
+	fnConfigurationGet(conn, msg) {
+		const d = msg.data;
+		if (!isObject(d) || typeof d.id !== 'string') {
+			this.reply(conn, msg, { error: { code: 'deserialization_error',
+				message: 'invalid input: expected an object with a string `id`' } });
+			return;
+		}
+		this.configReads.push(d.id);
+		const entry = this.configEntries.get(d.id);
+		if (!entry) {
+			this.reply(conn, msg, { error: { code: 'NOT_FOUND', message: `configuration '${d.id}' not found` } });
+		} else if (entry.hang) {
+			// never answered, as when the configuration worker is wedged
+		} else if (entry.error) {
+			this.reply(conn, msg, { error: entry.error });
+		} else {
+			this.reply(conn, msg, { result: { id: d.id, value: entry.value } });
+		}
+	}
+
+	fnLog(conn, msg) {
+		this.log(`${msg.function_id}: ${JSON.stringify(msg.data)}`);
+		this.reply(conn, msg, {});
+	}
+
+	// ---- channels (§7, §11.3) ----
+
+	fnChannelsCreate(conn, msg) {
+		const d = msg.data;
+		if (!absent(d) && !isObject(d)) {
+			this.reply(conn, msg, { error: { code: 'deserialization_error', message: 'invalid input' } });
+			return;
+		}
+		let size = d?.buffer_size ?? DEFAULT_CHANNEL_BUFFER;
+		if (!Number.isInteger(size) || size < 1) size = DEFAULT_CHANNEL_BUFFER;
+		size = Math.min(size, MAX_CHANNEL_BUFFER);
+		const channel_id = randomUUID();
+		const access_key = randomUUID();
+		this.channels.set(channel_id, { key: access_key, size, queue: [], reader: null, writer: null,
+			writerTaken: false, readerTaken: false, writerDone: false });
+		this.reply(conn, msg, { result: {
+			writer: { channel_id, access_key, direction: 'write' },
+			reader: { channel_id, access_key, direction: 'read' },
+		} });
+	}
+
+	onChannelUpgrade(url, req, socket, head) {
+		const id = decodeURIComponent(url.pathname.slice('/ws/channels/'.length));
+		const ch = this.channels.get(id);
+		const dir = url.searchParams.get('dir');
+		if (!ch || url.searchParams.get('key') !== ch.key || (dir !== 'read' && dir !== 'write')) {
+			socket.end('HTTP/1.1 404 Not Found\r\nContent-Length: 0\r\nConnection: close\r\n\r\n');
+			return;
+		}
+		this.wss.handleUpgrade(req, socket, head, (ws) => {
+			const taken = dir === 'read' ? 'readerTaken' : 'writerTaken';
+			if (ch[taken]) {
+				ws.close(1008, 'channel end already taken');
+				return;
+			}
+			ch[taken] = true;
+			this.log(`channel ${id.slice(0, 8)} ${dir} end attached`);
+			if (dir === 'write') this.attachWriter(id, ch, ws);
+			else this.attachReader(id, ch, ws);
+		});
+	}
+
+	attachWriter(id, ch, ws) {
+		ch.writer = ws;
+		ws.on('message', (data, isBinary) => {
+			ch.queue.push({ data, isBinary });
+			if (ch.queue.length >= ch.size) ws.pause();
+			this.pump(ch);
+		});
+		ws.on('close', () => {
+			ch.writerDone = true;
+			ch.writer = null;
+			this.pump(ch);
+		});
+		ws.on('error', () => {});
+	}
+
+	attachReader(id, ch, ws) {
+		ch.reader = ws;
+		ws.on('close', () => {
+			ch.reader = null;
+			ch.queue = [];
+			ch.writer?.close(1000, 'reader gone');
+			this.channels.delete(id);
+		});
+		ws.on('error', () => {});
+		this.pump(ch);
+	}
+
+	// Writer frames reach the reader in order, binary as binary and text as
+	// text; the reader is closed once the writer is done and the queue empty.
+	pump(ch) {
+		if (!ch.reader || ch.reader.readyState !== ch.reader.OPEN) return;
+		while (ch.queue.length > 0) {
+			const { data, isBinary } = ch.queue.shift();
+			ch.reader.send(data, { binary: isBinary });
+		}
+		if (ch.writer && ch.writer.isPaused) ch.writer.resume();
+		if (ch.writerDone) ch.reader.close(1000, 'stream complete');
+	}
+}
+
+// Command line: a dev engine to run the daemon against by hand.
+async function main(argv) {
+	const config = {};
+	let port = 49134;
+	for (let i = 0; i < argv.length; i++) {
+		if (argv[i] === '--port') port = Number(argv[++i]);
+		else if (argv[i] === '--config') {
+			const [id, file] = argv[++i].split('=');
+			config[id] = JSON.parse(readFileSync(file, 'utf8'));
+		} else {
+			process.stderr.write('usage: node standin-engine.mjs [--port N] [--config ID=FILE.json]...\n');
+			process.exit(2);
+		}
+	}
+	const engine = new StandinEngine({ port, config });
+	await engine.start();
+	process.stdout.write(`stand-in iii engine listening on ${engine.url}\n`);
+	const quit = () => engine.stop().then(() => process.exit(0));
+	process.on('SIGINT', quit);
+	process.on('SIGTERM', quit);
+}
+
+if (process.argv[1] && import.meta.url === pathToFileURL(process.argv[1]).href) await main(process.argv.slice(2));
