@@ -18,7 +18,10 @@
  *   u32 / i32 / u64 : fixed width, big-endian
  *   str             : u32 length + bytes (no NUL on the wire; length-capped)
  *   strv            : u32 count + that many str
- *   bytes           : the rest of the payload (stdout, stdin, ...)
+ *   blob            : u32 length + raw bytes (a str that may hold NULs)
+ *   bytes           : the rest of the payload (stdout, stdin, ...); a data
+ *                     frame (STDIN, STDOUT, STDERR) holds at most
+ *                     PROTO_MAX_CHUNK bytes
  * A decoder rejects a payload with missing fields, over-long strings, counts
  * above the caps below, or trailing bytes.
  *
@@ -26,7 +29,7 @@
  *   guest -> HELLO      {u32 version}              once init has its root
  *   host  -> CONFIG     {str hostname, strv env, u64 memory_bytes,
  *                        u64 nofile (0 = keep), u64 realtime_ns,
- *                        str entropy (<= PROTO_MAX_ENTROPY bytes)}
+ *                        blob entropy (<= PROTO_MAX_ENTROPY bytes)}
  *   guest -> READY      {}  or ERROR {str message} on stream 0
  * Nothing identifying the sandbox travels before CONFIG, so a VM stopped at
  * HELLO can be snapshotted and restored as many sandboxes.
@@ -147,6 +150,9 @@ int proto_get_str(struct proto_rbuf *r, char **s, sbx_error_t *err);
 /* Returns a freshly allocated NULL-terminated vector (free with
  * proto_strv_free). */
 int proto_get_strv(struct proto_rbuf *r, char ***v, sbx_error_t *err);
+/* Returns a freshly allocated copy of at most `max` raw bytes (NULs
+ * allowed); *p is NULL when *n is 0. */
+int proto_get_blob(struct proto_rbuf *r, uint8_t **p, size_t *n, size_t max, sbx_error_t *err);
 /* Fails when bytes are left over. */
 int proto_get_end(struct proto_rbuf *r, sbx_error_t *err);
 void proto_strv_free(char **v);

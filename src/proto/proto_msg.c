@@ -1,0 +1,264 @@
+/* Decoders and encoders for every message of proto.h. */
+#include "proto/proto_msg.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+
+const char *proto_type_name(uint8_t type)
+{
+	switch (type) {
+	case PROTO_HELLO: return "HELLO";
+	case PROTO_CONFIG: return "CONFIG";
+	case PROTO_READY: return "READY";
+	case PROTO_PING: return "PING";
+	case PROTO_PONG: return "PONG";
+	case PROTO_SHUTDOWN: return "SHUTDOWN";
+	case PROTO_SPAWN: return "SPAWN";
+	case PROTO_STARTED: return "STARTED";
+	case PROTO_STDIN: return "STDIN";
+	case PROTO_STDIN_EOF: return "STDIN_EOF";
+	case PROTO_STDOUT: return "STDOUT";
+	case PROTO_STDERR: return "STDERR";
+	case PROTO_CREDIT: return "CREDIT";
+	case PROTO_KILL: return "KILL";
+	case PROTO_EXIT: return "EXIT";
+	case PROTO_ERROR: return "ERROR";
+	}
+	return "?";
+}
+
+/* Types that only make sense on stream 0; ERROR may travel on both (a boot
+ * failure is reported on stream 0). */
+static int vm_wide(uint8_t type)
+{
+	return type >= PROTO_HELLO && type <= PROTO_SHUTDOWN;
+}
+
+static int check_stream(uint8_t type, uint32_t stream, sbx_error_t *err)
+{
+	if (type == PROTO_ERROR)
+		return 0;
+	if (vm_wide(type) && stream != 0)
+		return sbx_error_set(err, 0, "%s on stream %u, expected 0", proto_type_name(type), stream);
+	if (!vm_wide(type) && stream == 0)
+		return sbx_error_set(err, 0, "%s on stream 0", proto_type_name(type));
+	return 0;
+}
+
+/* "KEY=VALUE" with a non-empty key. */
+static int check_env(char **env, sbx_error_t *err)
+{
+	for (size_t i = 0; env[i] != NULL; i++) {
+		const char *eq = strchr(env[i], '=');
+		if (eq == NULL || eq == env[i])
+			return sbx_error_set(err, 0, "env entry %zu is not KEY=VALUE", i);
+	}
+	return 0;
+}
+
+static int decode_config(struct proto_rbuf *r, struct proto_config *c, sbx_error_t *err)
+{
+	if (proto_get_str(r, &c->hostname, err) < 0)
+		return sbx_error_prefix(err, "hostname");
+	if (strlen(c->hostname) > PROTO_MAX_HOSTNAME)
+		return sbx_error_set(err, 0, "hostname longer than %u bytes", PROTO_MAX_HOSTNAME);
+	if (proto_get_strv(r, &c->env, err) < 0)
+		return sbx_error_prefix(err, "env");
+	if (check_env(c->env, err) < 0)
+		return -1;
+	if (proto_get_u64(r, &c->memory_bytes, err) < 0 || proto_get_u64(r, &c->nofile, err) < 0 ||
+	    proto_get_u64(r, &c->realtime_ns, err) < 0)
+		return -1;
+	if (proto_get_blob(r, &c->entropy, &c->entropy_len, PROTO_MAX_ENTROPY, err) < 0)
+		return sbx_error_prefix(err, "entropy");
+	return 0;
+}
+
+static int decode_spawn(struct proto_rbuf *r, struct proto_spawn *s, sbx_error_t *err)
+{
+	if (proto_get_strv(r, &s->argv, err) < 0)
+		return sbx_error_prefix(err, "argv");
+	if (s->argv[0] == NULL || s->argv[0][0] == '\0')
+		return sbx_error_set(err, 0, "empty argv");
+	if (proto_get_strv(r, &s->env, err) < 0)
+		return sbx_error_prefix(err, "env");
+	if (check_env(s->env, err) < 0)
+		return -1;
+	if (proto_get_str(r, &s->cwd, err) < 0)
+		return sbx_error_prefix(err, "cwd");
+	if (s->cwd[0] != '\0' && s->cwd[0] != '/')
+		return sbx_error_set(err, 0, "cwd is not absolute");
+	if (proto_get_u32(r, &s->flags, err) < 0)
+		return sbx_error_prefix(err, "flags");
+	if (s->flags & ~PROTO_SPAWN_STDIN)
+		return sbx_error_set(err, 0, "unknown spawn flags 0x%x", s->flags);
+	return 0;
+}
+
+static int decode_u32_range(struct proto_rbuf *r, uint32_t *v, uint32_t lo, uint32_t hi, const char *what,
+			    sbx_error_t *err)
+{
+	if (proto_get_u32(r, v, err) < 0)
+		return sbx_error_prefix(err, "%s", what);
+	if (*v < lo || *v > hi)
+		return sbx_error_set(err, 0, "%s %u out of range %u..%u", what, *v, lo, hi);
+	return 0;
+}
+
+static int decode_body(struct proto_rbuf *r, struct proto_msg *m, sbx_error_t *err)
+{
+	switch (m->type) {
+	case PROTO_HELLO:
+		return proto_get_u32(r, &m->u.version, err);
+	case PROTO_CONFIG:
+		return decode_config(r, &m->u.config, err);
+	case PROTO_READY:
+	case PROTO_SHUTDOWN:
+	case PROTO_STDIN_EOF:
+		return 0;
+	case PROTO_PING:
+	case PROTO_PONG:
+		return proto_get_u64(r, &m->u.nonce, err);
+	case PROTO_SPAWN:
+		return decode_spawn(r, &m->u.spawn, err);
+	case PROTO_STARTED:
+		return proto_get_u32(r, &m->u.pid, err);
+	case PROTO_STDIN:
+	case PROTO_STDOUT:
+	case PROTO_STDERR:
+		if (r->len > PROTO_MAX_CHUNK)
+			return sbx_error_set(err, 0, "data frame of %zu bytes exceeds %u", r->len, PROTO_MAX_CHUNK);
+		m->u.data.data = r->p;
+		m->u.data.len = r->len;
+		r->off = r->len;
+		return 0;
+	case PROTO_CREDIT:
+		return decode_u32_range(r, &m->u.credit, 1, PROTO_WINDOW, "credit", err);
+	case PROTO_KILL:
+		return decode_u32_range(r, &m->u.signal, 1, PROTO_MAX_SIGNAL, "signal", err);
+	case PROTO_EXIT:
+		if (proto_get_i32(r, &m->u.code, err) < 0)
+			return -1;
+		if (m->u.code < 0 || m->u.code > 255)
+			return sbx_error_set(err, 0, "exit code %d out of range 0..255", m->u.code);
+		return 0;
+	case PROTO_ERROR:
+		return proto_get_str(r, &m->u.message, err);
+	}
+	return sbx_error_set(err, 0, "unsupported message type 0x%02x", m->type);
+}
+
+int proto_msg_decode(const struct proto_header *h, const uint8_t *payload, struct proto_msg *m,
+		     sbx_error_t *err)
+{
+	memset(m, 0, sizeof(*m));
+	m->stream = h->stream;
+	m->type = h->type;
+	if (check_stream(h->type, h->stream, err) < 0)
+		return -1;
+	struct proto_rbuf r;
+	proto_rbuf_init(&r, payload, h->length);
+	if (decode_body(&r, m, err) < 0 || proto_get_end(&r, err) < 0) {
+		sbx_error_prefix(err, "%s", proto_type_name(h->type));
+		proto_msg_free(m);
+		return -1;
+	}
+	return 0;
+}
+
+void proto_msg_free(struct proto_msg *m)
+{
+	switch (m->type) {
+	case PROTO_CONFIG:
+		free(m->u.config.hostname);
+		proto_strv_free(m->u.config.env);
+		free(m->u.config.entropy);
+		break;
+	case PROTO_SPAWN:
+		proto_strv_free(m->u.spawn.argv);
+		proto_strv_free(m->u.spawn.env);
+		free(m->u.spawn.cwd);
+		break;
+	case PROTO_ERROR:
+		free(m->u.message);
+		break;
+	}
+	memset(&m->u, 0, sizeof(m->u));
+}
+
+static int encode_body(struct proto_wbuf *b, const struct proto_msg *m, sbx_error_t *err)
+{
+	switch (m->type) {
+	case PROTO_HELLO:
+		proto_put_u32(b, m->u.version);
+		return 0;
+	case PROTO_CONFIG: {
+		const struct proto_config *c = &m->u.config;
+		if (c->entropy_len > PROTO_MAX_ENTROPY)
+			return sbx_error_set(err, 0, "entropy of %zu bytes exceeds %u", c->entropy_len,
+					     PROTO_MAX_ENTROPY);
+		proto_put_str(b, c->hostname != NULL ? c->hostname : "");
+		proto_put_strv(b, c->env);
+		proto_put_u64(b, c->memory_bytes);
+		proto_put_u64(b, c->nofile);
+		proto_put_u64(b, c->realtime_ns);
+		proto_put_u32(b, (uint32_t)c->entropy_len);
+		proto_put_bytes(b, c->entropy, c->entropy_len);
+		return 0;
+	}
+	case PROTO_READY:
+	case PROTO_SHUTDOWN:
+	case PROTO_STDIN_EOF:
+		return 0;
+	case PROTO_PING:
+	case PROTO_PONG:
+		proto_put_u64(b, m->u.nonce);
+		return 0;
+	case PROTO_SPAWN: {
+		const struct proto_spawn *s = &m->u.spawn;
+		proto_put_strv(b, s->argv);
+		proto_put_strv(b, s->env);
+		proto_put_str(b, s->cwd != NULL ? s->cwd : "");
+		proto_put_u32(b, s->flags);
+		return 0;
+	}
+	case PROTO_STARTED:
+		proto_put_u32(b, m->u.pid);
+		return 0;
+	case PROTO_STDIN:
+	case PROTO_STDOUT:
+	case PROTO_STDERR:
+		if (m->u.data.len > PROTO_MAX_CHUNK)
+			return sbx_error_set(err, 0, "data frame of %zu bytes exceeds %u", m->u.data.len,
+					     PROTO_MAX_CHUNK);
+		proto_put_bytes(b, m->u.data.data, m->u.data.len);
+		return 0;
+	case PROTO_CREDIT:
+		proto_put_u32(b, m->u.credit);
+		return 0;
+	case PROTO_KILL:
+		proto_put_u32(b, m->u.signal);
+		return 0;
+	case PROTO_EXIT:
+		proto_put_i32(b, m->u.code);
+		return 0;
+	case PROTO_ERROR:
+		proto_put_str(b, m->u.message != NULL ? m->u.message : "");
+		return 0;
+	}
+	return sbx_error_set(err, 0, "cannot encode message type 0x%02x", m->type);
+}
+
+int proto_msg_encode(struct proto_wbuf *out, const struct proto_msg *m, sbx_error_t *err)
+{
+	struct proto_wbuf payload;
+	proto_wbuf_init(&payload);
+	int rc = encode_body(&payload, m, err);
+	if (rc == 0)
+		rc = proto_frame(out, m->stream, m->type, &payload, err);
+	proto_wbuf_free(&payload);
+	if (rc < 0)
+		sbx_error_prefix(err, "encode %s", proto_type_name(m->type));
+	return rc;
+}

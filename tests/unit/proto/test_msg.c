@@ -1,0 +1,285 @@
+/* Message encoders/decoders: every message round-trips, every malformed
+ * payload is rejected. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "harness.h"
+#include "proto/proto_msg.h"
+
+/* Encodes m, decodes the frame into out; returns the decode result. */
+static int roundtrip(const struct proto_msg *m, struct proto_msg *out)
+{
+	struct proto_wbuf f;
+	sbx_error_t err = NULL;
+	proto_wbuf_init(&f);
+	int rc = proto_msg_encode(&f, m, &err);
+	struct proto_header h;
+	if (rc == 0)
+		rc = proto_header_decode(f.data, &h, &err);
+	if (rc == 0)
+		rc = proto_msg_decode(&h, f.data + PROTO_HEADER_SIZE, out, &err);
+	sbx_error_free(&err);
+	proto_wbuf_free(&f);
+	return rc;
+}
+
+/* Decodes a raw payload; returns the error message ("" on success). */
+static char last_err[512];
+static int decode_raw(uint8_t type, uint32_t stream, const struct proto_wbuf *p)
+{
+	struct proto_header h = { .length = (uint32_t)p->len, .stream = stream, .type = type };
+	struct proto_msg m;
+	sbx_error_t err = NULL;
+	int rc = proto_msg_decode(&h, p->data, &m, &err);
+	snprintf(last_err, sizeof(last_err), "%s", sbx_error_msg(err));
+	sbx_error_free(&err);
+	if (rc == 0)
+		proto_msg_free(&m);
+	return rc;
+}
+
+TEST(config_roundtrip_with_binary_entropy)
+{
+	char *env[] = { "PATH=/usr/bin:/bin", "A=", NULL };
+	uint8_t entropy[PROTO_MAX_ENTROPY];
+	for (size_t i = 0; i < sizeof(entropy); i++)
+		entropy[i] = (uint8_t)i; /* includes NULs */
+	struct proto_msg m = { .stream = 0, .type = PROTO_CONFIG };
+	m.u.config = (struct proto_config){ "box", env, 1ull << 30, 4096, 1700000000123456789ull, entropy,
+					    sizeof(entropy) };
+	struct proto_msg d;
+	CHECK_INT(roundtrip(&m, &d), 0);
+	CHECK_STR(d.u.config.hostname, "box");
+	CHECK_STR(d.u.config.env[0], "PATH=/usr/bin:/bin");
+	CHECK_STR(d.u.config.env[1], "A=");
+	CHECK(d.u.config.env[2] == NULL);
+	CHECK(d.u.config.memory_bytes == 1ull << 30);
+	CHECK(d.u.config.nofile == 4096);
+	CHECK(d.u.config.realtime_ns == 1700000000123456789ull);
+	CHECK_INT(d.u.config.entropy_len, sizeof(entropy));
+	CHECK(memcmp(d.u.config.entropy, entropy, sizeof(entropy)) == 0);
+	proto_msg_free(&d);
+}
+
+TEST(spawn_roundtrip)
+{
+	char *argv[] = { "sh", "-c", "echo hi", NULL };
+	char *env[] = { "X=1", NULL };
+	struct proto_msg m = { .stream = 42, .type = PROTO_SPAWN };
+	m.u.spawn = (struct proto_spawn){ argv, env, "/tmp", PROTO_SPAWN_STDIN };
+	struct proto_msg d;
+	CHECK_INT(roundtrip(&m, &d), 0);
+	CHECK_INT(d.stream, 42);
+	CHECK_STR(d.u.spawn.argv[2], "echo hi");
+	CHECK(d.u.spawn.argv[3] == NULL);
+	CHECK_STR(d.u.spawn.env[0], "X=1");
+	CHECK_STR(d.u.spawn.cwd, "/tmp");
+	CHECK_INT(d.u.spawn.flags, PROTO_SPAWN_STDIN);
+	proto_msg_free(&d);
+}
+
+TEST(scalar_messages_roundtrip)
+{
+	struct proto_msg m, d;
+	m = (struct proto_msg){ .stream = 0, .type = PROTO_HELLO, .u.version = PROTO_VERSION };
+	CHECK_INT(roundtrip(&m, &d), 0);
+	CHECK_INT(d.u.version, PROTO_VERSION);
+	m = (struct proto_msg){ .stream = 0, .type = PROTO_PING, .u.nonce = 0xfedcba9876543210ull };
+	CHECK_INT(roundtrip(&m, &d), 0);
+	CHECK(d.u.nonce == 0xfedcba9876543210ull);
+	m.type = PROTO_PONG;
+	CHECK_INT(roundtrip(&m, &d), 0);
+	m = (struct proto_msg){ .stream = 0, .type = PROTO_READY };
+	CHECK_INT(roundtrip(&m, &d), 0);
+	m.type = PROTO_SHUTDOWN;
+	CHECK_INT(roundtrip(&m, &d), 0);
+	m = (struct proto_msg){ .stream = 3, .type = PROTO_STARTED, .u.pid = 1234 };
+	CHECK_INT(roundtrip(&m, &d), 0);
+	CHECK_INT(d.u.pid, 1234);
+	m = (struct proto_msg){ .stream = 3, .type = PROTO_CREDIT, .u.credit = PROTO_WINDOW };
+	CHECK_INT(roundtrip(&m, &d), 0);
+	CHECK_INT(d.u.credit, PROTO_WINDOW);
+	m = (struct proto_msg){ .stream = 3, .type = PROTO_KILL, .u.signal = 9 };
+	CHECK_INT(roundtrip(&m, &d), 0);
+	CHECK_INT(d.u.signal, 9);
+	m = (struct proto_msg){ .stream = 3, .type = PROTO_EXIT, .u.code = 137 };
+	CHECK_INT(roundtrip(&m, &d), 0);
+	CHECK_INT(d.u.code, 137);
+	m = (struct proto_msg){ .stream = 3, .type = PROTO_STDIN_EOF };
+	CHECK_INT(roundtrip(&m, &d), 0);
+	m = (struct proto_msg){ .stream = 3, .type = PROTO_ERROR, .u.message = "boom" };
+	CHECK_INT(roundtrip(&m, &d), 0);
+	CHECK_STR(d.u.message, "boom");
+	proto_msg_free(&d);
+	m.stream = 0; /* boot failures are reported on stream 0 */
+	CHECK_INT(roundtrip(&m, &d), 0);
+	proto_msg_free(&d);
+}
+
+TEST(data_roundtrip_and_chunk_cap)
+{
+	static uint8_t buf[PROTO_MAX_CHUNK + 1];
+	memset(buf, 'z', sizeof(buf));
+	struct proto_msg m = { .stream = 9, .type = PROTO_STDOUT };
+	m.u.data = (struct proto_data){ buf, PROTO_MAX_CHUNK };
+	struct proto_msg d;
+	/* The decoded data borrows from the frame, so decode by hand here. */
+	struct proto_wbuf f;
+	sbx_error_t err = NULL;
+	proto_wbuf_init(&f);
+	CHECK_INT(proto_msg_encode(&f, &m, &err), 0);
+	struct proto_header h;
+	CHECK_INT(proto_header_decode(f.data, &h, &err), 0);
+	CHECK_INT(proto_msg_decode(&h, f.data + PROTO_HEADER_SIZE, &d, &err), 0);
+	CHECK_INT(d.u.data.len, PROTO_MAX_CHUNK);
+	CHECK(memcmp(d.u.data.data, buf, PROTO_MAX_CHUNK) == 0);
+	m.u.data.len = PROTO_MAX_CHUNK + 1;
+	CHECK_INT(proto_msg_encode(&f, &m, &err), -1);
+	sbx_error_free(&err);
+	proto_wbuf_free(&f);
+
+	struct proto_wbuf p;
+	proto_wbuf_init(&p);
+	proto_put_bytes(&p, buf, sizeof(buf));
+	CHECK_INT(decode_raw(PROTO_STDIN, 9, &p), -1);
+	CHECK(strstr(last_err, "exceeds") != NULL);
+	proto_wbuf_free(&p);
+}
+
+TEST(wrong_stream_is_rejected)
+{
+	struct proto_wbuf p;
+	proto_wbuf_init(&p);
+	proto_put_u64(&p, 1);
+	CHECK_INT(decode_raw(PROTO_PING, 5, &p), -1);
+	CHECK(strstr(last_err, "expected 0") != NULL);
+	p.len = 0;
+	CHECK_INT(decode_raw(PROTO_STDIN_EOF, 0, &p), -1);
+	CHECK(strstr(last_err, "stream 0") != NULL);
+	proto_wbuf_free(&p);
+}
+
+TEST(trailing_and_missing_bytes_are_rejected)
+{
+	struct proto_wbuf p;
+	proto_wbuf_init(&p);
+	proto_put_u32(&p, 1);
+	proto_put_u32(&p, 2);
+	CHECK_INT(decode_raw(PROTO_HELLO, 0, &p), -1);
+	CHECK(strstr(last_err, "trailing") != NULL);
+	CHECK_INT(decode_raw(PROTO_READY, 0, &p), -1);
+	p.len = 2;
+	CHECK_INT(decode_raw(PROTO_CREDIT, 1, &p), -1);
+	CHECK(strstr(last_err, "truncated") != NULL);
+	proto_wbuf_free(&p);
+}
+
+static void put_spawn(struct proto_wbuf *p, char **argv, char **env, const char *cwd, uint32_t flags)
+{
+	p->len = 0;
+	proto_put_strv(p, argv);
+	proto_put_strv(p, env);
+	proto_put_str(p, cwd);
+	proto_put_u32(p, flags);
+}
+
+TEST(spawn_rejections)
+{
+	struct proto_wbuf p;
+	proto_wbuf_init(&p);
+	char *argv[] = { "ls", NULL }, *noargv[] = { NULL }, *emptyarg[] = { "", NULL };
+	char *env[] = { "A=1", NULL }, *badenv[] = { "NOEQUALS", NULL }, *noname[] = { "=x", NULL };
+	put_spawn(&p, argv, env, "", 0);
+	CHECK_INT(decode_raw(PROTO_SPAWN, 1, &p), 0);
+	put_spawn(&p, noargv, env, "", 0);
+	CHECK_INT(decode_raw(PROTO_SPAWN, 1, &p), -1);
+	CHECK(strstr(last_err, "empty argv") != NULL);
+	put_spawn(&p, emptyarg, env, "", 0);
+	CHECK_INT(decode_raw(PROTO_SPAWN, 1, &p), -1);
+	put_spawn(&p, argv, badenv, "", 0);
+	CHECK_INT(decode_raw(PROTO_SPAWN, 1, &p), -1);
+	CHECK(strstr(last_err, "KEY=VALUE") != NULL);
+	put_spawn(&p, argv, noname, "", 0);
+	CHECK_INT(decode_raw(PROTO_SPAWN, 1, &p), -1);
+	put_spawn(&p, argv, env, "relative", 0);
+	CHECK_INT(decode_raw(PROTO_SPAWN, 1, &p), -1);
+	put_spawn(&p, argv, env, "/", 0x80);
+	CHECK_INT(decode_raw(PROTO_SPAWN, 1, &p), -1);
+	CHECK(strstr(last_err, "flags") != NULL);
+	/* Argument with an embedded NUL. */
+	p.len = 0;
+	proto_put_u32(&p, 1);
+	proto_put_strn(&p, "l\0s", 3);
+	proto_put_strv(&p, env);
+	proto_put_str(&p, "");
+	proto_put_u32(&p, 0);
+	CHECK_INT(decode_raw(PROTO_SPAWN, 1, &p), -1);
+	CHECK(strstr(last_err, "NUL") != NULL);
+	/* Count above the cap. */
+	p.len = 0;
+	proto_put_u32(&p, PROTO_MAX_STRV + 1);
+	CHECK_INT(decode_raw(PROTO_SPAWN, 1, &p), -1);
+	CHECK(strstr(last_err, "exceeds") != NULL);
+	/* Truncated after argv. */
+	p.len = 0;
+	proto_put_strv(&p, argv);
+	CHECK_INT(decode_raw(PROTO_SPAWN, 1, &p), -1);
+	proto_wbuf_free(&p);
+}
+
+TEST(config_rejections)
+{
+	struct proto_wbuf p;
+	proto_wbuf_init(&p);
+	char *env[] = { NULL };
+	char host[PROTO_MAX_HOSTNAME + 2];
+	memset(host, 'h', sizeof(host) - 1);
+	host[sizeof(host) - 1] = '\0';
+	proto_put_str(&p, host);
+	proto_put_strv(&p, env);
+	proto_put_u64(&p, 0);
+	proto_put_u64(&p, 0);
+	proto_put_u64(&p, 0);
+	proto_put_u32(&p, 0);
+	CHECK_INT(decode_raw(PROTO_CONFIG, 0, &p), -1);
+	CHECK(strstr(last_err, "hostname") != NULL);
+	p.len = 0;
+	proto_put_str(&p, "h");
+	proto_put_strv(&p, env);
+	proto_put_u64(&p, 0);
+	proto_put_u64(&p, 0);
+	proto_put_u64(&p, 0);
+	proto_put_u32(&p, PROTO_MAX_ENTROPY + 1);
+	uint8_t zero[PROTO_MAX_ENTROPY + 1] = { 0 };
+	proto_put_bytes(&p, zero, sizeof(zero));
+	CHECK_INT(decode_raw(PROTO_CONFIG, 0, &p), -1);
+	CHECK(strstr(last_err, "entropy") != NULL);
+	proto_wbuf_free(&p);
+}
+
+TEST(range_rejections)
+{
+	struct proto_wbuf p;
+	proto_wbuf_init(&p);
+	proto_put_u32(&p, 0);
+	CHECK_INT(decode_raw(PROTO_CREDIT, 1, &p), -1);
+	CHECK_INT(decode_raw(PROTO_KILL, 1, &p), -1);
+	CHECK_INT(decode_raw(PROTO_EXIT, 1, &p), 0);
+	p.len = 0;
+	proto_put_u32(&p, PROTO_WINDOW + 1);
+	CHECK_INT(decode_raw(PROTO_CREDIT, 1, &p), -1);
+	p.len = 0;
+	proto_put_u32(&p, 65);
+	CHECK_INT(decode_raw(PROTO_KILL, 1, &p), -1);
+	p.len = 0;
+	proto_put_i32(&p, -1);
+	CHECK_INT(decode_raw(PROTO_EXIT, 1, &p), -1);
+	p.len = 0;
+	proto_put_i32(&p, 256);
+	CHECK_INT(decode_raw(PROTO_EXIT, 1, &p), -1);
+	p.len = 0;
+	CHECK_INT(decode_raw(PROTO_FS_FIRST, 1, &p), -1);
+	CHECK(strstr(last_err, "unsupported") != NULL);
+	proto_wbuf_free(&p);
+}
