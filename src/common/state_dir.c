@@ -1,0 +1,98 @@
+#include "common/state_dir.h"
+
+#include <errno.h>
+#include <limits.h>
+#include <pwd.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "common/cleanup.h"
+
+int sbx_mkdir_p(const char *path, mode_t mode, sbx_error_t *err)
+{
+	if (path[0] == '\0')
+		return sbx_error_set(err, EINVAL, "empty directory path");
+	cleanup_free char *p = strdup(path);
+	if (p == NULL)
+		return sbx_error_errno(err, ENOMEM, "mkdir %s", path);
+	for (char *s = p + 1;; s++) {
+		if (*s != '/' && *s != '\0')
+			continue;
+		char saved = *s;
+		*s = '\0';
+		if (mkdir(p, mode) < 0 && errno != EEXIST)
+			return sbx_error_errno(err, errno, "mkdir %s", p);
+		*s = saved;
+		if (saved == '\0')
+			break;
+	}
+	struct stat st;
+	if (stat(path, &st) < 0)
+		return sbx_error_errno(err, errno, "stat %s", path);
+	if (!S_ISDIR(st.st_mode))
+		return sbx_error_set(err, ENOTDIR, "%s is not a directory", path);
+	return 0;
+}
+
+static char *join(const char *a, const char *b, sbx_error_t *err)
+{
+	char *s = NULL;
+	if (asprintf(&s, "%s/%s", a, b) < 0) {
+		sbx_error_errno(err, ENOMEM, "state directory path");
+		return NULL;
+	}
+	return s;
+}
+
+char *sbx_state_dir(sbx_error_t *err)
+{
+	cleanup_free char *dir = NULL;
+	const char *v = getenv("III_SANDBOX_STATE_DIR");
+	if (v != NULL && v[0] != '\0') {
+		dir = strdup(v);
+		if (dir == NULL) {
+			sbx_error_errno(err, ENOMEM, "state directory path");
+			return NULL;
+		}
+	} else if ((v = getenv("XDG_STATE_HOME")) != NULL && v[0] == '/') {
+		dir = join(v, "sandbox-libkrun", err);
+	} else {
+		const char *home = getenv("HOME");
+		if (home == NULL || home[0] != '/') {
+			struct passwd *pw = getpwuid(getuid());
+			home = pw != NULL ? pw->pw_dir : NULL;
+		}
+		if (home == NULL || home[0] != '/') {
+			sbx_error_set(err, 0, "no state directory: set III_SANDBOX_STATE_DIR or HOME");
+			return NULL;
+		}
+		dir = join(home, ".local/state/sandbox-libkrun", err);
+	}
+	if (dir == NULL)
+		return NULL;
+	if (strlen(dir) > PATH_MAX / 2) {
+		sbx_error_set(err, ENAMETOOLONG, "state directory path is too long");
+		return NULL;
+	}
+	if (sbx_mkdir_p(dir, 0700, err) < 0) {
+		sbx_error_prefix(err, "state directory");
+		return NULL;
+	}
+	return sbx_steal_ptr(dir);
+}
+
+char *sbx_state_subdir(const char *sub, sbx_error_t *err)
+{
+	cleanup_free char *base = sbx_state_dir(err);
+	if (base == NULL)
+		return NULL;
+	cleanup_free char *dir = join(base, sub, err);
+	if (dir == NULL)
+		return NULL;
+	if (sbx_mkdir_p(dir, 0700, err) < 0)
+		return NULL;
+	return sbx_steal_ptr(dir);
+}

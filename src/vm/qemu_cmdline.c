@@ -1,0 +1,149 @@
+#include "vm/qemu_cmdline.h"
+
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/cleanup.h"
+
+#define MAX_ARGS 64
+
+struct argv_builder {
+	char *v[MAX_ARGS + 1];
+	size_t n;
+	int failed;
+};
+
+static void add(struct argv_builder *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void add(struct argv_builder *b, const char *fmt, ...)
+{
+	if (b->failed)
+		return;
+	if (b->n == MAX_ARGS) {
+		b->failed = 1;
+		return;
+	}
+	va_list ap;
+	va_start(ap, fmt);
+	if (vasprintf(&b->v[b->n], fmt, ap) < 0) {
+		b->v[b->n] = NULL;
+		b->failed = 1;
+	} else {
+		b->n++;
+	}
+	va_end(ap);
+}
+
+/* QEMU's option parser splits on ',' (",," escapes it): a path with a comma
+ * would smuggle in options, so refuse it. */
+static int check_path(const char *what, const char *p, sbx_error_t *err)
+{
+	if (p == NULL || p[0] == '\0')
+		return sbx_error_set(err, EINVAL, "qemu: no %s path", what);
+	if (strchr(p, ',') != NULL)
+		return sbx_error_set(err, EINVAL, "qemu: %s path contains a comma: %s", what, p);
+	return 0;
+}
+
+static void add_disk(struct argv_builder *b, const char *id, const char *path, int readonly)
+{
+	add(b, "-drive");
+	add(b, "file=%s,if=none,id=%s,format=raw,readonly=%s,cache=%s%s", path, id, readonly ? "on" : "off",
+	    readonly ? "writeback" : "unsafe", readonly ? "" : ",discard=unmap");
+	add(b, "-device");
+	add(b, "virtio-blk-device,drive=%s", id);
+}
+
+char **qemu_cmdline(const struct qemu_config *c, sbx_error_t *err)
+{
+	if (check_path("qemu", c->qemu, err) < 0 || check_path("kernel", c->kernel, err) < 0 ||
+	    check_path("boot disk", c->boot_disk, err) < 0 || check_path("image", c->image, err) < 0 ||
+	    check_path("scratch disk", c->scratch, err) < 0)
+		return NULL;
+	if (c->cpus < 1 || c->cpus > SBX_VM_MAX_CPUS) {
+		sbx_error_set(err, EINVAL, "cpus must be 1..%d", SBX_VM_MAX_CPUS);
+		return NULL;
+	}
+	if (c->memory_mib < SBX_VM_MIN_MEMORY_MIB || c->memory_mib > SBX_VM_MAX_MEMORY_MIB) {
+		sbx_error_set(err, EINVAL, "memory must be %d..%u MiB", SBX_VM_MIN_MEMORY_MIB, SBX_VM_MAX_MEMORY_MIB);
+		return NULL;
+	}
+	if (c->accel != SBX_ACCEL_KVM && c->accel != SBX_ACCEL_TCG) {
+		sbx_error_set(err, EINVAL, "qemu: accelerator not decided");
+		return NULL;
+	}
+	if (c->console_fd < 0 || c->control_fd < 0) {
+		sbx_error_set(err, EBADF, "qemu: console and control sockets are required");
+		return NULL;
+	}
+	struct argv_builder b = { .n = 0 };
+	add(&b, "%s", c->qemu);
+	add(&b, "-M");
+	add(&b, "microvm,acpi=off,ioapic2=off");
+	add(&b, "-nodefaults");
+	add(&b, "-no-user-config");
+	add(&b, "-display");
+	add(&b, "none");
+	add(&b, "-sandbox");
+	add(&b, "on,obsolete=deny,elevateprivileges=deny,spawn=deny,resourcecontrol=deny");
+	add(&b, "-no-reboot");
+	add(&b, "-accel");
+	if (c->accel == SBX_ACCEL_KVM) {
+		add(&b, "kvm");
+		add(&b, "-cpu");
+		add(&b, "host");
+	} else {
+		add(&b, "tcg,thread=multi");
+		add(&b, "-cpu");
+		add(&b, "max");
+	}
+	add(&b, "-smp");
+	add(&b, "%u", c->cpus);
+	add(&b, "-m");
+	add(&b, "%u", c->memory_mib);
+	add(&b, "-kernel");
+	add(&b, "%s", c->kernel);
+	add(&b, "-append");
+	add(&b, "%s", SBX_KERNEL_CMDLINE);
+	add(&b, "-chardev");
+	add(&b, "socket,id=console,fd=%d", c->console_fd);
+	add(&b, "-chardev");
+	add(&b, "socket,id=control,fd=%d", c->control_fd);
+	add(&b, "-device");
+	add(&b, "virtio-serial-device,max_ports=2");
+	add(&b, "-device");
+	add(&b, "virtconsole,chardev=console");
+	add(&b, "-device");
+	add(&b, "virtserialport,chardev=control,name=control");
+	add_disk(&b, "boot", c->boot_disk, 1);
+	add_disk(&b, "image", c->image, 1);
+	add_disk(&b, "scratch", c->scratch, 0);
+	add(&b, "-device");
+	add(&b, "virtio-rng-device");
+	if (b.failed) {
+		for (size_t i = 0; i < b.n; i++)
+			free(b.v[i]);
+		sbx_error_set(err, ENOMEM, "qemu command line");
+		return NULL;
+	}
+	char **v = calloc(b.n + 1, sizeof(char *));
+	if (v == NULL) {
+		for (size_t i = 0; i < b.n; i++)
+			free(b.v[i]);
+		sbx_error_set(err, ENOMEM, "qemu command line");
+		return NULL;
+	}
+	memcpy(v, b.v, b.n * sizeof(char *));
+	return v;
+}
+
+void sbx_strv_free(char **v)
+{
+	if (v == NULL)
+		return;
+	for (char **p = v; *p != NULL; p++)
+		free(*p);
+	free(v);
+}

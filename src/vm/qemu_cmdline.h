@@ -1,0 +1,29 @@
+/* Builds the QEMU command line of one VM (microvm, virtio-mmio devices). */
+#ifndef SBX_VM_QEMU_CMDLINE_H
+#define SBX_VM_QEMU_CMDLINE_H
+
+#include "common/error.h"
+#include "vm/accel.h"
+
+#define SBX_KERNEL_CMDLINE "root=/dev/vda rootfstype=erofs ro init=/init console=hvc0 quiet panic=-1 reboot=t"
+#define SBX_VM_MAX_CPUS 16 /* the guest kernel's NR_CPUS */
+#define SBX_VM_MIN_MEMORY_MIB 64
+#define SBX_VM_MAX_MEMORY_MIB (64u * 1024u)
+
+struct qemu_config {
+	const char *qemu;      /* binary */
+	const char *kernel;    /* PVH ELF */
+	const char *boot_disk; /* erofs holding /init -> /dev/vda */
+	const char *image;     /* image erofs -> /dev/vdb */
+	const char *scratch;   /* ext4 -> /dev/vdc */
+	unsigned cpus, memory_mib;
+	enum sbx_accel accel; /* KVM or TCG, already decided */
+	int console_fd;       /* connected stream sockets QEMU inherits */
+	int control_fd;
+};
+
+/* Returns a NULL-terminated argv (free with sbx_strv_free). */
+char **qemu_cmdline(const struct qemu_config *c, sbx_error_t *err);
+void sbx_strv_free(char **v);
+
+#endif
