@@ -1,0 +1,475 @@
+#include "image/layer_apply.h"
+
+#include <archive.h>
+#include <archive_entry.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <linux/openat2.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/sysmacros.h>
+#include <sys/xattr.h>
+#include <unistd.h>
+
+#include "common/cleanup.h"
+#include "common/log.h"
+#include "image/path_set.h"
+#include "image/tar_path.h"
+
+#define WH_PREFIX ".wh."
+#define WH_OPAQUE ".wh..wh..opq"
+
+struct dir_time {
+	char *path;
+	struct timespec mtime;
+};
+
+struct sbx_rootfs {
+	int root;
+	uint64_t bytes;
+	struct sbx_path_set layer_paths; /* written by the layer being applied */
+	struct dir_time *dir_times;
+	size_t n_dir_times, cap_dir_times;
+	bool warned_owner;
+};
+
+static int resolve(int root, const char *path, int flags, sbx_error_t *err)
+{
+	struct open_how how = {
+		.flags = (uint64_t)(flags | O_CLOEXEC),
+		.resolve = RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS | RESOLVE_NO_XDEV,
+	};
+	int fd = (int)syscall(SYS_openat2, root, path[0] ? path : ".", &how, sizeof(how));
+	if (fd < 0)
+		return sbx_error_errno(err, errno, "open '%s'", path);
+	return fd;
+}
+
+/* Creates the missing directories of path, each resolved from the root so
+ * that symlinks keep their in-image meaning. */
+static int create_parents(struct sbx_rootfs *r, char *path, sbx_error_t *err)
+{
+	int cur = resolve(r->root, "", O_PATH | O_DIRECTORY, err);
+	char *comp = path;
+	while (cur >= 0) {
+		char *next = strchr(comp, '/');
+		if (next)
+			*next = '\0';
+		if (mkdirat(cur, comp, 0755) < 0 && errno != EEXIST) {
+			sbx_error_errno(err, errno, "mkdir '%s'", path);
+			close(cur);
+			cur = -1;
+		} else {
+			close(cur);
+			cur = resolve(r->root, path, O_PATH | O_DIRECTORY, err);
+		}
+		if (next == NULL)
+			break;
+		*next = '/';
+		comp = next + 1;
+	}
+	return cur;
+}
+
+/* Opens the parent directory of path (creating missing ones, as Docker does)
+ * and points *name at the last component. */
+static int open_parent(struct sbx_rootfs *r, char *path, const char **name, sbx_error_t *err)
+{
+	char *slash = strrchr(path, '/');
+	if (slash == NULL) {
+		*name = path;
+		return resolve(r->root, "", O_PATH | O_DIRECTORY, err);
+	}
+	*name = slash + 1;
+	*slash = '\0';
+	int fd = resolve(r->root, path, O_PATH | O_DIRECTORY, err);
+	if (fd < 0 && (*err)->errnum == ENOENT) {
+		sbx_error_free(err);
+		fd = create_parents(r, path, err);
+	}
+	*slash = '/';
+	return fd;
+}
+
+static int remove_tree(int parent, const char *name, int depth, sbx_error_t *err)
+{
+	struct stat st;
+	if (fstatat(parent, name, &st, AT_SYMLINK_NOFOLLOW) < 0)
+		return errno == ENOENT ? 0 : sbx_error_errno(err, errno, "stat '%s'", name);
+	if (!S_ISDIR(st.st_mode)) {
+		if (unlinkat(parent, name, 0) < 0 && errno != ENOENT)
+			return sbx_error_errno(err, errno, "unlink '%s'", name);
+		return 0;
+	}
+	if (depth > SBX_TAR_DEPTH_MAX)
+		return sbx_error_set(err, 0, "directory tree too deep to remove");
+	int fd = openat(parent, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (fd < 0)
+		return sbx_error_errno(err, errno, "open '%s'", name);
+	cleanup_dir DIR *d = fdopendir(fd);
+	if (d == NULL) {
+		close(fd);
+		return sbx_error_errno(err, errno, "opendir '%s'", name);
+	}
+	struct dirent *de;
+	while ((errno = 0, de = readdir(d)) != NULL) {
+		if (strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0)
+			continue;
+		if (remove_tree(dirfd(d), de->d_name, depth + 1, err) < 0)
+			return -1;
+	}
+	if (errno != 0)
+		return sbx_error_errno(err, errno, "readdir '%s'", name);
+	if (unlinkat(parent, name, AT_REMOVEDIR) < 0)
+		return sbx_error_errno(err, errno, "rmdir '%s'", name);
+	return 0;
+}
+
+/* Removes what lower layers put in dir, keeping this layer's own entries. */
+static int make_opaque(struct sbx_rootfs *r, const char *dir, sbx_error_t *err)
+{
+	int pfd = resolve(r->root, dir, O_RDONLY | O_DIRECTORY, err);
+	if (pfd < 0)
+		return -1;
+	cleanup_dir DIR *d = fdopendir(pfd);
+	if (d == NULL) {
+		close(pfd);
+		return sbx_error_errno(err, errno, "opendir '%s'", dir);
+	}
+	struct dirent *de;
+	char child[SBX_TAR_PATH_MAX + 256];
+	while ((errno = 0, de = readdir(d)) != NULL) {
+		if (strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0)
+			continue;
+		int n = snprintf(child, sizeof(child), "%s%s%s", dir, dir[0] ? "/" : "", de->d_name);
+		if (n < 0 || (size_t)n >= sizeof(child))
+			return sbx_error_set(err, 0, "path too long under '%s'", dir);
+		if (sbx_path_set_has(&r->layer_paths, child))
+			continue;
+		if (remove_tree(dirfd(d), de->d_name, 0, err) < 0)
+			return -1;
+	}
+	if (errno != 0)
+		return sbx_error_errno(err, errno, "readdir '%s'", dir);
+	return 0;
+}
+
+static int apply_whiteout(struct sbx_rootfs *r, char *path, sbx_error_t *err)
+{
+	char *slash = strrchr(path, '/');
+	char *base = slash ? slash + 1 : path;
+	char dir[SBX_TAR_PATH_MAX];
+	snprintf(dir, sizeof(dir), "%.*s", slash ? (int)(slash - path) : 0, path);
+	if (strcmp(base, WH_OPAQUE) == 0)
+		return make_opaque(r, dir, err);
+	if (strncmp(base, WH_PREFIX WH_PREFIX, 8) == 0)
+		return 0; /* other AUFS metadata (.wh..wh.plnk, ...) has no meaning here */
+	/* ".wh.name" removes name: drop the prefix in place. */
+	memmove(base, base + 4, strlen(base + 4) + 1);
+	if (base[0] == '\0' || strcmp(base, ".") == 0 || strcmp(base, "..") == 0)
+		return sbx_error_set(err, 0, "bad whiteout entry");
+	if (sbx_path_set_has(&r->layer_paths, path))
+		return 0;
+	const char *name;
+	int pfd = open_parent(r, path, &name, err);
+	if (pfd < 0) {
+		/* Whiting out something below a missing directory is a no-op. */
+		if ((*err)->errnum == ENOENT || (*err)->errnum == ENOTDIR) {
+			sbx_error_free(err);
+			return 0;
+		}
+		return -1;
+	}
+	int rc = remove_tree(pfd, name, 0, err);
+	close(pfd);
+	return rc;
+}
+
+static int write_data(struct sbx_rootfs *r, struct archive *a, int fd, int64_t size, sbx_error_t *err)
+{
+	const void *buf;
+	size_t len;
+	la_int64_t off;
+	for (;;) {
+		int rc = archive_read_data_block(a, &buf, &len, &off);
+		if (rc == ARCHIVE_EOF)
+			break;
+		if (rc != ARCHIVE_OK)
+			return sbx_error_set(err, 0, "layer data: %s", archive_error_string(a));
+		if (off < 0 || (uint64_t)off + len > (uint64_t)size)
+			return sbx_error_set(err, 0, "layer data beyond the entry's size");
+		r->bytes += len;
+		if (r->bytes > SBX_ROOTFS_MAX_BYTES)
+			return sbx_error_set(err, 0, "image larger than %llu bytes", SBX_ROOTFS_MAX_BYTES);
+		while (len > 0) {
+			ssize_t n = pwrite(fd, buf, len, off);
+			if (n < 0 && errno == EINTR)
+				continue;
+			if (n <= 0)
+				return sbx_error_errno(err, n < 0 ? errno : EIO, "write");
+			buf = (const char *)buf + n;
+			len -= (size_t)n;
+			off += n;
+		}
+	}
+	/* Sparse files may end in a hole. */
+	if (ftruncate(fd, size) < 0)
+		return sbx_error_errno(err, errno, "truncate");
+	return 0;
+}
+
+static int set_xattrs(int pfd, const char *name, struct archive_entry *e, sbx_error_t *err)
+{
+	const char *key;
+	const void *value;
+	size_t size;
+	if (archive_entry_xattr_reset(e) == 0)
+		return 0;
+	char proc[64 + 256];
+	snprintf(proc, sizeof(proc), "/proc/self/fd/%d/%s", pfd, name);
+	while (archive_entry_xattr_next(e, &key, &value, &size) == ARCHIVE_OK) {
+		/* The host's overlayfs must never see overlay metadata from an image. */
+		if (strncmp(key, "trusted.overlay.", 16) == 0)
+			continue;
+		if (lsetxattr(proc, key, value, size, 0) < 0 && errno != ENOTSUP)
+			return sbx_error_errno(err, errno, "set xattr '%s' on '%s'", key, name);
+	}
+	return 0;
+}
+
+static int set_owner_mode(struct sbx_rootfs *r, int pfd, const char *name, struct archive_entry *e, bool link,
+			  sbx_error_t *err)
+{
+	if (fchownat(pfd, name, (uid_t)archive_entry_uid(e), (gid_t)archive_entry_gid(e), AT_SYMLINK_NOFOLLOW) < 0) {
+		if (errno != EPERM)
+			return sbx_error_errno(err, errno, "chown '%s'", name);
+		if (!r->warned_owner)
+			sbx_warn("image: not running as root, file ownership in the image is lost");
+		r->warned_owner = true;
+	}
+	/* chmod after chown: chown clears the set-id bits. */
+	if (!link && fchmodat(pfd, name, archive_entry_perm(e), 0) < 0)
+		return sbx_error_errno(err, errno, "chmod '%s'", name);
+	return set_xattrs(pfd, name, e, err);
+}
+
+static int record_dir_time(struct sbx_rootfs *r, const char *path, struct archive_entry *e)
+{
+	if (r->n_dir_times == r->cap_dir_times) {
+		size_t cap = r->cap_dir_times ? r->cap_dir_times * 2 : 64;
+		struct dir_time *t = realloc(r->dir_times, cap * sizeof(*t));
+		if (t == NULL)
+			return -1;
+		r->dir_times = t;
+		r->cap_dir_times = cap;
+	}
+	char *p = strdup(path);
+	if (p == NULL)
+		return -1;
+	r->dir_times[r->n_dir_times].path = p;
+	r->dir_times[r->n_dir_times].mtime =
+		(struct timespec){ .tv_sec = archive_entry_mtime(e), .tv_nsec = archive_entry_mtime_nsec(e) };
+	r->n_dir_times++;
+	return 0;
+}
+
+static int apply_entry(struct sbx_rootfs *r, struct archive *a, struct archive_entry *e, char *path,
+		       sbx_error_t *err)
+{
+	mode_t type = archive_entry_filetype(e);
+	const char *hardlink = archive_entry_hardlink(e);
+	if (path[0] == '\0') {
+		/* The root itself: only its metadata. */
+		if (type != AE_IFDIR)
+			return sbx_error_set(err, 0, "layer replaces the root with a non-directory");
+		int rfd = resolve(r->root, "", O_PATH | O_DIRECTORY, err);
+		if (rfd < 0)
+			return -1;
+		int rc = set_owner_mode(r, rfd, ".", e, false, err);
+		close(rfd);
+		return rc < 0 || record_dir_time(r, "", e) == 0 ? rc : sbx_error_errno(err, ENOMEM, "layer");
+	}
+	if (sbx_path_set_add(&r->layer_paths, path) < 0)
+		return sbx_error_errno(err, ENOMEM, "layer");
+	const char *name;
+	cleanup_close int pfd = open_parent(r, path, &name, err);
+	if (pfd < 0)
+		return -1;
+
+	struct stat st;
+	bool exists = fstatat(pfd, name, &st, AT_SYMLINK_NOFOLLOW) == 0;
+	if (!(exists && type == AE_IFDIR && hardlink == NULL && S_ISDIR(st.st_mode)) && exists &&
+	    remove_tree(pfd, name, 0, err) < 0)
+		return -1;
+
+	struct timespec times[2] = { { .tv_nsec = UTIME_OMIT },
+				     { .tv_sec = archive_entry_mtime(e), .tv_nsec = archive_entry_mtime_nsec(e) } };
+	if (hardlink != NULL) {
+		char target[SBX_TAR_PATH_MAX];
+		if (sbx_tar_path_clean(hardlink, target, sizeof(target), err) < 0)
+			return sbx_error_prefix(err, "hard link '%s'", path);
+		const char *tname;
+		cleanup_close int tfd = open_parent(r, target, &tname, err);
+		if (tfd < 0)
+			return sbx_error_prefix(err, "hard link target");
+		if (linkat(tfd, tname, pfd, name, 0) < 0)
+			return sbx_error_errno(err, errno, "hard link '%s' -> '%s'", path, target);
+		return 0;
+	}
+	switch (type) {
+	case AE_IFDIR:
+		if (!(exists && S_ISDIR(st.st_mode)) && mkdirat(pfd, name, 0700) < 0)
+			return sbx_error_errno(err, errno, "mkdir '%s'", path);
+		if (record_dir_time(r, path, e) < 0)
+			return sbx_error_errno(err, ENOMEM, "layer");
+		return set_owner_mode(r, pfd, name, e, false, err);
+	case AE_IFREG: {
+		cleanup_close int fd = openat(pfd, name, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+		if (fd < 0)
+			return sbx_error_errno(err, errno, "create '%s'", path);
+		if (write_data(r, a, fd, archive_entry_size(e), err) < 0)
+			return sbx_error_prefix(err, "'%s'", path);
+		break;
+	}
+	case AE_IFLNK: {
+		const char *target = archive_entry_symlink(e);
+		if (target == NULL || target[0] == '\0' || strlen(target) >= SBX_TAR_PATH_MAX)
+			return sbx_error_set(err, 0, "symlink '%s' has a bad target", path);
+		if (symlinkat(target, pfd, name) < 0)
+			return sbx_error_errno(err, errno, "symlink '%s'", path);
+		if (set_owner_mode(r, pfd, name, e, true, err) < 0)
+			return -1;
+		if (utimensat(pfd, name, times, AT_SYMLINK_NOFOLLOW) < 0)
+			return sbx_error_errno(err, errno, "set mtime of '%s'", path);
+		return 0;
+	}
+	case AE_IFCHR:
+	case AE_IFBLK:
+	case AE_IFIFO: {
+		dev_t dev = makedev(archive_entry_rdevmajor(e), archive_entry_rdevminor(e));
+		if (mknodat(pfd, name, type | 0600, type == AE_IFIFO ? 0 : dev) < 0) {
+			if (errno != EPERM)
+				return sbx_error_errno(err, errno, "mknod '%s'", path);
+			sbx_warn("image: cannot create device node '%s' without root; skipped", path);
+			return 0;
+		}
+		break;
+	}
+	default:
+		sbx_debug("image: skipping '%s' of type %o", path, (unsigned)type);
+		return 0;
+	}
+	if (set_owner_mode(r, pfd, name, e, false, err) < 0)
+		return -1;
+	if (utimensat(pfd, name, times, AT_SYMLINK_NOFOLLOW) < 0)
+		return sbx_error_errno(err, errno, "set mtime of '%s'", path);
+	return 0;
+}
+
+struct sbx_rootfs *sbx_rootfs_open(const char *dir, sbx_error_t *err)
+{
+	struct sbx_rootfs *r = calloc(1, sizeof(*r));
+	if (r == NULL) {
+		sbx_error_errno(err, ENOMEM, "rootfs");
+		return NULL;
+	}
+	r->root = open(dir, O_PATH | O_DIRECTORY | O_CLOEXEC);
+	if (r->root < 0) {
+		sbx_error_errno(err, errno, "open staging directory '%s'", dir);
+		free(r);
+		return NULL;
+	}
+	return r;
+}
+
+int sbx_rootfs_apply_layer(struct sbx_rootfs *r, int fd, sbx_error_t *err)
+{
+	struct archive *a = archive_read_new();
+	if (a == NULL)
+		return sbx_error_errno(err, ENOMEM, "layer");
+	archive_read_support_filter_gzip(a);
+	archive_read_support_filter_zstd(a);
+	archive_read_support_filter_none(a);
+	archive_read_support_format_tar(a);
+	archive_read_support_format_empty(a);
+	int rc = 0;
+	if (archive_read_open_fd(a, fd, 65536) != ARCHIVE_OK) {
+		rc = sbx_error_set(err, 0, "layer: %s", archive_error_string(a));
+		goto out;
+	}
+	struct archive_entry *e;
+	size_t count = 0;
+	for (;;) {
+		int st = archive_read_next_header(a, &e);
+		if (st == ARCHIVE_EOF)
+			break;
+		if (st != ARCHIVE_OK && st != ARCHIVE_WARN) {
+			rc = sbx_error_set(err, 0, "layer: %s", archive_error_string(a));
+			break;
+		}
+		if (++count > SBX_LAYER_MAX_ENTRIES) {
+			rc = sbx_error_set(err, 0, "layer has more than %d entries", SBX_LAYER_MAX_ENTRIES);
+			break;
+		}
+		const char *raw = archive_entry_pathname(e);
+		char path[SBX_TAR_PATH_MAX];
+		if (raw == NULL) {
+			rc = sbx_error_set(err, 0, "layer: entry without a name");
+			break;
+		}
+		if (sbx_tar_path_clean(raw, path, sizeof(path), err) < 0) {
+			rc = sbx_error_prefix(err, "layer");
+			break;
+		}
+		const char *base = strrchr(path, '/');
+		base = base ? base + 1 : path;
+		if (strncmp(base, WH_PREFIX, 4) == 0)
+			rc = apply_whiteout(r, path, err);
+		else
+			rc = apply_entry(r, a, e, path, err);
+		if (rc < 0)
+			break;
+	}
+out:
+	archive_read_free(a);
+	sbx_path_set_clear(&r->layer_paths);
+	return rc;
+}
+
+int sbx_rootfs_finish(struct sbx_rootfs *r, sbx_error_t *err)
+{
+	/* In record order, so a later layer's time for a directory wins;
+	 * setting a child's time does not touch its parent's. */
+	for (size_t i = 0; i < r->n_dir_times; i++) {
+		struct dir_time *t = &r->dir_times[i];
+		int fd = resolve(r->root, t->path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW, err);
+		if (fd < 0) {
+			if ((*err)->errnum != ENOENT && (*err)->errnum != ENOTDIR && (*err)->errnum != ELOOP)
+				return -1;
+			sbx_error_free(err); /* removed by a later layer */
+			continue;
+		}
+		struct timespec times[2] = { { .tv_nsec = UTIME_OMIT }, t->mtime };
+		int rc = futimens(fd, times);
+		close(fd);
+		if (rc < 0)
+			return sbx_error_errno(err, errno, "set mtime of '%s'", t->path);
+	}
+	return 0;
+}
+
+void sbx_rootfs_free(struct sbx_rootfs *r)
+{
+	if (r == NULL)
+		return;
+	for (size_t i = 0; i < r->n_dir_times; i++)
+		free(r->dir_times[i].path);
+	free(r->dir_times);
+	sbx_path_set_clear(&r->layer_paths);
+	close(r->root);
+	free(r);
+}
