@@ -1,0 +1,89 @@
+#include "adapter/adapter.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "adapter/scode.h"
+
+struct sbx_adapter *sbx_adapter_new(struct sbx_config *cfg, sbx_error_t *err)
+{
+	struct sbx_adapter *a = calloc(1, sizeof(*a));
+	if (a == NULL) {
+		sbx_config_free(cfg);
+		return sbx_error_errno(err, ENOMEM, "adapter"), NULL;
+	}
+	a->cfg = cfg;
+	a->reg = sbx_registry_new(err);
+	const char *token = getenv("III_SANDBOX_WORKER_TOKEN");
+	if (token != NULL && token[0] != '\0')
+		a->worker_token = strdup(token);
+	if (a->reg == NULL || (token != NULL && token[0] != '\0' && a->worker_token == NULL)) {
+		if (a->reg != NULL)
+			sbx_error_errno(err, ENOMEM, "adapter");
+		sbx_adapter_free(a);
+		return NULL;
+	}
+	return a;
+}
+
+void sbx_adapter_free(struct sbx_adapter *a)
+{
+	if (a == NULL)
+		return;
+	if (a->worker_token != NULL) {
+		explicit_bzero(a->worker_token, strlen(a->worker_token));
+		free(a->worker_token);
+	}
+	sbx_registry_free(a->reg);
+	sbx_config_free(a->cfg);
+	free(a);
+}
+
+const struct sbx_op *sbx_op_find(const char *op)
+{
+	size_t n;
+	const struct sbx_op *ops = sbx_ops(&n);
+	for (size_t i = 0; i < n; i++) {
+		if (strcmp(ops[i].op, op) == 0)
+			return &ops[i];
+	}
+	return NULL;
+}
+
+/* The body used when even the error body cannot be built. */
+static json_t *oom_body(void)
+{
+	return json_pack("{s:s, s:s}", "code", "invocation_failed", "message", "out of memory");
+}
+
+int sbx_op_fail_run(sbx_error_t *err, const char *step, const char *sandbox_id, json_t **out)
+{
+	*out = sbx_error_body_from_error(*err, step, sandbox_id);
+	sbx_error_free(err);
+	if (*out == NULL)
+		*out = oom_body();
+	return -1;
+}
+
+int sbx_op_fail(sbx_error_t *err, json_t **out)
+{
+	return sbx_op_fail_run(err, NULL, "", out);
+}
+
+int sbx_adapter_call(struct sbx_adapter *a, const char *op, json_t *req, json_t **out)
+{
+	*out = NULL;
+	const struct sbx_op *o = sbx_op_find(op);
+	if (o == NULL) {
+		*out = json_pack("{s:s, s:s}", "code", "function_not_found", "message", "unknown sandbox-libkrun function");
+		return -1;
+	}
+	int rc = o->fn(a, req, out);
+	if (rc == 0 && *out == NULL) {
+		sbx_error_t err = NULL;
+		sbx_error_set(&err, ENOMEM, "out of memory building the reply");
+		return sbx_op_fail(&err, out);
+	}
+	return rc;
+}

@@ -1,0 +1,66 @@
+/* The adapter's configuration (contract §4 plus our own keys), parsed from
+ * the value `configuration::get` returns.  Loading is fail-closed: a value
+ * that does not parse is fatal (exit 2), never replaced by defaults. */
+#ifndef SBX_ADAPTER_CONFIG_H
+#define SBX_ADAPTER_CONFIG_H
+
+#include <jansson.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "common/error.h"
+
+enum sbx_accel { SBX_ACCEL_AUTO, SBX_ACCEL_KVM, SBX_ACCEL_TCG };
+
+struct sbx_image_caps {
+	char *image;
+	uint32_t max_cpus;
+	uint32_t max_memory_mb;
+};
+
+struct sbx_named_string {
+	char *name;
+	char *value;
+};
+
+struct sbx_registry_auth {
+	char *host;
+	char *username;
+	char *password;
+};
+
+struct sbx_config {
+	bool auto_install;
+	char **image_allowlist;
+	size_t n_image_allowlist;
+	uint64_t default_idle_timeout_secs;
+	uint32_t max_concurrent_sandboxes;
+	uint32_t max_concurrent_exec_per_sandbox; /* already raised from 0 to 1 */
+	uint64_t max_exec_timeout_ms;
+	uint32_t default_cpus;
+	uint32_t default_memory_mb;
+	struct sbx_image_caps *per_image_caps;
+	size_t n_per_image_caps;
+	struct sbx_named_string *custom_images; /* sorted by name (byte order) */
+	size_t n_custom_images;
+	struct sbx_named_string *registry_mirrors; /* host -> base URL */
+	size_t n_registry_mirrors;
+	struct sbx_registry_auth *registry_auth;
+	size_t n_registry_auth;
+	enum sbx_accel accel;
+	char *krunfw_path; /* NULL when not set */
+};
+
+/* Parses a configuration value: NULL or null gives the defaults; a flat map
+ * or a list holding exactly one map is read key by key.  Returns a new
+ * config, or NULL with a message fit for the operator. */
+struct sbx_config *sbx_config_parse(json_t *value, sbx_error_t *err);
+struct sbx_config *sbx_config_defaults(sbx_error_t *err);
+void sbx_config_free(struct sbx_config *cfg);
+
+bool sbx_config_allows(const struct sbx_config *cfg, const char *image);
+/* The custom image ref for `name`, or NULL. */
+const char *sbx_config_custom_image(const struct sbx_config *cfg, const char *name);
+const struct sbx_image_caps *sbx_config_caps(const struct sbx_config *cfg, const char *image);
+
+#endif

@@ -1,0 +1,35 @@
+/* The handlers of the 23 functions, one group per file: handlers_info.c,
+ * handlers_sandbox.c, handlers_fs.c, handlers_worker.c. */
+#ifndef SBX_ADAPTER_HANDLERS_H
+#define SBX_ADAPTER_HANDLERS_H
+
+#include "adapter/adapter.h"
+
+int sbx_op_adapter_info(struct sbx_adapter *a, json_t *req, json_t **out);
+int sbx_op_catalog_list(struct sbx_adapter *a, json_t *req, json_t **out);
+int sbx_op_list(struct sbx_adapter *a, json_t *req, json_t **out);
+
+int sbx_op_create(struct sbx_adapter *a, json_t *req, json_t **out);
+int sbx_op_run(struct sbx_adapter *a, json_t *req, json_t **out);
+int sbx_op_exec(struct sbx_adapter *a, json_t *req, json_t **out);
+int sbx_op_stop(struct sbx_adapter *a, json_t *req, json_t **out);
+
+int sbx_op_fs_ls(struct sbx_adapter *a, json_t *req, json_t **out);
+int sbx_op_fs_stat(struct sbx_adapter *a, json_t *req, json_t **out);
+int sbx_op_fs_mkdir(struct sbx_adapter *a, json_t *req, json_t **out);
+int sbx_op_fs_rm(struct sbx_adapter *a, json_t *req, json_t **out);
+int sbx_op_fs_chmod(struct sbx_adapter *a, json_t *req, json_t **out);
+int sbx_op_fs_mv(struct sbx_adapter *a, json_t *req, json_t **out);
+int sbx_op_fs_grep(struct sbx_adapter *a, json_t *req, json_t **out);
+int sbx_op_fs_sed(struct sbx_adapter *a, json_t *req, json_t **out);
+int sbx_op_fs_write(struct sbx_adapter *a, json_t *req, json_t **out);
+int sbx_op_fs_read(struct sbx_adapter *a, json_t *req, json_t **out);
+
+int sbx_op_worker_prepare(struct sbx_adapter *a, json_t *req, json_t **out);
+int sbx_op_worker_start(struct sbx_adapter *a, json_t *req, json_t **out);
+int sbx_op_worker_status(struct sbx_adapter *a, json_t *req, json_t **out);
+int sbx_op_worker_logs(struct sbx_adapter *a, json_t *req, json_t **out);
+int sbx_op_worker_stop(struct sbx_adapter *a, json_t *req, json_t **out);
+int sbx_op_worker_destroy(struct sbx_adapter *a, json_t *req, json_t **out);
+
+#endif

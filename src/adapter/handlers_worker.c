@@ -1,0 +1,45 @@
+/* worker::*: Compose's worker VMs.  The token is checked before anything
+ * else, including the request's shape (contract §7.19). */
+#include "adapter/handlers.h"
+#include "adapter/request.h"
+#include "adapter/worker_auth.h"
+
+static int worker_op(struct sbx_adapter *a, json_t *req, json_t **out)
+{
+	sbx_error_t err = NULL;
+	const char *worker;
+	if (worker_auth_check(a->worker_token, req, &err) == 0 && req_object(req, &err) == 0 &&
+	    req_string(req, "worker", true, &worker, &err) == 0)
+		sbx_error_scode(&err, "S300", SBX_NO_VM_DETAIL);
+	return sbx_op_fail(&err, out);
+}
+
+int sbx_op_worker_prepare(struct sbx_adapter *a, json_t *req, json_t **out)
+{
+	return worker_op(a, req, out);
+}
+
+int sbx_op_worker_start(struct sbx_adapter *a, json_t *req, json_t **out)
+{
+	return worker_op(a, req, out);
+}
+
+int sbx_op_worker_status(struct sbx_adapter *a, json_t *req, json_t **out)
+{
+	return worker_op(a, req, out);
+}
+
+int sbx_op_worker_logs(struct sbx_adapter *a, json_t *req, json_t **out)
+{
+	return worker_op(a, req, out);
+}
+
+int sbx_op_worker_stop(struct sbx_adapter *a, json_t *req, json_t **out)
+{
+	return worker_op(a, req, out);
+}
+
+int sbx_op_worker_destroy(struct sbx_adapter *a, json_t *req, json_t **out)
+{
+	return worker_op(a, req, out);
+}

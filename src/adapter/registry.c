@@ -1,0 +1,232 @@
+#include "adapter/registry.h"
+
+#include <errno.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+struct sbx_registry {
+	pthread_mutex_t lock;
+	struct sbx_sandbox **items;
+	size_t n, cap;
+	uint32_t reserved;
+};
+
+static struct timespec now(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts;
+}
+
+struct sbx_registry *sbx_registry_new(sbx_error_t *err)
+{
+	struct sbx_registry *reg = calloc(1, sizeof(*reg));
+	if (reg == NULL)
+		return sbx_error_errno(err, ENOMEM, "sandbox registry"), NULL;
+	pthread_mutex_init(&reg->lock, NULL);
+	return reg;
+}
+
+static void unref(struct sbx_sandbox *sb)
+{
+	if (--sb->refs > 0)
+		return;
+	free(sb->name);
+	free(sb->image);
+	free(sb);
+}
+
+void sbx_registry_free(struct sbx_registry *reg)
+{
+	if (reg == NULL)
+		return;
+	for (size_t i = 0; i < reg->n; i++)
+		unref(reg->items[i]);
+	free(reg->items);
+	pthread_mutex_destroy(&reg->lock);
+	free(reg);
+}
+
+int sbx_registry_reserve(struct sbx_registry *reg, uint32_t max, sbx_error_t *err)
+{
+	pthread_mutex_lock(&reg->lock);
+	bool full = reg->n + reg->reserved >= max;
+	if (!full)
+		reg->reserved++;
+	pthread_mutex_unlock(&reg->lock);
+	if (full)
+		return sbx_error_scode(err, "S400", "max_concurrent_sandboxes (%u) reached", max);
+	return 0;
+}
+
+void sbx_registry_unreserve(struct sbx_registry *reg)
+{
+	pthread_mutex_lock(&reg->lock);
+	if (reg->reserved > 0)
+		reg->reserved--;
+	pthread_mutex_unlock(&reg->lock);
+}
+
+int sbx_registry_insert(struct sbx_registry *reg, const char *id, const char *name, const char *image,
+			uint64_t idle_timeout_secs, sbx_error_t *err)
+{
+	struct sbx_sandbox *sb = calloc(1, sizeof(*sb));
+	if (sb == NULL)
+		return sbx_error_errno(err, ENOMEM, "sandbox record");
+	snprintf(sb->id, sizeof(sb->id), "%s", id);
+	sb->name = name != NULL ? strdup(name) : NULL;
+	sb->image = strdup(image);
+	sb->created_at = sb->last_exec_at = now();
+	sb->idle_timeout_secs = idle_timeout_secs;
+	sb->refs = 1;
+	if ((name != NULL && sb->name == NULL) || sb->image == NULL) {
+		unref(sb);
+		return sbx_error_errno(err, ENOMEM, "sandbox record");
+	}
+	pthread_mutex_lock(&reg->lock);
+	if (reg->n == reg->cap) {
+		size_t ncap = reg->cap ? reg->cap * 2 : 8;
+		struct sbx_sandbox **items = realloc(reg->items, ncap * sizeof(*items));
+		if (items == NULL) {
+			pthread_mutex_unlock(&reg->lock);
+			unref(sb);
+			return sbx_error_errno(err, ENOMEM, "sandbox registry");
+		}
+		reg->items = items;
+		reg->cap = ncap;
+	}
+	reg->items[reg->n++] = sb;
+	if (reg->reserved > 0)
+		reg->reserved--;
+	pthread_mutex_unlock(&reg->lock);
+	return 0;
+}
+
+static struct sbx_sandbox *find_locked(struct sbx_registry *reg, const char *id, size_t *index)
+{
+	for (size_t i = 0; i < reg->n; i++) {
+		if (strcmp(reg->items[i]->id, id) == 0) {
+			if (index != NULL)
+				*index = i;
+			return reg->items[i];
+		}
+	}
+	return NULL;
+}
+
+static struct sbx_sandbox *acquire_locked(struct sbx_registry *reg, const char *id, sbx_error_t *err)
+{
+	struct sbx_sandbox *sb = find_locked(reg, id, NULL);
+	if (sb == NULL)
+		return sbx_error_scode(err, "S002", "%s", id), NULL;
+	if (sb->stopped)
+		return sbx_error_scode(err, "S004", "%s", id), NULL;
+	sb->last_exec_at = now();
+	sb->refs++;
+	return sb;
+}
+
+struct sbx_sandbox *sbx_registry_acquire(struct sbx_registry *reg, const char *id, sbx_error_t *err)
+{
+	pthread_mutex_lock(&reg->lock);
+	struct sbx_sandbox *sb = acquire_locked(reg, id, err);
+	pthread_mutex_unlock(&reg->lock);
+	return sb;
+}
+
+struct sbx_sandbox *sbx_registry_exec_begin(struct sbx_registry *reg, const char *id, uint32_t cap,
+					    sbx_error_t *err)
+{
+	pthread_mutex_lock(&reg->lock);
+	struct sbx_sandbox *sb = acquire_locked(reg, id, err);
+	if (sb != NULL && sb->exec_in_flight >= (cap > 0 ? cap : 1)) {
+		unref(sb);
+		sb = NULL;
+		sbx_error_scode(err, "S003", "sandbox %s is at its exec concurrency cap (max_concurrent_exec_per_sandbox)",
+				id);
+	} else if (sb != NULL) {
+		sb->exec_in_flight++;
+	}
+	pthread_mutex_unlock(&reg->lock);
+	return sb;
+}
+
+void sbx_registry_exec_end(struct sbx_registry *reg, struct sbx_sandbox *sb)
+{
+	pthread_mutex_lock(&reg->lock);
+	if (sb->exec_in_flight > 0)
+		sb->exec_in_flight--;
+	sb->last_exec_at = now();
+	unref(sb);
+	pthread_mutex_unlock(&reg->lock);
+}
+
+void sbx_registry_release(struct sbx_registry *reg, struct sbx_sandbox *sb)
+{
+	pthread_mutex_lock(&reg->lock);
+	unref(sb);
+	pthread_mutex_unlock(&reg->lock);
+}
+
+int sbx_registry_claim_stop(struct sbx_registry *reg, const char *id, bool *was_stopped, sbx_error_t *err)
+{
+	pthread_mutex_lock(&reg->lock);
+	struct sbx_sandbox *sb = find_locked(reg, id, NULL);
+	if (sb != NULL) {
+		*was_stopped = sb->stopped;
+		sb->stopped = true;
+	}
+	pthread_mutex_unlock(&reg->lock);
+	if (sb == NULL)
+		return sbx_error_scode(err, "S002", "%s", id);
+	return 0;
+}
+
+void sbx_registry_remove(struct sbx_registry *reg, const char *id)
+{
+	pthread_mutex_lock(&reg->lock);
+	size_t i;
+	struct sbx_sandbox *sb = find_locked(reg, id, &i);
+	if (sb != NULL) {
+		reg->items[i] = reg->items[--reg->n];
+		unref(sb);
+	}
+	pthread_mutex_unlock(&reg->lock);
+}
+
+size_t sbx_registry_count(struct sbx_registry *reg)
+{
+	pthread_mutex_lock(&reg->lock);
+	size_t n = reg->n;
+	pthread_mutex_unlock(&reg->lock);
+	return n;
+}
+
+json_t *sbx_registry_list(struct sbx_registry *reg, uint32_t cap)
+{
+	uint32_t slots = cap > 0 ? cap : 1;
+	json_t *list = json_array();
+	if (list == NULL)
+		return NULL;
+	struct timespec t = now();
+	pthread_mutex_lock(&reg->lock);
+	for (size_t i = 0; i < reg->n; i++) {
+		const struct sbx_sandbox *sb = reg->items[i];
+		json_int_t age = (json_int_t)(t.tv_sec - sb->created_at.tv_sec);
+		json_t *e = json_pack("{s:s, s:o, s:s, s:I, s:b, s:I, s:I, s:b}", "sandbox_id", sb->id, "name",
+				      sb->name != NULL ? json_string(sb->name) : json_null(), "image", sb->image,
+				      "age_secs", age, "exec_in_progress", sb->exec_in_flight > 0, "exec_in_flight",
+				      (json_int_t)sb->exec_in_flight, "exec_slots_free",
+				      (json_int_t)(sb->exec_in_flight >= slots ? 0 : slots - sb->exec_in_flight),
+				      "stopped", sb->stopped);
+		if (json_array_append_new(list, e) < 0) {
+			pthread_mutex_unlock(&reg->lock);
+			json_decref(list);
+			return NULL;
+		}
+	}
+	pthread_mutex_unlock(&reg->lock);
+	return json_pack("{s:o}", "sandboxes", list);
+}

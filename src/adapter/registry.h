@@ -1,0 +1,61 @@
+/* The live sandboxes (contract §6.1), in memory only: id -> record.  All
+ * access goes through the registry lock; a record handed out by acquire()
+ * stays valid until release(), even if it is removed meanwhile. */
+#ifndef SBX_ADAPTER_REGISTRY_H
+#define SBX_ADAPTER_REGISTRY_H
+
+#include <jansson.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <time.h>
+
+#include "common/error.h"
+#include "common/uuid.h"
+
+struct sbx_sandbox {
+	char id[SBX_UUID_STRLEN + 1];
+	char *name;  /* NULL when unset */
+	char *image; /* catalog name */
+	struct timespec created_at;   /* CLOCK_MONOTONIC */
+	struct timespec last_exec_at; /* CLOCK_MONOTONIC */
+	uint64_t idle_timeout_secs;
+	uint32_t exec_in_flight;
+	bool stopped;
+	unsigned refs; /* the registry's own plus one per acquire() */
+};
+
+struct sbx_registry;
+
+struct sbx_registry *sbx_registry_new(sbx_error_t *err);
+void sbx_registry_free(struct sbx_registry *reg);
+
+/* Reserves a slot for a sandbox about to be created, so parallel creates
+ * cannot overshoot `max` (S400 "max_concurrent_sandboxes (N) reached").
+ * Stopped-but-unremoved records count. */
+int sbx_registry_reserve(struct sbx_registry *reg, uint32_t max, sbx_error_t *err);
+void sbx_registry_unreserve(struct sbx_registry *reg);
+/* Turns a reservation into a record. */
+int sbx_registry_insert(struct sbx_registry *reg, const char *id, const char *name, const char *image,
+			uint64_t idle_timeout_secs, sbx_error_t *err);
+
+/* The preamble of every per-sandbox call: S002 when `id` (canonical) is
+ * unknown, S004 when it is marked stopped.  Bumps last_exec_at. */
+struct sbx_sandbox *sbx_registry_acquire(struct sbx_registry *reg, const char *id, sbx_error_t *err);
+/* Like acquire(), and admits one exec: S003 when `cap` (at least 1) execs
+ * are already in flight.  Pair with sbx_registry_exec_end(). */
+struct sbx_sandbox *sbx_registry_exec_begin(struct sbx_registry *reg, const char *id, uint32_t cap,
+					    sbx_error_t *err);
+void sbx_registry_exec_end(struct sbx_registry *reg, struct sbx_sandbox *sb);
+void sbx_registry_release(struct sbx_registry *reg, struct sbx_sandbox *sb);
+/* Marks `id` stopped for `stop`: S002 when unknown; *was_stopped tells
+ * whether another caller (the reaper) had claimed it already. */
+int sbx_registry_claim_stop(struct sbx_registry *reg, const char *id, bool *was_stopped, sbx_error_t *err);
+/* Drops the record from the registry (references stay valid). */
+void sbx_registry_remove(struct sbx_registry *reg, const char *id);
+
+size_t sbx_registry_count(struct sbx_registry *reg);
+/* {sandboxes: [{sandbox_id, name, image, age_secs, exec_in_progress,
+ * exec_in_flight, exec_slots_free, stopped}]} */
+json_t *sbx_registry_list(struct sbx_registry *reg, uint32_t cap);
+
+#endif

@@ -1,0 +1,39 @@
+/* Typed access to request fields.  A request that does not fit its
+ * function's schema fails before the handler does anything, as a decode
+ * error (scode SBX_SCODE_DECODE) whose text follows serde's wording and
+ * names the field: "missing field `path`", "invalid type: integer `5`,
+ * expected a string for field `path`".  Unknown fields (including the
+ * engine's `_caller_worker_id`) are ignored.  An optional field holding null
+ * counts as absent. */
+#ifndef SBX_ADAPTER_REQUEST_H
+#define SBX_ADAPTER_REQUEST_H
+
+#include <jansson.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "common/error.h"
+#include "common/uuid.h"
+
+/* The payload itself must be a JSON object. */
+int req_object(json_t *req, sbx_error_t *err);
+
+/* *out is borrowed from `req`; NULL when an optional field is absent. */
+int req_string(json_t *req, const char *field, bool required, const char **out, sbx_error_t *err);
+int req_bool(json_t *req, const char *field, bool def, bool *out, sbx_error_t *err);
+int req_u64(json_t *req, const char *field, uint64_t def, uint64_t *out, sbx_error_t *err);
+int req_u32(json_t *req, const char *field, uint32_t def, uint32_t *out, sbx_error_t *err);
+/* `present` (may be NULL) tells whether the field was given. */
+int req_u32_opt(json_t *req, const char *field, bool *present, uint32_t *out, sbx_error_t *err);
+/* An array of strings; *out borrowed, NULL when absent. */
+int req_string_array(json_t *req, const char *field, json_t **out, sbx_error_t *err);
+
+/* Sets a decode error "invalid type: <what `v` is>, expected <expected>
+ * for field `<field>`". */
+int req_type_error(json_t *v, const char *field, const char *expected, sbx_error_t *err);
+
+/* Parses a sandbox id in any UUID form into its canonical form; S001
+ * "sandbox_id is not a valid UUID: <input>" otherwise. */
+int req_sandbox_uuid(const char *input, char out[SBX_UUID_STRLEN + 1], sbx_error_t *err);
+
+#endif

@@ -1,0 +1,158 @@
+#include "adapter/scode.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/cleanup.h"
+
+#define NOTE_GONE "the sandbox is gone; call sandbox::create first"
+#define NOTE_PLATFORM "platform-level failure; not auto-recoverable"
+#define NOTE_PARENTS                                                                                        \
+	"merge `fix` into the original request and resubmit: `parents: true` auto-creates missing intermediate " \
+	"directories"
+/* S003's note explains why waiting rarely helps: the slot is held by the
+ * running process, not by a queue. */
+#define NOTE_EXEC_CAP                                                                                         \
+	"execs run concurrently but are capped per sandbox (max_concurrent_exec_per_sandbox, default 4) because a " \
+	"1 vCPU / 512 MB guest runs out of memory. Waiting will NOT free a slot held by a long-running or "         \
+	"FOREGROUND process (a server, `npm install`, a build/watch): it holds until the process exits or hits "    \
+	"its timeout_ms. Detach such processes with `nohup <cmd> > /tmp/out.log 2>&1 &` and read the log with "     \
+	"sandbox::fs::read, or sandbox::stop + sandbox::create to reset. Retry-after-wait only helps for a short "  \
+	"command."
+
+static const struct sbx_scode table[] = {
+	{ "S001", "validation", false, "invalid request: ", "see message: examples are inline" },
+	{ "S002", "validation", false, "sandbox not found: ", NOTE_GONE },
+	{ "S003", "validation", false, "", NOTE_EXEC_CAP },
+	{ "S004", "validation", false, "sandbox already stopped: ", NOTE_GONE },
+	{ "S100", "config", false, "",
+	  "set `image` to a value listed in the message or add a custom_images entry in iii.config.yaml" },
+	{ "S101", "internal", false, "", "operator action required: run `iii worker add <image-ref>` on the host" },
+	{ "S102", "transient", true, "", "transient: retry after a short delay" },
+	{ "S200", "execution", false, "", "raise `timeout_ms` on the exec call or split the work into smaller steps" },
+	{ "S210", "filesystem", false, "", NULL },
+	{ "S211", "filesystem", false, "file not found: ", NULL },
+	{ "S212", "filesystem", false, "not a directory or wrong type: ", NULL },
+	{ "S213", "filesystem", false, "already exists: ", NULL },
+	{ "S214", "filesystem", false, "directory not empty: ", NULL },
+	{ "S215", "filesystem", false, "permission denied: ", NULL },
+	{ "S216", "filesystem", false, "fs i/o error: ", NULL },
+	{ "S217", "filesystem", false, "invalid regex pattern: ", NULL },
+	{ "S218", "transient", true, "fs channel aborted: ", NULL },
+	{ "S219", "filesystem", false, "", NULL },
+	{ "S300", "platform", false, "VM boot failed: ", NOTE_PLATFORM },
+	{ "S400", "config", false, "resource limit exceeded: ", NOTE_PLATFORM },
+	/* worker::* codes: type and retryable are the contract's inference (§3.3). */
+	{ "S501", "validation", false, "",
+	  "set `host_path` to a directory under the Compose project directory or the package cache" },
+	{ "S505", "validation", false, "", "the `auth` field does not match the token the adapter was started with" },
+};
+
+const struct sbx_scode *sbx_scode_find(const char *code)
+{
+	for (size_t i = 0; i < sizeof(table) / sizeof(table[0]); i++) {
+		if (strcmp(table[i].code, code) == 0)
+			return &table[i];
+	}
+	return NULL;
+}
+
+/* The guest's parent-missing text is the one S211 with a mechanical fix. */
+static bool is_parent_missing(const char *detail)
+{
+	return strstr(detail, "parent not found") != NULL || strstr(detail, "parent directory not found") != NULL;
+}
+
+static json_t *nullable_string(const char *s)
+{
+	return s != NULL ? json_string(s) : json_null();
+}
+
+json_t *sbx_envelope_new(const char *code, const char *detail)
+{
+	const struct sbx_scode *sc = sbx_scode_find(code);
+	if (sc == NULL)
+		sc = sbx_scode_find("S300");
+	const char *prefix = sc->prefix;
+	const char *note = sc->fix_note;
+	json_t *fix = json_null();
+	if (strcmp(sc->code, "S211") == 0 && is_parent_missing(detail)) {
+		prefix = "parent directory not found: ";
+		note = NOTE_PARENTS;
+		fix = json_pack("{s:b}", "parents", 1);
+	}
+	cleanup_free char *message = NULL;
+	char docs_url[sizeof(SBX_DOCS_BASE) + 8];
+	snprintf(docs_url, sizeof(docs_url), "%s#%s", SBX_DOCS_BASE, sc->code);
+	if (fix == NULL || asprintf(&message, "%s%s", prefix, detail) < 0) {
+		json_decref(fix);
+		return NULL;
+	}
+	return json_pack("{s:s, s:s, s:s, s:s, s:b, s:o, s:o}", "type", sc->type, "code", sc->code, "message",
+			 message, "docs_url", docs_url, "retryable", sc->retryable, "fix", fix, "fix_note",
+			 nullable_string(note));
+}
+
+int sbx_envelope_wrap_run(json_t *envelope, const char *step, const char *sandbox_id, sbx_error_t *err)
+{
+	const char *inner_code = json_string_value(json_object_get(envelope, "code"));
+	const char *inner_msg = json_string_value(json_object_get(envelope, "message"));
+	if (inner_code == NULL || inner_msg == NULL)
+		return sbx_error_set(err, EINVAL, "run wrapping: envelope lacks code or message");
+	cleanup_free char *message = NULL;
+	cleanup_free char *context = NULL;
+	if (asprintf(&message, "during sandbox::run step `%s` (sandbox_id=%s): %s", step, sandbox_id, inner_msg) < 0 ||
+	    asprintf(&context, "during sandbox::run step `%s`", step) < 0)
+		return sbx_error_errno(err, ENOMEM, "run wrapping");
+	json_t *fix = json_pack("{s:s, s:s, s:s}", "context", context, "sandbox_id", sandbox_id, "inner_code",
+				inner_code);
+	if (fix == NULL || json_object_set_new(envelope, "fix", fix) < 0 ||
+	    json_object_set_new(envelope, "fix_note", json_null()) < 0 ||
+	    json_object_set_new(envelope, "message", json_string(message)) < 0)
+		return sbx_error_errno(err, ENOMEM, "run wrapping");
+	return 0;
+}
+
+static json_t *invocation_failed(const char *head, const char *text)
+{
+	cleanup_free char *message = NULL;
+	if (asprintf(&message, "%s%s", head, text) < 0)
+		return NULL;
+	return json_pack("{s:s, s:s}", "code", "invocation_failed", "message", message);
+}
+
+json_t *sbx_error_body_from_envelope(json_t *envelope)
+{
+	if (envelope == NULL)
+		return NULL;
+	cleanup_free char *compact = json_dumps(envelope, JSON_COMPACT);
+	json_decref(envelope);
+	if (compact == NULL)
+		return NULL;
+	return invocation_failed("handler error: ", compact);
+}
+
+json_t *sbx_error_body_decode(const char *text)
+{
+	return invocation_failed("serialization error: ", text);
+}
+
+json_t *sbx_error_body_from_error(sbx_error_t e, const char *run_step, const char *sandbox_id)
+{
+	const char *code = e != NULL ? e->scode : "";
+	const char *detail = sbx_error_msg(e);
+	if (strcmp(code, SBX_SCODE_DECODE) == 0)
+		return sbx_error_body_decode(detail);
+	json_t *env = sbx_envelope_new(code[0] != '\0' ? code : "S300", detail);
+	if (env != NULL && run_step != NULL) {
+		sbx_error_t werr = NULL;
+		if (sbx_envelope_wrap_run(env, run_step, sandbox_id, &werr) < 0) {
+			sbx_error_free(&werr);
+			json_decref(env);
+			return NULL;
+		}
+	}
+	return sbx_error_body_from_envelope(env);
+}

@@ -1,0 +1,53 @@
+/* The contract's S-codes (contract.md §2, §3) and the error bodies the
+ * adapter sends back to the engine.
+ *
+ * A handler fails with an sbx_error whose `scode` names the S-code and whose
+ * message is the *detail*: codes with a message template ("invalid request:
+ * ", "sandbox not found: ", ...) get their prefix added here, the others
+ * (S003, S100, S101, S102, S200, S219, S501, S505) carry the whole message.
+ * The pseudo-code SBX_SCODE_DECODE marks a request that does not fit the
+ * function's schema (§2.5); its message is the serde-style text. */
+#ifndef SBX_ADAPTER_SCODE_H
+#define SBX_ADAPTER_SCODE_H
+
+#include <jansson.h>
+#include <stdbool.h>
+
+#include "common/error.h"
+
+#define SBX_SCODE_DECODE "decode"
+#define SBX_DOCS_BASE "https://github.com/iii-hq/iii/blob/main/crates/iii-worker/src/sandbox_daemon/README.md"
+
+struct sbx_scode {
+	const char *code;
+	const char *type;
+	bool retryable;
+	const char *prefix;   /* prepended to the detail; "" for none */
+	const char *fix_note; /* NULL serialises as null */
+};
+
+/* The table entry for `code`, or NULL for a code the contract lacks. */
+const struct sbx_scode *sbx_scode_find(const char *code);
+
+/* {type, code, message, docs_url, retryable, fix, fix_note} for a failure
+ * with S-code `code` and detail `detail`.  An unknown code is reported as
+ * S300 (a failure nobody classified is a platform failure). */
+json_t *sbx_envelope_new(const char *code, const char *detail);
+
+/* Rewrites an envelope for a failure inside `run` (§2.4): keeps the inner
+ * code, type, retryable and docs_url; prefixes the message with the step
+ * and sandbox id; sets fix to the context object and fix_note to null. */
+int sbx_envelope_wrap_run(json_t *envelope, const char *step, const char *sandbox_id, sbx_error_t *err);
+
+/* {code:"invocation_failed", message:"handler error: <compact envelope>"}.
+ * Takes ownership of `envelope`. */
+json_t *sbx_error_body_from_envelope(json_t *envelope);
+/* {code:"invocation_failed", message:"serialization error: <text>"}. */
+json_t *sbx_error_body_decode(const char *text);
+
+/* The error body for a failed handler: a decode error, or the envelope of
+ * the error's S-code (S300 when it has none).  `run_step` (may be NULL)
+ * applies the run wrapping with `sandbox_id` ("" before create). */
+json_t *sbx_error_body_from_error(sbx_error_t e, const char *run_step, const char *sandbox_id);
+
+#endif

@@ -1,0 +1,28 @@
+#include "adapter/worker_auth.h"
+
+#include <stdbool.h>
+#include <string.h>
+
+/* Equal strings in time that depends only on the lengths. */
+static bool equal_const_time(const char *a, const char *b)
+{
+	size_t la = strlen(a), lb = strlen(b);
+	size_t n = la > lb ? la : lb;
+	unsigned char diff = la != lb;
+	for (size_t i = 0; i < n; i++) {
+		unsigned char x = i < la ? (unsigned char)a[i] : 0;
+		unsigned char y = i < lb ? (unsigned char)b[i] : 0;
+		diff |= x ^ y;
+	}
+	return diff == 0;
+}
+
+int worker_auth_check(const char *token, json_t *req, sbx_error_t *err)
+{
+	const char *auth = json_string_value(json_object_get(req, "auth"));
+	if (token == NULL || token[0] == '\0' || auth == NULL || !equal_const_time(auth, token))
+		return sbx_error_scode(err, "S505",
+				       "worker auth failed: `auth` is missing or does not match the adapter's worker "
+				       "token (III_SANDBOX_WORKER_TOKEN)");
+	return 0;
+}
