@@ -1,0 +1,116 @@
+// Runs `sandbox-libkrun serve` against its own stand-in engine, with an
+// iii-sdk caller on the same engine.  SANDBOX_LIBKRUN_BIN picks the binary
+// (default build/sandbox-libkrun), so the ASan build runs the same tests.
+import { spawn } from 'node:child_process';
+import { existsSync, mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import assert from 'node:assert/strict';
+import { StandinEngine } from './standin-engine.mjs';
+import { sdkClient, InvocationError } from './lib.mjs';
+
+const here = path.dirname(fileURLToPath(import.meta.url));
+export const BIN = process.env.SANDBOX_LIBKRUN_BIN ?? path.resolve(here, '../../build/sandbox-libkrun');
+export const WORKER_NAME = 'sandbox-libkrun';
+export const FUNCTIONS = ['adapter::info', 'catalog::list', 'create', 'exec', 'stop', 'list', 'run',
+	'fs::ls', 'fs::stat', 'fs::mkdir', 'fs::rm', 'fs::chmod', 'fs::mv', 'fs::grep', 'fs::sed', 'fs::write', 'fs::read',
+	'worker::prepare', 'worker::start', 'worker::status', 'worker::logs', 'worker::stop', 'worker::destroy']
+	.map((f) => `sandbox-libkrun::${f}`);
+
+const SANITIZER_REPORT = /ERROR: (AddressSanitizer|LeakSanitizer|UndefinedBehaviorSanitizer)|runtime error: /;
+
+// Spawns the daemon with III_URL pointing at `url`; the state directory is a
+// fresh temporary one.  Returns {proc, output(), exited}.
+export function spawnDaemon(url, env = {}) {
+	assert.ok(existsSync(BIN), `daemon binary ${BIN} not found (build it, or set SANDBOX_LIBKRUN_BIN)`);
+	const stateDir = mkdtempSync(path.join(tmpdir(), 'sbx-e2e-state-'));
+	const childEnv = { ...process.env, III_URL: url, III_SANDBOX_STATE_DIR: stateDir, SANDBOX_LOG: 'debug' };
+	delete childEnv.III_ENGINE_URL;
+	delete childEnv.III_CONFIG_NAME;
+	delete childEnv.III_WORKER_NAME;
+	delete childEnv.III_SANDBOX_WORKER_TOKEN;
+	Object.assign(childEnv, env);
+	for (const [k, v] of Object.entries(childEnv)) if (v === undefined) delete childEnv[k];
+	const proc = spawn(BIN, ['serve'], { env: childEnv, stdio: ['ignore', 'pipe', 'pipe'] });
+	let out = '';
+	proc.stdout.on('data', (d) => { out += d; });
+	proc.stderr.on('data', (d) => { out += d; });
+	const exited = new Promise((resolve) => {
+		proc.on('exit', (code, signal) => {
+			rmSync(stateDir, { recursive: true, force: true });
+			resolve({ code, signal });
+		});
+	});
+	return { proc, output: () => out, exited };
+}
+
+// Waits for a daemon's exit; fails after timeoutMs (and kills it).
+export async function waitExit(d, timeoutMs) {
+	let timer;
+	const timeout = new Promise((resolve) => { timer = setTimeout(() => resolve(null), timeoutMs); });
+	const r = await Promise.race([d.exited, timeout]);
+	clearTimeout(timer);
+	if (!r) {
+		d.proc.kill('SIGKILL');
+		await d.exited;
+		assert.fail(`daemon did not exit within ${timeoutMs} ms; output:\n${d.output()}`);
+	}
+	return r;
+}
+
+export function assertNoSanitizerReport(d) {
+	assert.doesNotMatch(d.output(), SANITIZER_REPORT, 'sanitizer report in the daemon output');
+}
+
+// A stand-in engine (config fixture under `configId`, unless config is
+// undefined), the daemon connected to it, and an iii-sdk caller.
+export async function startStack({ config, configId = WORKER_NAME, env = {}, waitRegistered = true } = {}) {
+	const engine = new StandinEngine();
+	if (config !== undefined) engine.setConfig(configId, config);
+	await engine.start();
+	const daemon = spawnDaemon(engine.url, env);
+	const caller = sdkClient(engine.url, 'e2e-caller', { invocationTimeoutMs: 10000 });
+	const stack = {
+		engine, daemon, caller,
+		daemonConn: () => engine.workers().find((w) => w.name === WORKER_NAME && w.pid === daemon.proc.pid),
+		call: (fn, payload, opts = {}) => caller.trigger({ function_id: `sandbox-libkrun::${fn}`, payload, ...opts }),
+		// The error of a call that must fail: {code, message, envelope?}.
+		callError: async (fn, payload) => {
+			try {
+				const r = await stack.call(fn, payload);
+				assert.fail(`${fn} ${JSON.stringify(payload)} succeeded: ${JSON.stringify(r)}`);
+			} catch (e) {
+				if (!(e instanceof InvocationError)) throw e;
+				return { code: e.code, message: e.message.slice(e.code.length + 2), envelope: parseEnvelope(e) };
+			}
+			return null;
+		},
+		async stop() {
+			await caller.shutdown();
+			if (daemon.proc.exitCode === null && daemon.proc.signalCode === null) daemon.proc.kill('SIGTERM');
+			const r = await waitExit(daemon, 10000);
+			await engine.stop();
+			assertNoSanitizerReport(daemon);
+			return r;
+		},
+	};
+	if (waitRegistered) {
+		await engine.waitFor(() => {
+			const w = stack.daemonConn();
+			return w && FUNCTIONS.every((f) => engine.functions.get(f)?.owner === w.worker_id);
+		}, 15000, `the daemon's ${FUNCTIONS.length} functions`).catch((e) => {
+			e.message += `\ndaemon output:\n${daemon.output()}`;
+			throw e;
+		});
+	}
+	return stack;
+}
+
+// The S-code envelope in an InvocationError: `handler error: {json}` (§2.2).
+export function parseEnvelope(e) {
+	const prefix = 'handler error: ';
+	const text = e.message.slice(e.code.length + 2);
+	if (e.code !== 'invocation_failed' || !text.startsWith(prefix)) return null;
+	return JSON.parse(text.slice(prefix.length));
+}
