@@ -1,0 +1,196 @@
+/* Incoming invokefunction: each call runs its handler on its own thread,
+ * bounded by max_concurrent_invocations, and gets exactly one
+ * invocationresult when it carries an invocation_id. */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/log.h"
+#include "engine/engine_internal.h"
+
+#define TRACE_FIELD_MAX 4096 /* traceparent is 55 bytes; baggage is small */
+
+struct job {
+	struct engine *e;
+	const struct engine_function *fn;
+	bool has_id;
+	char invocation_id[SBX_UUID_STRLEN + 1];
+	char *function_id;
+	char *traceparent;
+	char *baggage;
+	json_t *data;
+};
+
+static void job_free(struct job *j)
+{
+	free(j->function_id);
+	free(j->traceparent);
+	free(j->baggage);
+	json_decref(j->data);
+	free(j);
+}
+
+/* An error body the engine can decode: it drops a frame whose error lacks a
+ * string code or message, and the caller would then wait forever. */
+static json_t *valid_error(json_t *out)
+{
+	json_t *code = json_object_get(out, "code");
+	json_t *message = json_object_get(out, "message");
+	json_t *stack = json_object_get(out, "stacktrace");
+	if (json_is_string(code) && json_is_string(message)) {
+		json_t *body = json_pack("{s:O, s:O}", "code", code, "message", message);
+		if (body != NULL && json_is_string(stack))
+			json_object_set(body, "stacktrace", stack);
+		return body;
+	}
+	return json_pack("{s:s, s:s}", "code", "invocation_failed", "message", "the handler failed without an error body");
+}
+
+/* Sends the one invocationresult of an invocation; `out` is stolen. */
+static void send_result(struct engine *e, const struct job *j, bool ok, json_t *out)
+{
+	json_t *msg = json_pack("{s:s, s:s, s:s}", "type", "invocationresult", "invocation_id", j->invocation_id,
+				"function_id", j->function_id);
+	if (msg == NULL) {
+		json_decref(out);
+		sbx_err("engine: out of memory answering %s", j->invocation_id);
+		return;
+	}
+	if (j->traceparent != NULL)
+		json_object_set_new(msg, "traceparent", json_string(j->traceparent));
+	if (j->baggage != NULL)
+		json_object_set_new(msg, "baggage", json_string(j->baggage));
+	if (ok)
+		json_object_set_new(msg, "result", out != NULL ? out : json_null());
+	else
+		json_object_set_new(msg, "error", valid_error(out));
+	if (!ok)
+		json_decref(out);
+
+	sbx_error_t err = NULL;
+	if (engine_send(e, msg, &err) < 0 && (err->errnum == EMSGSIZE || err->errnum == EINVAL)) {
+		/* The result itself cannot travel; the caller still gets an answer. */
+		json_object_del(msg, "result");
+		json_object_set_new(msg, "error", json_pack("{s:s, s:s}", "code", "invalid_result", "message",
+							    "the result could not be sent (too large or not JSON)"));
+		sbx_error_free(&err);
+		engine_send(e, msg, &err);
+	}
+	if (err != NULL)
+		sbx_warn("engine: result of %s (%s) not sent: %s", j->invocation_id, j->function_id, sbx_error_msg(err));
+	sbx_error_free(&err);
+	json_decref(msg);
+}
+
+static void *invocation_thread(void *arg)
+{
+	struct job *j = arg;
+	struct engine *e = j->e;
+	struct engine_invocation inv = {
+		.invocation_id = j->has_id ? j->invocation_id : NULL,
+		.function_id = j->function_id,
+		.traceparent = j->traceparent,
+		.baggage = j->baggage,
+		.engine = e,
+	};
+	json_t *out = NULL;
+	int r = j->fn->handler(j->fn->userdata, &inv, j->data, &out);
+	if (j->has_id)
+		send_result(e, j, r == 0, out);
+	else
+		json_decref(out);
+	job_free(j);
+
+	pthread_mutex_lock(&e->lock);
+	e->running--;
+	pthread_cond_broadcast(&e->cond);
+	pthread_mutex_unlock(&e->lock);
+	return NULL;
+}
+
+static void reply_error(struct engine *e, const struct job *j, const char *code, const char *message)
+{
+	if (j->has_id)
+		send_result(e, j, false, json_pack("{s:s, s:s}", "code", code, "message", message));
+}
+
+static char *dup_trace(json_t *msg, const char *key)
+{
+	const char *v = engine_json_str(msg, key, TRACE_FIELD_MAX);
+	return v != NULL ? strdup(v) : NULL;
+}
+
+void engine_dispatch_invocation(struct engine *e, json_t *msg)
+{
+	const char *fid = engine_json_str(msg, "function_id", ENGINE_MAX_ID_LEN);
+	json_t *idv = json_object_get(msg, "invocation_id");
+	if (fid == NULL) {
+		sbx_warn("engine: invokefunction without a usable function_id dropped");
+		return;
+	}
+	struct job *j = calloc(1, sizeof(*j));
+	if (j == NULL) {
+		sbx_err("engine: out of memory; invocation of %s dropped", fid);
+		return;
+	}
+	if (idv != NULL && !json_is_null(idv)) {
+		if (!json_is_string(idv) || !sbx_uuid_parse(json_string_value(idv), j->invocation_id)) {
+			sbx_warn("engine: invokefunction with an invalid invocation_id dropped");
+			free(j);
+			return;
+		}
+		j->has_id = true;
+	}
+	j->e = e;
+	j->function_id = strdup(fid);
+	j->traceparent = dup_trace(msg, "traceparent");
+	j->baggage = dup_trace(msg, "baggage");
+	json_t *data = json_object_get(msg, "data");
+	j->data = data != NULL ? json_incref(data) : json_null();
+	if (j->function_id == NULL) {
+		sbx_err("engine: out of memory; invocation of %s dropped", fid);
+		job_free(j);
+		return;
+	}
+
+	pthread_mutex_lock(&e->lock);
+	for (size_t i = 0; i < e->nfns && j->fn == NULL; i++)
+		if (strcmp(e->fns[i]->id, fid) == 0)
+			j->fn = e->fns[i];
+	bool over = j->fn != NULL && e->running >= e->max_invocations;
+	if (j->fn != NULL && !over)
+		e->running++;
+	pthread_mutex_unlock(&e->lock);
+
+	if (j->fn == NULL) {
+		char text[ENGINE_MAX_ID_LEN + 64];
+		snprintf(text, sizeof(text), "Function %s not found", fid);
+		reply_error(e, j, "function_not_found", text);
+		job_free(j);
+		return;
+	}
+	if (over) {
+		/* Never block the reader: refuse rather than queue. */
+		sbx_warn("engine: %d invocations running; %s refused", e->max_invocations, fid);
+		reply_error(e, j, "too_many_invocations", "the worker is at its concurrent invocation limit");
+		job_free(j);
+		return;
+	}
+
+	pthread_attr_t attr;
+	pthread_attr_init(&attr);
+	pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+	pthread_t t;
+	int r = pthread_create(&t, &attr, invocation_thread, j);
+	pthread_attr_destroy(&attr);
+	if (r != 0) {
+		sbx_err("engine: cannot start a thread for %s: %s", fid, strerror(r));
+		reply_error(e, j, "invocation_failed", "the worker could not start the handler");
+		job_free(j);
+		pthread_mutex_lock(&e->lock);
+		e->running--;
+		pthread_cond_broadcast(&e->cond);
+		pthread_mutex_unlock(&e->lock);
+	}
+}
