@@ -86,13 +86,23 @@ export async function startStack({ config, configId = WORKER_NAME, env = {}, wai
 			}
 			return null;
 		},
+		// SIGTERM (unless it already exited); resolves with {code, signal}.
 		async stop() {
 			await caller.shutdown();
 			if (daemon.proc.exitCode === null && daemon.proc.signalCode === null) daemon.proc.kill('SIGTERM');
-			const r = await waitExit(daemon, 10000);
-			await engine.stop();
+			try {
+				return await waitExit(daemon, 10000);
+			} finally {
+				await engine.stop();
+			}
+		},
+		// Stops the daemon and asserts a clean exit 0 with no sanitizer report.
+		async stopClean() {
+			const t0 = Date.now();
+			const r = await stack.stop();
+			assert.deepEqual(r, { code: 0, signal: null }, `exit after SIGTERM\n${daemon.output()}`);
+			assert.ok(Date.now() - t0 < 5000, `exit took ${Date.now() - t0} ms`);
 			assertNoSanitizerReport(daemon);
-			return r;
 		},
 	};
 	if (waitRegistered) {
