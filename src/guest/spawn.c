@@ -1,0 +1,236 @@
+/* Process start for the dispatcher (see spawn.h). */
+#include "guest/spawn.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "common/cleanup.h"
+#include "proto/proto.h"
+
+#define DEFAULT_PATH "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
+
+static size_t key_len(const char *kv)
+{
+	const char *eq = strchr(kv, '=');
+	return eq != NULL ? (size_t)(eq - kv) : strlen(kv);
+}
+
+char **spawn_merge_env(char *const *base, char *const *over, sbx_error_t *err)
+{
+	size_t nb = 0, no = 0;
+	while (base != NULL && base[nb] != NULL)
+		nb++;
+	while (over != NULL && over[no] != NULL)
+		no++;
+	char **env = calloc(nb + no + 1, sizeof(*env));
+	if (env == NULL) {
+		sbx_error_errno(err, ENOMEM, "environment");
+		return NULL;
+	}
+	size_t n = 0;
+	for (size_t pass = 0; pass < 2; pass++) {
+		char *const *src = pass == 0 ? base : over;
+		size_t count = pass == 0 ? nb : no;
+		for (size_t i = 0; i < count; i++) {
+			size_t k = key_len(src[i]);
+			size_t j = 0;
+			while (j < n && !(key_len(env[j]) == k && strncmp(env[j], src[i], k) == 0))
+				j++;
+			char *copy = strdup(src[i]);
+			if (copy == NULL) {
+				proto_strv_free(env);
+				sbx_error_errno(err, ENOMEM, "environment");
+				return NULL;
+			}
+			if (j < n)
+				free(env[j]);
+			else
+				n++;
+			env[j] = copy;
+		}
+	}
+	return env;
+}
+
+static const char *env_path(char *const *env)
+{
+	for (size_t i = 0; env[i] != NULL; i++)
+		if (strncmp(env[i], "PATH=", 5) == 0)
+			return env[i] + 5;
+	return DEFAULT_PATH;
+}
+
+/* The exec candidates for argv[0], built before fork so the child only
+ * calls execve (nothing that allocates). */
+static char **exec_candidates(const char *cmd, const char *path, sbx_error_t *err)
+{
+	int direct = strchr(cmd, '/') != NULL;
+	size_t n = 1;
+	for (const char *p = path; *p && !direct; p++)
+		n += *p == ':';
+	char **c = calloc(n + 1, sizeof(*c));
+	if (c == NULL)
+		goto oom;
+	if (direct) {
+		c[0] = strdup(cmd);
+		if (c[0] == NULL)
+			goto oom;
+		return c;
+	}
+	const char *p = path;
+	for (size_t i = 0; i < n; i++) {
+		size_t len = strcspn(p, ":");
+		/* An empty element means the current directory. */
+		if (asprintf(&c[i], "%.*s%s%s", (int)len, p, len ? "/" : "", cmd) < 0) {
+			c[i] = NULL;
+			goto oom;
+		}
+		p += len + (p[len] == ':');
+	}
+	return c;
+oom:
+	proto_strv_free(c);
+	sbx_error_errno(err, ENOMEM, "PATH");
+	return NULL;
+}
+
+struct child_failure {
+	int stage; /* 0 = exec, 1 = chdir, 2 = setup */
+	int errnum;
+};
+
+static void report_and_exit(int errfd, int stage, int errnum)
+{
+	struct child_failure f = { stage, errnum };
+	ssize_t rc = write(errfd, &f, sizeof(f));
+	(void)rc; /* nothing left to tell anyone if even this fails */
+	_exit(stage == 0 && (errnum == ENOENT || errnum == ENOTDIR) ? 127 : 126);
+}
+
+/* Runs in the child: only async-signal-safe calls. */
+static void child(const struct spawn_req *req, char **cands, char **env, int in_r, int out_w, int err_w,
+		  int errfd)
+{
+	setpgid(0, 0);
+	sigset_t none;
+	sigemptyset(&none);
+	for (int s = 1; s < NSIG; s++)
+		signal(s, SIG_DFL);
+	sigprocmask(SIG_SETMASK, &none, NULL);
+	if (req->cgroup_procs_fd >= 0 && write(req->cgroup_procs_fd, "0", 1) != 1)
+		report_and_exit(errfd, 2, errno);
+	if (dup2(in_r, 0) < 0 || dup2(out_w, 1) < 0 || dup2(err_w, 2) < 0)
+		report_and_exit(errfd, 2, errno);
+	if (chdir(req->cwd[0] ? req->cwd : "/") < 0)
+		report_and_exit(errfd, 1, errno);
+	int best = ENOENT;
+	for (size_t i = 0; cands[i] != NULL; i++) {
+		execve(cands[i], req->argv, env);
+		/* Like execvp: a permission problem beats "not found", and a
+		 * later candidate may still work. */
+		if (errno != ENOENT && errno != ENOTDIR)
+			best = errno;
+		if (errno != ENOENT && errno != ENOTDIR && errno != EACCES)
+			break;
+	}
+	report_and_exit(errfd, 0, best);
+}
+
+static char *failure_line(const struct spawn_req *req, const struct child_failure *f)
+{
+	char *s = NULL;
+	int rc;
+	if (f->stage == 1)
+		rc = asprintf(&s, "chdir: %s: %s\n", req->cwd, strerror(f->errnum));
+	else if (f->stage == 2)
+		rc = asprintf(&s, "exec: %s: setup failed: %s\n", req->argv[0], strerror(f->errnum));
+	else if (f->errnum == ENOENT || f->errnum == ENOTDIR)
+		rc = asprintf(&s, "exec: %s: not found\n", req->argv[0]);
+	else if (f->errnum == EACCES || f->errnum == EPERM)
+		rc = asprintf(&s, "exec: %s: permission denied\n", req->argv[0]);
+	else
+		rc = asprintf(&s, "exec: %s: %s\n", req->argv[0], strerror(f->errnum));
+	return rc < 0 ? NULL : s;
+}
+
+static void close_pair(int p[2])
+{
+	if (p[0] >= 0)
+		close(p[0]);
+	if (p[1] >= 0)
+		close(p[1]);
+	p[0] = p[1] = -1;
+}
+
+int spawn_process(const struct spawn_req *req, struct spawn_result *res, sbx_error_t *err)
+{
+	memset(res, 0, sizeof(*res));
+	res->stdin_fd = res->stdout_fd = res->stderr_fd = -1;
+	char **env = spawn_merge_env(req->boot_env, req->env, err);
+	if (env == NULL)
+		return -1;
+	char **cands = exec_candidates(req->argv[0], env_path(env), err);
+	if (cands == NULL) {
+		proto_strv_free(env);
+		return -1;
+	}
+	int in[2] = { -1, -1 }, out[2] = { -1, -1 }, errp[2] = { -1, -1 }, ep[2] = { -1, -1 };
+	int rc = -1;
+	if (pipe2(in, O_CLOEXEC) < 0 || pipe2(out, O_CLOEXEC) < 0 || pipe2(errp, O_CLOEXEC) < 0 ||
+	    pipe2(ep, O_CLOEXEC) < 0) {
+		sbx_error_errno(err, errno, "pipe");
+		goto out;
+	}
+	/* Only the host-side ends are nonblocking: each end of a pipe is its
+	 * own open file description, so the child's ends stay blocking. */
+	if (fcntl(in[1], F_SETFL, O_NONBLOCK) < 0 || fcntl(out[0], F_SETFL, O_NONBLOCK) < 0 ||
+	    fcntl(errp[0], F_SETFL, O_NONBLOCK) < 0) {
+		sbx_error_errno(err, errno, "pipe flags");
+		goto out;
+	}
+	pid_t pid = fork();
+	if (pid < 0) {
+		sbx_error_errno(err, errno, "fork");
+		goto out;
+	}
+	if (pid == 0)
+		child(req, cands, env, in[0], out[1], errp[1], ep[1]);
+	/* Also from the parent, so a KILL right after STARTED finds the group;
+	 * EACCES just means the child already exec'd after its own setpgid. */
+	(void)setpgid(pid, pid);
+	close(ep[1]);
+	ep[1] = -1;
+	struct child_failure f;
+	ssize_t n;
+	do
+		n = read(ep[0], &f, sizeof(f));
+	while (n < 0 && errno == EINTR);
+	res->pid = pid;
+	if (n == (ssize_t)sizeof(f)) {
+		res->exec_errno = f.errnum ? f.errnum : EIO;
+		res->exit_hint = f.stage == 0 && (f.errnum == ENOENT || f.errnum == ENOTDIR) ? 127 : 126;
+		res->failure = failure_line(req, &f);
+	}
+	if (req->want_stdin) {
+		res->stdin_fd = in[1];
+		in[1] = -1;
+	}
+	res->stdout_fd = out[0];
+	res->stderr_fd = errp[0];
+	out[0] = errp[0] = -1;
+	rc = 0;
+out:
+	close_pair(in);
+	close_pair(out);
+	close_pair(errp);
+	close_pair(ep);
+	proto_strv_free(cands);
+	proto_strv_free(env);
+	return rc;
+}

@@ -1,0 +1,49 @@
+/* Test-side host end of the control protocol: runs dispatch_serve in a
+ * forked child over a socketpair and talks to it frame by frame. */
+#ifndef SBX_TEST_GUEST_CLIENT_H
+#define SBX_TEST_GUEST_CLIENT_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "proto/proto_msg.h"
+#include "proto/proto_reader.h"
+
+struct client {
+	int fd;
+	pid_t server;
+	struct proto_reader rd;
+	uint8_t buf[64 * 1024];
+	size_t off, len;
+};
+
+/* What one stream produced. */
+struct run {
+	uint32_t stream;
+	uint32_t pid;
+	char *out, *err;
+	size_t out_len, err_len;
+	int code;  /* -1 until EXIT */
+	char *error; /* ERROR message, if any */
+	int done;
+};
+
+/* Starts a server whose processes get boot_env (may be NULL). */
+int client_start(struct client *c, char **boot_env);
+/* Closes the connection and returns the server's exit status (its
+ * dispatch_serve result + 10, or 100 + signal). */
+int client_stop(struct client *c);
+int client_send(struct client *c, const struct proto_msg *m);
+int client_send_raw(struct client *c, const void *p, size_t n);
+/* Next message within timeout_ms; data borrows until the next call.
+ * Returns 1, 0 on timeout, -1 on EOF or error. */
+int client_next(struct client *c, struct proto_msg *m, int timeout_ms);
+int client_spawn(struct client *c, uint32_t stream, char **argv, char **env, const char *cwd, uint32_t flags);
+/* Collects messages into runs until every run is done or timeout_ms
+ * passes; credits output when `credit` is set.  Returns the count done. */
+int client_pump(struct client *c, struct run *runs, size_t n, int credit, int timeout_ms);
+void run_init(struct run *r, uint32_t stream);
+void run_free(struct run *r);
+
+#endif
