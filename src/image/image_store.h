@@ -1,0 +1,37 @@
+/* The image store: read-only erofs images, one per manifest digest, under
+ * <state dir>/images/:
+ *   erofs/<hex>.erofs        the image (atomically renamed into place)
+ *   erofs/<hex>.config.json  its OCI image config
+ *   locks/<hex>.lock         flock held while an image is being built
+ *   tmp/<hex>/               staging of a build; a leftover is from a killed
+ *                            build and is removed by the next one
+ *   index.json, index.lock   see image_index.h */
+#ifndef SBX_IMAGE_STORE_H
+#define SBX_IMAGE_STORE_H
+
+#include <stddef.h>
+
+#include "common/error.h"
+#include "image/image_ref.h"
+
+/* III_SANDBOX_STATE_DIR, else $XDG_STATE_HOME/sandbox-libkrun, else
+ * ~/.local/state/sandbox-libkrun; plus "/images", created (0700). */
+char *sbx_image_root(sbx_error_t *err);
+/* "<root>/erofs/<hex>.erofs" for a digest. */
+char *sbx_image_path(const char *root, const char *digest, sbx_error_t *err);
+
+/* Supplies the layers of an image being built: writes layer i, verified,
+ * into the empty file fd. */
+struct sbx_layer_source {
+	size_t n_layers;
+	int (*fetch)(void *ud, size_t i, int fd, sbx_error_t *err);
+	void *ud;
+};
+
+/* Builds the image of digest from its layers unless it is already stored;
+ * concurrent callers for one digest build it once.  *built says whether
+ * this call did the work. */
+int sbx_store_build(const char *root, const char *digest, const char *config, size_t config_len,
+		    const struct sbx_layer_source *src, int *built, sbx_error_t *err);
+
+#endif
