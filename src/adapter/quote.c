@@ -26,14 +26,15 @@ static void put_quoted(FILE *f, const char *s)
 	fputc('"', f);
 }
 
-static char *finish(FILE *f, char *buf)
+/* The memstream's buffer is only final after fclose(). */
+static char *finish(FILE *f, char **buf)
 {
 	bool failed = ferror(f) != 0;
 	if (fclose(f) != 0 || failed) {
-		free(buf);
+		free(*buf);
 		return NULL;
 	}
-	return buf;
+	return *buf;
 }
 
 char *sbx_quote(const char *s)
@@ -44,7 +45,7 @@ char *sbx_quote(const char *s)
 	if (f == NULL)
 		return NULL;
 	put_quoted(f, s);
-	return finish(f, buf);
+	return finish(f, &buf);
 }
 
 char *sbx_quote_list(json_t *array)
@@ -67,5 +68,5 @@ char *sbx_quote_list(json_t *array)
 		put_quoted(f, json_string_value(v));
 	}
 	fputc(']', f);
-	return finish(f, buf);
+	return finish(f, &buf);
 }

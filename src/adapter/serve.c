@@ -1,0 +1,160 @@
+/* `sandbox-libkrun serve`: connect to the engine, read the configuration,
+ * register the 23 functions and serve them until SIGTERM/SIGINT.
+ *
+ * III_DISABLE_TRACE_PAYLOADS is honoured trivially: this worker never sends
+ * request or reply payloads as telemetry, so auth tokens and guest env never
+ * reach the engine's trace store. */
+#include "adapter/serve.h"
+
+#include <errno.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "adapter/adapter.h"
+#include "adapter/config_fetch.h"
+#include "common/log.h"
+#include "engine/engine.h"
+
+#define EXIT_CONFIG 2
+#define CONNECT_TIMEOUT_MS 30000
+
+static void usage(FILE *out)
+{
+	fprintf(out, "usage: sandbox-libkrun serve [--help]\n\n"
+		     "Connects to the iii engine and serves sandbox-libkrun::* as worker '%s'.\n\n"
+		     "environment:\n"
+		     "  III_URL / III_ENGINE_URL   engine WebSocket URL (default ws://127.0.0.1:49134)\n"
+		     "  III_CONFIG_NAME            configuration entry id (default sandbox-libkrun)\n"
+		     "  III_SANDBOX_WORKER_TOKEN   secret every worker::* request must carry in `auth`\n"
+		     "  SANDBOX_LOG                debug|info|warn|error (default info)\n\n"
+		     "exit status: 0 after SIGTERM/SIGINT, 1 on a fatal runtime error, 2 on a bad or\n"
+		     "unreadable configuration.\n",
+		SBX_WORKER_NAME);
+}
+
+static int handle(void *userdata, const struct engine_invocation *inv, json_t *data, json_t **out)
+{
+	struct sbx_adapter *a = userdata;
+	const char *op = inv->function_id + strlen(SBX_WORKER_NAME "::");
+	return sbx_adapter_call(a, op, data, out);
+}
+
+struct signal_waiter {
+	sigset_t set;
+	struct engine *engine;
+};
+
+/* Turns SIGTERM/SIGINT into engine_stop() from an ordinary thread, where it
+ * may lock and wake other threads. */
+static void *wait_signals(void *arg)
+{
+	struct signal_waiter *w = arg;
+	int sig;
+	if (sigwait(&w->set, &sig) == 0) {
+		sbx_info("received %s: shutting down", strsignal(sig));
+		engine_stop(w->engine);
+	}
+	return NULL;
+}
+
+static int register_ops(struct engine *e, struct sbx_adapter *a, sbx_error_t *err)
+{
+	size_t n;
+	const struct sbx_op *ops = sbx_ops(&n);
+	for (size_t i = 0; i < n; i++) {
+		char id[128];
+		snprintf(id, sizeof(id), "%s::%s", SBX_WORKER_NAME, ops[i].op);
+		json_error_t jerr;
+		json_t *req = json_loads(ops[i].request_schema, 0, &jerr);
+		json_t *resp = json_loads(ops[i].response_schema, 0, &jerr);
+		struct engine_function fn = { id, ops[i].description, req, resp, handle, a };
+		int rc = req != NULL && resp != NULL ? engine_add_function(e, &fn, err)
+						     : sbx_error_set(err, EINVAL, "schema of %s: %s", id, jerr.text);
+		json_decref(req);
+		json_decref(resp);
+		if (rc < 0)
+			return sbx_error_prefix(err, "register %s", id);
+	}
+	return 0;
+}
+
+int sbx_cmd_serve(int argc, char **argv)
+{
+	for (int i = 1; i < argc; i++) {
+		if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
+			usage(stdout);
+			return 0;
+		}
+		fprintf(stderr, "sandbox-libkrun serve: unknown argument '%s'\n", argv[i]);
+		usage(stderr);
+		return 2;
+	}
+	if (sbx_log_init_from_env() < 0)
+		sbx_warn("SANDBOX_LOG has an unknown value; using info (expected debug, info, warn or error)");
+
+	/* Block the signals before any thread starts so that only the waiter
+	 * receives them. */
+	struct signal_waiter waiter = { .engine = NULL };
+	sigemptyset(&waiter.set);
+	sigaddset(&waiter.set, SIGTERM);
+	sigaddset(&waiter.set, SIGINT);
+	pthread_sigmask(SIG_BLOCK, &waiter.set, NULL);
+	signal(SIGPIPE, SIG_IGN);
+
+	sbx_error_t err = NULL;
+	struct engine_options opts = {
+		.url = engine_default_url(),
+		.worker_name = SBX_WORKER_NAME,
+		.worker_version = SBX_VERSION,
+		.description = "libkrun-style microVM sandboxes (QEMU microvm) for the iii sandbox contract",
+	};
+	struct engine *e = engine_new(&opts, &err);
+	if (e == NULL) {
+		fprintf(stderr, "sandbox-libkrun serve: %s\n", sbx_error_msg(err));
+		sbx_error_free(&err);
+		return 1;
+	}
+	waiter.engine = e;
+	pthread_t sig_thread;
+	int status = 1;
+	struct sbx_adapter *a = NULL;
+	if (pthread_create(&sig_thread, NULL, wait_signals, &waiter) != 0) {
+		fprintf(stderr, "sandbox-libkrun serve: cannot start the signal thread\n");
+		engine_free(e);
+		return 1;
+	}
+	sbx_info("connecting to %s", opts.url);
+	if (engine_start(e, &err) < 0 || engine_wait_connected(e, CONNECT_TIMEOUT_MS, &err) < 0) {
+		fprintf(stderr, "sandbox-libkrun serve: engine %s: %s\n", opts.url, sbx_error_msg(err));
+		goto out;
+	}
+	struct sbx_config *cfg = sbx_config_fetch(e, &err);
+	if (cfg == NULL) {
+		fprintf(stderr, "sandbox-libkrun serve: configuration: %s\n", sbx_error_msg(err));
+		status = EXIT_CONFIG;
+		goto out;
+	}
+	a = sbx_adapter_new(cfg, &err);
+	if (a == NULL || register_ops(e, a, &err) < 0) {
+		fprintf(stderr, "sandbox-libkrun serve: %s\n", sbx_error_msg(err));
+		goto out;
+	}
+	sbx_info("serving %s::* (version %s)", SBX_WORKER_NAME, SBX_VERSION);
+	engine_wait_stopped(e);
+	if (engine_fatally_rejected(e))
+		fprintf(stderr, "sandbox-libkrun serve: the engine rejected this worker; is another '%s' running?\n",
+			SBX_WORKER_NAME);
+	else
+		status = 0;
+out:
+	sbx_error_free(&err);
+	engine_stop(e);
+	/* Wake the signal thread if no signal came, then reap it. */
+	pthread_kill(sig_thread, SIGTERM);
+	pthread_join(sig_thread, NULL);
+	engine_free(e);
+	sbx_adapter_free(a);
+	return status;
+}

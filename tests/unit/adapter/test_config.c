@@ -1,0 +1,195 @@
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "adapter/catalog.h"
+#include "adapter/config.h"
+#include "harness.h"
+
+static struct sbx_config *parse(const char *text, sbx_error_t *err)
+{
+	json_t *v = json_loads(text, JSON_DECODE_ANY, NULL);
+	struct sbx_config *cfg = sbx_config_parse(v, err);
+	json_decref(v);
+	return cfg;
+}
+
+/* Parses `text`, expecting a fatal error whose message contains `needle`. */
+static int fails_with(const char *text, const char *needle)
+{
+	sbx_error_t err = NULL;
+	struct sbx_config *cfg = parse(text, &err);
+	int ok = cfg == NULL && err != NULL && strstr(sbx_error_msg(err), needle) != NULL;
+	sbx_config_free(cfg);
+	sbx_error_free(&err);
+	return ok;
+}
+
+TEST(config_defaults_for_null_and_absent)
+{
+	sbx_error_t err = NULL;
+	struct sbx_config *cfg = sbx_config_parse(NULL, &err);
+	CHECK(cfg != NULL);
+	CHECK(cfg->auto_install);
+	CHECK_INT(cfg->n_image_allowlist, 0);
+	CHECK_INT(cfg->default_idle_timeout_secs, 300);
+	CHECK_INT(cfg->max_concurrent_sandboxes, 32);
+	CHECK_INT(cfg->max_concurrent_exec_per_sandbox, 4);
+	CHECK_INT(cfg->max_exec_timeout_ms, 300000);
+	CHECK_INT(cfg->default_cpus, 1);
+	CHECK_INT(cfg->default_memory_mb, 512);
+	CHECK_INT(cfg->accel, SBX_ACCEL_AUTO);
+	CHECK(cfg->krunfw_path == NULL);
+	sbx_config_free(cfg);
+	cfg = parse("null", &err);
+	CHECK(cfg != NULL);
+	CHECK_INT(cfg->max_concurrent_sandboxes, 32);
+	sbx_config_free(cfg);
+}
+
+TEST(config_flat_map_and_list_shape)
+{
+	const char *flat = "{\"auto_install\":false,\"image_allowlist\":[\"python\",\"node\"],\"default_cpus\":2,"
+			   "\"default_memory_mb\":1024,\"max_concurrent_sandboxes\":3,\"max_exec_timeout_ms\":50,"
+			   "\"default_idle_timeout_secs\":7,\"unknown_key\":{\"x\":1}}";
+	char list[512];
+	snprintf(list, sizeof(list), "[%s]", flat);
+	const char *texts[] = { flat, list };
+	for (int i = 0; i < 2; i++) {
+		sbx_error_t err = NULL;
+		struct sbx_config *cfg = parse(texts[i], &err);
+		CHECK(cfg != NULL);
+		CHECK(!cfg->auto_install);
+		CHECK_INT(cfg->n_image_allowlist, 2);
+		CHECK(sbx_config_allows(cfg, "node"));
+		CHECK(!sbx_config_allows(cfg, "ruby"));
+		CHECK_INT(cfg->default_cpus, 2);
+		CHECK_INT(cfg->default_memory_mb, 1024);
+		CHECK_INT(cfg->max_concurrent_sandboxes, 3);
+		CHECK_INT(cfg->max_exec_timeout_ms, 50);
+		CHECK_INT(cfg->default_idle_timeout_secs, 7);
+		sbx_config_free(cfg);
+	}
+}
+
+TEST(config_exec_cap_zero_means_one)
+{
+	sbx_error_t err = NULL;
+	struct sbx_config *cfg = parse("{\"max_concurrent_exec_per_sandbox\":0}", &err);
+	CHECK(cfg != NULL);
+	CHECK_INT(cfg->max_concurrent_exec_per_sandbox, 1);
+	sbx_config_free(cfg);
+}
+
+TEST(config_per_image_caps_default_to_zero)
+{
+	sbx_error_t err = NULL;
+	struct sbx_config *cfg = parse("{\"per_image_caps\":{\"python\":{\"max_cpus\":2}}}", &err);
+	CHECK(cfg != NULL);
+	const struct sbx_image_caps *c = sbx_config_caps(cfg, "python");
+	CHECK(c != NULL);
+	CHECK_INT(c->max_cpus, 2);
+	CHECK_INT(c->max_memory_mb, 0);
+	CHECK(sbx_config_caps(cfg, "node") == NULL);
+	sbx_config_free(cfg);
+}
+
+TEST(config_own_keys)
+{
+	sbx_error_t err = NULL;
+	struct sbx_config *cfg = parse("{\"registry_mirrors\":{\"docker.io\":\"http://127.0.0.1:5000\"},"
+				       "\"registry_auth\":{\"ghcr.io\":{\"username\":\"u\",\"password\":\"p\"}},"
+				       "\"accel\":\"tcg\",\"krunfw_path\":\"/opt/libkrunfw.so.5\"}",
+				       &err);
+	CHECK(cfg != NULL);
+	CHECK_INT(cfg->n_registry_mirrors, 1);
+	CHECK_STR(cfg->registry_mirrors[0].name, "docker.io");
+	CHECK_STR(cfg->registry_mirrors[0].value, "http://127.0.0.1:5000");
+	CHECK_INT(cfg->n_registry_auth, 1);
+	CHECK_STR(cfg->registry_auth[0].host, "ghcr.io");
+	CHECK_STR(cfg->registry_auth[0].username, "u");
+	CHECK_STR(cfg->registry_auth[0].password, "p");
+	CHECK_INT(cfg->accel, SBX_ACCEL_TCG);
+	CHECK_STR(cfg->krunfw_path, "/opt/libkrunfw.so.5");
+	sbx_config_free(cfg);
+}
+
+TEST(config_fatal_cases)
+{
+	CHECK(fails_with("{\"sandbox\":{\"auto_install\":true}}", "legacy wrapped shape detected: move fields from "
+								      "`sandbox:` to the top level"));
+	CHECK(fails_with("{\"custom_images\":{\"python\":\"evil/x:1\"}}",
+			 "custom_images key 'python' shadows a built-in preset — rename it (presets: python, node)"));
+	CHECK(fails_with("{\"custom_images\":{\"node\":\"evil/x:1\"}}", "shadows a built-in preset"));
+	CHECK(fails_with("{\"custom_images\":{\"\":\"x/y:1\"}}", "custom_images key must not be empty"));
+	CHECK(fails_with("{\"custom_images\":{\"a\":1}}", "custom_images.a"));
+	CHECK(fails_with("{\"auto_install\":\"yes\"}", "auto_install"));
+	CHECK(fails_with("{\"image_allowlist\":\"python\"}", "image_allowlist"));
+	CHECK(fails_with("{\"image_allowlist\":[1]}", "image_allowlist"));
+	CHECK(fails_with("{\"max_concurrent_sandboxes\":-1}", "max_concurrent_sandboxes"));
+	CHECK(fails_with("{\"max_concurrent_sandboxes\":4294967296}", "max_concurrent_sandboxes"));
+	CHECK(fails_with("{\"default_cpus\":1.5}", "default_cpus"));
+	CHECK(fails_with("{\"default_memory_mb\":null}", "default_memory_mb"));
+	CHECK(fails_with("{\"max_exec_timeout_ms\":\"50\"}", "max_exec_timeout_ms"));
+	CHECK(fails_with("{\"default_idle_timeout_secs\":true}", "default_idle_timeout_secs"));
+	CHECK(fails_with("{\"max_concurrent_exec_per_sandbox\":[]}", "max_concurrent_exec_per_sandbox"));
+	CHECK(fails_with("{\"per_image_caps\":{\"python\":{\"max_cpus\":\"2\"}}}", "max_cpus"));
+	CHECK(fails_with("{\"per_image_caps\":[]}", "per_image_caps"));
+	CHECK(fails_with("{\"registry_mirrors\":{\"h\":5}}", "registry_mirrors.h"));
+	CHECK(fails_with("{\"registry_auth\":{\"h\":{\"username\":\"u\"}}}", "password"));
+	CHECK(fails_with("{\"accel\":\"hvf\"}", "accel"));
+	CHECK(fails_with("{\"krunfw_path\":7}", "krunfw_path"));
+	CHECK(fails_with("[]", "list of 0 entries"));
+	CHECK(fails_with("[{},{}]", "list of 2 entries"));
+	CHECK(fails_with("[1]", "expected a map"));
+	CHECK(fails_with("\"x\"", "expected a map"));
+}
+
+TEST(config_credentials_never_in_errors)
+{
+	sbx_error_t err = NULL;
+	json_t *v = json_loads("{\"registry_auth\":{\"h\":{\"username\":\"SECRETUSER\",\"password\":7}}}", 0, NULL);
+	CHECK(sbx_config_parse(v, &err) == NULL);
+	CHECK(strstr(sbx_error_msg(err), "SECRETUSER") == NULL);
+	sbx_error_free(&err);
+	json_decref(v);
+}
+
+TEST(catalog_order_presets_then_sorted_custom)
+{
+	sbx_error_t err = NULL;
+	struct sbx_config *cfg = parse("{\"custom_images\":{\"b\":\"x/b:1\",\"a\":\"x/a:1\",\"B\":\"x/B:1\"}}", &err);
+	CHECK(cfg != NULL);
+	json_t *list = sbx_catalog_list(cfg);
+	char *s = json_dumps(list, JSON_COMPACT);
+	CHECK_STR(s, "{\"images\":[{\"name\":\"python\",\"oci_ref\":\"docker.io/iiidev/python:latest\",\"kind\":"
+		     "\"preset\"},{\"name\":\"node\",\"oci_ref\":\"docker.io/iiidev/node:latest\",\"kind\":\"preset\"},"
+		     "{\"name\":\"B\",\"oci_ref\":\"x/B:1\",\"kind\":\"custom\"},{\"name\":\"a\",\"oci_ref\":\"x/a:1\","
+		     "\"kind\":\"custom\"},{\"name\":\"b\",\"oci_ref\":\"x/b:1\",\"kind\":\"custom\"}]}");
+	free(s);
+	json_decref(list);
+	sbx_config_free(cfg);
+}
+
+TEST(catalog_resolve_needs_known_and_allowed)
+{
+	sbx_error_t err = NULL;
+	struct sbx_config *cfg = parse("{\"image_allowlist\":[\"python\",\"mine\",\"ghost\"],"
+				       "\"custom_images\":{\"mine\":\"x/mine:1\",\"other\":\"x/o:1\"}}",
+				       &err);
+	CHECK(cfg != NULL);
+	CHECK_STR(sbx_catalog_resolve(cfg, "python", &err), "docker.io/iiidev/python:latest");
+	CHECK_STR(sbx_catalog_resolve(cfg, "mine", &err), "x/mine:1");
+	CHECK(err == NULL);
+	const char *denied[] = { "node", "other", "ghost", "docker.io/iiidev/python:latest" };
+	for (size_t i = 0; i < 4; i++) {
+		CHECK(sbx_catalog_resolve(cfg, denied[i], &err) == NULL);
+		CHECK_STR(err->scode, "S100");
+		sbx_error_free(&err);
+	}
+	CHECK(sbx_catalog_resolve(cfg, "node", &err) == NULL);
+	CHECK_STR(sbx_error_msg(err), "image 'node' not in catalog; valid presets are 'python' and 'node', or add a "
+				      "custom image via worker config (see S100 docs)");
+	sbx_error_free(&err);
+	sbx_config_free(cfg);
+}
