@@ -1,0 +1,65 @@
+/* Host end of the control protocol (proto/proto.h) over one VM's control
+ * socket: a reader thread demultiplexes the guest's frames into streams
+ * with bounded buffers, and CREDIT flow control runs both ways.  All
+ * functions are thread-safe; many streams may be driven at once from
+ * different threads.
+ *
+ * Deadlines are absolute CLOCK_MONOTONIC times in milliseconds
+ * (chan_now_ms() + timeout), or -1 for none; a missed deadline fails with
+ * errnum ETIMEDOUT. */
+#ifndef SBX_VM_CHANNEL_H
+#define SBX_VM_CHANNEL_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "common/error.h"
+#include "proto/proto_msg.h"
+
+struct chan;
+struct chan_stream;
+
+enum chan_output { CHAN_STDOUT = 1, CHAN_STDERR = 2 };
+
+int64_t chan_now_ms(void);
+
+/* Takes ownership of fd (a connected stream socket) and starts the reader. */
+struct chan *chan_open(int fd, sbx_error_t *err);
+/* Stops the reader, closes the socket, frees every stream still open. */
+void chan_close(struct chan *c);
+/* True once the connection ended (EOF, I/O or protocol error). */
+bool chan_dead(struct chan *c);
+
+/* Boot: wait for HELLO, send CONFIG, wait for READY. */
+int chan_wait_hello(struct chan *c, int64_t deadline, sbx_error_t *err);
+int chan_send_config(struct chan *c, const struct proto_config *cfg, sbx_error_t *err);
+int chan_wait_ready(struct chan *c, int64_t deadline, sbx_error_t *err);
+int chan_ping(struct chan *c, int64_t deadline, sbx_error_t *err);
+int chan_send_shutdown(struct chan *c, sbx_error_t *err);
+/* Waits for the connection to end (the VM powered off). */
+int chan_wait_dead(struct chan *c, int64_t deadline, sbx_error_t *err);
+
+/* Starts a process; with PROTO_SPAWN_STDIN in sp->flags, stdin stays open
+ * for chan_stream_write. */
+struct chan_stream *chan_spawn(struct chan *c, const struct proto_spawn *sp, sbx_error_t *err);
+/* Sends up to len bytes of stdin (at least 1 when len > 0), blocking while
+ * the guest's window is full; returns the count sent or -1. */
+ssize_t chan_stream_write(struct chan_stream *s, const void *buf, size_t len, int64_t deadline,
+			  sbx_error_t *err);
+int chan_stream_close_stdin(struct chan_stream *s, sbx_error_t *err);
+/* Reads output in arrival order; *which says stdout or stderr.  Returns 0
+ * once the process ended and all its output was read. */
+ssize_t chan_stream_read(struct chan_stream *s, enum chan_output *which, void *buf, size_t len,
+			 int64_t deadline, sbx_error_t *err);
+int chan_stream_kill(struct chan_stream *s, int sig, sbx_error_t *err);
+/* Waits for the exit, discarding output not read yet; *code is the exit
+ * status (0-255, 128+signal).  A stream the guest failed (ERROR) fails. */
+int chan_stream_wait(struct chan_stream *s, int64_t deadline, int *code, sbx_error_t *err);
+/* Guest pid once STARTED arrived, else 0. */
+uint32_t chan_stream_pid(struct chan_stream *s);
+/* Kills the process if it is still running and frees the handle. */
+void chan_stream_release(struct chan_stream *s);
+
+#endif

@@ -1,0 +1,90 @@
+#include "vm/console.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+static void *console_main(void *arg)
+{
+	struct console *c = arg;
+	char buf[4096];
+	for (;;) {
+		ssize_t n = read(c->fd, buf, sizeof(buf));
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			break;
+		pthread_mutex_lock(&c->lock);
+		console_ring_append(&c->ring, buf, (size_t)n);
+		pthread_mutex_unlock(&c->lock);
+		/* The log is for people debugging a boot: once full, it stops
+		 * rather than let a chatty guest fill the disk. */
+		if (c->log_fd >= 0 && c->logged < CONSOLE_LOG_MAX) {
+			size_t room = CONSOLE_LOG_MAX - c->logged;
+			size_t len = (size_t)n < room ? (size_t)n : room;
+			if (write(c->log_fd, buf, len) != (ssize_t)len) {
+				close(c->log_fd);
+				c->log_fd = -1;
+			}
+			c->logged += len;
+		}
+	}
+	return NULL;
+}
+
+void console_init(struct console *c)
+{
+	c->fd = c->log_fd = -1;
+	c->logged = 0;
+	c->started = false;
+	console_ring_init(&c->ring);
+	pthread_mutex_init(&c->lock, NULL);
+}
+
+int console_start(struct console *c, int fd, const char *log_path, sbx_error_t *err)
+{
+	c->fd = fd;
+	if (log_path != NULL) {
+		c->log_fd = open(log_path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600);
+		if (c->log_fd < 0) {
+			sbx_error_errno(err, errno, "create %s", log_path);
+			console_stop(c);
+			return -1;
+		}
+	}
+	int rc = pthread_create(&c->thread, NULL, console_main, c);
+	if (rc != 0) {
+		sbx_error_errno(err, rc, "console thread");
+		console_stop(c);
+		return -1;
+	}
+	c->started = true;
+	return 0;
+}
+
+void console_tail(struct console *c, char out[CONSOLE_TAIL_BYTES + 1])
+{
+	pthread_mutex_lock(&c->lock);
+	console_ring_tail(&c->ring, out, CONSOLE_TAIL_BYTES, CONSOLE_TAIL_LINES);
+	pthread_mutex_unlock(&c->lock);
+}
+
+void console_stop(struct console *c)
+{
+	if (c->started) {
+		shutdown(c->fd, SHUT_RDWR);
+		pthread_join(c->thread, NULL);
+		c->started = false;
+	}
+	if (c->fd >= 0)
+		close(c->fd);
+	if (c->log_fd >= 0)
+		close(c->log_fd);
+	c->fd = c->log_fd = -1;
+}
+
+void console_destroy(struct console *c)
+{
+	pthread_mutex_destroy(&c->lock);
+}

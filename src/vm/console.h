@@ -1,0 +1,34 @@
+/* Captures the guest console (hvc0) into a ring and a size-capped log file,
+ * on a thread of its own. */
+#ifndef SBX_VM_CONSOLE_H
+#define SBX_VM_CONSOLE_H
+
+#include <pthread.h>
+#include <stdbool.h>
+
+#include "common/error.h"
+#include "vm/console_ring.h"
+
+#define CONSOLE_LOG_MAX (1024u * 1024u)
+
+struct console {
+	int fd;     /* our end of QEMU's console socket */
+	int log_fd; /* -1 when there is no log file */
+	size_t logged;
+	pthread_t thread;
+	bool started;
+	pthread_mutex_t lock;
+	struct console_ring ring;
+};
+
+/* Prepares an idle console (safe to query and stop). */
+void console_init(struct console *c);
+/* Takes ownership of fd. */
+int console_start(struct console *c, int fd, const char *log_path, sbx_error_t *err);
+/* The last lines of output, NUL-terminated; out holds CONSOLE_TAIL_BYTES+1. */
+void console_tail(struct console *c, char out[CONSOLE_TAIL_BYTES + 1]);
+/* Stops reading, joins the thread, closes the descriptors. */
+void console_stop(struct console *c);
+void console_destroy(struct console *c);
+
+#endif

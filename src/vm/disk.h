@@ -1,0 +1,19 @@
+/* The VM's disks built on the host: a read-only erofs image from a rootfs
+ * directory, and a fresh sparse ext4 scratch disk. */
+#ifndef SBX_VM_DISK_H
+#define SBX_VM_DISK_H
+
+#include <stdint.h>
+
+#include "common/error.h"
+
+#define SBX_SCRATCH_SIZE (2ull << 30) /* apparent size; sparse */
+
+/* Builds `out` (atomically: a temp sibling, then rename) from `dir`,
+ * keeping owners, modes and times. */
+int disk_erofs_from_dir(const char *dir, const char *out, sbx_error_t *err);
+
+/* Creates a sparse ext4 file of `size` bytes at `path` (must not exist). */
+int disk_scratch_create(const char *path, uint64_t size, sbx_error_t *err);
+
+#endif

@@ -1,0 +1,177 @@
+#include "vm/keeper.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/prctl.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#define LIFELINE_FD 3
+
+static int status_code(int status)
+{
+	if (WIFEXITED(status))
+		return WEXITSTATUS(status);
+	if (WIFSIGNALED(status))
+		return 128 + WTERMSIG(status);
+	return 255;
+}
+
+/* In the QEMU child: only async-signal-safe calls until execv. */
+static void exec_qemu(const struct keeper_spec *s, pid_t keeper)
+{
+	prctl(PR_SET_PDEATHSIG, SIGKILL);
+	if (getppid() != keeper)
+		_exit(127);
+	close(LIFELINE_FD);
+	sigset_t none;
+	sigemptyset(&none);
+	sigprocmask(SIG_SETMASK, &none, NULL);
+	execv(s->argv[0], s->argv);
+	_exit(127);
+}
+
+static void cleanup_files(const struct keeper_spec *s)
+{
+	for (int i = 0; i < s->nfiles; i++)
+		unlink(s->files[i]);
+	if (s->dir != NULL)
+		rmdir(s->dir);
+}
+
+/* The keeper: fds 0-2 are /dev/null, /dev/null, the log; 3 is the lifeline;
+ * QEMU's sockets follow.  Never returns. */
+static void keeper_main(const struct keeper_spec *s)
+{
+	setsid();
+	for (int sig = 1; sig < NSIG; sig++) {
+		if (sig != SIGKILL && sig != SIGSTOP)
+			signal(sig, SIG_DFL);
+	}
+	/* The daemon's terminal signals must not kill the keeper before it
+	 * cleaned up; its lifeline tells it when to stop. */
+	signal(SIGINT, SIG_IGN);
+	signal(SIGHUP, SIG_IGN);
+	signal(SIGPIPE, SIG_IGN);
+	pid_t self = getpid();
+	pid_t qemu = fork();
+	if (qemu < 0) {
+		cleanup_files(s);
+		_exit(126);
+	}
+	if (qemu == 0)
+		exec_qemu(s, self);
+	for (int i = 0; i < s->nfds; i++)
+		close(KEEPER_QEMU_FD_BASE + i);
+	int pidfd = (int)syscall(SYS_pidfd_open, qemu, 0);
+	struct pollfd p[2] = { { .fd = LIFELINE_FD, .events = POLLIN }, { .fd = pidfd, .events = POLLIN } };
+	for (;;) {
+		int n = poll(p, pidfd >= 0 ? 2 : 1, pidfd >= 0 ? -1 : 100);
+		if (n < 0 && errno != EINTR)
+			break;
+		if (p[0].revents != 0)
+			break; /* EOF: the daemon is gone or wants QEMU gone */
+		if (pidfd >= 0 ? p[1].revents != 0 : waitpid(qemu, NULL, WNOHANG | WNOWAIT) == qemu)
+			break;
+	}
+	kill(qemu, SIGKILL);
+	int status = 0;
+	while (waitpid(qemu, &status, 0) < 0 && errno == EINTR)
+		;
+	cleanup_files(s);
+	_exit(status_code(status));
+}
+
+/* Moves the descriptors the keeper needs to fixed numbers and closes the
+ * rest.  Sources are first lifted above every target so that dup2 never
+ * overwrites a source still to be moved. */
+static void arrange_fds(const struct keeper_spec *s, int null_fd, int log_fd, int life_rd)
+{
+	int high[KEEPER_MAX_FDS];
+	int hnull = fcntl(null_fd, F_DUPFD, 64), hlog = fcntl(log_fd, F_DUPFD, 64);
+	int hlife = fcntl(life_rd, F_DUPFD, 64);
+	for (int i = 0; i < s->nfds; i++)
+		high[i] = fcntl(s->fds[i], F_DUPFD, 64);
+	if (hnull < 0 || hlog < 0 || hlife < 0)
+		_exit(126);
+	if (dup2(hnull, 0) < 0 || dup2(hnull, 1) < 0 || dup2(hlog, 2) < 0 || dup2(hlife, LIFELINE_FD) < 0)
+		_exit(126);
+	for (int i = 0; i < s->nfds; i++) {
+		if (high[i] < 0 || dup2(high[i], KEEPER_QEMU_FD_BASE + i) < 0)
+			_exit(126);
+	}
+	syscall(SYS_close_range, KEEPER_QEMU_FD_BASE + s->nfds, ~0u, 0);
+}
+
+int keeper_start(struct keeper *k, const struct keeper_spec *s, sbx_error_t *err)
+{
+	if (s->nfds > KEEPER_MAX_FDS || s->nfiles > KEEPER_MAX_FILES || s->argv[0][0] != '/')
+		return sbx_error_set(err, EINVAL, "keeper: bad spec");
+	int null_fd = open("/dev/null", O_RDWR | O_CLOEXEC);
+	if (null_fd < 0)
+		return sbx_error_errno(err, errno, "open /dev/null");
+	int log_fd = open(s->log, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600);
+	if (log_fd < 0) {
+		int e = errno;
+		close(null_fd);
+		return sbx_error_errno(err, e, "create %s", s->log);
+	}
+	int life[2];
+	if (pipe2(life, O_CLOEXEC) < 0) {
+		int e = errno;
+		close(null_fd);
+		close(log_fd);
+		return sbx_error_errno(err, e, "pipe");
+	}
+	pid_t pid = fork();
+	if (pid == 0) {
+		arrange_fds(s, null_fd, log_fd, life[0]);
+		keeper_main(s);
+	}
+	int e = errno;
+	close(null_fd);
+	close(log_fd);
+	close(life[0]);
+	if (pid < 0) {
+		close(life[1]);
+		return sbx_error_errno(err, e, "fork");
+	}
+	k->pid = pid;
+	k->lifeline = life[1];
+	k->reaped = false;
+	k->status = -1;
+	return 0;
+}
+
+bool keeper_exited(struct keeper *k)
+{
+	if (k->reaped)
+		return true;
+	int status;
+	pid_t r = waitpid(k->pid, &status, WNOHANG);
+	if (r == k->pid) {
+		k->reaped = true;
+		k->status = status_code(status);
+	}
+	return k->reaped;
+}
+
+int keeper_stop(struct keeper *k)
+{
+	if (k->lifeline >= 0) {
+		close(k->lifeline);
+		k->lifeline = -1;
+	}
+	if (!k->reaped) {
+		int status;
+		pid_t r;
+		while ((r = waitpid(k->pid, &status, 0)) < 0 && errno == EINTR)
+			;
+		k->reaped = true;
+		k->status = r == k->pid ? status_code(status) : 255;
+	}
+	return k->status;
+}

@@ -1,0 +1,50 @@
+/* Runs QEMU under a small keeper process so that the VM never outlives the
+ * daemon and its files never outlive the VM.
+ *
+ * The keeper is forked from the daemon, starts its own session (a ^C to the
+ * daemon's terminal does not skip the cleanup), forks QEMU with
+ * PR_SET_PDEATHSIG (the keeper is single-threaded, so the forking thread
+ * lives exactly as long as the keeper) and waits for either QEMU's exit or
+ * EOF on a lifeline pipe whose write end only the daemon holds.  EOF means
+ * the daemon closed it or died: the keeper kills QEMU.  Either way it then
+ * removes the VM's files and exits with QEMU's status.  Between fork and
+ * exit it calls only async-signal-safe functions. */
+#ifndef SBX_VM_KEEPER_H
+#define SBX_VM_KEEPER_H
+
+#include <stdbool.h>
+#include <sys/types.h>
+
+#include "common/error.h"
+
+/* QEMU finds its inherited sockets at these descriptor numbers, in the
+ * order passed to keeper_start. */
+#define KEEPER_QEMU_FD_BASE 4
+#define KEEPER_MAX_FDS 4
+#define KEEPER_MAX_FILES 8
+
+struct keeper {
+	pid_t pid;
+	int lifeline; /* write end */
+	bool reaped;
+	int status; /* QEMU's exit status, or 128 + signal, once reaped */
+};
+
+struct keeper_spec {
+	char *const *argv;   /* argv[0] is an absolute path */
+	const int *fds;      /* passed to QEMU as KEEPER_QEMU_FD_BASE + i */
+	int nfds;
+	const char *log;     /* QEMU's stderr */
+	const char *const *files; /* removed after QEMU is gone */
+	int nfiles;
+	const char *dir;     /* removed last (must then be empty) */
+};
+
+int keeper_start(struct keeper *k, const struct keeper_spec *spec, sbx_error_t *err);
+/* Non-blocking: true once the keeper (and so QEMU) has exited. */
+bool keeper_exited(struct keeper *k);
+/* Closes the lifeline (QEMU is killed if still running) and reaps the
+ * keeper; returns QEMU's status. */
+int keeper_stop(struct keeper *k);
+
+#endif

@@ -1,0 +1,79 @@
+/* The VM interface: the only way the rest of sandbox-libkrun starts and
+ * drives microVMs.  Nothing outside src/vm/ knows that QEMU runs them.
+ *
+ * All functions are thread-safe: many processes may run at once in one VM,
+ * each driven from its own thread (one writer and one reader per process).
+ * Deadlines are absolute CLOCK_MONOTONIC milliseconds (sbx_vm_now_ms() +
+ * timeout) or -1 for none; a missed one fails with errnum ETIMEDOUT.
+ * Errors that mean "the VM did not boot or cannot run" carry S-code S300. */
+#ifndef SBX_VM_VM_H
+#define SBX_VM_VM_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "common/error.h"
+#include "vm/accel.h"
+
+struct sbx_vm;
+struct sbx_vm_proc;
+
+struct sbx_vm_options {
+	unsigned cpus;          /* 0 = 1 */
+	unsigned memory_mib;    /* 0 = 512 */
+	enum sbx_accel accel;   /* AUTO picks KVM only where it works */
+	const char *image;      /* erofs image, or a rootfs directory (turned
+				   into a private erofs for this VM) */
+	char *const *env;       /* boot environment "K=V", NULL-terminated or NULL */
+	const char *hostname;   /* NULL = "sandbox" */
+	uint64_t nofile;        /* RLIMIT_NOFILE in the guest, 0 = keep */
+	const char *krunfw_path; /* NULL: $SANDBOX_KRUNFW, else the default install */
+	const char *boot_disk;  /* NULL: $SANDBOX_BOOT_DISK, else next to the executable */
+};
+
+/* Milliseconds since sbx_vm_start was called, for each boot phase (0 =
+ * not reached). */
+struct sbx_vm_timings {
+	int64_t kernel, disks, qemu, hello, ready;
+};
+
+int64_t sbx_vm_now_ms(void);
+
+/* Boots a VM (returns once QEMU runs; the guest boots in the background). */
+struct sbx_vm *sbx_vm_start(const struct sbx_vm_options *opt, sbx_error_t *err);
+/* Waits for the guest's init to be configured and ready.  On failure the
+ * error includes the tail of the guest console. */
+int sbx_vm_wait_ready(struct sbx_vm *vm, int64_t deadline, sbx_error_t *err);
+int sbx_vm_ping(struct sbx_vm *vm, int64_t deadline, sbx_error_t *err);
+/* False once QEMU exited or the guest connection broke. */
+bool sbx_vm_alive(struct sbx_vm *vm);
+const struct sbx_vm_timings *sbx_vm_timings(struct sbx_vm *vm);
+/* Asks the guest to power off, waits until `deadline` at most, then kills
+ * QEMU; removes the VM's files and frees vm.  Release every process handle
+ * first.  Returns QEMU's exit status (0 after a clean power-off). */
+int sbx_vm_stop(struct sbx_vm *vm, int64_t deadline);
+
+/* Processes.  argv[0] is looked up in the guest's PATH; env entries "K=V"
+ * are layered over the boot environment; cwd NULL = "/".  With
+ * with_stdin false the process's stdin is at EOF. */
+struct sbx_vm_proc *sbx_vm_spawn(struct sbx_vm *vm, char *const *argv, char *const *env, const char *cwd,
+				 bool with_stdin, sbx_error_t *err);
+/* Writes up to len bytes (blocking on flow control); returns the count. */
+ssize_t sbx_vm_proc_write(struct sbx_vm_proc *p, const void *buf, size_t len, int64_t deadline,
+			  sbx_error_t *err);
+int sbx_vm_proc_close_stdin(struct sbx_vm_proc *p, sbx_error_t *err);
+/* Output in arrival order: *fd is 1 (stdout) or 2 (stderr).  Returns 0 at
+ * the end of the output (the process exited). */
+ssize_t sbx_vm_proc_read(struct sbx_vm_proc *p, int *fd, void *buf, size_t len, int64_t deadline,
+			 sbx_error_t *err);
+/* Sends a signal to the process's group. */
+int sbx_vm_proc_kill(struct sbx_vm_proc *p, int sig, sbx_error_t *err);
+/* Waits for the exit status (0-255, or 128+signal), discarding output not
+ * read yet. */
+int sbx_vm_proc_wait(struct sbx_vm_proc *p, int64_t deadline, int *status, sbx_error_t *err);
+/* Kills the process if it still runs, frees the handle. */
+void sbx_vm_proc_free(struct sbx_vm_proc *p);
+
+#endif

@@ -1,0 +1,254 @@
+/* `sandbox-libkrun vm run`: boot a VM, run one command in it with this
+ * process's stdin/stdout/stderr, exit with its status. */
+#include "vm/vm_cli.h"
+
+#include <errno.h>
+#include <getopt.h>
+#include <poll.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "common/log.h"
+#include "vm/vm.h"
+
+#define EXIT_CLI_FAILURE 125 /* our own failure, as `docker run` reports it */
+#define READY_TIMEOUT_MS 120000
+#define STOP_TIMEOUT_MS 3000
+
+static void usage(FILE *out)
+{
+	fprintf(out,
+		"usage: sandbox-libkrun vm run [--cpus N] [--memory MiB] [--accel auto|kvm|tcg]\n"
+		"                              --rootfs DIR|IMAGE.erofs [-v] -- CMD [ARGS...]\n\n"
+		"Boots a microVM with the given root filesystem, runs CMD in it with this\n"
+		"process's stdin, stdout and stderr, and exits with CMD's exit status\n"
+		"(125 when the VM itself fails).\n\n"
+		"  --cpus N        virtual CPUs (default 1, at most 16)\n"
+		"  --memory MiB    guest memory (default 512)\n"
+		"  --accel A       auto (KVM where usable, else TCG), kvm or tcg\n"
+		"  --rootfs PATH   a root filesystem directory or an erofs image\n"
+		"  -v, --verbose   show the boot phases and their timings on stderr\n"
+		"  -h, --help      this text\n");
+}
+
+static int parse_uint(const char *s, unsigned max, unsigned *out)
+{
+	char *end;
+	errno = 0;
+	unsigned long v = strtoul(s, &end, 10);
+	if (errno != 0 || end == s || *end != '\0' || s[0] == '-' || v == 0 || v > max)
+		return -1;
+	*out = (unsigned)v;
+	return 0;
+}
+
+struct pump {
+	struct sbx_vm_proc *proc;
+	atomic_bool done;
+};
+
+/* Forwards stdin to the process until EOF, or until the process ended. */
+static void *stdin_pump(void *arg)
+{
+	struct pump *pu = arg;
+	char buf[65536];
+	sbx_error_t err = NULL;
+	while (!atomic_load(&pu->done)) {
+		struct pollfd p = { .fd = 0, .events = POLLIN };
+		int r = poll(&p, 1, 100);
+		if (r < 0 && errno != EINTR)
+			break;
+		if (r <= 0)
+			continue;
+		ssize_t n = read(0, buf, sizeof(buf));
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			break;
+		for (size_t off = 0; off < (size_t)n;) {
+			ssize_t w = sbx_vm_proc_write(pu->proc, buf + off, (size_t)n - off, -1, &err);
+			if (w < 0)
+				goto out;
+			off += (size_t)w;
+		}
+	}
+out:
+	sbx_error_free(&err);
+	if (sbx_vm_proc_close_stdin(pu->proc, &err) < 0)
+		sbx_error_free(&err);
+	return NULL;
+}
+
+static int write_all(int fd, const char *p, size_t n)
+{
+	while (n > 0) {
+		ssize_t w = write(fd, p, n);
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w <= 0)
+			return -1;
+		p += w;
+		n -= (size_t)w;
+	}
+	return 0;
+}
+
+/* Forward stdin when it is not a terminal (a pipe or file), or when a
+ * terminal already has input waiting. */
+static bool want_stdin(void)
+{
+	if (!isatty(0))
+		return true;
+	struct pollfd p = { .fd = 0, .events = POLLIN };
+	return poll(&p, 1, 0) > 0;
+}
+
+static int run_command(struct sbx_vm *vm, char **cmd, bool verbose, int64_t t0)
+{
+	sbx_error_t err = NULL;
+	bool with_stdin = want_stdin();
+	struct sbx_vm_proc *proc = sbx_vm_spawn(vm, cmd, NULL, NULL, with_stdin, &err);
+	if (proc == NULL) {
+		fprintf(stderr, "sandbox-libkrun: %s\n", sbx_error_msg(err));
+		sbx_error_free(&err);
+		return EXIT_CLI_FAILURE;
+	}
+	struct pump pu = { .proc = proc };
+	pthread_t th;
+	bool pumping = with_stdin && pthread_create(&th, NULL, stdin_pump, &pu) == 0;
+	if (with_stdin && !pumping)
+		sbx_vm_proc_close_stdin(proc, &err);
+	char buf[65536];
+	bool first = true, out_ok = true;
+	for (;;) {
+		int fd;
+		ssize_t n = sbx_vm_proc_read(proc, &fd, buf, sizeof(buf), -1, &err);
+		if (n <= 0)
+			break;
+		if (first && verbose)
+			fprintf(stderr, "vm: first output at %lld ms\n", (long long)(sbx_vm_now_ms() - t0));
+		first = false;
+		/* A closed stdout must not stop the command: keep draining. */
+		if (out_ok && write_all(fd, buf, (size_t)n) < 0)
+			out_ok = false;
+	}
+	int status = EXIT_CLI_FAILURE;
+	if (err == NULL && sbx_vm_proc_wait(proc, -1, &status, &err) < 0)
+		status = EXIT_CLI_FAILURE;
+	if (err != NULL) {
+		fprintf(stderr, "sandbox-libkrun: %s\n", sbx_error_msg(err));
+		sbx_error_free(&err);
+	}
+	atomic_store(&pu.done, true);
+	if (pumping)
+		pthread_join(th, NULL);
+	sbx_vm_proc_free(proc);
+	if (verbose)
+		fprintf(stderr, "vm: exit status %d at %lld ms\n", status, (long long)(sbx_vm_now_ms() - t0));
+	return status;
+}
+
+static int vm_run(int argc, char **argv)
+{
+	static const struct option longopts[] = {
+		{ "cpus", required_argument, NULL, 'c' },   { "memory", required_argument, NULL, 'm' },
+		{ "accel", required_argument, NULL, 'a' },  { "rootfs", required_argument, NULL, 'r' },
+		{ "verbose", no_argument, NULL, 'v' },      { "help", no_argument, NULL, 'h' },
+		{ NULL, 0, NULL, 0 },
+	};
+	struct sbx_vm_options opt = { .cpus = 1, .memory_mib = 512 };
+	bool verbose = false;
+	sbx_error_t err = NULL;
+	int c;
+	optind = 1;
+	while ((c = getopt_long(argc, argv, "+vh", longopts, NULL)) != -1) {
+		switch (c) {
+		case 'c':
+			if (parse_uint(optarg, 16, &opt.cpus) < 0) {
+				fprintf(stderr, "sandbox-libkrun: --cpus must be 1..16\n");
+				return 2;
+			}
+			break;
+		case 'm':
+			if (parse_uint(optarg, 65536, &opt.memory_mib) < 0 || opt.memory_mib < 64) {
+				fprintf(stderr, "sandbox-libkrun: --memory must be 64..65536 (MiB)\n");
+				return 2;
+			}
+			break;
+		case 'a':
+			if (sbx_accel_parse(optarg, &opt.accel, &err) < 0) {
+				fprintf(stderr, "sandbox-libkrun: %s\n", sbx_error_msg(err));
+				sbx_error_free(&err);
+				return 2;
+			}
+			break;
+		case 'r':
+			opt.image = optarg;
+			break;
+		case 'v':
+			verbose = true;
+			break;
+		case 'h':
+			usage(stdout);
+			return 0;
+		default:
+			usage(stderr);
+			return 2;
+		}
+	}
+	if (opt.image == NULL || optind >= argc) {
+		fprintf(stderr, "sandbox-libkrun: vm run needs --rootfs and a command after --\n");
+		usage(stderr);
+		return 2;
+	}
+	if (!verbose && sbx_log_get_level() < SBX_LOG_ERROR)
+		sbx_log_set_level(SBX_LOG_ERROR);
+	signal(SIGPIPE, SIG_IGN);
+	int64_t t0 = sbx_vm_now_ms();
+	struct sbx_vm *vm = sbx_vm_start(&opt, &err);
+	if (vm == NULL) {
+		fprintf(stderr, "sandbox-libkrun: %s\n", sbx_error_msg(err));
+		sbx_error_free(&err);
+		return EXIT_CLI_FAILURE;
+	}
+	int status;
+	if (sbx_vm_wait_ready(vm, sbx_vm_now_ms() + READY_TIMEOUT_MS, &err) < 0) {
+		fprintf(stderr, "sandbox-libkrun: %s\n", sbx_error_msg(err));
+		sbx_error_free(&err);
+		status = EXIT_CLI_FAILURE;
+	} else {
+		if (verbose) {
+			const struct sbx_vm_timings *t = sbx_vm_timings(vm);
+			fprintf(stderr,
+				"vm: kernel %lld ms, disks %lld ms, qemu started %lld ms, guest hello %lld ms, "
+				"ready %lld ms\n",
+				(long long)t->kernel, (long long)t->disks, (long long)t->qemu, (long long)t->hello,
+				(long long)t->ready);
+		}
+		status = run_command(vm, argv + optind, verbose, t0);
+	}
+	int64_t t_stop = sbx_vm_now_ms();
+	int qemu_status = sbx_vm_stop(vm, sbx_vm_now_ms() + STOP_TIMEOUT_MS);
+	if (verbose)
+		fprintf(stderr, "vm: stopped in %lld ms (qemu status %d)\n", (long long)(sbx_vm_now_ms() - t_stop),
+			qemu_status);
+	return status;
+}
+
+int sbx_cmd_vm(int argc, char **argv)
+{
+	if (argc >= 2 && (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0)) {
+		usage(stdout);
+		return 0;
+	}
+	if (argc < 2 || strcmp(argv[1], "run") != 0) {
+		usage(stderr);
+		return 2;
+	}
+	return vm_run(argc - 1, argv + 1);
+}
