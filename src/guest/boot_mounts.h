@@ -1,0 +1,20 @@
+/* Filesystem bring-up of PID 1 in the VM (only a VM can run this). */
+#ifndef SBX_GUEST_BOOT_MOUNTS_H
+#define SBX_GUEST_BOOT_MOUNTS_H
+
+#include <stdint.h>
+
+#include "common/error.h"
+
+/* devtmpfs, proc and sysfs on the boot disk; fds 0-2 on the console. */
+int boot_early_mounts(sbx_error_t *err);
+/* Overlay of /dev/vdb (erofs, lower) and /dev/vdc (ext4, upper+work) made
+ * the root with pivot_root; the boot disk is detached. */
+int boot_switch_root(sbx_error_t *err);
+/* proc, sys, dev, devpts, shm, tmp, run and cgroup2 in the new root. */
+int boot_root_mounts(sbx_error_t *err);
+/* Creates the cgroup every process runs in, capped at memory_bytes when
+ * nonzero, and returns its cgroup.procs opened for writing. */
+int boot_process_cgroup(uint64_t memory_bytes, sbx_error_t *err);
+
+#endif
