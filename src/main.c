@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "adapter/serve.h"
+#include "image/image_cli.h"
 #include "vm/vm_cli.h"
 
 struct command {
@@ -14,6 +15,7 @@ struct command {
 
 static const struct command commands[] = {
 	{ "serve", sbx_cmd_serve, "connect to the iii engine and serve sandbox-libkrun::* (the worker)" },
+	{ "image", sbx_cmd_image, "the image cache: image [--config FILE] pull|import|ls|rm ..." },
 	{ "vm", sbx_cmd_vm, "boot a VM directly: vm run [options] --rootfs DIR|IMAGE -- CMD ARGS..." },
 };
 
