@@ -1,0 +1,377 @@
+/* The host demultiplexer against a fake guest on the other end of a
+ * socketpair. */
+#include <errno.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "harness.h"
+#include "proto/proto_msg.h"
+#include "proto/proto_reader.h"
+#include "vm/channel.h"
+
+struct guest {
+	int fd;
+	struct proto_reader rd;
+	uint8_t buf[4096];
+	size_t have, off;
+};
+
+static int guest_send(struct guest *g, const struct proto_msg *m)
+{
+	struct proto_wbuf out;
+	proto_wbuf_init(&out);
+	sbx_error_t err = NULL;
+	int rc = proto_msg_encode(&out, m, &err);
+	if (rc == 0 && write(g->fd, out.data, out.len) != (ssize_t)out.len)
+		rc = -1;
+	sbx_error_free(&err);
+	proto_wbuf_free(&out);
+	return rc;
+}
+
+/* Receives the next frame from the host (blocking); 0 on success. */
+static int guest_recv(struct guest *g, struct proto_msg *m)
+{
+	sbx_error_t err = NULL;
+	for (;;) {
+		if (g->off == g->have) {
+			ssize_t n = read(g->fd, g->buf, sizeof(g->buf));
+			if (n <= 0)
+				return -1;
+			g->have = (size_t)n;
+			g->off = 0;
+		}
+		size_t used;
+		struct proto_header h;
+		const uint8_t *payload;
+		int r = proto_reader_feed(&g->rd, g->buf + g->off, g->have - g->off, &used, &h, &payload, &err);
+		g->off += used;
+		if (r < 0)
+			break;
+		if (r == 1) {
+			if (proto_msg_decode(&h, payload, m, &err) < 0)
+				break;
+			return 0;
+		}
+	}
+	sbx_error_free(&err);
+	return -1;
+}
+
+static struct chan *setup(struct guest *g)
+{
+	int sv[2];
+	if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) < 0)
+		return NULL;
+	memset(g, 0, sizeof(*g));
+	g->fd = sv[1];
+	proto_reader_init(&g->rd);
+	sbx_error_t err = NULL;
+	return chan_open(sv[0], &err);
+}
+
+static void teardown(struct chan *c, struct guest *g)
+{
+	close(g->fd);
+	proto_reader_free(&g->rd);
+	chan_close(c);
+}
+
+static int64_t soon(void)
+{
+	return chan_now_ms() + 5000;
+}
+
+TEST(boot_handshake_and_ping)
+{
+	struct guest g;
+	struct chan *c = setup(&g);
+	CHECK(c != NULL);
+	sbx_error_t err = NULL;
+	struct proto_msg m = { .stream = 0, .type = PROTO_HELLO, .u.version = PROTO_VERSION };
+	CHECK_INT(guest_send(&g, &m), 0);
+	CHECK_INT(chan_wait_hello(c, soon(), &err), 0);
+	char *env[] = { "A=1", NULL };
+	uint8_t ent[4] = { 1, 2, 3, 4 };
+	struct proto_config cfg = { .hostname = "box", .env = env, .memory_bytes = 1 << 20, .entropy = ent,
+				    .entropy_len = 4 };
+	CHECK_INT(chan_send_config(c, &cfg, &err), 0);
+	struct proto_msg in;
+	CHECK_INT(guest_recv(&g, &in), 0);
+	CHECK_INT(in.type, PROTO_CONFIG);
+	CHECK_STR(in.u.config.hostname, "box");
+	CHECK_STR(in.u.config.env[0], "A=1");
+	CHECK_INT(in.u.config.memory_bytes, 1 << 20);
+	proto_msg_free(&in);
+	m = (struct proto_msg){ .stream = 0, .type = PROTO_READY };
+	CHECK_INT(guest_send(&g, &m), 0);
+	CHECK_INT(chan_wait_ready(c, soon(), &err), 0);
+	/* A ping times out without an answer... */
+	CHECK(chan_ping(c, chan_now_ms() + 50, &err) < 0);
+	CHECK_INT(err->errnum, ETIMEDOUT);
+	sbx_error_free(&err);
+	CHECK_INT(guest_recv(&g, &in), 0);
+	CHECK_INT(in.type, PROTO_PING);
+	proto_msg_free(&in);
+	/* ...and a later pong answers every ping up to its nonce. */
+	m = (struct proto_msg){ .stream = 0, .type = PROTO_PONG, .u.nonce = 2 };
+	CHECK_INT(guest_send(&g, &m), 0);
+	CHECK_INT(chan_ping(c, soon(), &err), 0);
+	CHECK(!chan_dead(c));
+	teardown(c, &g);
+}
+
+TEST(hello_with_wrong_version_kills_the_channel)
+{
+	struct guest g;
+	struct chan *c = setup(&g);
+	CHECK(c != NULL);
+	sbx_error_t err = NULL;
+	struct proto_msg m = { .stream = 0, .type = PROTO_HELLO, .u.version = PROTO_VERSION + 1 };
+	CHECK_INT(guest_send(&g, &m), 0);
+	CHECK(chan_wait_hello(c, soon(), &err) < 0);
+	CHECK(strstr(sbx_error_msg(err), "protocol error") != NULL);
+	sbx_error_free(&err);
+	CHECK(chan_dead(c));
+	teardown(c, &g);
+}
+
+TEST(boot_error_is_reported)
+{
+	struct guest g;
+	struct chan *c = setup(&g);
+	CHECK(c != NULL);
+	sbx_error_t err = NULL;
+	struct proto_msg m = { .stream = 0, .type = PROTO_ERROR, .u.message = "mount overlay: ENOSPC" };
+	CHECK_INT(guest_send(&g, &m), 0);
+	CHECK(chan_wait_ready(c, soon(), &err) < 0);
+	CHECK(strstr(sbx_error_msg(err), "mount overlay: ENOSPC") != NULL);
+	sbx_error_free(&err);
+	teardown(c, &g);
+}
+
+TEST(process_output_and_exit)
+{
+	struct guest g;
+	struct chan *c = setup(&g);
+	CHECK(c != NULL);
+	sbx_error_t err = NULL;
+	char *argv[] = { "echo", "hi", NULL }, *env[] = { NULL };
+	struct proto_spawn sp = { .argv = argv, .env = env, .cwd = "" };
+	struct chan_stream *s = chan_spawn(c, &sp, &err);
+	CHECK(s != NULL);
+	struct proto_msg in;
+	CHECK_INT(guest_recv(&g, &in), 0);
+	CHECK_INT(in.type, PROTO_SPAWN);
+	CHECK_STR(in.u.spawn.argv[1], "hi");
+	uint32_t id = in.stream;
+	CHECK(id != 0);
+	proto_msg_free(&in);
+	struct proto_msg m = { .stream = id, .type = PROTO_STARTED, .u.pid = 42 };
+	CHECK_INT(guest_send(&g, &m), 0);
+	m = (struct proto_msg){ .stream = id, .type = PROTO_STDOUT, .u.data = { (const uint8_t *)"hi\n", 3 } };
+	CHECK_INT(guest_send(&g, &m), 0);
+	m = (struct proto_msg){ .stream = id, .type = PROTO_STDERR, .u.data = { (const uint8_t *)"warn", 4 } };
+	CHECK_INT(guest_send(&g, &m), 0);
+	m = (struct proto_msg){ .stream = id, .type = PROTO_EXIT, .u.code = 3 };
+	CHECK_INT(guest_send(&g, &m), 0);
+	char buf[16];
+	enum chan_output which;
+	CHECK_INT(chan_stream_read(s, &which, buf, sizeof(buf), soon(), &err), 3);
+	CHECK_INT(which, CHAN_STDOUT);
+	CHECK(memcmp(buf, "hi\n", 3) == 0);
+	CHECK_INT(chan_stream_read(s, &which, buf, 2, soon(), &err), 2);
+	CHECK_INT(which, CHAN_STDERR);
+	CHECK_INT(chan_stream_read(s, &which, buf, sizeof(buf), soon(), &err), 2);
+	CHECK_INT(chan_stream_read(s, &which, buf, sizeof(buf), soon(), &err), 0);
+	CHECK_INT(chan_stream_pid(s), 42);
+	int code = -1;
+	CHECK_INT(chan_stream_wait(s, soon(), &code, &err), 0);
+	CHECK_INT(code, 3);
+	chan_stream_release(s);
+	teardown(c, &g);
+}
+
+/* The guest fills the window; the host's reads give credit back. */
+TEST(output_window_and_credit)
+{
+	struct guest g;
+	struct chan *c = setup(&g);
+	CHECK(c != NULL);
+	sbx_error_t err = NULL;
+	char *argv[] = { "cat", NULL }, *env[] = { NULL };
+	struct proto_spawn sp = { .argv = argv, .env = env, .cwd = "" };
+	struct chan_stream *s = chan_spawn(c, &sp, &err);
+	CHECK(s != NULL);
+	struct proto_msg in;
+	CHECK_INT(guest_recv(&g, &in), 0);
+	uint32_t id = in.stream;
+	proto_msg_free(&in);
+	static uint8_t chunk[PROTO_MAX_CHUNK];
+	memset(chunk, 'x', sizeof(chunk));
+	for (unsigned i = 0; i < PROTO_WINDOW / PROTO_MAX_CHUNK; i++) {
+		struct proto_msg m = { .stream = id, .type = PROTO_STDOUT, .u.data = { chunk, sizeof(chunk) } };
+		CHECK_INT(guest_send(&g, &m), 0);
+	}
+	static uint8_t buf[PROTO_WINDOW];
+	size_t total = 0;
+	enum chan_output which;
+	while (total < PROTO_WINDOW) {
+		ssize_t n = chan_stream_read(s, &which, buf, sizeof(buf), soon(), &err);
+		CHECK(n > 0);
+		total += (size_t)n;
+	}
+	/* Everything consumed: credits adding up to the window arrive. */
+	size_t credited = 0;
+	while (credited < PROTO_WINDOW) {
+		CHECK_INT(guest_recv(&g, &in), 0);
+		CHECK_INT(in.type, PROTO_CREDIT);
+		credited += in.u.credit;
+		proto_msg_free(&in);
+	}
+	CHECK_INT(credited, PROTO_WINDOW);
+	chan_stream_release(s);
+	/* Releasing a running process kills it. */
+	CHECK_INT(guest_recv(&g, &in), 0);
+	CHECK_INT(in.type, PROTO_KILL);
+	CHECK_INT(in.u.signal, 9);
+	proto_msg_free(&in);
+	teardown(c, &g);
+}
+
+TEST(output_overrun_is_a_protocol_error)
+{
+	struct guest g;
+	struct chan *c = setup(&g);
+	CHECK(c != NULL);
+	sbx_error_t err = NULL;
+	char *argv[] = { "yes", NULL }, *env[] = { NULL };
+	struct proto_spawn sp = { .argv = argv, .env = env, .cwd = "" };
+	struct chan_stream *s = chan_spawn(c, &sp, &err);
+	CHECK(s != NULL);
+	struct proto_msg in;
+	CHECK_INT(guest_recv(&g, &in), 0);
+	uint32_t id = in.stream;
+	proto_msg_free(&in);
+	static uint8_t chunk[PROTO_MAX_CHUNK];
+	for (unsigned i = 0; i <= PROTO_WINDOW / PROTO_MAX_CHUNK; i++) {
+		struct proto_msg m = { .stream = id, .type = PROTO_STDOUT, .u.data = { chunk, sizeof(chunk) } };
+		guest_send(&g, &m);
+	}
+	CHECK_INT(chan_wait_dead(c, soon(), &err), 0);
+	int code;
+	CHECK(chan_stream_wait(s, soon(), &code, &err) < 0);
+	CHECK(strstr(sbx_error_msg(err), "connection lost") != NULL);
+	sbx_error_free(&err);
+	chan_stream_release(s);
+	teardown(c, &g);
+}
+
+struct writer {
+	struct chan_stream *s;
+	size_t sent;
+};
+
+static void *write_lots(void *arg)
+{
+	struct writer *w = arg;
+	static uint8_t data[PROTO_WINDOW + 1000];
+	sbx_error_t err = NULL;
+	while (w->sent < sizeof(data)) {
+		ssize_t n = chan_stream_write(w->s, data + w->sent, sizeof(data) - w->sent, chan_now_ms() + 5000, &err);
+		if (n <= 0)
+			break;
+		w->sent += (size_t)n;
+	}
+	sbx_error_free(&err);
+	return NULL;
+}
+
+/* The host never has more than the window of stdin unacknowledged. */
+TEST(stdin_flow_control)
+{
+	struct guest g;
+	struct chan *c = setup(&g);
+	CHECK(c != NULL);
+	sbx_error_t err = NULL;
+	char *argv[] = { "cat", NULL }, *env[] = { NULL };
+	struct proto_spawn sp = { .argv = argv, .env = env, .cwd = "", .flags = PROTO_SPAWN_STDIN };
+	struct chan_stream *s = chan_spawn(c, &sp, &err);
+	CHECK(s != NULL);
+	struct proto_msg in;
+	CHECK_INT(guest_recv(&g, &in), 0);
+	uint32_t id = in.stream;
+	proto_msg_free(&in);
+	struct writer w = { .s = s };
+	pthread_t th;
+	CHECK_INT(pthread_create(&th, NULL, write_lots, &w), 0);
+	size_t got = 0;
+	while (got < PROTO_WINDOW) {
+		CHECK_INT(guest_recv(&g, &in), 0);
+		CHECK_INT(in.type, PROTO_STDIN);
+		got += in.u.data.len;
+		proto_msg_free(&in);
+	}
+	CHECK_INT(got, PROTO_WINDOW);
+	usleep(100 * 1000);
+	CHECK_INT(w.sent, PROTO_WINDOW); /* blocked on the window */
+	struct proto_msg m = { .stream = id, .type = PROTO_CREDIT, .u.credit = 1000 };
+	CHECK_INT(guest_send(&g, &m), 0);
+	CHECK_INT(guest_recv(&g, &in), 0);
+	CHECK_INT(in.type, PROTO_STDIN);
+	CHECK_INT(in.u.data.len, 1000);
+	proto_msg_free(&in);
+	pthread_join(th, NULL);
+	CHECK_INT(w.sent, PROTO_WINDOW + 1000);
+	/* Credit beyond what was sent is a protocol error. */
+	m.u.credit = PROTO_WINDOW;
+	CHECK_INT(guest_send(&g, &m), 0);
+	m.u.credit = 2000;
+	CHECK_INT(guest_send(&g, &m), 0);
+	CHECK_INT(chan_wait_dead(c, soon(), &err), 0);
+	chan_stream_release(s);
+	teardown(c, &g);
+}
+
+TEST(eof_ends_every_stream)
+{
+	struct guest g;
+	struct chan *c = setup(&g);
+	CHECK(c != NULL);
+	sbx_error_t err = NULL;
+	char *argv[] = { "sleep", "9", NULL }, *env[] = { NULL };
+	struct proto_spawn sp = { .argv = argv, .env = env, .cwd = "" };
+	struct chan_stream *a = chan_spawn(c, &sp, &err), *b = chan_spawn(c, &sp, &err);
+	CHECK(a != NULL && b != NULL);
+	close(g.fd);
+	g.fd = -1;
+	char buf[8];
+	enum chan_output which;
+	CHECK(chan_stream_read(a, &which, buf, sizeof(buf), soon(), &err) < 0);
+	sbx_error_free(&err);
+	int code;
+	CHECK(chan_stream_wait(b, soon(), &code, &err) < 0);
+	sbx_error_free(&err);
+	CHECK(chan_dead(c));
+	CHECK(chan_spawn(c, &sp, &err) == NULL);
+	sbx_error_free(&err);
+	chan_stream_release(a);
+	chan_stream_release(b);
+	proto_reader_free(&g.rd);
+	chan_close(c);
+}
+
+TEST(host_only_message_from_guest_kills_the_channel)
+{
+	struct guest g;
+	struct chan *c = setup(&g);
+	CHECK(c != NULL);
+	sbx_error_t err = NULL;
+	struct proto_msg m = { .stream = 0, .type = PROTO_SHUTDOWN };
+	CHECK_INT(guest_send(&g, &m), 0);
+	CHECK_INT(chan_wait_dead(c, soon(), &err), 0);
+	teardown(c, &g);
+}

@@ -1,0 +1,105 @@
+#include <stdbool.h>
+#include <string.h>
+
+#include "harness.h"
+#include "vm/qemu_cmdline.h"
+
+static struct qemu_config base(void)
+{
+	return (struct qemu_config){
+		.qemu = "/usr/bin/qemu-system-x86_64", .kernel = "/s/k.pvh", .boot_disk = "/b/boot.erofs",
+		.image = "/i/img.erofs", .scratch = "/v/scratch.ext4", .cpus = 2, .memory_mib = 256,
+		.accel = SBX_ACCEL_TCG, .console_fd = 4, .control_fd = 5,
+	};
+}
+
+/* Index of the argument equal to s, or -1. */
+static int find(char **v, const char *s)
+{
+	for (int i = 0; v[i] != NULL; i++) {
+		if (strcmp(v[i], s) == 0)
+			return i;
+	}
+	return -1;
+}
+
+/* The value that follows option `opt` (first occurrence). */
+static const char *after(char **v, const char *opt)
+{
+	int i = find(v, opt);
+	return i >= 0 && v[i + 1] != NULL ? v[i + 1] : NULL;
+}
+
+TEST(tcg_command_line)
+{
+	struct qemu_config c = base();
+	sbx_error_t err = NULL;
+	char **v = qemu_cmdline(&c, &err);
+	CHECK(v != NULL);
+	CHECK_STR(v[0], "/usr/bin/qemu-system-x86_64");
+	CHECK_STR(after(v, "-M"), "microvm,acpi=off,ioapic2=off");
+	CHECK(find(v, "-nodefaults") > 0);
+	CHECK(find(v, "-no-user-config") > 0);
+	CHECK(find(v, "-no-reboot") > 0);
+	CHECK_STR(after(v, "-sandbox"), "on,obsolete=deny,elevateprivileges=deny,spawn=deny,resourcecontrol=deny");
+	CHECK_STR(after(v, "-accel"), "tcg,thread=multi");
+	CHECK_STR(after(v, "-cpu"), "max");
+	CHECK_STR(after(v, "-smp"), "2");
+	CHECK_STR(after(v, "-m"), "256");
+	CHECK_STR(after(v, "-kernel"), "/s/k.pvh");
+	CHECK_STR(after(v, "-append"),
+		  "root=/dev/vda rootfstype=erofs ro init=/init console=hvc0 quiet panic=-1 reboot=t");
+	CHECK(find(v, "socket,id=console,fd=4") > 0);
+	CHECK(find(v, "socket,id=control,fd=5") > 0);
+	CHECK(find(v, "virtconsole,chardev=console") > 0);
+	CHECK(find(v, "virtserialport,chardev=control,name=control") > 0);
+	CHECK(find(v, "virtio-rng-device") > 0);
+	/* Disk order is the guest's vda, vdb, vdc. */
+	int boot = find(v, "file=/b/boot.erofs,if=none,id=boot,format=raw,readonly=on,cache=writeback");
+	int image = find(v, "file=/i/img.erofs,if=none,id=image,format=raw,readonly=on,cache=writeback");
+	int scratch = find(v, "file=/v/scratch.ext4,if=none,id=scratch,format=raw,readonly=off,cache=unsafe,discard=unmap");
+	CHECK(boot > 0 && image > boot && scratch > image);
+	CHECK(find(v, "-netdev") < 0);
+	sbx_strv_free(v);
+}
+
+TEST(kvm_command_line)
+{
+	struct qemu_config c = base();
+	c.accel = SBX_ACCEL_KVM;
+	sbx_error_t err = NULL;
+	char **v = qemu_cmdline(&c, &err);
+	CHECK(v != NULL);
+	CHECK_STR(after(v, "-accel"), "kvm");
+	CHECK_STR(after(v, "-cpu"), "host");
+	sbx_strv_free(v);
+}
+
+TEST(rejects_bad_configs)
+{
+	sbx_error_t err = NULL;
+	struct qemu_config c = base();
+	c.image = "/i/x,readonly=off";
+	CHECK(qemu_cmdline(&c, &err) == NULL);
+	CHECK(strstr(sbx_error_msg(err), "comma") != NULL);
+	sbx_error_free(&err);
+	c = base();
+	c.cpus = 0;
+	CHECK(qemu_cmdline(&c, &err) == NULL);
+	sbx_error_free(&err);
+	c.cpus = SBX_VM_MAX_CPUS + 1;
+	CHECK(qemu_cmdline(&c, &err) == NULL);
+	sbx_error_free(&err);
+	c = base();
+	c.memory_mib = 16;
+	CHECK(qemu_cmdline(&c, &err) == NULL);
+	sbx_error_free(&err);
+	c = base();
+	c.accel = SBX_ACCEL_AUTO;
+	CHECK(qemu_cmdline(&c, &err) == NULL);
+	sbx_error_free(&err);
+	c = base();
+	c.scratch = NULL;
+	CHECK(qemu_cmdline(&c, &err) == NULL);
+	sbx_error_free(&err);
+}
