@@ -27,7 +27,7 @@ static void replace(sbx_error_t *err, int errnum, const char *scode, char *msg)
 	*err = e;
 }
 
-static char *vformat(const char *fmt, va_list ap)
+__attribute__((format(printf, 1, 0))) static char *vformat(const char *fmt, va_list ap)
 {
 	char *s = NULL;
 	if (vasprintf(&s, fmt, ap) < 0)
