@@ -1,0 +1,34 @@
+/* libFuzzer target: the handshake response check and the URL parser. */
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/error.h"
+#include "engine/ws_handshake.h"
+#include "engine/ws_url.h"
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+	size_t hlen = 0;
+	sbx_error_t err = NULL;
+	int r = ws_handshake_check_response((const char *)data, size, "dGhlIHNhbXBsZSBub25jZQ==", &hlen, &err);
+	if (r == 1 && (hlen > size || hlen < 4))
+		abort();
+	sbx_error_free(&err);
+
+	char *s = malloc(size + 1);
+	memcpy(s, data, size);
+	s[size] = '\0';
+	struct ws_url u;
+	if (ws_url_parse(s, &u, &err) == 0) {
+		char *req = ws_handshake_request(&u, "dGhlIHNhbXBsZSBub25jZQ==", &err);
+		/* Nothing in a parsed URL may break the request's lines. */
+		if (req == NULL || strstr(req, "\r\n\r\n") != req + strlen(req) - 4)
+			abort();
+		free(req);
+		ws_url_free(&u);
+	}
+	sbx_error_free(&err);
+	free(s);
+	return 0;
+}
