@@ -114,9 +114,14 @@ static int cmd_rm(const char *key)
 				continue;
 			/* A running VM keeps its open image; new ones no longer find it. */
 			char *path = sbx_image_path(root, e->digest, &err);
-			if (path == NULL || (unlink(path) < 0 && errno != ENOENT))
-				sbx_warn("image: cannot delete %s", path ? path : e->digest);
+			char *config = NULL;
+			if (path == NULL || asprintf(&config, "%.*s.config.json", (int)(strlen(path) - 6), path) < 0)
+				config = NULL;
+			if (path == NULL || config == NULL || (unlink(path) < 0 && errno != ENOENT) ||
+			    (unlink(config) < 0 && errno != ENOENT))
+				sbx_warn("image: cannot delete the files of %s", e->digest);
 			free(path);
+			free(config);
 			sbx_error_free(&err);
 		}
 		sbx_index_free(&after);
