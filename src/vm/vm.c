@@ -386,15 +386,18 @@ int sbx_vm_stop(struct sbx_vm *vm, int64_t deadline)
 {
 	if (vm == NULL)
 		return -1;
+	int64_t grace = sbx_vm_now_ms() + SHUTDOWN_GRACE_MS;
+	if (deadline >= 0 && deadline < grace)
+		grace = deadline;
 	if (vm->chan != NULL && !chan_dead(vm->chan)) {
-		int64_t grace = sbx_vm_now_ms() + SHUTDOWN_GRACE_MS;
-		if (deadline >= 0 && deadline < grace)
-			grace = deadline;
 		sbx_error_t err = NULL;
 		if (chan_send_shutdown(vm->chan, &err) < 0 || chan_wait_dead(vm->chan, grace, &err) < 0)
 			sbx_debug("vm stop: %s; killing QEMU", sbx_error_msg(err));
 		sbx_error_free(&err);
 	}
+	/* The guest closing its port comes a moment before QEMU exits. */
+	while (!keeper_gone(vm) && sbx_vm_now_ms() < grace)
+		usleep(5000);
 	pthread_mutex_lock(&vm->lock);
 	int status = keeper_stop(&vm->keeper);
 	pthread_mutex_unlock(&vm->lock);
