@@ -37,7 +37,8 @@
  * Processes (host picks stream id S != 0):
  *   host  -> SPAWN      {strv argv, strv env (layered over the boot env),
  *                        str cwd ("" = /), u32 flags}
- *   guest -> STARTED    {u32 pid}
+ *   guest -> STARTED    {u32 pid}     for every forked process, also one
+ *                                     whose exec then fails
  *   host  -> STDIN      {bytes}        only with PROTO_SPAWN_STDIN
  *   host  -> STDIN_EOF  {}
  *   guest -> STDOUT / STDERR {bytes}   at most PROTO_MAX_CHUNK each
