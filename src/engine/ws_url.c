@@ -135,3 +135,51 @@ void ws_url_free(struct ws_url *u)
 	free(u->authority);
 	memset(u, 0, sizeof(*u));
 }
+
+/* Percent-encodes everything but RFC 3986 unreserved characters. */
+static char *pct_encode(const char *s)
+{
+	static const char hex[] = "0123456789ABCDEF";
+	size_t n = strnlen(s, WS_URL_MAX + 1);
+	if (n > WS_URL_MAX)
+		return NULL;
+	char *out = malloc(3 * n + 1);
+	if (out == NULL)
+		return NULL;
+	char *p = out;
+	for (size_t i = 0; i < n; i++) {
+		unsigned char c = (unsigned char)s[i];
+		if (isalnum(c) || c == '-' || c == '.' || c == '_' || c == '~') {
+			*p++ = (char)c;
+		} else {
+			*p++ = '%';
+			*p++ = hex[c >> 4];
+			*p++ = hex[c & 0xf];
+		}
+	}
+	*p = '\0';
+	return out;
+}
+
+char *ws_url_channel(const char *engine_url, const char *channel_id, const char *access_key, const char *dir,
+		     sbx_error_t *err)
+{
+	if (channel_id == NULL || *channel_id == '\0' || access_key == NULL || dir == NULL ||
+	    (strcmp(dir, "read") != 0 && strcmp(dir, "write") != 0)) {
+		sbx_error_set(err, EINVAL, "channel URL needs an id, a key and dir read or write");
+		return NULL;
+	}
+	struct ws_url u;
+	if (ws_url_parse(engine_url, &u, err) < 0)
+		return NULL;
+	cleanup_free char *id = pct_encode(channel_id);
+	cleanup_free char *key = pct_encode(access_key);
+	char *out = NULL;
+	if (id == NULL || key == NULL ||
+	    asprintf(&out, "%s://%s/ws/channels/%s?key=%s&dir=%s", u.tls ? "wss" : "ws", u.authority, id, key, dir) < 0) {
+		out = NULL;
+		sbx_error_set(err, EINVAL, "channel URL too long or out of memory");
+	}
+	ws_url_free(&u);
+	return out;
+}

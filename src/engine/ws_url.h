@@ -21,5 +21,10 @@ struct ws_url {
  * could break the request line (control characters, spaces). */
 int ws_url_parse(const char *s, struct ws_url *out, sbx_error_t *err);
 void ws_url_free(struct ws_url *u);
+/* The URL of one end of an engine byte channel on the engine's host:
+ * <ws|wss>://<authority>/ws/channels/<id>?key=<key>&dir=<read|write>, with
+ * id and key percent-encoded.  A new string. */
+char *ws_url_channel(const char *engine_url, const char *channel_id, const char *access_key, const char *dir,
+		     sbx_error_t *err);
 
 #endif

@@ -1,3 +1,5 @@
+#include <stdlib.h>
+
 #include "common/error.h"
 #include "engine/ws_url.h"
 #include "harness.h"
@@ -77,5 +79,29 @@ TEST(url_rejects)
 	struct ws_url u;
 	sbx_error_t err = NULL;
 	CHECK_INT(ws_url_parse(NULL, &u, &err), -1);
+	sbx_error_free(&err);
+}
+
+TEST(url_channel)
+{
+	sbx_error_t err = NULL;
+	char *u = ws_url_channel("ws://127.0.0.1:49134/ignored?x", "1c7f-ab", "k+/=&? %", "read", &err);
+	CHECK(u != NULL);
+	CHECK_STR(u, "ws://127.0.0.1:49134/ws/channels/1c7f-ab?key=k%2B%2F%3D%26%3F%20%25&dir=read");
+	free(u);
+	u = ws_url_channel("wss://[::1]", "c", "k", "write", &err);
+	CHECK(u != NULL);
+	CHECK_STR(u, "wss://[::1]/ws/channels/c?key=k&dir=write");
+	/* What it builds parses back. */
+	struct ws_url parsed;
+	CHECK_INT(ws_url_parse(u, &parsed, &err), 0);
+	CHECK_STR(parsed.path, "/ws/channels/c?key=k&dir=write");
+	ws_url_free(&parsed);
+	free(u);
+	CHECK(ws_url_channel("ws://h", "c", "k", "both", &err) == NULL);
+	sbx_error_free(&err);
+	CHECK(ws_url_channel("ws://h", "", "k", "read", &err) == NULL);
+	sbx_error_free(&err);
+	CHECK(ws_url_channel("http://h", "c", "k", "read", &err) == NULL);
 	sbx_error_free(&err);
 }
