@@ -5,7 +5,6 @@
 
 #include <jansson.h>
 #include <pthread.h>
-#include <stdatomic.h>
 #include <stdbool.h>
 
 #include "common/uuid.h"
