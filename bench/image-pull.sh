@@ -1,0 +1,30 @@
+#!/usr/bin/env bash
+# Benchmark: pull + convert of the python test image from a loopback
+# registry (through registry_mirrors), then the same pull again, which only
+# checks the manifest and finds the stored image.
+# Usage: bench/image-pull.sh [BUILD_DIR]   (root; needs the python rootfs
+# fixture: tests/fixtures/rootfs/debian-rootfs.sh python .cache/fixtures/rootfs python3)
+set -euo pipefail
+repo=$(cd "$(dirname "$0")/.." && pwd)
+bin=${1:-$repo/build}/sandbox-libkrun
+rootfs=$repo/.cache/fixtures/rootfs/python
+[ -d "$rootfs" ] || { echo "no python rootfs at $rootfs" >&2; exit 1; }
+"$repo/tests/fixtures/images/build-oci.sh" python "$rootfs" "$repo/.cache/fixtures/images"
+work=$(mktemp -d /tmp/sbx-image-bench.XXXXXX)
+pid=
+trap '[ -n "$pid" ] && kill $pid; rm -rf "$work"' EXIT
+port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
+pid=$("$repo/tests/fixtures/images/start-registry.sh" "$work/reg" "$port")
+skopeo copy -q oci:"$repo/.cache/fixtures/images/python":latest docker://127.0.0.1:$port/iiidev/python:latest --dest-tls-verify=false
+echo "{\"registry_mirrors\": {\"docker.io\": \"http://127.0.0.1:$port\"}}" >"$work/config.json"
+export III_SANDBOX_STATE_DIR=$work/state
+ms() { date +%s%3N; }
+t0=$(ms)
+"$bin" image --config "$work/config.json" pull python >"$work/out"
+t1=$(ms)
+"$bin" image --config "$work/config.json" pull python >/dev/null
+t2=$(ms)
+size=$(cut -f3 "$work/out")
+echo "image python: $(cut -f2 "$work/out"), erofs $((size / 1048576)) MiB"
+echo "cold pull + convert: $((t1 - t0)) ms"
+echo "warm pull (manifest check, stored image found): $((t2 - t1)) ms"
