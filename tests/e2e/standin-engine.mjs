@@ -590,8 +590,9 @@ async function main(argv) {
 	for (let i = 0; i < argv.length; i++) {
 		if (argv[i] === '--port') port = Number(argv[++i]);
 		else if (argv[i] === '--config') {
-			const [id, file] = argv[++i].split('=');
-			config[id] = JSON.parse(readFileSync(file, 'utf8'));
+			const spec = argv[++i] ?? '';
+			const eq = spec.indexOf('=');
+			config[spec.slice(0, eq)] = JSON.parse(readFileSync(spec.slice(eq + 1), 'utf8'));
 		} else {
 			process.stderr.write('usage: node standin-engine.mjs [--port N] [--config ID=FILE.json]...\n');
 			process.exit(2);

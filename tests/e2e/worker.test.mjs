@@ -226,6 +226,14 @@ describe('a daemon with a config entry and a worker token', () => {
 		}
 	});
 
+	test('adapter::info answers within 2 s while creates are in flight (§1.1: never blocks on VM work)', async () => {
+		const creates = [1, 2, 3].map(() => s.callError('create', { image: 'python' }));
+		const t0 = Date.now();
+		assert.equal((await s.call('adapter::info', {})).adapter, 'sandbox-libkrun');
+		assert.ok(Date.now() - t0 < 2000, `took ${Date.now() - t0} ms`);
+		for (const c of await Promise.all(creates)) assert.equal(c.envelope?.code, CREATE_ALLOWED.code);
+	});
+
 	test('after the engine restarts on the same port, the functions are callable again within seconds', async () => {
 		const port = s.engine.port;
 		await s.engine.restart();
