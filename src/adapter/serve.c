@@ -37,7 +37,11 @@ static void usage(FILE *out)
 static int handle(void *userdata, const struct engine_invocation *inv, json_t *data, json_t **out)
 {
 	struct sbx_adapter *a = userdata;
-	const char *op = inv->function_id + strlen(SBX_WORKER_NAME "::");
+	const char *prefix = SBX_WORKER_NAME "::";
+	const char *op = inv->function_id;
+	/* Only our own ids are registered; anything else is refused by name. */
+	if (strncmp(op, prefix, strlen(prefix)) == 0)
+		op += strlen(prefix);
 	return sbx_adapter_call(a, op, data, out);
 }
 
