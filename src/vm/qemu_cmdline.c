@@ -106,7 +106,7 @@ char **qemu_cmdline(const struct qemu_config *c, sbx_error_t *err)
 	add(&b, "-kernel");
 	add(&b, "%s", c->kernel);
 	add(&b, "-append");
-	add(&b, "%s", SBX_KERNEL_CMDLINE);
+	add(&b, "%s%s", SBX_KERNEL_CMDLINE, c->accel == SBX_ACCEL_TCG ? SBX_KERNEL_CMDLINE_TCG : "");
 	add(&b, "-chardev");
 	add(&b, "socket,id=console,fd=%d", c->console_fd);
 	add(&b, "-chardev");

@@ -47,8 +47,8 @@ TEST(tcg_command_line)
 	CHECK_STR(after(v, "-smp"), "2");
 	CHECK_STR(after(v, "-m"), "256");
 	CHECK_STR(after(v, "-kernel"), "/s/k.pvh");
-	CHECK_STR(after(v, "-append"),
-		  "root=/dev/vda rootfstype=erofs ro init=/init console=hvc0 quiet panic=-1 reboot=t");
+	CHECK_STR(after(v, "-append"), "root=/dev/vda rootfstype=erofs ro init=/init console=hvc0 quiet panic=-1 "
+					"reboot=t noapictimer tsc=reliable");
 	CHECK(find(v, "socket,id=console,fd=4") > 0);
 	CHECK(find(v, "socket,id=control,fd=5") > 0);
 	CHECK(find(v, "virtconsole,chardev=console") > 0);
@@ -72,6 +72,7 @@ TEST(kvm_command_line)
 	CHECK(v != NULL);
 	CHECK_STR(after(v, "-accel"), "kvm");
 	CHECK_STR(after(v, "-cpu"), "host");
+	CHECK_STR(after(v, "-append"), SBX_KERNEL_CMDLINE);
 	sbx_strv_free(v);
 }
 
