@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/time.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -14,6 +15,7 @@
 /* Consumed output is acknowledged in batches, or at once when the buffer
  * runs empty (so a guest stalled on a full window always gets credit). */
 #define CREDIT_BATCH (64u * 1024u)
+#define SEND_TIMEOUT_S 15
 
 struct out_chunk {
 	struct out_chunk *next;
@@ -266,6 +268,11 @@ struct chan *chan_open(int fd, sbx_error_t *err)
 	}
 	c->fd = fd;
 	c->next_id = 1;
+	/* A guest that stops reading its port must not hang a sender (or
+	 * sbx_vm_stop) forever: a send stuck this long kills the connection. */
+	struct timeval tv = { .tv_sec = SEND_TIMEOUT_S };
+	if (setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv)) < 0)
+		sbx_warn("control socket: SO_SNDTIMEO: %s", strerror(errno));
 	pthread_condattr_t ca;
 	pthread_condattr_init(&ca);
 	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);

@@ -108,7 +108,7 @@ char *sbx_kernel_elf(const char *krunfw_path, sbx_error_t *err)
 	const char *lib = pick_library(krunfw_path);
 	pthread_mutex_lock(&memo_lock);
 	char *res = NULL;
-	if (memo_lib != NULL && strcmp(memo_lib, lib) == 0) {
+	if (memo_lib != NULL && strcmp(memo_lib, lib) == 0 && access(memo_elf, R_OK) == 0) {
 		res = strdup(memo_elf);
 		pthread_mutex_unlock(&memo_lock);
 		if (res == NULL)
