@@ -3,6 +3,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "adapter/run_cli.h"
 #include "adapter/serve.h"
 #include "image/image_cli.h"
 #include "vm/vm_cli.h"
@@ -15,6 +16,7 @@ struct command {
 
 static const struct command commands[] = {
 	{ "serve", sbx_cmd_serve, "connect to the iii engine and serve sandbox-libkrun::* (the worker)" },
+	{ "run", sbx_cmd_run, "run code in a fresh sandbox: run --image python --code 'print(6*7)'" },
 	{ "image", sbx_cmd_image, "the image cache: image [--config FILE] pull|import|ls|rm ..." },
 	{ "vm", sbx_cmd_vm, "boot a VM directly: vm run [options] --rootfs DIR|IMAGE -- CMD ARGS..." },
 };

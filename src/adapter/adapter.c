@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "adapter/scode.h"
+#include "common/log.h"
 
 struct sbx_adapter *sbx_adapter_new(struct sbx_config *cfg, sbx_error_t *err)
 {
@@ -31,6 +32,12 @@ void sbx_adapter_free(struct sbx_adapter *a)
 {
 	if (a == NULL)
 		return;
+	reaper_stop(&a->reaper);
+	if (a->reg != NULL) {
+		unsigned n = reaper_scan(a, true);
+		if (n > 0)
+			sbx_info("stopped %u sandbox%s", n, n == 1 ? "" : "es");
+	}
 	if (a->worker_token != NULL) {
 		explicit_bzero(a->worker_token, strlen(a->worker_token));
 		free(a->worker_token);
@@ -38,6 +45,13 @@ void sbx_adapter_free(struct sbx_adapter *a)
 	sbx_registry_free(a->reg);
 	sbx_config_free(a->cfg);
 	free(a);
+}
+
+int sbx_adapter_use_backend(struct sbx_adapter *a, const struct sbx_backend_ops *ops, void *ctx,
+			    sbx_error_t *err)
+{
+	a->backend = (struct sbx_backend){ ops, ctx };
+	return reaper_start(&a->reaper, a, err);
 }
 
 const struct sbx_op *sbx_op_find(const char *op)

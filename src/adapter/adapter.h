@@ -6,20 +6,24 @@
 
 #include <jansson.h>
 
+#include "adapter/backend.h"
 #include "adapter/config.h"
+#include "adapter/reaper.h"
 #include "adapter/registry.h"
 #include "common/error.h"
 
 #define SBX_WORKER_NAME "sandbox-libkrun"
 #define SBX_CONTRACT_MAJOR 1
 #define SBX_CONTRACT_MINOR 1
-/* What create/run/exec/worker::* answer until VMs can be booted. */
+/* What create/run/exec/worker::* answer in an adapter without a backend. */
 #define SBX_NO_VM_DETAIL "VM support is not built yet in this sandbox-libkrun build"
 
 struct sbx_adapter {
 	struct sbx_config *cfg; /* read-only after start */
 	struct sbx_registry *reg;
 	char *worker_token; /* III_SANDBOX_WORKER_TOKEN; NULL when unset or empty */
+	struct sbx_backend backend; /* ops NULL until sbx_adapter_use_backend() */
+	struct reaper reaper;
 };
 
 /* Same contract as engine_handler_fn: 0 with *out the result, or -1 with *out
@@ -40,7 +44,11 @@ const struct sbx_op *sbx_op_find(const char *op);
 
 /* Takes ownership of `cfg`; reads III_SANDBOX_WORKER_TOKEN. */
 struct sbx_adapter *sbx_adapter_new(struct sbx_config *cfg, sbx_error_t *err);
+/* Stops the reaper and every sandbox VM, then frees. */
 void sbx_adapter_free(struct sbx_adapter *a);
+/* Gives the adapter its VMs and starts the idle reaper. */
+int sbx_adapter_use_backend(struct sbx_adapter *a, const struct sbx_backend_ops *ops, void *ctx,
+			    sbx_error_t *err);
 /* Runs operation `op` ("fs::ls") on `req` (borrowed, may be NULL). */
 int sbx_adapter_call(struct sbx_adapter *a, const char *op, json_t *req, json_t **out);
 

@@ -9,8 +9,7 @@
 #include <stdint.h>
 
 #include "common/error.h"
-
-enum sbx_accel { SBX_ACCEL_AUTO, SBX_ACCEL_KVM, SBX_ACCEL_TCG };
+#include "vm/accel.h"
 
 struct sbx_image_caps {
 	char *image;

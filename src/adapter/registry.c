@@ -6,8 +6,11 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "adapter/reaper_policy.h"
+
 struct sbx_registry {
 	pthread_mutex_t lock;
+	pthread_cond_t exec_done; /* broadcast when an exec ends */
 	struct sbx_sandbox **items;
 	size_t n, cap;
 	uint32_t reserved;
@@ -26,6 +29,7 @@ struct sbx_registry *sbx_registry_new(sbx_error_t *err)
 	if (reg == NULL)
 		return sbx_error_errno(err, ENOMEM, "sandbox registry"), NULL;
 	pthread_mutex_init(&reg->lock, NULL);
+	pthread_cond_init(&reg->exec_done, NULL);
 	return reg;
 }
 
@@ -45,6 +49,7 @@ void sbx_registry_free(struct sbx_registry *reg)
 	for (size_t i = 0; i < reg->n; i++)
 		unref(reg->items[i]);
 	free(reg->items);
+	pthread_cond_destroy(&reg->exec_done);
 	pthread_mutex_destroy(&reg->lock);
 	free(reg);
 }
@@ -72,6 +77,12 @@ void sbx_registry_unreserve(struct sbx_registry *reg)
 int sbx_registry_insert(struct sbx_registry *reg, const char *id, const char *name, const char *image,
 			uint64_t idle_timeout_secs, sbx_error_t *err)
 {
+	return sbx_registry_insert_vm(reg, id, name, image, idle_timeout_secs, NULL, err);
+}
+
+int sbx_registry_insert_vm(struct sbx_registry *reg, const char *id, const char *name, const char *image,
+			   uint64_t idle_timeout_secs, void *vm, sbx_error_t *err)
+{
 	struct sbx_sandbox *sb = calloc(1, sizeof(*sb));
 	if (sb == NULL)
 		return sbx_error_errno(err, ENOMEM, "sandbox record");
@@ -80,6 +91,7 @@ int sbx_registry_insert(struct sbx_registry *reg, const char *id, const char *na
 	sb->image = strdup(image);
 	sb->created_at = sb->last_exec_at = now();
 	sb->idle_timeout_secs = idle_timeout_secs;
+	sb->vm = vm;
 	sb->refs = 1;
 	if ((name != NULL && sb->name == NULL) || sb->image == NULL) {
 		unref(sb);
@@ -160,6 +172,7 @@ void sbx_registry_exec_end(struct sbx_registry *reg, struct sbx_sandbox *sb)
 		sb->exec_in_flight--;
 	sb->last_exec_at = now();
 	unref(sb);
+	pthread_cond_broadcast(&reg->exec_done);
 	pthread_mutex_unlock(&reg->lock);
 }
 
@@ -229,4 +242,63 @@ json_t *sbx_registry_list(struct sbx_registry *reg, uint32_t cap)
 	}
 	pthread_mutex_unlock(&reg->lock);
 	return json_pack("{s:o}", "sandboxes", list);
+}
+
+void *sbx_registry_detach(struct sbx_registry *reg, const char *id)
+{
+	pthread_mutex_lock(&reg->lock);
+	struct sbx_sandbox *sb = find_locked(reg, id, NULL);
+	while (sb != NULL && sb->exec_in_flight > 0) {
+		pthread_cond_wait(&reg->exec_done, &reg->lock);
+		sb = find_locked(reg, id, NULL);
+	}
+	void *vm = NULL;
+	size_t i;
+	if (sb != NULL && find_locked(reg, id, &i) == sb) {
+		vm = sb->vm;
+		sb->vm = NULL;
+		reg->items[i] = reg->items[--reg->n];
+		unref(sb);
+	}
+	pthread_mutex_unlock(&reg->lock);
+	return vm;
+}
+
+bool sbx_registry_stopped(struct sbx_registry *reg, const struct sbx_sandbox *sb)
+{
+	pthread_mutex_lock(&reg->lock);
+	bool stopped = sb->stopped;
+	pthread_mutex_unlock(&reg->lock);
+	return stopped;
+}
+
+static uint64_t elapsed_ms(struct timespec from, struct timespec to)
+{
+	int64_t ms = (int64_t)(to.tv_sec - from.tv_sec) * 1000 + (to.tv_nsec - from.tv_nsec) / 1000000;
+	return ms > 0 ? (uint64_t)ms : 0;
+}
+
+bool sbx_registry_claim_reapable(struct sbx_registry *reg, bool all, uint64_t max_exec_timeout_ms,
+				 char id[SBX_UUID_STRLEN + 1], bool *wedged)
+{
+	struct timespec t = now();
+	bool found = false;
+	*wedged = false;
+	pthread_mutex_lock(&reg->lock);
+	for (size_t i = 0; i < reg->n && !found; i++) {
+		struct sbx_sandbox *sb = reg->items[i];
+		if (sb->stopped)
+			continue;
+		enum reap_decision d = all ? REAP_IDLE
+					   : reaper_decide(elapsed_ms(sb->last_exec_at, t), sb->idle_timeout_secs,
+							   sb->exec_in_flight, max_exec_timeout_ms);
+		if (d == REAP_KEEP)
+			continue;
+		sb->stopped = true;
+		*wedged = d == REAP_WEDGED;
+		memcpy(id, sb->id, SBX_UUID_STRLEN + 1);
+		found = true;
+	}
+	pthread_mutex_unlock(&reg->lock);
+	return found;
 }

@@ -21,6 +21,7 @@ struct sbx_sandbox {
 	uint64_t idle_timeout_secs;
 	uint32_t exec_in_flight;
 	bool stopped;
+	void *vm; /* the backend's VM; NULL once detached (or in tests) */
 	unsigned refs; /* the registry's own plus one per acquire() */
 };
 
@@ -34,7 +35,9 @@ void sbx_registry_free(struct sbx_registry *reg);
  * Stopped-but-unremoved records count. */
 int sbx_registry_reserve(struct sbx_registry *reg, uint32_t max, sbx_error_t *err);
 void sbx_registry_unreserve(struct sbx_registry *reg);
-/* Turns a reservation into a record. */
+/* Turns a reservation into a record (owning `vm`; NULL without one). */
+int sbx_registry_insert_vm(struct sbx_registry *reg, const char *id, const char *name, const char *image,
+			   uint64_t idle_timeout_secs, void *vm, sbx_error_t *err);
 int sbx_registry_insert(struct sbx_registry *reg, const char *id, const char *name, const char *image,
 			uint64_t idle_timeout_secs, sbx_error_t *err);
 
@@ -52,6 +55,18 @@ void sbx_registry_release(struct sbx_registry *reg, struct sbx_sandbox *sb);
 int sbx_registry_claim_stop(struct sbx_registry *reg, const char *id, bool *was_stopped, sbx_error_t *err);
 /* Drops the record from the registry (references stay valid). */
 void sbx_registry_remove(struct sbx_registry *reg, const char *id);
+/* For a record claimed stopped: waits until its execs have ended (they see
+ * `stopped` and give up within a fraction of a second), removes it and
+ * hands its VM to the caller, who stops it.  NULL when it had none. */
+void *sbx_registry_detach(struct sbx_registry *reg, const char *id);
+/* Whether `sb` was claimed stopped (polled by running execs). */
+bool sbx_registry_stopped(struct sbx_registry *reg, const struct sbx_sandbox *sb);
+/* Claims (marks stopped) one record the reaper policy says to reap, or any
+ * record not yet stopped when `all` (shutdown); copies its id to `id`.
+ * Returns false when there is none.  Decision and claim happen under the
+ * lock, so an exec admitted meanwhile is never killed. */
+bool sbx_registry_claim_reapable(struct sbx_registry *reg, bool all, uint64_t max_exec_timeout_ms,
+				 char id[SBX_UUID_STRLEN + 1], bool *wedged);
 
 size_t sbx_registry_count(struct sbx_registry *reg);
 /* {sandboxes: [{sandbox_id, name, image, age_secs, exec_in_progress,

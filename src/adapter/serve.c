@@ -14,6 +14,8 @@
 
 #include "adapter/adapter.h"
 #include "adapter/config_fetch.h"
+#include "adapter/leftovers.h"
+#include "adapter/vm_backend.h"
 #include "common/log.h"
 #include "engine/engine.h"
 
@@ -124,6 +126,7 @@ int sbx_cmd_serve(int argc, char **argv)
 	pthread_t sig_thread;
 	int status = 1;
 	struct sbx_adapter *a = NULL;
+	void *backend = NULL;
 	if (pthread_create(&sig_thread, NULL, wait_signals, &waiter) != 0) {
 		fprintf(stderr, "sandbox-libkrun serve: cannot start the signal thread\n");
 		engine_free(e);
@@ -140,8 +143,16 @@ int sbx_cmd_serve(int argc, char **argv)
 		status = EXIT_CONFIG;
 		goto out;
 	}
+	unsigned stale = leftovers_clean();
+	if (stale > 0)
+		sbx_info("removed %u VM director%s left by an earlier run", stale, stale == 1 ? "y" : "ies");
 	a = sbx_adapter_new(cfg, &err);
-	if (a == NULL || register_ops(e, a, &err) < 0) {
+	if (a != NULL && (backend = vm_backend_new(a->cfg, &err)) != NULL &&
+	    sbx_adapter_use_backend(a, &vm_backend_ops, backend, &err) < 0) {
+		fprintf(stderr, "sandbox-libkrun serve: %s\n", sbx_error_msg(err));
+		goto out;
+	}
+	if (a == NULL || backend == NULL || register_ops(e, a, &err) < 0) {
 		fprintf(stderr, "sandbox-libkrun serve: %s\n", sbx_error_msg(err));
 		goto out;
 	}
@@ -159,6 +170,8 @@ out:
 	pthread_kill(sig_thread, SIGTERM);
 	pthread_join(sig_thread, NULL);
 	engine_free(e);
+	/* Stops every sandbox VM: SIGTERM ends serve, never the VMs' lives. */
 	sbx_adapter_free(a);
+	vm_backend_free(backend);
 	return status;
 }

@@ -14,6 +14,7 @@
 
 #include "common/cleanup.h"
 #include "common/log.h"
+#include "guest/fs_write.h"
 #include "guest/outq.h"
 #include "guest/spawn.h"
 #include "proto/proto_msg.h"
@@ -43,6 +44,12 @@ struct proc {
 	int dead;           /* ended: freed at the end of the loop step */
 };
 
+/* A PROTO_FS_WRITE in progress. */
+struct fs_stream {
+	uint32_t stream;
+	struct fs_write *w;
+};
+
 struct server {
 	int port, epfd, sigfd;
 	const struct dispatch_config *cfg;
@@ -51,6 +58,8 @@ struct server {
 	struct outq q;
 	struct proc *procs[DISPATCH_MAX_PROCS];
 	size_t nprocs;
+	struct fs_stream fsw[DISPATCH_MAX_FS_WRITES];
+	size_t nfsw;
 	enum { RUNNING, STOP_SHUTDOWN, STOP_CLOSED, STOP_FAILED } stop;
 	sbx_error_t failure; /* with STOP_FAILED */
 };
@@ -293,13 +302,105 @@ static void handle_stdin(struct server *s, struct proc *p, const struct proto_da
 	proc_write_stdin(s, p);
 }
 
+static struct fs_stream *find_fs(struct server *s, uint32_t stream)
+{
+	for (size_t i = 0; i < s->nfsw; i++)
+		if (s->fsw[i].stream == stream)
+			return &s->fsw[i];
+	return NULL;
+}
+
+/* Ends an fs stream: EXIT 0 when `e` is NULL, else FS_ERROR with its errno. */
+static void fs_end(struct server *s, struct fs_stream *f, sbx_error_t *e)
+{
+	uint32_t stream = f->stream;
+	*f = s->fsw[--s->nfsw];
+	struct proto_msg m = { .stream = stream, .type = PROTO_EXIT, .u.code = 0 };
+	if (e != NULL && *e != NULL) {
+		m.type = PROTO_FS_ERROR;
+		m.u.fs_error.errnum = (*e)->errnum > 0 ? (*e)->errnum : EIO;
+		m.u.fs_error.message = (char *)sbx_error_msg(*e);
+	}
+	push(s, &m);
+	if (e != NULL)
+		sbx_error_free(e);
+}
+
+static void handle_fs_write(struct server *s, struct proto_msg *m)
+{
+	struct proc *p = find_stream(s, m->stream);
+	struct fs_stream *old = find_fs(s, m->stream);
+	sbx_error_t err = NULL;
+	if (p != NULL) {
+		proc_fail(s, p, "FS_WRITE on a stream already in use");
+		return;
+	}
+	if (old != NULL) {
+		fs_write_abort(old->w);
+		sbx_error_set(&err, EBUSY, "FS_WRITE on a stream already in use");
+		fs_end(s, old, &err);
+		return;
+	}
+	if (s->nfsw >= DISPATCH_MAX_FS_WRITES) {
+		push_error(s, m->stream, "too many file writes");
+		return;
+	}
+	struct fs_stream *f = &s->fsw[s->nfsw++];
+	f->stream = m->stream;
+	f->w = fs_write_open(&m->u.fs_write, &err);
+	if (f->w == NULL)
+		fs_end(s, f, &err);
+}
+
+static void handle_fs_msg(struct server *s, struct fs_stream *f, struct proto_msg *m)
+{
+	sbx_error_t err = NULL;
+	switch (m->type) {
+	case PROTO_STDIN:
+		if (fs_write_data(f->w, m->u.data.data, m->u.data.len, &err) < 0) {
+			fs_write_abort(f->w);
+			fs_end(s, f, &err);
+		} else if (m->u.data.len > 0) {
+			struct proto_msg c = { .stream = f->stream, .type = PROTO_CREDIT };
+			c.u.credit = (uint32_t)m->u.data.len;
+			push(s, &c);
+		}
+		break;
+	case PROTO_STDIN_EOF:
+		if (fs_write_finish(f->w, &err) < 0)
+			fs_end(s, f, &err);
+		else
+			fs_end(s, f, NULL);
+		break;
+	case PROTO_KILL:
+		fs_write_abort(f->w);
+		sbx_error_set(&err, ECANCELED, "write cancelled");
+		fs_end(s, f, &err);
+		break;
+	default:
+		fs_write_abort(f->w);
+		sbx_error_set(&err, EPROTO, "unexpected %s during a file write", proto_type_name(m->type));
+		fs_end(s, f, &err);
+		break;
+	}
+}
+
 static void handle_stream_msg(struct server *s, struct proto_msg *m)
 {
 	if (m->type == PROTO_SPAWN) {
 		handle_spawn(s, m);
 		return;
 	}
+	if (m->type == PROTO_FS_WRITE) {
+		handle_fs_write(s, m);
+		return;
+	}
 	struct proc *p = find_stream(s, m->stream);
+	struct fs_stream *f = p == NULL ? find_fs(s, m->stream) : NULL;
+	if (f != NULL) {
+		handle_fs_msg(s, f, m);
+		return;
+	}
 	switch (m->type) {
 	case PROTO_STDIN:
 	case PROTO_STDIN_EOF:
@@ -589,6 +690,8 @@ out:
 		proc_end(&s, s.procs[i]);
 	}
 	sweep(&s);
+	for (size_t i = 0; i < s.nfsw; i++)
+		fs_write_abort(s.fsw[i].w);
 	if (s.sigfd >= 0)
 		close(s.sigfd);
 	if (s.epfd >= 0)

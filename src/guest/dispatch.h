@@ -8,6 +8,7 @@
 #include "common/error.h"
 
 #define DISPATCH_MAX_PROCS 256
+#define DISPATCH_MAX_FS_WRITES 64
 /* After the main process exits, how long its pipes may stay quiet before
  * EXIT is sent anyway (a background grandchild may hold them open). */
 #define DISPATCH_DRAIN_MS 200

@@ -62,7 +62,20 @@
  *   host  -> SHUTDOWN {}        guest syncs, kills everything, reboots
  *                               (with reboot=t and -no-reboot QEMU exits 0)
  *
- * Types 0x40-0x5f are reserved for the fs operations.
+ * Filesystem operations (types 0x40-0x5f), each on a fresh stream S != 0:
+ *   host  -> FS_WRITE   {str path, u32 mode (0..07777, applied exactly),
+ *                        u32 flags (PROTO_FS_PARENTS: create missing
+ *                        parent directories, 0755)}
+ *   host  -> STDIN ... STDIN_EOF   the file's bytes, under the same CREDIT
+ *                                  flow control as a process's stdin
+ *   guest -> EXIT {0}              written: the bytes went to a temp sibling
+ *                                  that was then renamed over `path`, so a
+ *                                  reader never sees a partial file
+ *   guest -> FS_ERROR   {i32 errno, str message}  failed (nothing replaced);
+ *                        errno is the guest's (ENOENT for a missing parent,
+ *                        EISDIR, EACCES, ...), message names the path.
+ *                        May come before STDIN_EOF: later frames on the
+ *                        stream are then ignored.
  */
 #ifndef SBX_PROTO_H
 #define SBX_PROTO_H
@@ -101,10 +114,14 @@ enum proto_type {
 	PROTO_ERROR = 0x19,
 
 	PROTO_FS_FIRST = 0x40,
+	PROTO_FS_WRITE = 0x40,
+	PROTO_FS_ERROR = 0x41,
 	PROTO_FS_LAST = 0x5f,
 };
 
 #define PROTO_SPAWN_STDIN 0x1u /* STDIN frames follow; else stdin is at EOF */
+#define PROTO_FS_PARENTS 0x1u  /* FS_WRITE: create missing parent directories */
+#define PROTO_MAX_PATH 4096u   /* PATH_MAX */
 
 struct proto_header {
 	uint32_t length;

@@ -24,6 +24,8 @@ const char *proto_type_name(uint8_t type)
 	case PROTO_KILL: return "KILL";
 	case PROTO_EXIT: return "EXIT";
 	case PROTO_ERROR: return "ERROR";
+	case PROTO_FS_WRITE: return "FS_WRITE";
+	case PROTO_FS_ERROR: return "FS_ERROR";
 	}
 	return "?";
 }
@@ -96,6 +98,30 @@ static int decode_spawn(struct proto_rbuf *r, struct proto_spawn *s, sbx_error_t
 	return 0;
 }
 
+static int decode_fs_write(struct proto_rbuf *r, struct proto_fs_write *w, sbx_error_t *err)
+{
+	if (proto_get_str(r, &w->path, err) < 0)
+		return sbx_error_prefix(err, "path");
+	if (w->path[0] == '\0' || strlen(w->path) > PROTO_MAX_PATH)
+		return sbx_error_set(err, 0, "path empty or longer than %u bytes", PROTO_MAX_PATH);
+	if (proto_get_u32(r, &w->mode, err) < 0 || proto_get_u32(r, &w->flags, err) < 0)
+		return sbx_error_prefix(err, "mode/flags");
+	if (w->mode > 07777)
+		return sbx_error_set(err, 0, "mode 0%o out of range", w->mode);
+	if (w->flags & ~PROTO_FS_PARENTS)
+		return sbx_error_set(err, 0, "unknown fs flags 0x%x", w->flags);
+	return 0;
+}
+
+static int decode_fs_error(struct proto_rbuf *r, struct proto_fs_error *e, sbx_error_t *err)
+{
+	if (proto_get_i32(r, &e->errnum, err) < 0)
+		return sbx_error_prefix(err, "errno");
+	if (e->errnum <= 0)
+		return sbx_error_set(err, 0, "errno %d is not positive", e->errnum);
+	return proto_get_str(r, &e->message, err);
+}
+
 static int decode_u32_range(struct proto_rbuf *r, uint32_t *v, uint32_t lo, uint32_t hi, const char *what,
 			    sbx_error_t *err)
 {
@@ -145,6 +171,10 @@ static int decode_body(struct proto_rbuf *r, struct proto_msg *m, sbx_error_t *e
 		return 0;
 	case PROTO_ERROR:
 		return proto_get_str(r, &m->u.message, err);
+	case PROTO_FS_WRITE:
+		return decode_fs_write(r, &m->u.fs_write, err);
+	case PROTO_FS_ERROR:
+		return decode_fs_error(r, &m->u.fs_error, err);
 	}
 	return sbx_error_set(err, 0, "unsupported message type 0x%02x", m->type);
 }
@@ -182,6 +212,12 @@ void proto_msg_free(struct proto_msg *m)
 		break;
 	case PROTO_ERROR:
 		free(m->u.message);
+		break;
+	case PROTO_FS_WRITE:
+		free(m->u.fs_write.path);
+		break;
+	case PROTO_FS_ERROR:
+		free(m->u.fs_error.message);
 		break;
 	}
 	memset(&m->u, 0, sizeof(m->u));
@@ -245,6 +281,17 @@ static int encode_body(struct proto_wbuf *b, const struct proto_msg *m, sbx_erro
 		return 0;
 	case PROTO_ERROR:
 		proto_put_str(b, m->u.message != NULL ? m->u.message : "");
+		return 0;
+	case PROTO_FS_WRITE:
+		if (m->u.fs_write.path == NULL || strlen(m->u.fs_write.path) > PROTO_MAX_PATH)
+			return sbx_error_set(err, 0, "fs path missing or longer than %u bytes", PROTO_MAX_PATH);
+		proto_put_str(b, m->u.fs_write.path);
+		proto_put_u32(b, m->u.fs_write.mode);
+		proto_put_u32(b, m->u.fs_write.flags);
+		return 0;
+	case PROTO_FS_ERROR:
+		proto_put_i32(b, m->u.fs_error.errnum);
+		proto_put_str(b, m->u.fs_error.message != NULL ? m->u.fs_error.message : "");
 		return 0;
 	}
 	return sbx_error_set(err, 0, "cannot encode message type 0x%02x", m->type);

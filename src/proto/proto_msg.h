@@ -29,6 +29,17 @@ struct proto_spawn {
 	uint32_t flags;
 };
 
+struct proto_fs_write {
+	char *path;     /* non-empty, at most PROTO_MAX_PATH bytes */
+	uint32_t mode;  /* 0..07777 */
+	uint32_t flags; /* PROTO_FS_PARENTS */
+};
+
+struct proto_fs_error {
+	int32_t errnum; /* > 0 */
+	char *message;
+};
+
 struct proto_data {
 	const uint8_t *data; /* borrowed: points into the decoded payload */
 	size_t len;          /* <= PROTO_MAX_CHUNK */
@@ -48,13 +59,15 @@ struct proto_msg {
 		uint32_t signal;           /* KILL: 1..PROTO_MAX_SIGNAL */
 		int32_t code;              /* EXIT: 0..255 */
 		char *message;             /* ERROR */
+		struct proto_fs_write fs_write; /* FS_WRITE */
+		struct proto_fs_error fs_error; /* FS_ERROR */
 	} u;
 };
 
 /* Decodes the payload of a frame whose header proto_header_decode accepted.
  * Checks every field, the caps, trailing bytes and that the type travels on
- * the right stream (VM-wide types on 0, process types elsewhere).  fs types
- * are not defined yet and are rejected.  On success free with
+ * the right stream (VM-wide types on 0, process and fs types elsewhere).
+ * Undefined fs types are rejected.  On success free with
  * proto_msg_free; on failure nothing needs freeing. */
 int proto_msg_decode(const struct proto_header *h, const uint8_t *payload, struct proto_msg *m,
 		     sbx_error_t *err);

@@ -37,7 +37,8 @@ struct chan_stream {
 	bool ended;
 	bool lost; /* ended because the connection did */
 	int code;
-	char *error; /* the guest's ERROR message */
+	char *error; /* the guest's ERROR or FS_ERROR message */
+	int errnum;  /* FS_ERROR's errno, else 0 */
 };
 
 struct chan {
@@ -199,6 +200,15 @@ static int handle(struct chan *c, const struct proto_msg *m, sbx_error_t *err)
 			s->code = -1;
 			free(s->error);
 			s->error = strdup(m->u.message);
+		}
+		break;
+	case PROTO_FS_ERROR:
+		if (s != NULL) {
+			s->ended = true;
+			s->code = -1;
+			s->errnum = m->u.fs_error.errnum;
+			free(s->error);
+			s->error = strdup(m->u.fs_error.message);
 		}
 		break;
 	default:
@@ -407,7 +417,8 @@ int chan_wait_dead(struct chan *c, int64_t deadline, sbx_error_t *err)
 	return rc;
 }
 
-struct chan_stream *chan_spawn(struct chan *c, const struct proto_spawn *sp, sbx_error_t *err)
+/* Opens a stream whose first frame is `first` (its stream id is filled in). */
+static struct chan_stream *open_stream(struct chan *c, struct proto_msg *first, bool stdin_open, sbx_error_t *err)
 {
 	struct chan_stream *s = calloc(1, sizeof(*s));
 	if (s == NULL) {
@@ -415,7 +426,7 @@ struct chan_stream *chan_spawn(struct chan *c, const struct proto_spawn *sp, sbx
 		return NULL;
 	}
 	s->c = c;
-	s->stdin_open = (sp->flags & PROTO_SPAWN_STDIN) != 0;
+	s->stdin_open = stdin_open;
 	pthread_mutex_lock(&c->lock);
 	if (c->dead) {
 		dead_error(c, err);
@@ -430,12 +441,24 @@ struct chan_stream *chan_spawn(struct chan *c, const struct proto_spawn *sp, sbx
 	s->next = c->streams;
 	c->streams = s;
 	pthread_mutex_unlock(&c->lock);
-	struct proto_msg m = { .stream = s->id, .type = PROTO_SPAWN, .u.spawn = *sp };
-	if (send_msg(c, &m, err) < 0) {
+	first->stream = s->id;
+	if (send_msg(c, first, err) < 0) {
 		chan_stream_release(s);
 		return NULL;
 	}
 	return s;
+}
+
+struct chan_stream *chan_spawn(struct chan *c, const struct proto_spawn *sp, sbx_error_t *err)
+{
+	struct proto_msg m = { .type = PROTO_SPAWN, .u.spawn = *sp };
+	return open_stream(c, &m, (sp->flags & PROTO_SPAWN_STDIN) != 0, err);
+}
+
+struct chan_stream *chan_fs_write(struct chan *c, const struct proto_fs_write *w, sbx_error_t *err)
+{
+	struct proto_msg m = { .type = PROTO_FS_WRITE, .u.fs_write = *w };
+	return open_stream(c, &m, true, err);
 }
 
 ssize_t chan_stream_write(struct chan_stream *s, const void *buf, size_t len, int64_t deadline,
@@ -593,7 +616,7 @@ int chan_stream_wait(struct chan_stream *s, int64_t deadline, int *code, sbx_err
 	}
 	int rc = 0;
 	if (s->error != NULL)
-		rc = sbx_error_set(err, 0, "guest: %s", s->error);
+		rc = sbx_error_set(err, s->errnum, "guest: %s", s->error);
 	else if (s->lost)
 		rc = dead_error(c, err);
 	else

@@ -44,6 +44,10 @@ int chan_wait_dead(struct chan *c, int64_t deadline, sbx_error_t *err);
 /* Starts a process; with PROTO_SPAWN_STDIN in sp->flags, stdin stays open
  * for chan_stream_write. */
 struct chan_stream *chan_spawn(struct chan *c, const struct proto_spawn *sp, sbx_error_t *err);
+/* Starts a file write (PROTO_FS_WRITE): send the bytes with
+ * chan_stream_write, end with chan_stream_close_stdin, then
+ * chan_stream_wait gives 0 or fails with the guest's errno. */
+struct chan_stream *chan_fs_write(struct chan *c, const struct proto_fs_write *w, sbx_error_t *err);
 /* Sends up to len bytes of stdin (at least 1 when len > 0), blocking while
  * the guest's window is full; returns the count sent or -1. */
 ssize_t chan_stream_write(struct chan_stream *s, const void *buf, size_t len, int64_t deadline,

@@ -472,3 +472,40 @@ void sbx_vm_proc_free(struct sbx_vm_proc *p)
 	chan_stream_release(p->s);
 	free(p);
 }
+
+int sbx_vm_write_file(struct sbx_vm *vm, const char *path, uint32_t mode, bool parents, const void *data,
+		      size_t len, int64_t deadline, sbx_error_t *err)
+{
+	struct proto_fs_write w = { (char *)path, mode, parents ? PROTO_FS_PARENTS : 0 };
+	struct chan_stream *s = chan_fs_write(vm->chan, &w, err);
+	if (s == NULL)
+		return -1;
+	const char *p = data;
+	int rc = 0;
+	while (len > 0 && rc == 0) {
+		size_t chunk = len < PROTO_MAX_CHUNK ? len : PROTO_MAX_CHUNK;
+		ssize_t n = chan_stream_write(s, p, chunk, deadline, err);
+		if (n < 0) {
+			rc = -1;
+		} else {
+			p += n;
+			len -= (size_t)n;
+		}
+	}
+	if (rc == 0)
+		rc = chan_stream_close_stdin(s, err);
+	/* A write refused mid-way ended the stream: the guest's FS_ERROR,
+	 * which wait reports, says why better than the write did. */
+	sbx_error_t werr = NULL;
+	int code = -1;
+	if (chan_stream_wait(s, deadline, &code, &werr) < 0) {
+		sbx_error_free(err);
+		*err = werr;
+		rc = -1;
+	} else if (rc == 0 && code != 0) {
+		rc = sbx_error_set(err, EIO, "write %s: guest answered %d", path, code);
+	}
+	sbx_error_free(&werr);
+	chan_stream_release(s);
+	return rc;
+}

@@ -76,4 +76,11 @@ int sbx_vm_proc_wait(struct sbx_vm_proc *p, int64_t deadline, int *status, sbx_e
 /* Kills the process if it still runs, frees the handle. */
 void sbx_vm_proc_free(struct sbx_vm_proc *p);
 
+/* Writes a file in the guest (PROTO_FS_WRITE): atomically replaced, `mode`
+ * applied exactly, missing parents created (0755) when `parents`.  A
+ * guest-side failure keeps the guest's errno (ENOENT for a missing parent)
+ * and message. */
+int sbx_vm_write_file(struct sbx_vm *vm, const char *path, uint32_t mode, bool parents, const void *data,
+		      size_t len, int64_t deadline, sbx_error_t *err);
+
 #endif

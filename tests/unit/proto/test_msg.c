@@ -279,7 +279,73 @@ TEST(range_rejections)
 	proto_put_i32(&p, 256);
 	CHECK_INT(decode_raw(PROTO_EXIT, 1, &p), -1);
 	p.len = 0;
-	CHECK_INT(decode_raw(PROTO_FS_FIRST, 1, &p), -1);
+	CHECK_INT(decode_raw(PROTO_FS_ERROR + 1, 1, &p), -1);
 	CHECK(strstr(last_err, "unsupported") != NULL);
+	proto_wbuf_free(&p);
+}
+
+TEST(fs_write_and_fs_error_roundtrip)
+{
+	struct proto_msg m = { .stream = 9, .type = PROTO_FS_WRITE };
+	m.u.fs_write = (struct proto_fs_write){ "/tmp/a b/run.py", 04755, PROTO_FS_PARENTS };
+	struct proto_msg d;
+	CHECK_INT(roundtrip(&m, &d), 0);
+	CHECK_STR(d.u.fs_write.path, "/tmp/a b/run.py");
+	CHECK_INT(d.u.fs_write.mode, 04755);
+	CHECK_INT(d.u.fs_write.flags, PROTO_FS_PARENTS);
+	proto_msg_free(&d);
+	struct proto_msg e = { .stream = 9, .type = PROTO_FS_ERROR };
+	e.u.fs_error = (struct proto_fs_error){ 2, "parent not found: /a/b" };
+	CHECK_INT(roundtrip(&e, &d), 0);
+	CHECK_INT(d.u.fs_error.errnum, 2);
+	CHECK_STR(d.u.fs_error.message, "parent not found: /a/b");
+	proto_msg_free(&d);
+}
+
+TEST(fs_write_rejections)
+{
+	struct proto_wbuf p;
+	proto_wbuf_init(&p);
+	/* on stream 0 */
+	proto_put_str(&p, "/x");
+	proto_put_u32(&p, 0644);
+	proto_put_u32(&p, 0);
+	CHECK_INT(decode_raw(PROTO_FS_WRITE, 0, &p), -1);
+	CHECK_INT(decode_raw(PROTO_FS_WRITE, 3, &p), 0);
+	/* empty path */
+	p.len = 0;
+	proto_put_str(&p, "");
+	proto_put_u32(&p, 0644);
+	proto_put_u32(&p, 0);
+	CHECK_INT(decode_raw(PROTO_FS_WRITE, 3, &p), -1);
+	/* mode beyond 07777 */
+	p.len = 0;
+	proto_put_str(&p, "/x");
+	proto_put_u32(&p, 010000);
+	proto_put_u32(&p, 0);
+	CHECK_INT(decode_raw(PROTO_FS_WRITE, 3, &p), -1);
+	/* unknown flag */
+	p.len = 0;
+	proto_put_str(&p, "/x");
+	proto_put_u32(&p, 0644);
+	proto_put_u32(&p, 2);
+	CHECK_INT(decode_raw(PROTO_FS_WRITE, 3, &p), -1);
+	/* path longer than PROTO_MAX_PATH */
+	char *longp = malloc(PROTO_MAX_PATH + 2);
+	CHECK(longp != NULL);
+	memset(longp, 'a', PROTO_MAX_PATH + 1);
+	longp[0] = '/';
+	longp[PROTO_MAX_PATH + 1] = '\0';
+	p.len = 0;
+	proto_put_str(&p, longp);
+	proto_put_u32(&p, 0644);
+	proto_put_u32(&p, 0);
+	free(longp);
+	CHECK_INT(decode_raw(PROTO_FS_WRITE, 3, &p), -1);
+	/* FS_ERROR with a non-positive errno */
+	p.len = 0;
+	proto_put_i32(&p, 0);
+	proto_put_str(&p, "x");
+	CHECK_INT(decode_raw(PROTO_FS_ERROR, 3, &p), -1);
 	proto_wbuf_free(&p);
 }

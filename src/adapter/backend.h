@@ -1,0 +1,61 @@
+/* What the sandbox operations need from VMs, as a small table of
+ * functions: vm_backend.c implements it with src/vm and src/image, unit
+ * tests with a fake, and an adapter without one (the fuzz targets) answers
+ * S300 SBX_NO_VM_DETAIL.  Keeps the request logic free of QEMU. */
+#ifndef SBX_ADAPTER_BACKEND_H
+#define SBX_ADAPTER_BACKEND_H
+
+#include <jansson.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "adapter/exec_output.h"
+#include "common/error.h"
+
+struct sbx_boot_request {
+	const char *image;   /* catalog name */
+	const char *oci_ref; /* its OCI reference */
+	uint32_t cpus, memory_mb;
+	json_t *env;         /* create-time "K=V" array, layered over the image's Env */
+};
+
+struct sbx_exec_request {
+	char *const *argv;
+	char *const *env;          /* layered over the boot env */
+	const char *cwd;           /* NULL: the image's WorkingDir, else / */
+	const uint8_t *stdin_data; /* NULL: stdin at EOF from the start */
+	size_t stdin_len;
+	uint64_t timeout_ms;       /* already clamped; 0 times out at once */
+	/* Polled a few times a second: true when the sandbox is being stopped
+	 * (the exec then ends with S004). */
+	bool (*cancelled)(void *ud);
+	void *cancel_ud;
+};
+
+struct sbx_exec_result {
+	struct exec_output out, err;
+	int exit_code;
+	uint64_t duration_ms;
+};
+
+struct sbx_backend_ops {
+	/* Ensures the image (S101/S102), boots and waits for the guest (S300
+	 * with the console tail). */
+	void *(*boot)(void *ctx, const struct sbx_boot_request *req, sbx_error_t *err);
+	/* Runs one process to exit: S200 on the deadline (its group killed),
+	 * S300 when the guest cannot run it; exit 127/126 are results. */
+	int (*exec)(void *vm, const struct sbx_exec_request *req, struct sbx_exec_result *res, sbx_error_t *err);
+	/* Writes a file atomically (mode exact, parents created when asked). */
+	int (*write_file)(void *vm, const char *path, uint32_t mode, bool parents, const void *data, size_t len,
+			  sbx_error_t *err);
+	/* Tears the VM down (short grace, then kill) and removes its files. */
+	void (*stop)(void *vm);
+};
+
+struct sbx_backend {
+	const struct sbx_backend_ops *ops; /* NULL: no VMs in this build */
+	void *ctx;
+};
+
+#endif

@@ -1,0 +1,14 @@
+/* run's lang table (contract §7.7): interpreter and code file per lang. */
+#ifndef SBX_ADAPTER_LANG_H
+#define SBX_ADAPTER_LANG_H
+
+struct run_lang {
+	const char *program; /* looked up in the guest's PATH unless absolute */
+	const char *file;    /* where the code is written */
+};
+
+/* node/js/javascript, python/py, shell/sh/bash (-> /bin/sh: bash is not in
+ * every image); any other lang is the program itself, with /tmp/run.txt. */
+struct run_lang run_lang_lookup(const char *lang);
+
+#endif

@@ -1,0 +1,55 @@
+/* The sandbox lifecycle behind create, exec, run and stop (contract §6,
+ * §7.3-7.7): admission and limits here, the VM work through the adapter's
+ * backend (backend.h). */
+#ifndef SBX_ADAPTER_SANDBOX_H
+#define SBX_ADAPTER_SANDBOX_H
+
+#include <jansson.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "adapter/adapter.h"
+#include "common/error.h"
+#include "common/uuid.h"
+
+struct sandbox_create_args {
+	const char *image;
+	bool has_cpus, has_memory, has_idle;
+	uint32_t cpus, memory_mb;
+	uint64_t idle_timeout_secs;
+	const char *name; /* may be NULL */
+	bool network;
+	json_t *env;      /* as decoded: list, map or NULL */
+};
+
+/* Checks in contract order, boots, registers; writes the new id. */
+int sandbox_create(struct sbx_adapter *a, const struct sandbox_create_args *c, char id[SBX_UUID_STRLEN + 1],
+		   sbx_error_t *err);
+
+struct sandbox_exec_args {
+	json_t *argv;          /* resolved command: a non-empty string array */
+	json_t *env;           /* resolved "K=V" array */
+	const char *stdin_b64; /* NULL or "" = immediate EOF */
+	const char *workdir;   /* NULL = the image's WorkingDir, else / */
+	uint64_t timeout_ms;   /* as requested; clamped here */
+};
+
+/* Admits and runs one exec; returns the reply object ({stdout, stderr,
+ * exit_code, timed_out, duration_ms, success, stdout_truncated,
+ * stderr_truncated}). */
+json_t *sandbox_exec(struct sbx_adapter *a, const char *id, const struct sandbox_exec_args *x, sbx_error_t *err);
+
+/* Writes one file in the sandbox (run's files and code), holding an exec
+ * slot so a concurrent stop waits for it. */
+int sandbox_write_file(struct sbx_adapter *a, const char *id, const char *path, uint32_t mode, const char *data,
+		       size_t len, sbx_error_t *err);
+
+/* stop: S002 for an unknown id; a sandbox the reaper already claimed
+ * answers success without a second kill. */
+int sandbox_stop(struct sbx_adapter *a, const char *id, sbx_error_t *err);
+
+/* For a record already claimed stopped: waits for its execs, stops the VM
+ * (removing its scratch disk and files) and drops the record. */
+void sandbox_teardown(struct sbx_adapter *a, const char *id);
+
+#endif
