@@ -361,3 +361,69 @@ TEST(shutdown_kills_everything)
 	CHECK_INT(client_stop(&c), 10);
 	CHECK(group_gone(pid));
 }
+
+/* Sends one FS_WRITE with `data` in two STDIN frames; returns the EXIT
+ * code, or -errno from FS_ERROR (message copied to msg). */
+static int fs_write(struct client *c, uint32_t stream, const char *path, uint32_t mode, uint32_t flags,
+		    const char *data, char *msg, size_t msg_len)
+{
+	struct proto_msg w = { .stream = stream, .type = PROTO_FS_WRITE };
+	w.u.fs_write = (struct proto_fs_write){ (char *)path, mode, flags };
+	size_t half = strlen(data) / 2;
+	struct proto_msg d1 = { .stream = stream, .type = PROTO_STDIN };
+	d1.u.data = (struct proto_data){ (const uint8_t *)data, half };
+	struct proto_msg d2 = { .stream = stream, .type = PROTO_STDIN };
+	d2.u.data = (struct proto_data){ (const uint8_t *)data + half, strlen(data) - half };
+	struct proto_msg eof = { .stream = stream, .type = PROTO_STDIN_EOF };
+	if (client_send(c, &w) < 0 || client_send(c, &d1) < 0 || client_send(c, &d2) < 0 || client_send(c, &eof) < 0)
+		return -1000;
+	struct proto_msg m;
+	while (client_next(c, &m, T) == 1) {
+		int rc = 1000;
+		if (m.stream == stream && m.type == PROTO_EXIT)
+			rc = m.u.code;
+		else if (m.stream == stream && m.type == PROTO_FS_ERROR) {
+			snprintf(msg, msg_len, "%s", m.u.fs_error.message);
+			rc = -m.u.fs_error.errnum;
+		}
+		proto_msg_free(&m);
+		if (rc != 1000)
+			return rc;
+	}
+	return -1001;
+}
+
+TEST(fs_write_is_atomic_exact_mode_and_parents)
+{
+	char dir[] = "/tmp/sbx-fsw-XXXXXX";
+	CHECK(mkdtemp(dir) != NULL);
+	char path[256], msg[256] = "";
+	snprintf(path, sizeof(path), "%s/a/b/c.txt", dir);
+	struct client c;
+	CHECK(client_start(&c, NULL) == 0);
+	/* Missing parents without the flag: ENOENT with the parent hint. */
+	int rc = fs_write(&c, 5, path, 0644, 0, "x", msg, sizeof(msg));
+	CHECK_INT(rc, -ENOENT);
+	CHECK(strstr(msg, "parent not found") != NULL);
+	/* With parents; the mode is exact (no umask) and the content whole. */
+	CHECK_INT(fs_write(&c, 7, path, 0757, PROTO_FS_PARENTS, "hello world", msg, sizeof(msg)), 0);
+	struct stat st;
+	CHECK(stat(path, &st) == 0);
+	CHECK_INT(st.st_mode & 07777, 0757);
+	char buf[64] = "";
+	int fd = open(path, O_RDONLY);
+	CHECK(fd >= 0);
+	CHECK_INT(read(fd, buf, sizeof(buf) - 1), 11);
+	close(fd);
+	CHECK_STR(buf, "hello world");
+	/* Overwrite replaces; a directory target fails EISDIR; no temp left. */
+	CHECK_INT(fs_write(&c, 9, path, 0600, 0, "new", msg, sizeof(msg)), 0);
+	snprintf(path, sizeof(path), "%s/a", dir);
+	CHECK_INT(fs_write(&c, 11, path, 0644, 0, "x", msg, sizeof(msg)), -EISDIR);
+	char cmd[512];
+	snprintf(cmd, sizeof(cmd), "test \"$(ls -A %s/a/b)\" = c.txt && test \"$(cat %s/a/b/c.txt)\" = new", dir, dir);
+	CHECK_INT(system(cmd), 0);
+	CHECK_INT(client_stop(&c), 11);
+	snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
+	CHECK_INT(system(cmd), 0);
+}
