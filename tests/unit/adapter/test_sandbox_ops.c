@@ -1,0 +1,343 @@
+/* create, exec, run, list and stop through sbx_adapter_call() over a fake
+ * backend: the admission rules, limits, run's steps and wrapping, and the
+ * stop/exec race, without booting anything. */
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "adapter/adapter.h"
+#include "harness.h"
+
+struct fake {
+	pthread_mutex_t lock;
+	int boots, stops, vms_live;
+	bool fail_boot, fail_write, block;
+	char argv[4][64];
+	char cwd[64];
+	uint64_t timeout_ms;
+	char written[8][64];
+	int n_written;
+	char stdin_seen[64];
+	bool in_exec;
+};
+
+static struct fake F = { .lock = PTHREAD_MUTEX_INITIALIZER };
+
+static void *fake_boot(void *ctx, const struct sbx_boot_request *req, sbx_error_t *err)
+{
+	pthread_mutex_lock(&F.lock);
+	bool fail = F.fail_boot;
+	if (!fail) {
+		F.boots++;
+		F.vms_live++;
+	}
+	pthread_mutex_unlock(&F.lock);
+	if (fail)
+		return sbx_error_scode(err, "S300", "VM did not boot: fake"), NULL;
+	return malloc(1);
+}
+
+static int fake_exec(void *vm, const struct sbx_exec_request *req, struct sbx_exec_result *res, sbx_error_t *err)
+{
+	pthread_mutex_lock(&F.lock);
+	bool end = false;
+	for (int i = 0; i < 4; i++) {
+		end = end || req->argv[i] == NULL;
+		snprintf(F.argv[i], sizeof(F.argv[i]), "%s", end ? "" : req->argv[i]);
+	}
+	snprintf(F.cwd, sizeof(F.cwd), "%s", req->cwd != NULL ? req->cwd : "(null)");
+	snprintf(F.stdin_seen, sizeof(F.stdin_seen), "%.*s", (int)req->stdin_len,
+		 req->stdin_data != NULL ? (const char *)req->stdin_data : "");
+	F.timeout_ms = req->timeout_ms;
+	F.in_exec = true;
+	bool block = F.block;
+	pthread_mutex_unlock(&F.lock);
+	/* A blocked exec runs until the sandbox is stopped, like a real one
+	 * polling its cancel callback. */
+	while (block && !req->cancelled(req->cancel_ud))
+		usleep(1000);
+	pthread_mutex_lock(&F.lock);
+	F.in_exec = false;
+	pthread_mutex_unlock(&F.lock);
+	if (block)
+		return sbx_error_scode(err, "S004", "stopped while running");
+	exec_output_append(&res->out, "out\xff\n", 5, err);
+	res->exit_code = strcmp(req->argv[0], "false") == 0 ? 1 : 0;
+	res->duration_ms = 7;
+	return 0;
+}
+
+static int fake_write(void *vm, const char *path, uint32_t mode, bool parents, const void *data, size_t len,
+		      sbx_error_t *err)
+{
+	pthread_mutex_lock(&F.lock);
+	bool fail = F.fail_write;
+	if (!fail && F.n_written < 8)
+		snprintf(F.written[F.n_written++], 64, "%s:%o:%d:%.*s", path, mode, parents, (int)len,
+			 (const char *)data);
+	pthread_mutex_unlock(&F.lock);
+	if (fail)
+		return sbx_error_scode(err, "S215", "%s", path);
+	return 0;
+}
+
+static void fake_stop(void *vm)
+{
+	pthread_mutex_lock(&F.lock);
+	F.stops++;
+	F.vms_live--;
+	pthread_mutex_unlock(&F.lock);
+	free(vm);
+}
+
+static const struct sbx_backend_ops fake_ops = { fake_boot, fake_exec, fake_write, fake_stop };
+
+static struct sbx_adapter *make(const char *config)
+{
+	pthread_mutex_lock(&F.lock);
+	F.fail_boot = F.fail_write = F.block = false;
+	F.n_written = 0;
+	pthread_mutex_unlock(&F.lock);
+	json_t *v = json_loads(config, 0, NULL);
+	sbx_error_t err = NULL;
+	struct sbx_config *cfg = sbx_config_parse(v, &err);
+	json_decref(v);
+	struct sbx_adapter *a = cfg != NULL ? sbx_adapter_new(cfg, &err) : NULL;
+	if (a != NULL && sbx_adapter_use_backend(a, &fake_ops, NULL, &err) < 0) {
+		sbx_adapter_free(a);
+		a = NULL;
+	}
+	sbx_error_free(&err);
+	return a;
+}
+
+/* Calls op; returns the reply, or the parsed envelope of an error (with
+ * "code"), or {"decode": message}. */
+static json_t *call(struct sbx_adapter *a, const char *op, const char *payload)
+{
+	json_t *req = json_loads(payload, JSON_DECODE_ANY, NULL);
+	json_t *out = NULL;
+	int rc = sbx_adapter_call(a, op, req, &out);
+	json_decref(req);
+	if (rc == 0)
+		return out;
+	const char *m = json_string_value(json_object_get(out, "message"));
+	json_t *env = m != NULL && strncmp(m, "handler error: ", 15) == 0 ? json_loads(m + 15, 0, NULL)
+									     : json_pack("{s:s}", "decode", m ? m : "");
+	json_decref(out);
+	return env;
+}
+
+static const char *str(json_t *j, const char *k)
+{
+	return json_string_value(json_object_get(j, k));
+}
+
+#define CFG "{\"image_allowlist\":[\"python\",\"node\"]"
+
+static char *create(struct sbx_adapter *a, const char *payload)
+{
+	json_t *r = call(a, "create", payload);
+	char *id = str(r, "sandbox_id") != NULL ? strdup(str(r, "sandbox_id")) : NULL;
+	json_decref(r);
+	return id;
+}
+
+TEST(create_exec_list_stop)
+{
+	struct sbx_adapter *a = make(CFG "}");
+	CHECK(a != NULL);
+	json_t *r = call(a, "create", "{\"image\":\"python\",\"name\":\"n1\"}");
+	CHECK_STR(str(r, "image"), "python");
+	char id[64];
+	snprintf(id, sizeof(id), "%s", str(r, "sandbox_id"));
+	json_decref(r);
+	CHECK_INT(strlen(id), 36);
+	char req[256];
+	snprintf(req, sizeof(req), "{\"sandbox_id\":\"%s\",\"cmd\":\"echo 'a b'\",\"stdin\":\"aGkK\"}", id);
+	r = call(a, "exec", req);
+	CHECK_STR(str(r, "stdout"), "out\xef\xbf\xbd\n");
+	CHECK_INT(json_integer_value(json_object_get(r, "exit_code")), 0);
+	CHECK(json_is_true(json_object_get(r, "success")));
+	CHECK(json_is_false(json_object_get(r, "timed_out")));
+	CHECK(json_is_false(json_object_get(r, "stdout_truncated")));
+	CHECK_INT(json_integer_value(json_object_get(r, "duration_ms")), 7);
+	json_decref(r);
+	CHECK_STR(F.argv[0], "echo");
+	CHECK_STR(F.argv[1], "a b");
+	CHECK_STR(F.stdin_seen, "hi\n");
+	CHECK_STR(F.cwd, "(null)");
+	CHECK_INT(F.timeout_ms, 300000);
+	r = call(a, "list", "{}");
+	json_t *sbs = json_object_get(r, "sandboxes");
+	CHECK_INT(json_array_size(sbs), 1);
+	CHECK_STR(str(json_array_get(sbs, 0), "name"), "n1");
+	json_decref(r);
+	snprintf(req, sizeof(req), "{\"sandbox_id\":\"%s\"}", id);
+	int stops = F.stops;
+	r = call(a, "stop", req);
+	CHECK(json_is_true(json_object_get(r, "stopped")));
+	json_decref(r);
+	CHECK_INT(F.stops, stops + 1);
+	r = call(a, "stop", req);
+	CHECK_STR(str(r, "code"), "S002");
+	json_decref(r);
+	snprintf(req, sizeof(req), "{\"sandbox_id\":\"%s\",\"cmd\":\"ls\"}", id);
+	r = call(a, "exec", req);
+	CHECK_STR(str(r, "code"), "S002");
+	json_decref(r);
+	sbx_adapter_free(a);
+}
+
+TEST(create_rejections_and_limits)
+{
+	struct sbx_adapter *a = make(CFG ",\"max_concurrent_sandboxes\":1,\"max_exec_timeout_ms\":50}");
+	CHECK(a != NULL);
+	json_t *r = call(a, "create", "{\"image\":\"python\",\"cpus\":0}");
+	CHECK_STR(str(r, "code"), "S001");
+	json_decref(r);
+	r = call(a, "create", "{\"image\":\"python\",\"memory_mb\":0}");
+	CHECK_STR(str(r, "code"), "S001");
+	json_decref(r);
+	r = call(a, "create", "{\"image\":\"python\",\"network\":true}");
+	CHECK_STR(str(r, "code"), "S001");
+	CHECK(strstr(str(r, "message"), "network") != NULL);
+	json_decref(r);
+	F.fail_boot = true;
+	r = call(a, "create", "{\"image\":\"python\"}");
+	CHECK_STR(str(r, "code"), "S300");
+	json_decref(r);
+	F.fail_boot = false;
+	/* The failed boot released its slot. */
+	char *id = create(a, "{\"image\":\"python\"}");
+	CHECK(id != NULL);
+	r = call(a, "create", "{\"image\":\"node\"}");
+	CHECK_STR(str(r, "code"), "S400");
+	json_decref(r);
+	char req[256];
+	snprintf(req, sizeof(req), "{\"sandbox_id\":\"%s\",\"cmd\":\"ls\",\"timeout_ms\":999}", id);
+	json_decref(call(a, "exec", req));
+	CHECK_INT(F.timeout_ms, 50); /* clamped by max_exec_timeout_ms */
+	snprintf(req, sizeof(req), "{\"sandbox_id\":\"%s\",\"cmd\":\"ls\",\"stdin\":\"!!!\"}", id);
+	r = call(a, "exec", req);
+	CHECK_STR(str(r, "code"), "S001");
+	json_decref(r);
+	free(id);
+	int live = F.vms_live;
+	sbx_adapter_free(a); /* stops what is left */
+	CHECK_INT(F.vms_live, live - 1);
+}
+
+struct bg {
+	struct sbx_adapter *a;
+	char req[256];
+	json_t *reply;
+};
+
+static void *bg_exec(void *arg)
+{
+	struct bg *b = arg;
+	b->reply = call(b->a, "exec", b->req);
+	return NULL;
+}
+
+TEST(exec_cap_and_stop_while_running)
+{
+	struct sbx_adapter *a = make(CFG ",\"max_concurrent_exec_per_sandbox\":0}");
+	CHECK(a != NULL);
+	char *id = create(a, "{\"image\":\"python\"}");
+	CHECK(id != NULL);
+	F.block = true;
+	struct bg b = { a, "", NULL };
+	snprintf(b.req, sizeof(b.req), "{\"sandbox_id\":\"%s\",\"argv\":[\"sleep\",\"9\"]}", id);
+	pthread_t t;
+	CHECK(pthread_create(&t, NULL, bg_exec, &b) == 0);
+	for (int i = 0; i < 2000 && !F.in_exec; i++)
+		usleep(1000);
+	/* 0 means 1: the second exec is refused. */
+	json_t *r = call(a, "exec", b.req);
+	CHECK_STR(str(r, "code"), "S003");
+	json_decref(r);
+	r = call(a, "list", "{}");
+	json_t *e = json_array_get(json_object_get(r, "sandboxes"), 0);
+	CHECK_INT(json_integer_value(json_object_get(e, "exec_in_flight")), 1);
+	CHECK_INT(json_integer_value(json_object_get(e, "exec_slots_free")), 0);
+	json_decref(r);
+	char req[128];
+	snprintf(req, sizeof(req), "{\"sandbox_id\":\"%s\"}", id);
+	r = call(a, "stop", req); /* waits for the running exec to give up */
+	CHECK(json_is_true(json_object_get(r, "stopped")));
+	json_decref(r);
+	pthread_join(t, NULL);
+	CHECK_STR(str(b.reply, "code"), "S004");
+	json_decref(b.reply);
+	free(id);
+	sbx_adapter_free(a);
+}
+
+TEST(run_steps_and_cleanup)
+{
+	struct sbx_adapter *a = make(CFG "}");
+	CHECK(a != NULL);
+	int stops = F.stops;
+	json_t *r = call(a, "run", "{\"image\":\"python\",\"lang\":\"py\",\"code\":\"print(1)\","
+				   "\"files\":[{\"path\":\"/w/lib.py\",\"content\":\"X=1\"}],\"env\":{\"K\":\"v\"}}");
+	CHECK_INT(json_integer_value(json_object_get(r, "exit_code")), 0);
+	CHECK(json_object_get(r, "sandbox_id") == NULL);
+	json_decref(r);
+	CHECK_INT(F.n_written, 2);
+	CHECK_STR(F.written[0], "/w/lib.py:644:1:X=1");
+	CHECK_STR(F.written[1], "/tmp/run.py:644:1:print(1)");
+	CHECK_STR(F.argv[0], "python3");
+	CHECK_STR(F.argv[1], "/tmp/run.py");
+	CHECK_INT(F.stops, stops + 1);
+	/* keep_sandbox: the id comes back and the sandbox stays. */
+	r = call(a, "run", "{\"image\":\"python\",\"lang\":\"false\",\"code\":\"\",\"keep_sandbox\":true}");
+	CHECK(str(r, "sandbox_id") != NULL);
+	CHECK(json_is_false(json_object_get(r, "success")));
+	CHECK_STR(F.argv[1], "/tmp/run.txt");
+	json_decref(r);
+	r = call(a, "list", "{}");
+	CHECK_INT(json_array_size(json_object_get(r, "sandboxes")), 1);
+	json_decref(r);
+	/* A failing write: wrapped with its step, the sandbox stopped. */
+	F.fail_write = true;
+	stops = F.stops;
+	r = call(a, "run", "{\"image\":\"python\",\"lang\":\"sh\",\"code\":\"true\"}");
+	CHECK_STR(str(r, "code"), "S215");
+	const char *want = "during sandbox::run step `fs::write (code)` (sandbox_id=";
+	CHECK(strncmp(str(r, "message"), want, strlen(want)) == 0);
+	CHECK_STR(str(json_object_get(r, "fix"), "inner_code"), "S215");
+	json_decref(r);
+	CHECK_INT(F.stops, stops + 1);
+	/* create failure: step create, empty sandbox id. */
+	r = call(a, "run", "{\"image\":\"ruby\",\"lang\":\"sh\",\"code\":\"true\"}");
+	CHECK_STR(str(r, "code"), "S100");
+	CHECK_STR(str(json_object_get(r, "fix"), "sandbox_id"), "");
+	json_decref(r);
+	sbx_adapter_free(a);
+}
+
+TEST(idle_sandbox_is_reaped)
+{
+	struct sbx_adapter *a = make(CFG "}");
+	CHECK(a != NULL);
+	char *id = create(a, "{\"image\":\"python\",\"idle_timeout_secs\":0}");
+	char *keep = create(a, "{\"image\":\"python\"}");
+	CHECK(id != NULL && keep != NULL);
+	usleep(5000);
+	CHECK_INT(reaper_scan(a, false), 1);
+	char req[128];
+	snprintf(req, sizeof(req), "{\"sandbox_id\":\"%s\",\"cmd\":\"ls\"}", id);
+	json_t *r = call(a, "exec", req);
+	CHECK_STR(str(r, "code"), "S002");
+	json_decref(r);
+	r = call(a, "list", "{}");
+	CHECK_INT(json_array_size(json_object_get(r, "sandboxes")), 1);
+	json_decref(r);
+	free(id);
+	free(keep);
+	sbx_adapter_free(a);
+}

@@ -1,0 +1,177 @@
+/* The pure parts of the sandbox lifecycle: run's lang table, output
+ * capping and lossy UTF-8, timeout clamping, boot env layering over an
+ * image's OCI config, the reaper's decision, the leftover identity check. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "adapter/boot_env.h"
+#include "adapter/exec_output.h"
+#include "adapter/lang.h"
+#include "adapter/leftovers.h"
+#include "adapter/reaper_policy.h"
+#include "harness.h"
+
+TEST(lang_table)
+{
+	const char *js[] = { "node", "js", "javascript" };
+	for (int i = 0; i < 3; i++) {
+		CHECK_STR(run_lang_lookup(js[i]).program, "node");
+		CHECK_STR(run_lang_lookup(js[i]).file, "/tmp/run.js");
+	}
+	CHECK_STR(run_lang_lookup("py").program, "python3");
+	CHECK_STR(run_lang_lookup("python").file, "/tmp/run.py");
+	CHECK_STR(run_lang_lookup("bash").program, "/bin/sh");
+	CHECK_STR(run_lang_lookup("shell").file, "/tmp/run.sh");
+	CHECK_STR(run_lang_lookup("ruby").program, "ruby");
+	CHECK_STR(run_lang_lookup("ruby").file, "/tmp/run.txt");
+	CHECK_STR(run_lang_lookup("Python").program, "Python"); /* case matters */
+}
+
+TEST(output_is_capped_and_counted_as_truncated)
+{
+	struct exec_output o;
+	sbx_error_t err = NULL;
+	exec_output_init(&o, 10);
+	CHECK_INT(exec_output_append(&o, "12345678", 8, &err), 0);
+	CHECK(!o.truncated);
+	CHECK_INT(exec_output_append(&o, "90", 2, &err), 0);
+	CHECK(!o.truncated); /* exactly at the cap is not truncation */
+	CHECK_INT(exec_output_append(&o, "x", 1, &err), 0);
+	CHECK(o.truncated);
+	CHECK_INT(o.len, 10);
+	CHECK(memcmp(o.data, "1234567890", 10) == 0);
+	exec_output_free(&o);
+	exec_output_init(&o, EXEC_OUTPUT_CAP);
+	char *big = malloc(700 * 1024);
+	CHECK(big != NULL);
+	memset(big, 'a', 700 * 1024);
+	exec_output_append(&o, big, 700 * 1024, &err);
+	exec_output_append(&o, big, 700 * 1024, &err);
+	free(big);
+	CHECK_INT(o.len, 1048576);
+	CHECK(o.truncated);
+	exec_output_free(&o);
+}
+
+static int lossy_is(const char *in, size_t n, const char *want)
+{
+	sbx_error_t err = NULL;
+	char *s = utf8_lossy((const uint8_t *)in, n, &err);
+	int ok = s != NULL && strcmp(s, want) == 0;
+	free(s);
+	return ok;
+}
+
+#define FFFD "\xef\xbf\xbd"
+
+TEST(lossy_utf8_replaces_invalid_sequences)
+{
+	CHECK(lossy_is("hi\n", 3, "hi\n"));
+	CHECK(lossy_is("\xc3\xa9\xe2\x82\xac\xf0\x9f\x98\x80", 9, "\xc3\xa9\xe2\x82\xac\xf0\x9f\x98\x80"));
+	CHECK(lossy_is("a\xffz", 3, "a" FFFD "z"));
+	CHECK(lossy_is("\xc0\xaf", 2, FFFD FFFD));        /* overlong */
+	CHECK(lossy_is("\xed\xa0\x80", 3, FFFD FFFD FFFD)); /* surrogate */
+	CHECK(lossy_is("\xf4\x90\x80\x80", 4, FFFD FFFD FFFD FFFD)); /* > U+10FFFF */
+	CHECK(lossy_is("\xe2\x82", 2, FFFD));             /* truncated: one U+FFFD */
+	CHECK(lossy_is("\xe2\x82x", 3, FFFD "x"));
+	CHECK(lossy_is("a\0b", 3, "a" FFFD "b"));          /* NUL cannot travel in a C string */
+	CHECK(lossy_is("", 0, ""));
+}
+
+TEST(timeout_is_clamped)
+{
+	CHECK_INT(exec_effective_timeout_ms(300000, 300000), 300000);
+	CHECK_INT(exec_effective_timeout_ms(100, 300000), 100);
+	CHECK_INT(exec_effective_timeout_ms(300000, 50), 50);
+	CHECK_INT(exec_effective_timeout_ms(0, 50), 0);
+	CHECK_INT(exec_effective_timeout_ms(10, 0), 1); /* max(ceiling, 1) */
+}
+
+static const char *find(char **env, const char *name)
+{
+	size_t k = strlen(name);
+	for (size_t i = 0; env[i] != NULL; i++)
+		if (strncmp(env[i], name, k) == 0 && env[i][k] == '=')
+			return env[i] + k + 1;
+	return NULL;
+}
+
+TEST(image_config_env_and_workdir)
+{
+	const char *cfg = "{\"config\":{\"Env\":[\"PATH=/opt/bin:/usr/bin\",\"LANG=C.UTF-8\",\"junk\"],"
+			  "\"WorkingDir\":\"/app\",\"User\":\"1000\"}}";
+	struct image_runtime rt;
+	sbx_error_t err = NULL;
+	CHECK_INT(image_runtime_parse(cfg, strlen(cfg), &rt, &err), 0);
+	CHECK_STR(rt.workdir, "/app");
+	CHECK_STR(find(rt.env, "PATH"), "/opt/bin:/usr/bin");
+	CHECK(rt.env[2] == NULL); /* "junk" has no '=' */
+	json_t *over = json_pack("[s, s, s]", "LANG=en_US.UTF-8", "A=1", "noeq");
+	char **env = boot_env_layer(rt.env, over, &err);
+	json_decref(over);
+	CHECK(env != NULL);
+	CHECK_STR(find(env, "PATH"), "/opt/bin:/usr/bin"); /* the image's PATH is kept */
+	CHECK_STR(find(env, "LANG"), "en_US.UTF-8");       /* create env wins */
+	CHECK_STR(find(env, "A"), "1");
+	CHECK(find(env, "noeq") == NULL);
+	boot_env_free(env);
+	image_runtime_free(&rt);
+}
+
+TEST(boot_env_default_path_and_bad_configs)
+{
+	sbx_error_t err = NULL;
+	json_t *over = json_pack("[s]", "X=y");
+	char **env = boot_env_layer(NULL, over, &err);
+	json_decref(over);
+	CHECK(env != NULL);
+	CHECK_STR(find(env, "PATH"), "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin");
+	boot_env_free(env);
+	struct image_runtime rt;
+	CHECK_INT(image_runtime_parse("{}", 2, &rt, &err), 0);
+	CHECK(rt.env != NULL && rt.env[0] == NULL && rt.workdir == NULL);
+	image_runtime_free(&rt);
+	/* relative WorkingDir is ignored */
+	const char *rel = "{\"config\":{\"WorkingDir\":\"app\"}}";
+	CHECK_INT(image_runtime_parse(rel, strlen(rel), &rt, &err), 0);
+	CHECK(rt.workdir == NULL);
+	image_runtime_free(&rt);
+	const char *bad[] = { "{\"config\":{\"Env\":\"PATH=/x\"}}", "{\"config\":{\"Env\":[1]}}",
+			      "{\"config\":{\"WorkingDir\":5}}", "not json" };
+	for (int i = 0; i < 4; i++) {
+		CHECK_INT(image_runtime_parse(bad[i], strlen(bad[i]), &rt, &err), -1);
+		sbx_error_free(&err);
+	}
+}
+
+TEST(reaper_decision_with_a_fake_clock)
+{
+	/* idle timeout 300 s, max exec 300 000 ms: busy grace 360 s */
+	CHECK_INT(reaper_decide(300000, 300, 0, 300000), REAP_KEEP); /* not past it */
+	CHECK_INT(reaper_decide(300001, 300, 0, 300000), REAP_IDLE);
+	CHECK_INT(reaper_decide(300001, 300, 2, 300000), REAP_KEEP); /* busy */
+	CHECK_INT(reaper_decide(660000, 300, 2, 300000), REAP_KEEP);
+	CHECK_INT(reaper_decide(660001, 300, 2, 300000), REAP_WEDGED);
+	CHECK_INT(reaper_decide(1, 0, 0, 300000), REAP_IDLE); /* 0 = next scan once idle */
+	CHECK_INT(reaper_decide(0, 0, 0, 300000), REAP_KEEP);
+	CHECK_INT(reaper_decide(UINT64_MAX, UINT64_MAX, 0, UINT64_MAX), REAP_KEEP); /* no overflow */
+}
+
+TEST(leftover_identity)
+{
+	pid_t pid = 0;
+	CHECK(leftover_owner("1234-0-0a1b2c3d", &pid));
+	CHECK_INT(pid, 1234);
+	CHECK(!leftover_owner("abc", &pid));
+	CHECK(!leftover_owner("1234", &pid));
+	CHECK(!leftover_owner("-5-0-x", &pid));
+	CHECK(!leftover_owner("99999999999-0-x", &pid));
+	const char q[] = "/usr/bin/qemu-system-x86_64\0-drive\0file=/s/vms/12-0-ab/scratch.ext4\0";
+	CHECK(leftover_is_vm_process(q, sizeof(q) - 1, "/s/vms/12-0-ab"));
+	CHECK(!leftover_is_vm_process(q, sizeof(q) - 1, "/s/vms/12-0-a")); /* a prefix is not the dir */
+	CHECK(!leftover_is_vm_process(q, sizeof(q) - 1, "/s/vms/13-0-ab"));
+	const char other[] = "/bin/cat\0/s/vms/12-0-ab/scratch.ext4\0";
+	CHECK(!leftover_is_vm_process(other, sizeof(other) - 1, "/s/vms/12-0-ab")); /* not QEMU */
+	const char unterminated[] = { 'q', 'e', 'm', 'u' };
+	CHECK(!leftover_is_vm_process(unterminated, sizeof(unterminated), "/s"));
+}
