@@ -14,6 +14,7 @@
 
 #include "common/cleanup.h"
 #include "common/log.h"
+#include "common/state_dir.h"
 #include "image/digest.h"
 #include "image/layer_apply.h"
 
@@ -31,44 +32,12 @@ static int __attribute__((format(printf, 4, 5))) path_fmt(char *buf, size_t cap,
 	return 0;
 }
 
-static int mkdir_p(char *path, mode_t mode, sbx_error_t *err)
-{
-	for (char *p = path + 1; *p; p++) {
-		if (*p != '/')
-			continue;
-		*p = '\0';
-		int rc = mkdir(path, mode);
-		*p = '/';
-		if (rc < 0 && errno != EEXIST)
-			return sbx_error_errno(err, errno, "mkdir '%.*s'", (int)(p - path), path);
-	}
-	if (mkdir(path, mode) < 0 && errno != EEXIST)
-		return sbx_error_errno(err, errno, "mkdir '%s'", path);
-	return 0;
-}
-
 char *sbx_image_root(sbx_error_t *err)
 {
-	const char *state = getenv("III_SANDBOX_STATE_DIR");
-	const char *xdg = getenv("XDG_STATE_HOME");
-	const char *home = getenv("HOME");
-	char *root = NULL;
-	int n;
-	if (state != NULL && state[0] == '/')
-		n = asprintf(&root, "%s/images", state);
-	else if (xdg != NULL && xdg[0] == '/')
-		n = asprintf(&root, "%s/sandbox-libkrun/images", xdg);
-	else if (home != NULL && home[0] == '/')
-		n = asprintf(&root, "%s/.local/state/sandbox-libkrun/images", home);
-	else {
-		sbx_error_set(err, 0, "no state directory: set III_SANDBOX_STATE_DIR or HOME");
+	char *root = sbx_state_subdir("images", err);
+	if (root == NULL)
 		return NULL;
-	}
-	if (n < 0) {
-		sbx_error_errno(err, ENOMEM, "state directory");
-		return NULL;
-	}
-	static const char *const subdirs[] = { "", "/erofs", "/locks", "/tmp" };
+	static const char *const subdirs[] = { "/erofs", "/locks", "/tmp" };
 	for (size_t i = 0; i < sizeof(subdirs) / sizeof(subdirs[0]); i++) {
 		char *d = NULL;
 		if (asprintf(&d, "%s%s", root, subdirs[i]) < 0) {
@@ -76,7 +45,7 @@ char *sbx_image_root(sbx_error_t *err)
 			sbx_error_errno(err, ENOMEM, "state directory");
 			return NULL;
 		}
-		int rc = mkdir_p(d, 0700, err);
+		int rc = sbx_mkdir_p(d, 0700, err);
 		free(d);
 		if (rc < 0) {
 			free(root);
