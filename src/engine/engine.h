@@ -68,6 +68,14 @@ int engine_wait_connected(struct engine *e, int timeout_ms, sbx_error_t *err);
 int engine_call(struct engine *e, const struct engine_invocation *parent, const char *function_id, json_t *data,
 		int timeout_ms, json_t **result, json_t **error_body, sbx_error_t *err);
 
+/* Runs fn(arg) on a detached thread that engine_free() waits for, like an
+ * invocation: for work that outlives its handler, such as pumping a file
+ * into a channel whose reader ref the handler returned.  fn should watch
+ * engine_cancel_fd() so a stop ends it quickly. */
+int engine_run_background(struct engine *e, void (*fn)(void *arg), void *arg, sbx_error_t *err);
+/* Readable once engine_stop() was called (for poll()). */
+int engine_cancel_fd(struct engine *e);
+
 /* True after registrationrejected WORKER_NAMESPACE_CONFLICT (or another
  * fatal rejection): the client has stopped for good. */
 bool engine_fatally_rejected(struct engine *e);

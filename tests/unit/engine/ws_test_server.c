@@ -63,6 +63,8 @@ int ts_accept(struct test_server *s, int timeout_ms)
 		n += (size_t)r;
 	}
 	req[n] = '\0';
+	if (sscanf(req, "%511[^\r]", s->request_line) != 1)
+		return -1;
 	char *k = strcasestr(req, "\r\nSec-WebSocket-Key: ");
 	if (k == NULL)
 		return -1;
@@ -112,6 +114,57 @@ int ts_send_json(struct test_server *s, json_t *msg)
 	int r = text != NULL ? ts_send_text(s, text) : -1;
 	free(text);
 	return r;
+}
+
+int ts_recv_frame(struct test_server *s, int timeout_ms, enum ws_opcode *op, uint8_t **data, size_t *len)
+{
+	long long deadline = now_ms() + timeout_ms;
+	if (s->fd < 0)
+		return -1;
+	for (;;) {
+		struct ws_message m;
+		size_t used = 0, need = 0;
+		sbx_error_t err = NULL;
+		int r = s->len > 0 ? ws_decoder_next(&s->dec, s->buf, s->len, &used, &need, &m, &err) : 0;
+		sbx_error_free(&err);
+		if (r < 0)
+			return -1;
+		if (r == 1) {
+			bool keep = m.opcode != WS_OP_PING && m.opcode != WS_OP_PONG;
+			if (keep) {
+				*op = m.opcode;
+				*len = m.len;
+				*data = malloc(m.len + 1);
+				if (*data == NULL)
+					return -1;
+				memcpy(*data, m.data, m.len);
+			} else if (m.opcode == WS_OP_PING) {
+				s->pings++, ts_send_frame(s, WS_OP_PONG, m.data, m.len);
+			}
+			memmove(s->buf, s->buf + used, s->len - used);
+			s->len -= used;
+			if (keep)
+				return 1;
+			continue;
+		}
+		if (used > 0) {
+			memmove(s->buf, s->buf + used, s->len - used);
+			s->len -= used;
+		}
+		if (s->cap - s->len < 65536) {
+			s->cap = s->len + 65536 + need;
+			s->buf = realloc(s->buf, s->cap);
+		}
+		int w = wait_in(s->fd, deadline);
+		if (w == 0)
+			return 0;
+		if (w < 0)
+			return -1;
+		ssize_t n = read(s->fd, s->buf + s->len, s->cap - s->len);
+		if (n <= 0)
+			return -1;
+		s->len += (size_t)n;
+	}
 }
 
 json_t *ts_recv(struct test_server *s, int timeout_ms)
