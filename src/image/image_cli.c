@@ -100,41 +100,31 @@ static int cmd_rm(const char *key)
 	if (root == NULL)
 		return fail(&err);
 	/* Collect the digests the key names before forgetting them. */
-	struct sbx_index before, after;
-	if (sbx_index_read(root, &before, &err) < 0) {
+	struct sbx_index before = { 0 };
+	size_t removed = 0;
+	if (sbx_index_read(root, &before, &err) < 0 || sbx_index_remove(root, key, &removed, &err) < 0) {
+		sbx_index_free(&before);
 		free(root);
 		return fail(&err);
 	}
-	size_t removed = 0;
-	int rc = sbx_index_remove(root, key, &removed, &err) < 0 || sbx_index_read(root, &after, &err) < 0 ? -1 : 0;
-	if (rc == 0) {
-		for (size_t i = 0; i < before.n; i++) {
-			const struct sbx_index_entry *e = &before.entries[i];
-			if ((strcmp(e->ref, key) != 0 && strcmp(e->digest, key) != 0) || sbx_index_uses_digest(&after, e->digest))
-				continue;
-			/* A running VM keeps its open image; new ones no longer find it. */
-			char *path = sbx_image_path(root, e->digest, &err);
-			char *config = NULL;
-			if (path == NULL || asprintf(&config, "%.*s.config.json", (int)(strlen(path) - 6), path) < 0)
-				config = NULL;
-			if (path == NULL || config == NULL || (unlink(path) < 0 && errno != ENOENT) ||
-			    (unlink(config) < 0 && errno != ENOENT))
-				sbx_warn("image: cannot delete the files of %s", e->digest);
-			free(path);
-			free(config);
+	int rc = 0;
+	for (size_t i = 0; i < before.n; i++) {
+		const struct sbx_index_entry *e = &before.entries[i];
+		if (strcmp(e->ref, key) != 0 && strcmp(e->digest, key) != 0)
+			continue;
+		if (sbx_store_delete_unused(root, e->digest, &err) < 0) {
+			fprintf(stderr, "sandbox-libkrun image: %s\n", sbx_error_msg(err));
 			sbx_error_free(&err);
+			rc = 1;
 		}
-		sbx_index_free(&after);
 	}
 	sbx_index_free(&before);
 	free(root);
-	if (rc < 0)
-		return fail(&err);
 	if (removed == 0) {
 		fprintf(stderr, "sandbox-libkrun image: no image '%s'\n", key);
 		return 1;
 	}
-	return 0;
+	return rc;
 }
 
 int sbx_cmd_image(int argc, char **argv)

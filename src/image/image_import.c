@@ -6,7 +6,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <linux/openat2.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -18,18 +20,72 @@
 
 struct local_layers {
 	const char *dir;
-	char (*files)[4096];       /* layer file of each layer */
+	char (*files)[4096];       /* layer file of each layer, relative to dir */
 	char (*digests)[SBX_DIGEST_LEN + 1];
 	int64_t *sizes;            /* -1 when unknown */
 	size_t n;
 };
 
-/* Copies a local blob into fd, hashing it; it must match digest (and size). */
-static int copy_verified(const char *src, const char *digest, int64_t size, int fd, sbx_error_t *err)
+/* Opens the regular file rel inside dir as if dir were "/": symlinks in an
+ * unpacked archive (docker save links shared layers) cannot reach the
+ * host's files, and a FIFO cannot stall the import. */
+static int open_in(const char *dir, const char *rel, sbx_error_t *err)
 {
-	cleanup_close int in = open(src, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+	cleanup_close int dfd = open(dir, O_PATH | O_DIRECTORY | O_CLOEXEC);
+	if (dfd < 0)
+		return sbx_error_errno(err, errno, "open '%s'", dir);
+	struct open_how how = {
+		.flags = O_RDONLY | O_NONBLOCK | O_CLOEXEC,
+		.resolve = RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS | RESOLVE_NO_XDEV,
+	};
+	cleanup_close int fd = (int)syscall(SYS_openat2, dfd, rel, &how, sizeof(how));
+	struct stat st;
+	if (fd < 0 || fstat(fd, &st) < 0)
+		return sbx_error_errno(err, errno, "open '%s' in '%s'", rel, dir);
+	if (!S_ISREG(st.st_mode))
+		return sbx_error_set(err, 0, "'%s' in '%s' is not a regular file", rel, dir);
+	return sbx_steal_fd(fd);
+}
+
+/* Reads a small file of dir (index.json, manifest.json, a config) whole,
+ * NUL-terminated, refusing more than a manifest's cap. */
+static char *read_small(const char *dir, const char *rel, size_t *len, sbx_error_t *err)
+{
+	cleanup_close int fd = open_in(dir, rel, err);
+	struct stat st;
+	if (fd < 0)
+		return NULL;
+	if (fstat(fd, &st) < 0) {
+		sbx_error_errno(err, errno, "stat '%s'", rel);
+		return NULL;
+	}
+	if (st.st_size > (off_t)SBX_MANIFEST_MAX_BYTES) {
+		sbx_error_set(err, 0, "'%s' is larger than %u bytes", rel, SBX_MANIFEST_MAX_BYTES);
+		return NULL;
+	}
+	char *buf = malloc((size_t)st.st_size + 1);
+	if (buf == NULL) {
+		sbx_error_errno(err, ENOMEM, "read '%s'", rel);
+		return NULL;
+	}
+	ssize_t n = pread(fd, buf, (size_t)st.st_size, 0);
+	if (n != (ssize_t)st.st_size) {
+		sbx_error_errno(err, n < 0 ? errno : EIO, "read '%s'", rel);
+		free(buf);
+		return NULL;
+	}
+	buf[n] = '\0';
+	*len = (size_t)n;
+	return buf;
+}
+
+/* Copies a blob of dir into fd, hashing it; it must match digest (and size). */
+static int copy_verified(const char *dir, const char *src, const char *digest, int64_t size, int fd,
+			 sbx_error_t *err)
+{
+	cleanup_close int in = open_in(dir, src, err);
 	if (in < 0)
-		return sbx_error_errno(err, errno, "open '%s'", src);
+		return -1;
 	struct sbx_sha256 *h = sbx_sha256_new(err);
 	if (h == NULL)
 		return -1;
@@ -73,7 +129,7 @@ static int copy_verified(const char *src, const char *digest, int64_t size, int 
 static int fetch_local(void *ud, size_t i, int fd, sbx_error_t *err)
 {
 	struct local_layers *l = ud;
-	return copy_verified(l->files[i], l->digests[i], l->sizes[i], fd, err);
+	return copy_verified(l->dir, l->files[i], l->digests[i], l->sizes[i], fd, err);
 }
 
 /* Reads a small verified blob of an OCI layout into memory. */
@@ -83,49 +139,34 @@ static char *read_blob(const char *dir, const char *digest, int64_t size, size_t
 		sbx_error_set(err, 0, "blob %s: bad or too large size", digest);
 		return NULL;
 	}
-	char path[4096];
-	if (snprintf(path, sizeof(path), "%s/blobs/sha256/%s", dir, sbx_digest_hex(digest)) >= (int)sizeof(path)) {
-		sbx_error_set(err, ENAMETOOLONG, "path too long");
+	char path[128], got[SBX_DIGEST_LEN + 1];
+	snprintf(path, sizeof(path), "blobs/sha256/%s", sbx_digest_hex(digest));
+	char *buf = read_small(dir, path, len, err);
+	if (buf == NULL)
 		return NULL;
-	}
-	char tmpl[] = "/tmp/sbx-import-XXXXXX";
-	cleanup_close int fd = mkstemp(tmpl);
-	if (fd < 0) {
-		sbx_error_errno(err, errno, "temporary file");
-		return NULL;
-	}
-	unlink(tmpl);
-	if (copy_verified(path, digest, size, fd, err) < 0)
-		return NULL;
-	char *buf = malloc((size_t)size + 1);
-	if (buf == NULL || pread(fd, buf, (size_t)size, 0) != (ssize_t)size) {
+	if (*len != (size_t)size)
+		sbx_error_set(err, 0, "blob %s: %zu bytes, expected %lld", digest, *len, (long long)size);
+	else if (sbx_sha256_buf(buf, *len, got, err) == 0 && strcmp(got, digest) != 0)
+		sbx_error_set(err, 0, "blob %s has digest %s", digest, got);
+	if (*err != NULL) {
 		free(buf);
-		sbx_error_errno(err, buf ? EIO : ENOMEM, "read blob %s", digest);
 		return NULL;
 	}
-	buf[size] = '\0';
-	*len = (size_t)size;
 	return buf;
 }
 
 static int import_oci(const char *dir, const char *ref, struct sbx_image_info *out, sbx_error_t *err)
 {
-	char path[4096];
-	if (snprintf(path, sizeof(path), "%s/index.json", dir) >= (int)sizeof(path))
-		return sbx_error_set(err, ENAMETOOLONG, "path too long");
 	/* index.json is not content-addressed: read it with a size cap. */
-	cleanup_file FILE *f = fopen(path, "re");
-	if (f == NULL)
-		return sbx_error_errno(err, errno, "open '%s'", path);
-	char *buf = malloc(SBX_MANIFEST_MAX_BYTES + 1);
+	size_t len;
+	char *buf = read_small(dir, "index.json", &len, err);
 	if (buf == NULL)
-		return sbx_error_errno(err, ENOMEM, "import");
-	size_t len = fread(buf, 1, SBX_MANIFEST_MAX_BYTES + 1, f);
+		return -1;
 	struct sbx_manifest m = { 0 };
 	int rc = sbx_manifest_decode(buf, len, SBX_MT_OCI_INDEX, &m, err);
 	free(buf);
 	if (rc < 0)
-		return sbx_error_prefix(err, "%s", path);
+		return sbx_error_prefix(err, "%s/index.json", dir);
 	char digest[SBX_DIGEST_LEN + 1] = "";
 	/* Narrow indexes down to one image manifest for linux/<host arch>. */
 	for (int depth = 0; rc == 0 && m.kind == SBX_MANIFEST_INDEX; depth++) {
@@ -163,7 +204,7 @@ static int import_oci(const char *dir, const char *ref, struct sbx_image_info *o
 			rc = sbx_error_set(err, 0, "layer %zu has unsupported media type '%s'", i + 1, m.entries[i].media_type);
 			goto out;
 		}
-		snprintf(l.files[i], sizeof(l.files[i]), "%s/blobs/sha256/%s", dir, sbx_digest_hex(m.entries[i].digest));
+		snprintf(l.files[i], sizeof(l.files[i]), "blobs/sha256/%s", sbx_digest_hex(m.entries[i].digest));
 		strcpy(l.digests[i], m.entries[i].digest);
 		l.sizes[i] = m.entries[i].size;
 	}
@@ -173,10 +214,7 @@ static int import_oci(const char *dir, const char *ref, struct sbx_image_info *o
 		goto out;
 	}
 	struct sbx_layer_source src = { .n_layers = l.n, .fetch = fetch_local, .ud = &l };
-	int built;
-	if ((rc = sbx_store_build(root, digest, config, config_len, &src, &built, err)) == 0 &&
-	    (rc = sbx_image_record(root, ref, digest, out, err)) == 0)
-		out->pulled = built;
+	rc = sbx_image_store(root, ref, digest, config, config_len, &src, out, err);
 out:
 	free(l.files);
 	free(l.digests);
@@ -191,11 +229,13 @@ out:
  * uncompressed layer tars, whose sha256 are the config's rootfs.diff_ids. */
 static int import_docker(const char *dir, const char *ref, struct sbx_image_info *out, sbx_error_t *err)
 {
-	char path[4096];
-	if (snprintf(path, sizeof(path), "%s/manifest.json", dir) >= (int)sizeof(path))
-		return sbx_error_set(err, ENAMETOOLONG, "path too long");
+	const char *path = "manifest.json";
+	size_t len;
+	cleanup_free char *text = read_small(dir, path, &len, err);
+	if (text == NULL)
+		return -1;
 	json_error_t jerr;
-	json_t *doc = json_load_file(path, JSON_REJECT_DUPLICATES, &jerr);
+	json_t *doc = json_loadb(text, len, JSON_REJECT_DUPLICATES, &jerr);
 	json_t *img = json_array_get(doc, 0);
 	const char *cfg_name = json_string_value(json_object_get(img, "Config"));
 	json_t *layers = json_object_get(img, "Layers");
@@ -203,9 +243,9 @@ static int import_docker(const char *dir, const char *ref, struct sbx_image_info
 	char *config = NULL, *root = NULL;
 	json_t *cfg = NULL;
 	struct local_layers l = { .dir = dir };
-	cleanup_close int cfd = -1;
+	size_t config_len;
 	if (doc == NULL || json_array_size(doc) != 1 || cfg_name == NULL || !json_is_array(layers) ||
-	    json_array_size(layers) > SBX_MANIFEST_MAX_ENTRIES || strstr(cfg_name, "..") != NULL) {
+	    json_array_size(layers) > SBX_MANIFEST_MAX_ENTRIES) {
 		sbx_error_set(err, 0, "%s: not a one-image docker save manifest", path);
 		goto out;
 	}
@@ -215,29 +255,15 @@ static int import_docker(const char *dir, const char *ref, struct sbx_image_info
 		sbx_error_set(err, 0, "the archive has no tag: name it with --ref");
 		goto out;
 	}
-	char cfg_path[4096], digest[SBX_DIGEST_LEN + 1];
-	if (snprintf(cfg_path, sizeof(cfg_path), "%s/%s", dir, cfg_name) >= (int)sizeof(cfg_path)) {
-		sbx_error_set(err, ENAMETOOLONG, "path too long");
+	char digest[SBX_DIGEST_LEN + 1];
+	if ((config = read_small(dir, cfg_name, &config_len, err)) == NULL ||
+	    sbx_sha256_buf(config, config_len, digest, err) < 0)
 		goto out;
-	}
-	cfd = open(cfg_path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
-	struct stat st;
-	if (cfd < 0 || fstat(cfd, &st) < 0 || st.st_size > (off_t)SBX_MANIFEST_MAX_BYTES) {
-		sbx_error_set(err, 0, "%s: missing or too large", cfg_path);
-		goto out;
-	}
-	config = malloc((size_t)st.st_size + 1);
-	if (config == NULL || pread(cfd, config, (size_t)st.st_size, 0) != st.st_size ||
-	    sbx_sha256_buf(config, (size_t)st.st_size, digest, err) < 0) {
-		if (*err == NULL)
-			sbx_error_errno(err, EIO, "read '%s'", cfg_path);
-		goto out;
-	}
-	cfg = json_loadb(config, (size_t)st.st_size, 0, &jerr);
+	cfg = json_loadb(config, config_len, 0, &jerr);
 	json_t *diff_ids = json_object_get(json_object_get(cfg, "rootfs"), "diff_ids");
 	l.n = json_array_size(layers);
 	if (json_array_size(diff_ids) != l.n) {
-		sbx_error_set(err, 0, "%s: rootfs.diff_ids does not match the layers", cfg_path);
+		sbx_error_set(err, 0, "%s: rootfs.diff_ids does not match the layers", cfg_name);
 		goto out;
 	}
 	l.files = calloc(l.n + 1, sizeof(*l.files));
@@ -250,8 +276,8 @@ static int import_docker(const char *dir, const char *ref, struct sbx_image_info
 	for (size_t i = 0; i < l.n; i++) {
 		const char *file = json_string_value(json_array_get(layers, i));
 		const char *id = json_string_value(json_array_get(diff_ids, i));
-		if (file == NULL || id == NULL || !sbx_digest_valid(id) || strstr(file, "..") != NULL ||
-		    snprintf(l.files[i], sizeof(l.files[i]), "%s/%s", dir, file) >= (int)sizeof(l.files[i])) {
+		if (file == NULL || id == NULL || !sbx_digest_valid(id) ||
+		    snprintf(l.files[i], sizeof(l.files[i]), "%s", file) >= (int)sizeof(l.files[i])) {
 			sbx_error_set(err, 0, "%s: bad layer %zu", path, i + 1);
 			goto out;
 		}
@@ -261,16 +287,13 @@ static int import_docker(const char *dir, const char *ref, struct sbx_image_info
 	if ((root = sbx_image_root(err)) == NULL)
 		goto out;
 	struct sbx_layer_source src = { .n_layers = l.n, .fetch = fetch_local, .ud = &l };
-	int built;
-	if (sbx_store_build(root, digest, config, (size_t)st.st_size, &src, &built, err) == 0) {
-		struct sbx_image_ref r;
-		char canonical[sizeof(out->ref)];
-		if (sbx_image_ref_parse(ref, &r, err) == 0 && sbx_image_ref_format(&r, canonical, sizeof(canonical)) == 0 &&
-		    sbx_image_record(root, canonical, digest, out, err) == 0) {
-			out->pulled = built;
-			rc = 0;
-		}
-	}
+	struct sbx_image_ref r;
+	char canonical[sizeof(out->ref)];
+	if (sbx_image_ref_parse(ref, &r, err) < 0 || sbx_image_ref_format(&r, canonical, sizeof(canonical)) < 0) {
+		if (*err == NULL)
+			sbx_error_set(err, 0, "reference too long");
+	} else if (sbx_image_store(root, canonical, digest, config, config_len, &src, out, err) == 0)
+		rc = 0;
 out:
 	json_decref(doc);
 	json_decref(cfg);

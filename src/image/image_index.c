@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/file.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -40,16 +41,27 @@ static int load(const char *root, struct sbx_index *idx, sbx_error_t *err)
 	char path[4096];
 	if (snprintf(path, sizeof(path), "%s/index.json", root) >= (int)sizeof(path))
 		return sbx_error_set(err, ENAMETOOLONG, "state directory path too long");
-	json_error_t jerr;
-	json_t *doc = json_load_file(path, JSON_REJECT_DUPLICATES, &jerr);
-	if (doc == NULL) {
-		if (access(path, F_OK) < 0 && errno == ENOENT) {
-			/* room for the entry a put may add */
-			idx->entries = calloc(1, sizeof(*idx->entries));
-			return idx->entries ? 0 : sbx_error_errno(err, ENOMEM, "image index");
-		}
-		return sbx_error_set(err, 0, "image index '%s': %s", path, jerr.text);
+	cleanup_close int fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0 && errno == ENOENT) {
+		/* room for the entry a put may add */
+		idx->entries = calloc(1, sizeof(*idx->entries));
+		return idx->entries ? 0 : sbx_error_errno(err, ENOMEM, "image index");
 	}
+	struct stat st;
+	if (fd < 0 || fstat(fd, &st) < 0)
+		return sbx_error_errno(err, errno, "image index '%s'", path);
+	if (st.st_size > (off_t)INDEX_MAX_BYTES)
+		return sbx_error_set(err, 0, "image index '%s': larger than %u bytes", path, INDEX_MAX_BYTES);
+	cleanup_free char *buf = malloc((size_t)st.st_size + 1);
+	if (buf == NULL)
+		return sbx_error_errno(err, ENOMEM, "image index");
+	ssize_t got = pread(fd, buf, (size_t)st.st_size, 0);
+	if (got != (ssize_t)st.st_size)
+		return sbx_error_errno(err, got < 0 ? errno : EIO, "read '%s'", path);
+	json_error_t jerr;
+	json_t *doc = json_loadb(buf, (size_t)got, JSON_REJECT_DUPLICATES, &jerr);
+	if (doc == NULL)
+		return sbx_error_set(err, 0, "image index '%s': %s", path, jerr.text);
 	int rc = 0;
 	json_t *arr = json_object_get(doc, "images");
 	size_t n = json_array_size(arr);
@@ -107,10 +119,12 @@ static int save(const char *root, const struct sbx_index *idx, sbx_error_t *err)
 		rc = sbx_error_set(err, ENAMETOOLONG, "state directory path too long");
 	else if ((fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600)) < 0)
 		rc = sbx_error_errno(err, errno, "create '%s'", tmp);
-	else if (json_dumpfd(doc, fd, JSON_INDENT(1)) < 0 || fsync(fd) < 0)
+	else if ((errno = 0, json_dumpfd(doc, fd, JSON_INDENT(1))) < 0 || fsync(fd) < 0)
 		rc = sbx_error_errno(err, errno ? errno : EIO, "write '%s'", tmp);
 	else if (rename(tmp, path) < 0)
 		rc = sbx_error_errno(err, errno, "rename '%s'", tmp);
+	if (rc < 0 && fd >= 0)
+		unlink(tmp);
 	json_decref(doc);
 	return rc;
 }

@@ -1,18 +1,25 @@
 #include "image/image_pull.h"
 
 #include <errno.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
+#include "common/cleanup.h"
 #include "common/log.h"
 #include "image/digest.h"
 #include "image/image_index.h"
 #include "image/image_store.h"
 #include "image/manifest.h"
 #include "image/registry.h"
+
+/* A hit rewrites the index (last used) at most this often: creates in a
+ * burst then cost one index read each. */
+#define TOUCH_INTERVAL_S 60
 
 struct pull_ctx {
 	struct sbx_registry *reg;
@@ -37,8 +44,8 @@ static int fetch_layer(void *ud, size_t i, int fd, sbx_error_t *err)
 	return sbx_registry_blob(c->reg, d, fd, c->progress && c->progress->layer ? on_progress : NULL, c, err);
 }
 
-int sbx_image_record(const char *root, const char *ref, const char *digest, struct sbx_image_info *out,
-		     sbx_error_t *err)
+static int record(const char *root, const char *ref, const char *digest, struct sbx_image_info *out,
+		  sbx_error_t *err)
 {
 	char *path = sbx_image_path(root, digest, err);
 	if (path == NULL)
@@ -57,6 +64,20 @@ int sbx_image_record(const char *root, const char *ref, const char *digest, stru
 	snprintf(out->digest, sizeof(out->digest), "%s", digest);
 	out->size = (uint64_t)st.st_size;
 	out->path = path;
+	return 0;
+}
+
+int sbx_image_store(const char *root, const char *ref, const char *digest, const char *config, size_t config_len,
+		    const struct sbx_layer_source *src, struct sbx_image_info *out, sbx_error_t *err)
+{
+	cleanup_close int lock = sbx_store_lock(root, digest, err);
+	if (lock < 0)
+		return -1;
+	int built;
+	if (sbx_store_build(root, digest, config, config_len, src, &built, err) < 0 ||
+	    record(root, ref, digest, out, err) < 0)
+		return -1;
+	out->pulled = built;
 	return 0;
 }
 
@@ -119,11 +140,11 @@ int sbx_image_pull(const char *ref_str, const struct sbx_image_config *cfg, cons
 		goto out;
 	struct pull_ctx ctx = { .reg = reg, .m = &m, .progress = progress };
 	struct sbx_layer_source src = { .n_layers = m.n_entries, .fetch = fetch_layer, .ud = &ctx };
-	if (sbx_store_build(root, digest, config, config_len, &src, &out->pulled, err) < 0) {
+	if (sbx_image_store(root, canonical, digest, config, config_len, &src, out, err) < 0) {
 		sbx_error_prefix(err, "%s", canonical);
 		goto out;
 	}
-	rc = sbx_image_record(root, canonical, digest, out, err);
+	rc = 0;
 out:
 	free(config);
 	sbx_manifest_free(&m);
@@ -151,18 +172,20 @@ char *sbx_image_ensure(const char *name, const char *ref_str, const struct sbx_i
 	}
 	struct sbx_index idx;
 	char *path = NULL;
+	bool stale = false;
 	if (sbx_index_read(root, &idx, err) == 0) {
 		const struct sbx_index_entry *e = sbx_index_find(&idx, canonical);
 		if (e != NULL && (path = sbx_image_path(root, e->digest, err)) != NULL && access(path, F_OK) < 0) {
 			free(path);
 			path = NULL;
 		}
+		stale = e != NULL && (int64_t)time(NULL) - e->last_used >= TOUCH_INTERVAL_S;
 		sbx_index_free(&idx);
 	}
 	sbx_error_free(err); /* an unreadable index is a miss */
 	if (path != NULL) {
 		sbx_error_t terr = NULL;
-		if (sbx_index_touch(root, canonical, &terr) < 0) {
+		if (stale && sbx_index_touch(root, canonical, &terr) < 0) {
 			sbx_warn("image: %s", sbx_error_msg(terr));
 			sbx_error_free(&terr);
 		}

@@ -9,6 +9,7 @@
 #include "common/error.h"
 #include "image/image_config.h"
 #include "image/image_ref.h"
+#include "image/image_store.h"
 
 /* Progress of a pull, for a terminal: called as each layer downloads. */
 struct sbx_pull_progress {
@@ -35,8 +36,9 @@ int sbx_image_pull(const char *ref, const struct sbx_image_config *cfg, const st
  * pull or build failure (including no linux/<arch> manifest) -> S102. */
 char *sbx_image_ensure(const char *name, const char *ref, const struct sbx_image_config *cfg, sbx_error_t *err);
 
-/* Records an image that is already stored (import), for the index. */
-int sbx_image_record(const char *root, const char *ref, const char *digest, struct sbx_image_info *out,
-		     sbx_error_t *err);
+/* Builds the image of digest from src unless it is stored, and records
+ * ref -> digest in the index, both under the digest's lock (pull, import). */
+int sbx_image_store(const char *root, const char *ref, const char *digest, const char *config, size_t config_len,
+		    const struct sbx_layer_source *src, struct sbx_image_info *out, sbx_error_t *err);
 
 #endif

@@ -16,6 +16,7 @@
 #include "common/log.h"
 #include "common/state_dir.h"
 #include "image/digest.h"
+#include "image/image_index.h"
 #include "image/layer_apply.h"
 
 extern char **environ;
@@ -195,17 +196,12 @@ static int build(const char *root, const char *hex, const char *work, const char
 	return rc;
 }
 
-int sbx_store_build(const char *root, const char *digest, const char *config, size_t config_len,
-		    const struct sbx_layer_source *src, int *built, sbx_error_t *err)
+int sbx_store_lock(const char *root, const char *digest, sbx_error_t *err)
 {
-	*built = 0;
 	if (!sbx_digest_valid(digest))
 		return sbx_error_set(err, 0, "'%s' is not a sha256 digest", digest);
-	const char *hex = sbx_digest_hex(digest);
-	char lock[4096], img[4096], work[4096];
-	if (path_fmt(lock, sizeof(lock), err, "%s/locks/%s.lock", root, hex) < 0 ||
-	    path_fmt(img, sizeof(img), err, "%s/erofs/%s.erofs", root, hex) < 0 ||
-	    path_fmt(work, sizeof(work), err, "%s/tmp/%s", root, hex) < 0)
+	char lock[4096];
+	if (path_fmt(lock, sizeof(lock), err, "%s/locks/%s.lock", root, sbx_digest_hex(digest)) < 0)
 		return -1;
 	cleanup_close int lfd = open(lock, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
 	if (lfd < 0)
@@ -214,6 +210,20 @@ int sbx_store_build(const char *root, const char *digest, const char *config, si
 	while (flock(lfd, LOCK_EX) < 0)
 		if (errno != EINTR)
 			return sbx_error_errno(err, errno, "lock '%s'", lock);
+	return sbx_steal_fd(lfd);
+}
+
+int sbx_store_build(const char *root, const char *digest, const char *config, size_t config_len,
+		    const struct sbx_layer_source *src, int *built, sbx_error_t *err)
+{
+	*built = 0;
+	if (!sbx_digest_valid(digest))
+		return sbx_error_set(err, 0, "'%s' is not a sha256 digest", digest);
+	const char *hex = sbx_digest_hex(digest);
+	char img[4096], work[4096];
+	if (path_fmt(img, sizeof(img), err, "%s/erofs/%s.erofs", root, hex) < 0 ||
+	    path_fmt(work, sizeof(work), err, "%s/tmp/%s", root, hex) < 0)
+		return -1;
 	if (access(img, F_OK) == 0)
 		return 0;
 	struct stat st;
@@ -231,4 +241,28 @@ int sbx_store_build(const char *root, const char *digest, const char *config, si
 	if (rc == 0)
 		*built = 1;
 	return rc;
+}
+
+int sbx_store_delete_unused(const char *root, const char *digest, sbx_error_t *err)
+{
+	cleanup_close int lock = sbx_store_lock(root, digest, err);
+	if (lock < 0)
+		return -1;
+	struct sbx_index idx;
+	if (sbx_index_read(root, &idx, err) < 0)
+		return -1;
+	int used = sbx_index_uses_digest(&idx, digest);
+	sbx_index_free(&idx);
+	if (used)
+		return 0;
+	const char *hex = sbx_digest_hex(digest);
+	char img[4096], cfg[4096];
+	if (path_fmt(img, sizeof(img), err, "%s/erofs/%s.erofs", root, hex) < 0 ||
+	    path_fmt(cfg, sizeof(cfg), err, "%s/erofs/%s.config.json", root, hex) < 0)
+		return -1;
+	if (unlink(img) < 0 && errno != ENOENT)
+		return sbx_error_errno(err, errno, "delete '%s'", img);
+	if (unlink(cfg) < 0 && errno != ENOENT)
+		return sbx_error_errno(err, errno, "delete '%s'", cfg);
+	return 0;
 }

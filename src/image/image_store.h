@@ -28,10 +28,21 @@ struct sbx_layer_source {
 	void *ud;
 };
 
-/* Builds the image of digest from its layers unless it is already stored;
- * concurrent callers for one digest build it once.  *built says whether
- * this call did the work. */
+/* Takes the exclusive per-digest lock (waiting for it) and returns its
+ * descriptor; closing it releases the lock, as does the holder's death.
+ * Building, recording in the index and deleting an image all hold it, so
+ * `image rm` cannot delete what a concurrent pull is about to record. */
+int sbx_store_lock(const char *root, const char *digest, sbx_error_t *err);
+
+/* Builds the image of digest from its layers unless it is already stored.
+ * The caller holds sbx_store_lock(root, digest), so concurrent callers for
+ * one digest build it once.  *built says whether this call did the work. */
 int sbx_store_build(const char *root, const char *digest, const char *config, size_t config_len,
 		    const struct sbx_layer_source *src, int *built, sbx_error_t *err);
+
+/* Deletes the stored image of digest (and its config) unless the index
+ * still names it; takes the digest's lock, so it waits for a build or pull
+ * of that digest to finish recording.  A running VM keeps its open image. */
+int sbx_store_delete_unused(const char *root, const char *digest, sbx_error_t *err);
 
 #endif

@@ -75,9 +75,9 @@ static int create_parents(struct sbx_rootfs *r, char *path, sbx_error_t *err)
 	return cur;
 }
 
-/* Opens the parent directory of path (creating missing ones, as Docker does)
- * and points *name at the last component. */
-static int open_parent(struct sbx_rootfs *r, char *path, const char **name, sbx_error_t *err)
+/* Opens the parent directory of path (creating missing ones when create is
+ * set, as Docker does for entries) and points *name at the last component. */
+static int open_parent(struct sbx_rootfs *r, char *path, bool create, const char **name, sbx_error_t *err)
 {
 	char *slash = strrchr(path, '/');
 	if (slash == NULL) {
@@ -87,7 +87,7 @@ static int open_parent(struct sbx_rootfs *r, char *path, const char **name, sbx_
 	*name = slash + 1;
 	*slash = '\0';
 	int fd = resolve(r->root, path, O_PATH | O_DIRECTORY, err);
-	if (fd < 0 && (*err)->errnum == ENOENT) {
+	if (fd < 0 && create && (*err)->errnum == ENOENT) {
 		sbx_error_free(err);
 		fd = create_parents(r, path, err);
 	}
@@ -175,7 +175,7 @@ static int apply_whiteout(struct sbx_rootfs *r, char *path, sbx_error_t *err)
 	if (sbx_path_set_has(&r->layer_paths, path))
 		return 0;
 	const char *name;
-	int pfd = open_parent(r, path, &name, err);
+	int pfd = open_parent(r, path, false, &name, err);
 	if (pfd < 0) {
 		/* Whiting out something below a missing directory is a no-op. */
 		if ((*err)->errnum == ENOENT || (*err)->errnum == ENOTDIR) {
@@ -189,7 +189,7 @@ static int apply_whiteout(struct sbx_rootfs *r, char *path, sbx_error_t *err)
 	return rc;
 }
 
-static int write_data(struct sbx_rootfs *r, struct archive *a, int fd, int64_t size, sbx_error_t *err)
+static int write_data(struct archive *a, int fd, int64_t size, sbx_error_t *err)
 {
 	const void *buf;
 	size_t len;
@@ -202,9 +202,6 @@ static int write_data(struct sbx_rootfs *r, struct archive *a, int fd, int64_t s
 			return sbx_error_set(err, 0, "layer data: %s", archive_error_string(a));
 		if (off < 0 || (uint64_t)off + len > (uint64_t)size)
 			return sbx_error_set(err, 0, "layer data beyond the entry's size");
-		r->bytes += len;
-		if (r->bytes > SBX_ROOTFS_MAX_BYTES)
-			return sbx_error_set(err, 0, "image larger than %llu bytes", SBX_ROOTFS_MAX_BYTES);
 		while (len > 0) {
 			ssize_t n = pwrite(fd, buf, len, off);
 			if (n < 0 && errno == EINTR)
@@ -230,7 +227,8 @@ static int set_xattrs(int pfd, const char *name, struct archive_entry *e, sbx_er
 	if (archive_entry_xattr_reset(e) == 0)
 		return 0;
 	char proc[64 + 256];
-	snprintf(proc, sizeof(proc), "/proc/self/fd/%d/%s", pfd, name);
+	if (snprintf(proc, sizeof(proc), "/proc/self/fd/%d/%s", pfd, name) >= (int)sizeof(proc))
+		return sbx_error_set(err, ENAMETOOLONG, "name too long for xattrs: '%s'", name);
 	while (archive_entry_xattr_next(e, &key, &value, &size) == ARCHIVE_OK) {
 		/* The host's overlayfs must never see overlay metadata from an image. */
 		if (strncmp(key, "trusted.overlay.", 16) == 0)
@@ -296,7 +294,7 @@ static int apply_entry(struct sbx_rootfs *r, struct archive *a, struct archive_e
 	if (sbx_path_set_add(&r->layer_paths, path) < 0)
 		return sbx_error_errno(err, ENOMEM, "layer");
 	const char *name;
-	cleanup_close int pfd = open_parent(r, path, &name, err);
+	cleanup_close int pfd = open_parent(r, path, true, &name, err);
 	if (pfd < 0)
 		return -1;
 
@@ -313,7 +311,7 @@ static int apply_entry(struct sbx_rootfs *r, struct archive *a, struct archive_e
 		if (sbx_tar_path_clean(hardlink, target, sizeof(target), err) < 0)
 			return sbx_error_prefix(err, "hard link '%s'", path);
 		const char *tname;
-		cleanup_close int tfd = open_parent(r, target, &tname, err);
+		cleanup_close int tfd = open_parent(r, target, false, &tname, err);
 		if (tfd < 0)
 			return sbx_error_prefix(err, "hard link target");
 		if (linkat(tfd, tname, pfd, name, 0) < 0)
@@ -328,10 +326,16 @@ static int apply_entry(struct sbx_rootfs *r, struct archive *a, struct archive_e
 			return sbx_error_errno(err, ENOMEM, "layer");
 		return set_owner_mode(r, pfd, name, e, false, err);
 	case AE_IFREG: {
+		/* Count the declared size, not the data: a sparse entry of a huge
+		 * size would otherwise become a huge file for mkfs.erofs to read. */
+		int64_t size = archive_entry_size(e);
+		if (size < 0 || (uint64_t)size > SBX_ROOTFS_MAX_BYTES - r->bytes)
+			return sbx_error_set(err, 0, "'%s': image larger than %llu bytes", path, SBX_ROOTFS_MAX_BYTES);
+		r->bytes += (uint64_t)size;
 		cleanup_close int fd = openat(pfd, name, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
 		if (fd < 0)
 			return sbx_error_errno(err, errno, "create '%s'", path);
-		if (write_data(r, a, fd, archive_entry_size(e), err) < 0)
+		if (write_data(a, fd, size, err) < 0)
 			return sbx_error_prefix(err, "'%s'", path);
 		break;
 	}

@@ -17,6 +17,8 @@
 
 #define ATTEMPTS 4
 #define TOKEN_MAX_BYTES (64u << 10)
+/* A server asking for a longer pause than this is treated as down. */
+#define RETRY_AFTER_MAX_S 60
 #define ACCEPT_MANIFESTS \
 	"Accept: " SBX_MT_OCI_INDEX ", " SBX_MT_OCI_MANIFEST ", " SBX_MT_DOCKER_LIST ", " SBX_MT_DOCKER_MANIFEST
 
@@ -44,6 +46,7 @@ struct sink {
 	/* from the response headers */
 	char content_type[128];
 	char www_auth[2048];
+	long retry_after; /* seconds, -1 when absent or not a number */
 };
 
 static int loopback_host(const char *host)
@@ -258,6 +261,15 @@ static void copy_header_value(char *dst, size_t cap, const char *v, size_t n)
 	dst[n] = '\0';
 }
 
+/* Retry-After in its delay-seconds form; the HTTP-date form is rare from
+ * registries and falls back to our own backoff. */
+static long parse_seconds(const char *v)
+{
+	if (v[0] == '\0' || strlen(v) > 9 || v[strspn(v, "0123456789")] != '\0')
+		return -1;
+	return strtol(v, NULL, 10);
+}
+
 static size_t on_header(char *data, size_t size, size_t nmemb, void *ud)
 {
 	struct sink *s = ud;
@@ -265,6 +277,11 @@ static size_t on_header(char *data, size_t size, size_t nmemb, void *ud)
 	if (n >= 5 && strncmp(data, "HTTP/", 5) == 0) {
 		/* a new response (after a redirect): forget the previous headers */
 		s->content_type[0] = s->www_auth[0] = '\0';
+		s->retry_after = -1;
+	} else if (n > 12 && strncasecmp(data, "retry-after:", 12) == 0) {
+		char v[32];
+		copy_header_value(v, sizeof(v), data + 12, n - 12);
+		s->retry_after = parse_seconds(v);
 	} else if (n > 13 && strncasecmp(data, "content-type:", 13) == 0) {
 		copy_header_value(s->content_type, sizeof(s->content_type), data + 13, n - 13);
 	} else if (n > 17 && strncasecmp(data, "www-authenticate:", 17) == 0) {
@@ -279,6 +296,7 @@ static int sink_reset(struct sink *s, sbx_error_t *err)
 	s->written = 0;
 	s->overflow = false;
 	s->write_errno = 0;
+	s->retry_after = -1;
 	if (s->fd >= 0 && ftruncate(s->fd, 0) < 0)
 		return sbx_error_errno(err, errno, "truncate download");
 	if (s->hash != NULL) {
@@ -342,10 +360,10 @@ static long perform(struct sbx_registry *reg, const char *url, const char *accep
 
 static int fetch_token(struct sbx_registry *reg, const struct sbx_www_auth *ch, sbx_error_t *err)
 {
-	if (sbx_url_check_transport(ch->realm, err) < 0 && !reg->insecure_ok)
+	/* Credentials go to the realm: never in clear text off this machine. */
+	if (sbx_url_check_transport(ch->realm, err) < 0)
 		return sbx_error_prefix(err, "token realm");
-	sbx_error_free(err);
-	char scope[600];
+	char scope[sizeof(ch->scope) + 300];
 	if (ch->scope[0])
 		snprintf(scope, sizeof(scope), "%s", ch->scope);
 	else if (snprintf(scope, sizeof(scope), "repository:%s:pull", reg->repo) >= (int)sizeof(scope))
@@ -397,16 +415,20 @@ out:
 	return rc;
 }
 
-static void backoff(int attempt)
+/* The pause before retry number `attempt` (1-based): the server's
+ * Retry-After when it gave one, else 0.5 s doubling. */
+static long backoff_ms(int attempt, long retry_after)
 {
-	struct timespec ts = { .tv_sec = 0, .tv_nsec = 500000000L };
-	for (int i = 0; i < attempt; i++) {
-		ts.tv_sec *= 2;
-		ts.tv_nsec *= 2;
-		ts.tv_sec += ts.tv_nsec / 1000000000L;
-		ts.tv_nsec %= 1000000000L;
-	}
-	nanosleep(&ts, NULL);
+	if (retry_after >= 0)
+		return retry_after * 1000;
+	return 500L << (attempt - 1);
+}
+
+static void sleep_ms(long ms)
+{
+	struct timespec ts = { .tv_sec = ms / 1000, .tv_nsec = (ms % 1000) * 1000000L };
+	while (nanosleep(&ts, &ts) < 0 && errno == EINTR)
+		;
 }
 
 /* GET with auth challenges answered and transient failures retried. */
@@ -450,14 +472,22 @@ static int get(struct sbx_registry *reg, const char *path, const char *accept, s
 					      status == 404 ? " (not found)" : "");
 			break;
 		}
+		if (status > 0 && s->retry_after > RETRY_AFTER_MAX_S) {
+			sbx_error_set(err, 0, "GET %s: HTTP %ld, retry after %ld s", url, status, s->retry_after);
+			break;
+		}
 		if (status > 0)
-			sbx_error_set(err, 0, "GET %s: HTTP %ld", url, status);
+			sbx_error_set(err, 0, "GET %s: HTTP %ld%s", url, status,
+				      status == 429 ? " (too many requests)" : " (server error)");
 		else if (!transient)
 			break;
-		if (++attempt < ATTEMPTS) {
-			sbx_debug("image: %s, retrying", sbx_error_msg(*err));
-			backoff(attempt - 1);
+		if (++attempt == ATTEMPTS) {
+			sbx_error_prefix(err, "gave up after %d attempts", ATTEMPTS);
+			break;
 		}
+		long ms = backoff_ms(attempt, status > 0 ? s->retry_after : -1);
+		sbx_info("image: %s; retry %d of %d in %ld ms", sbx_error_msg(*err), attempt, ATTEMPTS - 1, ms);
+		sleep_ms(ms);
 	}
 	free(url);
 	if (rc == 0)
@@ -470,7 +500,8 @@ int sbx_registry_manifest(struct sbx_registry *reg, const char *reference, struc
 {
 	struct sink s = { .fd = -1, .limit = SBX_MANIFEST_MAX_BYTES };
 	char path[300];
-	snprintf(path, sizeof(path), "manifests/%s", reference);
+	if (snprintf(path, sizeof(path), "manifests/%s", reference) >= (int)sizeof(path))
+		return sbx_error_set(err, 0, "manifest reference too long");
 	int rc = get(reg, path, ACCEPT_MANIFESTS, &s, err);
 	if (rc == 0)
 		rc = sbx_sha256_buf(s.buf ? s.buf : "", s.len, digest, err);
