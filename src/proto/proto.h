@@ -76,6 +76,107 @@
  *                        EISDIR, EACCES, ...), message names the path.
  *                        May come before STDIN_EOF: later frames on the
  *                        stream are then ignored.
+ *
+ * The other fs operations (contract 7.8-7.18) are one request each, on a
+ * fresh stream S != 0.  Every one ends with exactly one of
+ *   guest -> FS_DONE    {u64 count, u32 flags}   success (meaning per op)
+ *   guest -> FS_ERROR   {i32 errno, str message} failure; nothing follows
+ * except FS_READ, which ends with EXIT {0} like a process.  The guest
+ * never follows symlinks while walking a tree, and every message names the
+ * path it is about.  Requests the guest does not know (an older init) are
+ * answered with ERROR "unsupported message type" (the host's S219).
+ *
+ *   FS_LS    {str path}          -> FS_ENTRIES* then FS_DONE {count = entries}
+ *            lstat semantics: a path (or a symlink) that is not a directory
+ *            fails with ENOTDIR.  Readdir order, no "." / "..", entries that
+ *            vanish mid-listing are skipped.
+ *   FS_STAT  {str path}          -> one FS_ENTRIES {1 entry} then FS_DONE {1}
+ *            lstat; the entry's name is the path's last component, or the
+ *            whole path when it has none ("/", "..").
+ *   FS_MKDIR {str path, u32 mode, u32 flags (PARENTS)}
+ *            -> FS_DONE {count = 1 created, 0 already existed}
+ *            An existing path (any type) is EEXIST without PARENTS, count 0
+ *            with it (nothing touched).  Missing parent without PARENTS:
+ *            ENOENT "path not found: <path>".  The leaf gets `mode` exactly;
+ *            created intermediates get 0755.
+ *   FS_RM    {str path, u32 flags (RECURSIVE)} -> FS_DONE {1}
+ *            lstat; a non-empty directory without RECURSIVE is ENOTEMPTY
+ *            (nothing removed); symlinks are unlinked, never followed.
+ *   FS_CHMOD {str path, u32 mode, u32 flags (RECURSIVE, SET_UID, SET_GID),
+ *            u32 uid, u32 gid}   -> FS_DONE {count = entries changed}
+ *            The path itself follows a symlink (like chmod(2)) and counts 1;
+ *            a symlink root is not walked.  RECURSIVE walks the tree and
+ *            skips the symlinks inside it (their targets may lie outside).
+ *            uid/gid are applied only with their SET_ flag.  The first
+ *            error aborts (earlier entries stay changed).
+ *   FS_MV    {str src, str dst, u32 flags (OVERWRITE)} -> FS_DONE {1}
+ *            src missing: ENOENT "src not found: <src>"; dst exists without
+ *            OVERWRITE: EEXIST "dst already exists: <dst>".  rename(2); on
+ *            EXDEV a regular file is copied to a temp sibling of dst (mode
+ *            kept), renamed over dst, then src is unlinked.
+ *   FS_GREP  {str path, str pattern, u32 flags (RECURSIVE, IGNORE_CASE),
+ *            strv include, strv exclude, u64 max_matches (0 = unlimited),
+ *            u64 max_line_bytes (0 = no limit)}
+ *            -> FS_MATCHES* then FS_DONE {count = matches, flags TRUNCATED}
+ *            Checks in order: lstat path (ENOENT), compile (PROTO_FS_EREGEX
+ *            "bad regex: ..."), directory without RECURSIVE
+ *            (PROTO_FS_EINVALID).  PCRE2 with UTF and UCP.  Regular files
+ *            only; a NUL in the first 8 KiB skips the file.  Lines split on
+ *            \n with a trailing \r dropped; lines that are not UTF-8 are
+ *            skipped but counted.  Only the first PROTO_FS_SCAN_LINE bytes of
+ *            a longer line are searched.  A reported line longer than
+ *            max_line_bytes (and always one longer than PROTO_FS_MAX_CONTENT)
+ *            is cut at a UTF-8 boundary and gets "\u2026" appended.
+ *            TRUNCATED is set as soon as max_matches is reached.
+ *            Globs (gitignore-style) are matched against the path relative
+ *            to the root: `*` and `?` stay within one component, `**` spans
+ *            any number of them, `[...]` / `[!...]` are classes, `\` escapes;
+ *            a pattern holding a `/` (a leading one only anchors) matches the
+ *            whole relative path, else any single component; a pattern also
+ *            matches every file below a directory it matches, and a trailing
+ *            `/` makes it match directories only.  A file is kept when it
+ *            matches no exclude and (include empty or) some include.  With a
+ *            file root, the globs see its basename.
+ *   FS_SED   {strv files, str path, str pattern, str replacement,
+ *            u32 flags (RECURSIVE, IGNORE_CASE, REGEX, FIRST_ONLY),
+ *            strv include, strv exclude}
+ *            exactly one of files (non-empty) / path (non-empty, walked like
+ *            FS_GREP after resolving a symlinked root)
+ *            -> FS_SED_FILES* then FS_DONE {count = total replacements}
+ *            Each file is replaced line by line (the pattern sees the line
+ *            without its \n, so `$` anchors at the end of the line), written
+ *            to a temp sibling with the original mode and owner, renamed
+ *            over it (even with 0 replacements).  A file that fails (missing,
+ *            not UTF-8, unreadable) gets its errno and message in its
+ *            FS_SED_FILES entry and the others continue.  REGEX: `$1`,
+ *            `${1}`, `$name`, `${name}`, `$$` in the replacement (an unknown
+ *            group expands to nothing); an empty pattern matches everywhere.
+ *            Literal: the replacement is taken verbatim; an empty pattern is
+ *            PROTO_FS_EINVALID "pattern is empty".  FIRST_ONLY: the first
+ *            match of each line.
+ *   FS_READ  {str path}          -> FS_META {u64 size, u32 mode, i64 mtime}
+ *            then STDOUT chunks (the file's bytes, under CREDIT flow control
+ *            as for a process) then EXIT {0}, or FS_ERROR at any point (the
+ *            bytes sent so far are then incomplete).  stat follows symlinks;
+ *            a directory is EISDIR, another non-regular file
+ *            PROTO_FS_EWRONGTYPE.  The file is read to its end even when it
+ *            grew past `size`.
+ *   host  -> KILL {any signal} cancels any of these: FS_ERROR ECANCELED.
+ *
+ * Result batches (each frame's payload stays below PROTO_MAX_PAYLOAD; at
+ * most PROTO_FS_MAX_BATCH items per frame):
+ *   FS_ENTRIES   {u32 n, n x {str name, u32 mode (low 12 bits), u32 flags
+ *                (ENTRY_DIR, ENTRY_SYMLINK), u64 size, i64 mtime (s)}}
+ *   FS_MATCHES   {u32 n, n x {str path, u64 line (1-based), str content}}
+ *   FS_SED_FILES {u32 n, n x {str path, u64 replacements, i32 errno
+ *                (0 = success), str error ("" on success)}}
+ *
+ * errno values in FS_ERROR are Linux's, plus these guest verdicts:
+ *   PROTO_FS_EINVALID    the request is invalid for this path (S210)
+ *   PROTO_FS_EREGEX      the pattern does not compile (S217)
+ *   PROTO_FS_EWRONGTYPE  the path has the wrong file type (S212)
+ * A missing parent of FS_WRITE is ENOENT with a message starting
+ * "parent not found: <parent>" (S211 with the fix {parents: true}).
  */
 #ifndef SBX_PROTO_H
 #define SBX_PROTO_H
@@ -116,11 +217,46 @@ enum proto_type {
 	PROTO_FS_FIRST = 0x40,
 	PROTO_FS_WRITE = 0x40,
 	PROTO_FS_ERROR = 0x41,
+	PROTO_FS_LS = 0x42,
+	PROTO_FS_STAT = 0x43,
+	PROTO_FS_MKDIR = 0x44,
+	PROTO_FS_RM = 0x45,
+	PROTO_FS_CHMOD = 0x46,
+	PROTO_FS_MV = 0x47,
+	PROTO_FS_GREP = 0x48,
+	PROTO_FS_SED = 0x49,
+	PROTO_FS_READ = 0x4a,
+	PROTO_FS_ENTRIES = 0x50,
+	PROTO_FS_MATCHES = 0x51,
+	PROTO_FS_SED_FILES = 0x52,
+	PROTO_FS_META = 0x53,
+	PROTO_FS_DONE = 0x54,
 	PROTO_FS_LAST = 0x5f,
 };
 
 #define PROTO_SPAWN_STDIN 0x1u /* STDIN frames follow; else stdin is at EOF */
-#define PROTO_FS_PARENTS 0x1u  /* FS_WRITE: create missing parent directories */
+/* Request flags of the fs operations (each op accepts the ones it names). */
+#define PROTO_FS_PARENTS 0x1u      /* FS_WRITE, FS_MKDIR: create missing parents */
+#define PROTO_FS_RECURSIVE 0x2u    /* FS_RM, FS_CHMOD, FS_GREP, FS_SED */
+#define PROTO_FS_OVERWRITE 0x4u    /* FS_MV */
+#define PROTO_FS_IGNORE_CASE 0x8u  /* FS_GREP, FS_SED */
+#define PROTO_FS_REGEX 0x10u       /* FS_SED: pattern is a regex, else literal */
+#define PROTO_FS_FIRST_ONLY 0x20u  /* FS_SED: first match of each line only */
+#define PROTO_FS_SET_UID 0x40u     /* FS_CHMOD: uid is set */
+#define PROTO_FS_SET_GID 0x80u     /* FS_CHMOD: gid is set */
+/* FS_DONE flags */
+#define PROTO_FS_TRUNCATED 0x1u    /* FS_GREP stopped at max_matches */
+/* FS_ENTRIES entry flags */
+#define PROTO_FS_ENTRY_DIR 0x1u
+#define PROTO_FS_ENTRY_SYMLINK 0x2u
+/* Guest verdicts carried as FS_ERROR errno (above every Linux errno). */
+#define PROTO_FS_EINVALID 1000
+#define PROTO_FS_EREGEX 1001
+#define PROTO_FS_EWRONGTYPE 1002
+#define PROTO_FS_MAX_BATCH 4096u            /* items per result frame */
+#define PROTO_FS_MAX_GLOBS 256u             /* include / exclude entries each */
+#define PROTO_FS_MAX_CONTENT (16u * 1024u)  /* FS_MATCHES content, with the ellipsis */
+#define PROTO_FS_SCAN_LINE (1024u * 1024u)  /* FS_GREP searches this much of a line */
 #define PROTO_MAX_PATH 4096u   /* PATH_MAX */
 
 struct proto_header {

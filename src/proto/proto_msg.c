@@ -4,6 +4,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "proto/proto_msg_fs.h"
+
 
 const char *proto_type_name(uint8_t type)
 {
@@ -27,7 +29,8 @@ const char *proto_type_name(uint8_t type)
 	case PROTO_FS_WRITE: return "FS_WRITE";
 	case PROTO_FS_ERROR: return "FS_ERROR";
 	}
-	return "?";
+	const char *fs = proto_fs_type_name(type);
+	return fs != NULL ? fs : "?";
 }
 
 /* Types that only make sense on stream 0; ERROR may travel on both (a boot
@@ -176,7 +179,7 @@ static int decode_body(struct proto_rbuf *r, struct proto_msg *m, sbx_error_t *e
 	case PROTO_FS_ERROR:
 		return decode_fs_error(r, &m->u.fs_error, err);
 	}
-	return sbx_error_set(err, 0, "unsupported message type 0x%02x", m->type);
+	return proto_fs_decode_body(r, m, err);
 }
 
 int proto_msg_decode(const struct proto_header *h, const uint8_t *payload, struct proto_msg *m,
@@ -218,6 +221,9 @@ void proto_msg_free(struct proto_msg *m)
 		break;
 	case PROTO_FS_ERROR:
 		free(m->u.fs_error.message);
+		break;
+	default:
+		proto_fs_free(m);
 		break;
 	}
 	memset(&m->u, 0, sizeof(m->u));
@@ -294,7 +300,7 @@ static int encode_body(struct proto_wbuf *b, const struct proto_msg *m, sbx_erro
 		proto_put_str(b, m->u.fs_error.message != NULL ? m->u.fs_error.message : "");
 		return 0;
 	}
-	return sbx_error_set(err, 0, "cannot encode message type 0x%02x", m->type);
+	return proto_fs_encode_body(b, m, err);
 }
 
 int proto_msg_encode(struct proto_wbuf *out, const struct proto_msg *m, sbx_error_t *err)

@@ -40,6 +40,93 @@ struct proto_fs_error {
 	char *message;
 };
 
+/* FS_LS, FS_STAT, FS_READ */
+struct proto_fs_path {
+	char *path; /* non-empty, at most PROTO_MAX_PATH bytes (as every fs path) */
+};
+
+struct proto_fs_mkdir {
+	char *path;
+	uint32_t mode;  /* 0..07777 */
+	uint32_t flags; /* PROTO_FS_PARENTS */
+};
+
+struct proto_fs_rm {
+	char *path;
+	uint32_t flags; /* PROTO_FS_RECURSIVE */
+};
+
+struct proto_fs_chmod {
+	char *path;
+	uint32_t mode;     /* 0..07777 */
+	uint32_t flags;    /* PROTO_FS_RECURSIVE, PROTO_FS_SET_UID, PROTO_FS_SET_GID */
+	uint32_t uid, gid; /* used only with their SET_ flag */
+};
+
+struct proto_fs_mv {
+	char *src, *dst;
+	uint32_t flags; /* PROTO_FS_OVERWRITE */
+};
+
+struct proto_fs_grep {
+	char *path;
+	char *pattern;
+	uint32_t flags; /* PROTO_FS_RECURSIVE, PROTO_FS_IGNORE_CASE */
+	char **include, **exclude; /* at most PROTO_FS_MAX_GLOBS each */
+	uint64_t max_matches;      /* 0 = unlimited */
+	uint64_t max_line_bytes;   /* 0 = no limit */
+};
+
+struct proto_fs_sed {
+	char **files; /* either a non-empty list of paths ... */
+	char *path;   /* ... or a non-empty path (the other is empty) */
+	char *pattern, *replacement;
+	uint32_t flags; /* PROTO_FS_RECURSIVE, _IGNORE_CASE, _REGEX, _FIRST_ONLY */
+	char **include, **exclude;
+};
+
+struct proto_fs_entry {
+	char *name;
+	uint32_t mode;  /* low 12 bits */
+	uint32_t flags; /* PROTO_FS_ENTRY_DIR, PROTO_FS_ENTRY_SYMLINK */
+	uint64_t size;
+	int64_t mtime;  /* Unix seconds */
+};
+
+struct proto_fs_match {
+	char *path;
+	uint64_t line; /* 1-based */
+	char *content; /* at most PROTO_FS_MAX_CONTENT bytes */
+};
+
+struct proto_fs_sed_file {
+	char *path;
+	uint64_t replacements;
+	int32_t errnum; /* 0 = success */
+	char *error;    /* "" on success */
+};
+
+/* FS_ENTRIES, FS_MATCHES, FS_SED_FILES: 1..PROTO_FS_MAX_BATCH items. */
+struct proto_fs_batch {
+	uint32_t n;
+	union {
+		struct proto_fs_entry *entries;
+		struct proto_fs_match *matches;
+		struct proto_fs_sed_file *files;
+	} v;
+};
+
+struct proto_fs_meta {
+	uint64_t size;
+	uint32_t mode; /* low 12 bits */
+	int64_t mtime;
+};
+
+struct proto_fs_done {
+	uint64_t count;
+	uint32_t flags; /* PROTO_FS_TRUNCATED */
+};
+
 struct proto_data {
 	const uint8_t *data; /* borrowed: points into the decoded payload */
 	size_t len;          /* <= PROTO_MAX_CHUNK */
@@ -61,6 +148,16 @@ struct proto_msg {
 		char *message;             /* ERROR */
 		struct proto_fs_write fs_write; /* FS_WRITE */
 		struct proto_fs_error fs_error; /* FS_ERROR */
+		struct proto_fs_path fs_path;   /* FS_LS, FS_STAT, FS_READ */
+		struct proto_fs_mkdir fs_mkdir; /* FS_MKDIR */
+		struct proto_fs_rm fs_rm;       /* FS_RM */
+		struct proto_fs_chmod fs_chmod; /* FS_CHMOD */
+		struct proto_fs_mv fs_mv;       /* FS_MV */
+		struct proto_fs_grep fs_grep;   /* FS_GREP */
+		struct proto_fs_sed fs_sed;     /* FS_SED */
+		struct proto_fs_batch fs_batch; /* FS_ENTRIES, FS_MATCHES, FS_SED_FILES */
+		struct proto_fs_meta fs_meta;   /* FS_META */
+		struct proto_fs_done fs_done;   /* FS_DONE */
 	} u;
 };
 

@@ -279,7 +279,7 @@ TEST(range_rejections)
 	proto_put_i32(&p, 256);
 	CHECK_INT(decode_raw(PROTO_EXIT, 1, &p), -1);
 	p.len = 0;
-	CHECK_INT(decode_raw(PROTO_FS_ERROR + 1, 1, &p), -1);
+	CHECK_INT(decode_raw(PROTO_FS_LAST - 1, 1, &p), -1);
 	CHECK(strstr(last_err, "unsupported") != NULL);
 	proto_wbuf_free(&p);
 }
