@@ -16,12 +16,21 @@
  * runs empty (so a guest stalled on a full window always gets credit). */
 #define CREDIT_BATCH (64u * 1024u)
 #define SEND_TIMEOUT_S 15
+/* All result frames of one fs operation together; a guest that sends more
+ * fails that operation (a reply this large could not travel anyway). */
+#define FS_RESULT_MAX (16u * 1024u * 1024u)
 
 struct out_chunk {
 	struct out_chunk *next;
 	enum chan_output which;
 	size_t len, off;
 	uint8_t data[];
+};
+
+/* A result message of an fs operation, waiting for its reader. */
+struct fs_item {
+	struct fs_item *next;
+	struct proto_msg m;
 };
 
 struct chan_stream {
@@ -39,6 +48,10 @@ struct chan_stream {
 	int code;
 	char *error; /* the guest's ERROR or FS_ERROR message */
 	int errnum;  /* FS_ERROR's errno, else 0 */
+	struct fs_item *fs_head, *fs_tail; /* FS_ENTRIES, FS_MATCHES, FS_SED_FILES, FS_META */
+	size_t fs_bytes;                   /* payload bytes of every result frame so far */
+	bool has_done;
+	struct proto_fs_done done;
 };
 
 struct chan {
@@ -133,9 +146,37 @@ static struct chan_stream *find_stream(struct chan *c, uint32_t id)
 	return NULL;
 }
 
+/* Queues a result message of an fs operation (taking its contents). */
+static int queue_fs(struct chan_stream *s, struct proto_msg *m, uint32_t length, bool *taken)
+{
+	if (s->ended)
+		return 0;
+	s->fs_bytes += length;
+	struct fs_item *it = s->fs_bytes <= FS_RESULT_MAX ? malloc(sizeof(*it)) : NULL;
+	if (it == NULL) {
+		s->ended = true;
+		s->code = -1;
+		s->errnum = EFBIG;
+		free(s->error);
+		s->error = strdup(s->fs_bytes > FS_RESULT_MAX ? "the guest's answer is larger than 16 MiB"
+							       : "out of memory for the guest's answer");
+		return 0;
+	}
+	it->next = NULL;
+	it->m = *m;
+	*taken = true;
+	if (s->fs_tail != NULL)
+		s->fs_tail->next = it;
+	else
+		s->fs_head = it;
+	s->fs_tail = it;
+	return 0;
+}
+
 /* Applies one guest frame; returns -1 (with err) when the guest broke the
- * protocol.  Called by the reader with the lock held. */
-static int handle(struct chan *c, const struct proto_msg *m, sbx_error_t *err)
+ * protocol.  Sets *taken when it kept m's contents.  Called by the reader
+ * with the lock held. */
+static int handle(struct chan *c, struct proto_msg *m, uint32_t length, bool *taken, sbx_error_t *err)
 {
 	struct chan_stream *s = m->stream != 0 ? find_stream(c, m->stream) : NULL;
 	switch (m->type) {
@@ -202,8 +243,23 @@ static int handle(struct chan *c, const struct proto_msg *m, sbx_error_t *err)
 			s->error = strdup(m->u.message);
 		}
 		break;
+	case PROTO_FS_ENTRIES:
+	case PROTO_FS_MATCHES:
+	case PROTO_FS_SED_FILES:
+	case PROTO_FS_META:
+		if (s != NULL)
+			queue_fs(s, m, length, taken);
+		break;
+	case PROTO_FS_DONE:
+		if (s != NULL && !s->ended) {
+			s->ended = true;
+			s->code = 0;
+			s->has_done = true;
+			s->done = m->u.fs_done;
+		}
+		break;
 	case PROTO_FS_ERROR:
-		if (s != NULL) {
+		if (s != NULL && !s->ended) {
 			s->ended = true;
 			s->code = -1;
 			s->errnum = m->u.fs_error.errnum;
@@ -246,10 +302,12 @@ static void *reader_main(void *arg)
 			struct proto_msg m;
 			if (proto_msg_decode(&h, payload, &m, &err) < 0)
 				break;
+			bool taken = false;
 			pthread_mutex_lock(&c->lock);
-			handle(c, &m, &err);
+			handle(c, &m, h.length, &taken, &err);
 			pthread_mutex_unlock(&c->lock);
-			proto_msg_free(&m);
+			if (!taken)
+				proto_msg_free(&m);
 		}
 		if (err != NULL) {
 			sbx_warn("VM control protocol error: %s", sbx_error_msg(err));
@@ -305,6 +363,12 @@ struct chan *chan_open(int fd, sbx_error_t *err)
 
 static void free_stream(struct chan_stream *s)
 {
+	while (s->fs_head != NULL) {
+		struct fs_item *it = s->fs_head;
+		s->fs_head = it->next;
+		proto_msg_free(&it->m);
+		free(it);
+	}
 	while (s->head != NULL) {
 		struct out_chunk *ch = s->head;
 		s->head = ch->next;
@@ -615,8 +679,10 @@ int chan_stream_wait(struct chan_stream *s, int64_t deadline, int *code, sbx_err
 		}
 	}
 	int rc = 0;
-	if (s->error != NULL)
-		rc = sbx_error_set(err, s->errnum, "guest: %s", s->error);
+	if (s->error != NULL && s->errnum != 0)
+		rc = sbx_error_set(err, s->errnum, "%s", s->error); /* FS_ERROR names its path */
+	else if (s->error != NULL)
+		rc = sbx_error_set(err, 0, "guest: %s", s->error);
 	else if (s->lost)
 		rc = dead_error(c, err);
 	else
@@ -653,4 +719,53 @@ void chan_stream_release(struct chan_stream *s)
 			sbx_error_free(&err);
 	}
 	free_stream(s);
+}
+
+struct chan_stream *chan_fs_start(struct chan *c, const struct proto_msg *req, sbx_error_t *err)
+{
+	if (req->type <= PROTO_FS_ERROR || req->type > PROTO_FS_READ)
+		return sbx_error_set(err, EINVAL, "not an fs request: %s", proto_type_name(req->type)), NULL;
+	struct proto_msg m = *req;
+	return open_stream(c, &m, false, err);
+}
+
+int chan_fs_next(struct chan_stream *s, struct proto_msg *m, struct proto_fs_done *done, int64_t deadline,
+		 sbx_error_t *err)
+{
+	struct chan *c = s->c;
+	pthread_mutex_lock(&c->lock);
+	int rc = 0;
+	while (s->fs_head == NULL && !s->ended && rc == 0)
+		rc = wait_until(c, deadline) == ETIMEDOUT ? -1 : 0;
+	if (s->fs_head != NULL) {
+		struct fs_item *it = s->fs_head;
+		s->fs_head = it->next;
+		if (s->fs_head == NULL)
+			s->fs_tail = NULL;
+		*m = it->m;
+		free(it);
+		rc = 1;
+	} else if (s->has_done) {
+		*done = s->done;
+		rc = 0;
+	} else if (s->error != NULL) {
+		rc = sbx_error_set(err, s->errnum, "%s", s->error);
+		/* FS_ERROR carries the guest's verdict; ERROR means the guest did
+		 * not run the operation at all. */
+		if (s->errnum == 0)
+			sbx_error_default_scode(err, strstr(s->error, "unsupported") != NULL ? "S219" : "S216");
+		else if (s->errnum == EFBIG && s->fs_bytes > FS_RESULT_MAX)
+			sbx_error_default_scode(err, "S216");
+	} else {
+		if (s->lost)
+			dead_error(c, err);
+		else if (s->ended)
+			sbx_error_set(err, EPROTO, "the guest ended the operation without an answer");
+		else
+			sbx_error_set(err, ETIMEDOUT, "timed out waiting for the guest's answer");
+		sbx_error_default_scode(err, "S216");
+		rc = -1;
+	}
+	pthread_mutex_unlock(&c->lock);
+	return rc;
 }

@@ -48,6 +48,18 @@ struct chan_stream *chan_spawn(struct chan *c, const struct proto_spawn *sp, sbx
  * chan_stream_write, end with chan_stream_close_stdin, then
  * chan_stream_wait gives 0 or fails with the guest's errno. */
 struct chan_stream *chan_fs_write(struct chan *c, const struct proto_fs_write *w, sbx_error_t *err);
+/* Starts one of the other fs operations (FS_LS ... FS_READ; proto.h):
+ * `req` is the request, its stream id is filled in here. */
+struct chan_stream *chan_fs_start(struct chan *c, const struct proto_msg *req, sbx_error_t *err);
+/* The next result message of an fs operation (FS_ENTRIES, FS_MATCHES,
+ * FS_SED_FILES, FS_META): 1 with *m (free it with proto_msg_free), 0 once
+ * FS_DONE arrived (*done filled), -1 on FS_ERROR (errnum = the guest's
+ * errno, no S-code), or with S-code S219 when the guest does not know the
+ * operation, S216 for a lost connection, a broken or oversized answer and
+ * the deadline (errnum ETIMEDOUT: the call may be repeated).  FS_READ's
+ * bytes come through chan_stream_read. */
+int chan_fs_next(struct chan_stream *s, struct proto_msg *m, struct proto_fs_done *done, int64_t deadline,
+		 sbx_error_t *err);
 /* Sends up to len bytes of stdin (at least 1 when len > 0), blocking while
  * the guest's window is full; returns the count sent or -1. */
 ssize_t chan_stream_write(struct chan_stream *s, const void *buf, size_t len, int64_t deadline,

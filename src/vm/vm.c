@@ -23,6 +23,7 @@
 #include "vm/keeper.h"
 #include "vm/kernel.h"
 #include "vm/qemu_cmdline.h"
+#include "vm/vm_chan.h"
 
 #define QEMU_FIX "install qemu-system-x86 (scripts/setup) or set SANDBOX_QEMU"
 #define BOOT_DISK_FIX "build the boot_disk target (ninja -C build) or set SANDBOX_BOOT_DISK"
@@ -48,6 +49,11 @@ struct sbx_vm_proc {
 };
 
 enum { F_SCRATCH, F_CONSOLE, F_QEMU_LOG, F_IMAGE };
+
+struct chan *sbx_vm_chan(struct sbx_vm *vm)
+{
+	return vm->chan;
+}
 
 int64_t sbx_vm_now_ms(void)
 {

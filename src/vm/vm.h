@@ -15,6 +15,7 @@
 #include <sys/types.h>
 
 #include "common/error.h"
+#include "proto/proto_msg.h"
 #include "vm/accel.h"
 
 struct sbx_vm;
@@ -82,5 +83,42 @@ void sbx_vm_proc_free(struct sbx_vm_proc *p);
  * and message. */
 int sbx_vm_write_file(struct sbx_vm *vm, const char *path, uint32_t mode, bool parents, const void *data,
 		      size_t len, int64_t deadline, sbx_error_t *err);
+
+/* The other filesystem operations (proto.h FS_*), each on its own handle.
+ * A failure the guest reports keeps its errno (or PROTO_FS_E* verdict) and
+ * message and has no S-code; a guest without the operation fails with
+ * S219; a lost connection, a broken or oversized answer and a missed
+ * deadline fail with S216 (errnum ETIMEDOUT for the deadline: the call may
+ * be repeated with a later one). */
+struct sbx_vm_fs;
+
+/* Starts FS_LS, FS_STAT, FS_MKDIR, FS_RM, FS_CHMOD, FS_MV, FS_GREP or
+ * FS_SED: req->type and its fields (borrowed). */
+struct sbx_vm_fs *sbx_vm_fs_start(struct sbx_vm *vm, const struct proto_msg *req, sbx_error_t *err);
+/* The next result batch (FS_ENTRIES, FS_MATCHES, FS_SED_FILES): 1 with
+ * *batch (free with proto_msg_free), 0 at the end with *done, -1 failed. */
+int sbx_vm_fs_next(struct sbx_vm_fs *op, struct proto_msg *batch, struct proto_fs_done *done, int64_t deadline,
+		   sbx_error_t *err);
+
+/* Streaming read: *meta (stat following symlinks) once the guest opened
+ * the file, then its bytes under CREDIT flow control, so memory stays flat
+ * whatever the file's size.  sbx_vm_fs_read returns >0, 0 at the end of
+ * the file, -1 on failure. */
+struct sbx_vm_fs *sbx_vm_fs_read_open(struct sbx_vm *vm, const char *path, struct proto_fs_meta *meta,
+				      int64_t deadline, sbx_error_t *err);
+ssize_t sbx_vm_fs_read(struct sbx_vm_fs *op, void *buf, size_t len, int64_t deadline, sbx_error_t *err);
+
+/* Streaming write (FS_WRITE): push the bytes with sbx_vm_fs_write (all of
+ * them, blocking on flow control), then sbx_vm_fs_write_end waits for the
+ * guest's verdict.  Freeing the handle before that cancels the write and
+ * the guest drops its temp file; the target is never partly replaced. */
+struct sbx_vm_fs *sbx_vm_fs_write_open(struct sbx_vm *vm, const char *path, uint32_t mode, bool parents,
+				       sbx_error_t *err);
+int sbx_vm_fs_write(struct sbx_vm_fs *op, const void *data, size_t len, int64_t deadline, sbx_error_t *err);
+int sbx_vm_fs_write_end(struct sbx_vm_fs *op, int64_t deadline, sbx_error_t *err);
+
+/* Cancels the operation if it still runs (the guest answers ECANCELED,
+ * unread) and frees the handle. */
+void sbx_vm_fs_free(struct sbx_vm_fs *op);
 
 #endif
