@@ -133,6 +133,32 @@ describe('sandboxes booted from the loopback registry', { skip: skip ?? false },
 		assertReply(await s.exec(id, { argv: ['sh', '-c', 'kill -KILL $$'] }), { stdout: '', exit_code: 137 });
 	});
 
+	// Any answer will do (a reply, an S-code, a decode error); a caller left
+	// waiting or a broken sandbox will not.
+	async function assertAnswered(id, req) {
+		const { ok, err } = await s.vmTry('exec', { sandbox_id: id, ...req }, 15000);
+		const what = JSON.stringify(req).slice(0, 80);
+		if (err) assert.equal(err.code, 'invocation_failed', `${what}: ${JSON.stringify(err)}`);
+		else assert.ok(Number.isInteger(ok.exit_code), `${what}: ${JSON.stringify(ok)}`);
+		assertReply(await s.exec(id, { cmd: 'echo still here' }), { stdout: 'still here\n', exit_code: 0 });
+	}
+
+	test('hostile exec requests get an answer and leave the sandbox working', async () => {
+		for (const req of [
+			{ cmd: 'pwd', workdir: '/no/such/dir' },
+			{ cmd: 'pwd', workdir: 'x'.repeat(5000) },
+			{ argv: ['true', ...Array.from({ length: 20000 }, (_, i) => `arg${i}`)] },
+			{ argv: ['sh', '-c', 'echo "${#X}"'], env: { X: 'v'.repeat(512 * 1024) } },
+			{ argv: ['sh', '-c', 'exec 0<&-; exec 1>&-; exec 2>&-; sleep 0.2'] },
+		]) await assertAnswered(py.sandbox_id, req);
+		assert.equal((await s.listed(py.sandbox_id)).exec_in_flight, 0);
+	});
+
+	test('a NUL byte in a request string gets an answer (JSON allows \\u0000)', async () => {
+		for (const req of [{ argv: ['echo', 'a\u0000b'] }, { cmd: 'true', env: { A: 'x\u0000y' } },
+			{ cmd: 'true', env: ['B\u0000=1'] }]) await assertAnswered(py.sandbox_id, req);
+	});
+
 	test('workdir sets the cwd; the default is / for an image without WorkingDir', async () => {
 		assertReply(await s.exec(py.sandbox_id, { cmd: 'pwd', workdir: '/tmp' }), { stdout: '/tmp\n', exit_code: 0 });
 		assertReply(await s.exec(py.sandbox_id, { cmd: 'pwd' }), { stdout: '/\n', exit_code: 0 });
@@ -225,10 +251,11 @@ describe('sandboxes booted from the loopback registry', { skip: skip ?? false },
 		assertReply(r, { stdout: '42\n', exit_code: 0 });
 	});
 
-	test('run shell with stdin and a map env', async () => {
-		const r = await s.vm('run', { image: 'python', lang: 'shell', code: 'read x; echo "$GREETING:$x"; cat',
+	test('run shell with stdin and a map env, exiting 5: a reply without sandbox_id (§7.7)', async () => {
+		const r = await s.vm('run', { image: 'python', lang: 'shell', code: 'read x; echo "$GREETING:$x"; cat; exit 5',
 			stdin: b64('abc\nrest\n'), env: { GREETING: 'hi' } });
-		assertReply(r, { stdout: 'hi:abc\nrest\n', exit_code: 0 });
+		assert.ok(!('sandbox_id' in r), 'no sandbox_id without keep_sandbox');
+		assertReply(r, { stdout: 'hi:abc\nrest\n', exit_code: 5 });
 	});
 
 	test('run exiting 3 with keep_sandbox: a reply, sandbox_id present and listed; the image WorkingDir and PATH apply (§10.21)', async () => {
