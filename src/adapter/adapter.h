@@ -8,6 +8,7 @@
 
 #include "adapter/backend.h"
 #include "adapter/config.h"
+#include "adapter/fs_host.h"
 #include "adapter/reaper.h"
 #include "adapter/registry.h"
 #include "common/error.h"
@@ -23,6 +24,7 @@ struct sbx_adapter {
 	struct sbx_registry *reg;
 	char *worker_token; /* III_SANDBOX_WORKER_TOKEN; NULL when unset or empty */
 	struct sbx_backend backend; /* ops NULL until sbx_adapter_use_backend() */
+	struct sbx_fs_host fs;      /* fs::* guest calls and channels; ops NULL: S300 */
 	struct reaper reaper;
 };
 

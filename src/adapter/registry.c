@@ -176,6 +176,26 @@ void sbx_registry_exec_end(struct sbx_registry *reg, struct sbx_sandbox *sb)
 	pthread_mutex_unlock(&reg->lock);
 }
 
+struct sbx_sandbox *sbx_registry_fs_begin(struct sbx_registry *reg, const char *id, sbx_error_t *err)
+{
+	pthread_mutex_lock(&reg->lock);
+	struct sbx_sandbox *sb = acquire_locked(reg, id, err);
+	if (sb != NULL)
+		sb->fs_in_flight++;
+	pthread_mutex_unlock(&reg->lock);
+	return sb;
+}
+
+void sbx_registry_fs_end(struct sbx_registry *reg, struct sbx_sandbox *sb)
+{
+	pthread_mutex_lock(&reg->lock);
+	if (sb->fs_in_flight > 0)
+		sb->fs_in_flight--;
+	unref(sb);
+	pthread_cond_broadcast(&reg->exec_done);
+	pthread_mutex_unlock(&reg->lock);
+}
+
 void sbx_registry_release(struct sbx_registry *reg, struct sbx_sandbox *sb)
 {
 	pthread_mutex_lock(&reg->lock);
@@ -248,7 +268,7 @@ void *sbx_registry_detach(struct sbx_registry *reg, const char *id)
 {
 	pthread_mutex_lock(&reg->lock);
 	struct sbx_sandbox *sb = find_locked(reg, id, NULL);
-	while (sb != NULL && sb->exec_in_flight > 0) {
+	while (sb != NULL && (sb->exec_in_flight > 0 || sb->fs_in_flight > 0)) {
 		pthread_cond_wait(&reg->exec_done, &reg->lock);
 		sb = find_locked(reg, id, NULL);
 	}

@@ -20,6 +20,7 @@ struct sbx_sandbox {
 	struct timespec last_exec_at; /* CLOCK_MONOTONIC */
 	uint64_t idle_timeout_secs;
 	uint32_t exec_in_flight;
+	uint32_t fs_in_flight; /* fs operations (and read pumps) using the VM */
 	bool stopped;
 	void *vm; /* the backend's VM; NULL once detached (or in tests) */
 	unsigned refs; /* the registry's own plus one per acquire() */
@@ -50,6 +51,10 @@ struct sbx_sandbox *sbx_registry_exec_begin(struct sbx_registry *reg, const char
 					    sbx_error_t *err);
 void sbx_registry_exec_end(struct sbx_registry *reg, struct sbx_sandbox *sb);
 void sbx_registry_release(struct sbx_registry *reg, struct sbx_sandbox *sb);
+/* Like acquire(), for an fs operation: takes no exec slot, but keeps the
+ * VM from being detached until sbx_registry_fs_end(). */
+struct sbx_sandbox *sbx_registry_fs_begin(struct sbx_registry *reg, const char *id, sbx_error_t *err);
+void sbx_registry_fs_end(struct sbx_registry *reg, struct sbx_sandbox *sb);
 /* Marks `id` stopped for `stop`: S002 when unknown; *was_stopped tells
  * whether another caller (the reaper) had claimed it already. */
 int sbx_registry_claim_stop(struct sbx_registry *reg, const char *id, bool *was_stopped, sbx_error_t *err);

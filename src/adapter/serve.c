@@ -14,6 +14,7 @@
 
 #include "adapter/adapter.h"
 #include "adapter/config_fetch.h"
+#include "adapter/fs_vm.h"
 #include "adapter/leftovers.h"
 #include "adapter/vm_backend.h"
 #include "common/log.h"
@@ -152,6 +153,8 @@ int sbx_cmd_serve(int argc, char **argv)
 		fprintf(stderr, "sandbox-libkrun serve: %s\n", sbx_error_msg(err));
 		goto out;
 	}
+	if (a != NULL)
+		a->fs = (struct sbx_fs_host){ &fs_vm_ops, e };
 	if (a == NULL || backend == NULL || register_ops(e, a, &err) < 0) {
 		fprintf(stderr, "sandbox-libkrun serve: %s\n", sbx_error_msg(err));
 		goto out;

@@ -94,6 +94,11 @@ fail:
 	return NULL;
 }
 
+struct sbx_vm *vm_backend_vm(void *sandbox_vm)
+{
+	return ((struct sandbox_vm *)sandbox_vm)->vm;
+}
+
 static void stop(void *vm)
 {
 	struct sandbox_vm *s = vm;

@@ -15,5 +15,7 @@ extern const struct sbx_backend_ops vm_backend_ops;
  * must outlive the context). */
 void *vm_backend_new(const struct sbx_config *cfg, sbx_error_t *err);
 void vm_backend_free(void *ctx);
+/* The VM of a sandbox this backend booted (for fs_vm.c). */
+struct sbx_vm *vm_backend_vm(void *sandbox_vm);
 
 #endif
