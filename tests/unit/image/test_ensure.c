@@ -1,12 +1,20 @@
 /* ensure(): the S-codes the sandbox code relies on, without a registry. */
 #include "harness.h"
 
+#include <arpa/inet.h>
+#include <errno.h>
+#include <fcntl.h>
 #include <ftw.h>
+#include <netinet/in.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <sys/socket.h>
+#include <unistd.h>
 
 #include "image/image_config.h"
+#include "image/image_index.h"
 #include "image/image_pull.h"
+#include "image/image_store.h"
 
 static char state_dir[] = "/tmp/sbx-ensure-XXXXXX";
 
@@ -95,5 +103,57 @@ TEST(config_rejects_wrong_types)
 	CHECK_STR(sbx_image_catalog_ref(&cfg, "pg"), "postgres:17");
 	CHECK_STR(sbx_image_catalog_ref(&cfg, "python"), "docker.io/iiidev/python:latest");
 	CHECK(sbx_image_catalog_ref(&cfg, "nope") == NULL);
+	sbx_image_config_free(&cfg);
+}
+
+/* A listening loopback socket standing in for the registry: any request
+ * would leave a connection in its backlog. */
+static int listener(int *port)
+{
+	int fd = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+	struct sockaddr_in a = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+	socklen_t len = sizeof(a);
+	if (fd < 0 || bind(fd, (struct sockaddr *)&a, sizeof(a)) < 0 || listen(fd, 8) < 0 ||
+	    getsockname(fd, (struct sockaddr *)&a, &len) < 0)
+		abort();
+	*port = ntohs(a.sin_port);
+	return fd;
+}
+
+TEST(hit_returns_the_stored_image_without_network_io)
+{
+	use_temp_state();
+	int port, ls = listener(&port);
+	char json[256];
+	snprintf(json, sizeof(json), "{\"auto_install\": true, \"registry_mirrors\": {\"docker.io\": \"http://127.0.0.1:%d\"}}",
+		 port);
+	struct sbx_image_config cfg;
+	sbx_image_config_init(&cfg);
+	sbx_error_t err = NULL;
+	CHECK(sbx_image_config_from_json(&cfg, json, strlen(json), &err) == 0);
+	const char *digest = "sha256:0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef";
+	char *root = sbx_image_root(&err);
+	char *want = root ? sbx_image_path(root, digest, &err) : NULL;
+	CHECK(want != NULL);
+	int fd = want ? open(want, O_WRONLY | O_CREAT | O_CLOEXEC, 0600) : -1;
+	CHECK(fd >= 0 && write(fd, "erofs", 5) == 5);
+	close(fd);
+	CHECK(sbx_index_put(root, "docker.io/iiidev/python:latest", digest, 5, &err) == 0);
+
+	char *path = sbx_image_ensure("python", "docker.io/iiidev/python:latest", &cfg, &err);
+	CHECK(path != NULL && want != NULL && strcmp(path, want) == 0);
+	CHECK(err == NULL);
+	CHECK(accept(ls, NULL, NULL) < 0 && errno == EAGAIN);
+
+	/* With its image file gone the entry is a miss, never a stale hit. */
+	unlink(want);
+	cfg.auto_install = false;
+	char *none = sbx_image_ensure("python", "docker.io/iiidev/python:latest", &cfg, &err);
+	CHECK(none == NULL && err != NULL && strcmp(err->scode, "S101") == 0);
+	sbx_error_free(&err);
+	free(path);
+	free(want);
+	free(root);
+	close(ls);
 	sbx_image_config_free(&cfg);
 }
