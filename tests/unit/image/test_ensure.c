@@ -157,3 +157,27 @@ TEST(hit_returns_the_stored_image_without_network_io)
 	close(ls);
 	sbx_image_config_free(&cfg);
 }
+
+TEST(oversized_index_is_refused_and_ensure_treats_it_as_a_miss)
+{
+	use_temp_state();
+	sbx_error_t err = NULL;
+	char *root = sbx_image_root(&err);
+	CHECK(root != NULL);
+	char path[512];
+	snprintf(path, sizeof(path), "%s/index.json", root);
+	int fd = open(path, O_WRONLY | O_CREAT | O_CLOEXEC, 0600);
+	CHECK(fd >= 0 && ftruncate(fd, 64 << 20) == 0); /* sparse: costs no disk */
+	close(fd);
+	struct sbx_index idx;
+	CHECK(sbx_index_read(root, &idx, &err) < 0);
+	CHECK(err != NULL && strstr(sbx_error_msg(err), "larger than") != NULL);
+	sbx_error_free(&err);
+	struct sbx_image_config cfg;
+	sbx_image_config_init(&cfg);
+	cfg.auto_install = false;
+	CHECK(sbx_image_ensure("python", "docker.io/iiidev/python:latest", &cfg, &err) == NULL);
+	CHECK(err != NULL && strcmp(err->scode, "S101") == 0);
+	sbx_error_free(&err);
+	free(root);
+}

@@ -336,3 +336,69 @@ TEST(refuses_garbage)
 	sbx_rootfs_free(r);
 	rm_rf(f.base);
 }
+
+TEST(links_and_whiteouts_to_missing_paths_create_nothing)
+{
+	struct fixture f;
+	setup(&f);
+	const struct tl_entry l[] = { { TL_HARDLINK, "link", "missing/dir/file", 0, 0, 0, 0, NULL } };
+	const struct tl_entry l2[] = { { TL_FILE, "gone/.wh.x", "", 0, 0, 0, 0, NULL } };
+	char msg[256];
+	CHECK(apply1(&f, l, N(l), msg) < 0);
+	CHECK(strstr(msg, "hard link target") != NULL);
+	CHECK(apply1(&f, l2, N(l2), NULL) == 0);
+	struct stat st;
+	CHECK(lstat_in(&f, "missing", &st) < 0 && errno == ENOENT);
+	CHECK(lstat_in(&f, "gone", &st) < 0 && errno == ENOENT);
+	rm_rf(f.base);
+}
+
+/* One ustar header for a regular file whose size field holds `size` in
+ * GNU base-256 form, followed by no data at all. */
+static int huge_entry_layer(uint64_t size)
+{
+	unsigned char h[512] = { 0 };
+	memcpy(h, "sparse-bomb", 11);
+	memcpy(h + 100, "0000644", 7);
+	memcpy(h + 108, "0000000", 7);
+	memcpy(h + 116, "0000000", 7);
+	h[124] = 0x80; /* base-256 */
+	for (int i = 0; i < 8; i++)
+		h[135 - i] = (unsigned char)(size >> (8 * i));
+	memcpy(h + 136, "00000000000", 11);
+	h[156] = '0';
+	memcpy(h + 257, "ustar", 6);
+	memcpy(h + 263, "00", 2);
+	memset(h + 148, ' ', 8);
+	unsigned sum = 0;
+	for (size_t i = 0; i < sizeof(h); i++)
+		sum += h[i];
+	snprintf((char *)h + 148, 8, "%06o", sum);
+	h[155] = ' ';
+	char tmpl[] = "/tmp/sbx-bomb-XXXXXX";
+	int fd = mkstemp(tmpl);
+	if (fd < 0)
+		abort();
+	unlink(tmpl);
+	if (write(fd, h, sizeof(h)) != (ssize_t)sizeof(h) || lseek(fd, 0, SEEK_SET) < 0)
+		abort();
+	return fd;
+}
+
+TEST(declared_size_counts_toward_the_cap)
+{
+	struct fixture f;
+	setup(&f);
+	sbx_error_t err = NULL;
+	struct sbx_rootfs *r = sbx_rootfs_open(f.root, &err);
+	CHECK(r != NULL);
+	int fd = huge_entry_layer(SBX_ROOTFS_MAX_BYTES + 1);
+	CHECK(sbx_rootfs_apply_layer(r, fd, &err) < 0);
+	CHECK(err != NULL && strstr(sbx_error_msg(err), "image larger than") != NULL);
+	sbx_error_free(&err);
+	close(fd);
+	struct stat st;
+	CHECK(lstat_in(&f, "sparse-bomb", &st) < 0);
+	sbx_rootfs_free(r);
+	rm_rf(f.base);
+}
