@@ -753,7 +753,10 @@ int chan_fs_next(struct chan_stream *s, struct proto_msg *m, struct proto_fs_don
 		/* FS_ERROR carries the guest's verdict; ERROR means the guest did
 		 * not run the operation at all. */
 		if (s->errnum == 0)
-			sbx_error_default_scode(err, strstr(s->error, "unsupported") != NULL ? "S219" : "S216");
+			sbx_error_default_scode(err, strstr(s->error, "unsupported") != NULL ||
+							     strstr(s->error, "unexpected message") != NULL
+						     ? "S219"
+						     : "S216");
 		else if (s->errnum == EFBIG && s->fs_bytes > FS_RESULT_MAX)
 			sbx_error_default_scode(err, "S216");
 	} else {
