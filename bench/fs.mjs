@@ -1,0 +1,68 @@
+// fs::* benchmark through the engine: the daemon behind the stand-in engine,
+// called with iii-sdk, on one python sandbox from the loopback registry.
+// Prints the fs::write + fs::read round trip of a 4 KiB file (median and
+// p95 over RUNS, at least 20) and the throughput of a 100 MiB file through
+// engine channels both ways (write: caller -> channel -> daemon -> guest;
+// read: guest -> daemon -> channel -> caller), with the daemon's peak RSS.
+// Usage: node bench/fs.mjs [RUNS]   (SANDBOX_LIBKRUN_BIN picks the binary)
+import { randomBytes } from 'node:crypto';
+import { readFileSync } from 'node:fs';
+import { ChannelReader, ChannelWriter } from '../tests/e2e/node_modules/iii-sdk/dist/channel.mjs';
+import { startRegistry } from '../tests/e2e/lib/registry-fixture.mjs';
+import { startSandboxStack } from '../tests/e2e/lib/sandbox-stack.mjs';
+
+const runs = Math.max(Number(process.argv[2] ?? 20), 20);
+const MIB = 1048576;
+const BIG = 100 * MIB;
+
+const sorted = (v) => [...v].sort((a, b) => a - b);
+const quantile = (v, q) => sorted(v)[Math.min(v.length - 1, Math.ceil(q * v.length) - 1)];
+const peakRss = (pid) => Number(/VmHWM:\s+(\d+)/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))[1]) / 1024;
+
+const reg = await startRegistry();
+const s = await startSandboxStack({ registry: reg, config: { image_allowlist: ['python'] } });
+try {
+	const id = (await s.vm('create', { image: 'python' })).sandbox_id;
+	const fs = (op, payload, timeoutMs) => s.vm(`fs::${op}`, { sandbox_id: id, ...payload }, timeoutMs);
+	const url = s.engine.url;
+
+	const small = randomBytes(4096).toString('base64');
+	const rt = [];
+	for (let i = 0; i < runs; i++) {
+		const t0 = performance.now();
+		await fs('write', { path: '/tmp/small.bin', content_b64: small });
+		const r = await fs('read', { path: '/tmp/small.bin' });
+		await new ChannelReader(url, r.content).readAll();
+		rt.push(performance.now() - t0);
+	}
+	console.log(`fs::write + fs::read 4 KiB round trip: median ${quantile(rt, 0.5).toFixed(1)} ms, ` +
+		`p95 ${quantile(rt, 0.95).toFixed(1)} ms (${runs} runs)`);
+
+	const chunk = randomBytes(MIB);
+	const ch = await s.caller.trigger({ function_id: 'engine::channels::create', payload: { buffer_size: 64 } });
+	const writer = new ChannelWriter(url, ch.writer);
+	let t0 = performance.now();
+	const feeding = (async () => {
+		for (let i = 0; i < BIG / MIB; i++) {
+			if (!writer.stream.write(chunk)) await new Promise((r) => writer.stream.once('drain', r));
+		}
+		writer.stream.end();
+	})();
+	await fs('write', { path: '/tmp/big.bin', content: ch.reader }, 900000);
+	await feeding;
+	const wsec = (performance.now() - t0) / 1000;
+	console.log(`100 MiB fs::write through a channel: ${wsec.toFixed(1)} s, ${(100 / wsec).toFixed(1)} MiB/s`);
+
+	t0 = performance.now();
+	const r = await fs('read', { path: '/tmp/big.bin' });
+	let n = 0;
+	for await (const c of new ChannelReader(url, r.content).stream) n += c.length;
+	const rsec = (performance.now() - t0) / 1000;
+	if (n !== BIG) throw new Error(`read ${n} bytes, expected ${BIG}`);
+	console.log(`100 MiB fs::read through a channel: ${rsec.toFixed(1)} s, ${(100 / rsec).toFixed(1)} MiB/s`);
+	console.log(`daemon peak RSS: ${peakRss(s.daemon.proc.pid).toFixed(0)} MiB`);
+} finally {
+	await s.stop();
+	await reg.stop();
+	s.cleanupState();
+}
