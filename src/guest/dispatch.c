@@ -4,6 +4,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
@@ -14,18 +15,21 @@
 
 #include "common/cleanup.h"
 #include "common/log.h"
+#include "guest/fs_child.h"
 #include "guest/fs_write.h"
 #include "guest/outq.h"
 #include "guest/spawn.h"
 #include "proto/proto_msg.h"
 #include "proto/proto_reader.h"
 
-enum watch_kind { W_PORT, W_SIGNAL, W_STDOUT, W_STDERR, W_STDIN };
+enum watch_kind { W_PORT, W_SIGNAL, W_STDOUT, W_STDERR, W_STDIN, W_FS };
 
 struct proc;
+struct fsop;
 struct watch {
 	enum watch_kind kind;
 	struct proc *p;
+	struct fsop *o; /* W_FS */
 	int fd;
 	uint32_t events; /* currently registered; 0 = not in the epoll set */
 };
@@ -50,6 +54,13 @@ struct fs_stream {
 	struct fs_write *w;
 };
 
+/* An fs operation served by a child (fs_child.h). */
+struct fsop {
+	struct fs_child c;
+	struct watch w; /* the child's result pipe */
+	int dead;
+};
+
 struct server {
 	int port, epfd, sigfd;
 	const struct dispatch_config *cfg;
@@ -60,6 +71,8 @@ struct server {
 	size_t nprocs;
 	struct fs_stream fsw[DISPATCH_MAX_FS_WRITES];
 	size_t nfsw;
+	struct fsop *fsops[DISPATCH_MAX_FS_OPS];
+	size_t nfsops;
 	enum { RUNNING, STOP_SHUTDOWN, STOP_CLOSED, STOP_FAILED } stop;
 	sbx_error_t failure; /* with STOP_FAILED */
 };
@@ -260,9 +273,9 @@ static void handle_spawn(struct server *s, struct proto_msg *m)
 	p->stream = m->stream;
 	p->pid = res.pid;
 	p->want_stdin = req.want_stdin;
-	p->out = (struct watch){ W_STDOUT, p, res.stdout_fd, 0 };
-	p->err = (struct watch){ W_STDERR, p, res.stderr_fd, 0 };
-	p->in = (struct watch){ W_STDIN, p, res.stdin_fd, 0 };
+	p->out = (struct watch){ W_STDOUT, p, NULL, res.stdout_fd, 0 };
+	p->err = (struct watch){ W_STDERR, p, NULL, res.stderr_fd, 0 };
+	p->in = (struct watch){ W_STDIN, p, NULL, res.stdin_fd, 0 };
 	s->procs[s->nprocs++] = p;
 	struct proto_msg started = { .stream = p->stream, .type = PROTO_STARTED, .u.pid = (uint32_t)p->pid };
 	push(s, &started);
@@ -385,8 +398,106 @@ static void handle_fs_msg(struct server *s, struct fs_stream *f, struct proto_ms
 	}
 }
 
+static struct fsop *find_fsop(struct server *s, uint32_t stream)
+{
+	for (size_t i = 0; i < s->nfsops; i++)
+		if (!s->fsops[i]->dead && s->fsops[i]->c.stream == stream)
+			return s->fsops[i];
+	return NULL;
+}
+
+static void fsop_end(struct server *s, struct fsop *o)
+{
+	watch_close(s, &o->w);
+	o->c.fd = -1; /* closed with the watch */
+	fs_child_stop(&o->c);
+	o->dead = 1;
+}
+
+/* Ends an fs operation early: the child is killed, the host hears why. */
+static void fsop_cancel(struct server *s, struct fsop *o, int errnum, const char *msg)
+{
+	struct proto_msg m = { .stream = o->c.stream, .type = PROTO_FS_ERROR };
+	m.u.fs_error.errnum = errnum;
+	m.u.fs_error.message = (char *)msg;
+	fsop_end(s, o);
+	push(s, &m);
+}
+
+static void fsop_emit(void *ctx, const struct proto_msg *m)
+{
+	push(ctx, m);
+}
+
+static void fsop_pump(struct server *s, struct fsop *o)
+{
+	if (fs_child_pump(&o->c, fsop_emit, s) == 1)
+		fsop_end(s, o);
+}
+
+static void handle_fs_op(struct server *s, struct proto_msg *m)
+{
+	struct proc *p = find_stream(s, m->stream);
+	struct fs_stream *w = find_fs(s, m->stream);
+	if (p != NULL || w != NULL) {
+		if (p != NULL) {
+			proc_fail(s, p, "fs request on a stream already in use");
+		} else {
+			sbx_error_t err = NULL;
+			fs_write_abort(w->w);
+			sbx_error_set(&err, EBUSY, "fs request on a stream already in use");
+			fs_end(s, w, &err);
+		}
+		return;
+	}
+	if (s->nfsops >= DISPATCH_MAX_FS_OPS) {
+		struct proto_msg e = { .stream = m->stream, .type = PROTO_FS_ERROR };
+		e.u.fs_error.errnum = EAGAIN;
+		e.u.fs_error.message = "too many fs operations in flight";
+		push(s, &e);
+		return;
+	}
+	struct fsop *o = calloc(1, sizeof(*o));
+	sbx_error_t err = NULL;
+	if (o == NULL || fs_child_start(&o->c, m, &err) < 0) {
+		struct proto_msg e = { .stream = m->stream, .type = PROTO_FS_ERROR };
+		e.u.fs_error.errnum = err != NULL && err->errnum > 0 ? err->errnum : ENOMEM;
+		e.u.fs_error.message = (char *)(err != NULL ? sbx_error_msg(err) : "out of memory");
+		push(s, &e);
+		sbx_error_free(&err);
+		free(o);
+		return;
+	}
+	o->w = (struct watch){ W_FS, NULL, o, o->c.fd, 0 };
+	s->fsops[s->nfsops++] = o;
+}
+
+/* Host messages on a stream an fs operation owns. */
+static void handle_fsop_msg(struct server *s, struct fsop *o, struct proto_msg *m)
+{
+	if (m->type == PROTO_CREDIT) {
+		if (fs_child_credit(&o->c, m->u.credit) < 0)
+			fsop_cancel(s, o, EPROTO, "CREDIT for more than was sent");
+	} else if (m->type == PROTO_KILL) {
+		fsop_cancel(s, o, ECANCELED, "fs operation cancelled");
+	} else {
+		char msg[96];
+		snprintf(msg, sizeof(msg), "unexpected %s during an fs operation", proto_type_name(m->type));
+		fsop_cancel(s, o, EPROTO, msg);
+	}
+}
+
 static void handle_stream_msg(struct server *s, struct proto_msg *m)
 {
+	struct fsop *o = find_fsop(s, m->stream);
+	if (o != NULL) {
+		handle_fsop_msg(s, o, m);
+		return;
+	}
+	if (fs_child_serves(m->type)) {
+		handle_fs_op(s, m);
+		return;
+	}
 	if (m->type == PROTO_SPAWN) {
 		handle_spawn(s, m);
 		return;
@@ -518,6 +629,10 @@ static void reap(struct server *s)
 		pid_t pid = waitpid(-1, &st, WNOHANG);
 		if (pid <= 0)
 			return;
+		/* A reaped pid may be reused: never signal it again. */
+		for (size_t i = 0; i < s->nfsops; i++)
+			if (s->fsops[i]->c.pid == pid)
+				s->fsops[i]->c.pid = 0;
 		for (size_t i = 0; i < s->nprocs; i++) {
 			struct proc *p = s->procs[i];
 			if (p->dead || p->exited || p->pid != pid)
@@ -574,6 +689,14 @@ static void sweep(struct server *s)
 		}
 	}
 	s->nprocs = j;
+	j = 0;
+	for (size_t i = 0; i < s->nfsops; i++) {
+		if (s->fsops[i]->dead)
+			free(s->fsops[i]);
+		else
+			s->fsops[j++] = s->fsops[i];
+	}
+	s->nfsops = j;
 }
 
 static int update_interest(struct server *s, sbx_error_t *err)
@@ -586,6 +709,11 @@ static int update_interest(struct server *s, sbx_error_t *err)
 		uint32_t ev = output_paused(s, p) ? 0 : EPOLLIN;
 		if (watch_set(s, &p->out, ev, err) < 0 || watch_set(s, &p->err, ev, err) < 0 ||
 		    watch_set(s, &p->in, p->in_len > 0 ? EPOLLOUT : 0, err) < 0)
+			return -1;
+	}
+	for (size_t i = 0; i < s->nfsops; i++) {
+		struct fsop *o = s->fsops[i];
+		if (!o->dead && watch_set(s, &o->w, full || fs_child_paused(&o->c) ? 0 : EPOLLIN, err) < 0)
 			return -1;
 	}
 	return 0;
@@ -616,6 +744,10 @@ static void dispatch_event(struct server *s, struct watch *w, uint32_t events)
 	case W_STDIN:
 		if (!w->p->dead && w->fd >= 0)
 			proc_write_stdin(s, w->p);
+		break;
+	case W_FS:
+		if (!w->o->dead && w->fd >= 0)
+			fsop_pump(s, w->o);
 		break;
 	}
 }
@@ -677,8 +809,8 @@ int dispatch_serve(int fd, const struct dispatch_config *cfg, sbx_error_t *err)
 		sbx_error_errno(err, errno, "signalfd/epoll");
 		goto out;
 	}
-	s.port_w = (struct watch){ W_PORT, NULL, fd, 0 };
-	s.sig_w = (struct watch){ W_SIGNAL, NULL, s.sigfd, 0 };
+	s.port_w = (struct watch){ W_PORT, NULL, NULL, fd, 0 };
+	s.sig_w = (struct watch){ W_SIGNAL, NULL, NULL, s.sigfd, 0 };
 	if (watch_set(&s, &s.sig_w, EPOLLIN, err) < 0)
 		goto out;
 	reap(&s); /* children that ended before the signalfd existed */
@@ -692,6 +824,10 @@ out:
 	sweep(&s);
 	for (size_t i = 0; i < s.nfsw; i++)
 		fs_write_abort(s.fsw[i].w);
+	for (size_t i = 0; i < s.nfsops; i++)
+		if (!s.fsops[i]->dead)
+			fsop_end(&s, s.fsops[i]);
+	sweep(&s);
 	if (s.sigfd >= 0)
 		close(s.sigfd);
 	if (s.epfd >= 0)

@@ -9,6 +9,7 @@
 
 #define DISPATCH_MAX_PROCS 256
 #define DISPATCH_MAX_FS_WRITES 64
+#define DISPATCH_MAX_FS_OPS 64 /* fs requests served by children at once */
 /* After the main process exits, how long its pipes may stay quiet before
  * EXIT is sent anyway (a background grandchild may hold them open). */
 #define DISPATCH_DRAIN_MS 200
