@@ -93,14 +93,17 @@ static int run_mkfs(const char *work, const char *out, const char *tree, sbx_err
 	if (path_fmt(log, sizeof(log), err, "%s/mkfs.log", work) < 0)
 		return -1;
 	posix_spawn_file_actions_t fa;
-	posix_spawn_file_actions_init(&fa);
-	posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
-	posix_spawn_file_actions_addopen(&fa, 1, log, O_WRONLY | O_CREAT | O_TRUNC, 0600);
-	posix_spawn_file_actions_adddup2(&fa, 1, 2);
+	int rc = posix_spawn_file_actions_init(&fa);
+	if (rc != 0)
+		return sbx_error_errno(err, rc, "spawn mkfs.erofs");
+	if ((rc = posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0)) == 0 &&
+	    (rc = posix_spawn_file_actions_addopen(&fa, 1, log, O_WRONLY | O_CREAT | O_TRUNC, 0600)) == 0)
+		rc = posix_spawn_file_actions_adddup2(&fa, 1, 2);
 	/* Defaults keep the files' owners, modes, mtimes and xattrs. */
 	char *argv[] = { "mkfs.erofs", (char *)out, (char *)tree, NULL };
 	pid_t pid;
-	int rc = posix_spawnp(&pid, "mkfs.erofs", &fa, NULL, argv, environ);
+	if (rc == 0)
+		rc = posix_spawnp(&pid, "mkfs.erofs", &fa, NULL, argv, environ);
 	posix_spawn_file_actions_destroy(&fa);
 	if (rc != 0)
 		return sbx_error_errno(err, rc, "cannot run mkfs.erofs (install erofs-utils)");
