@@ -1,9 +1,12 @@
-/* What the guest does with host input short of starting a process: frames
- * through the reader, decoded into SPAWN/CONFIG/STDIN/KILL..., and a
- * SPAWN's environment merged over a CONFIG's boot env. */
+/* What the guest does with host input short of starting a process or
+ * touching files: frames through the reader, decoded into SPAWN/CONFIG/
+ * STDIN/KILL/FS_*..., a SPAWN's environment merged over a CONFIG's boot env,
+ * an fs request's globs matched and its pattern compiled. */
 #include <stdlib.h>
 #include <string.h>
 
+#include "guest/fs_glob.h"
+#include "guest/fs_regex.h"
 #include "guest/spawn.h"
 #include "proto/proto_msg.h"
 #include "proto/proto_reader.h"
@@ -27,6 +30,40 @@ static void check_spawn(const struct proto_spawn *sp, char **boot_env)
 			abort();
 	}
 	proto_strv_free(env);
+}
+
+/* Globs against the request's own path, as the walk would ask. */
+static void check_globs(char **globs, const char *path)
+{
+	const char *rel = path[0] == '/' ? path + 1 : path;
+	for (size_t i = 0; globs[i] != NULL; i++) {
+		fs_glob_match(globs[i], rel);
+		fs_glob_match_dir(globs[i], rel);
+	}
+	fs_glob_keep(globs, NULL, rel);
+}
+
+static void check_fs(const struct proto_msg *m)
+{
+	struct fs_regex re;
+	sbx_error_t err = NULL;
+	if (m->type == PROTO_FS_GREP) {
+		const struct proto_fs_grep *g = &m->u.fs_grep;
+		check_globs(g->include, g->path);
+		check_globs(g->exclude, g->path);
+		if (fs_regex_compile(&re, g->pattern, false, g->flags & PROTO_FS_IGNORE_CASE, &err) == 0) {
+			size_t ms, me;
+			fs_regex_find(&re, g->path, strlen(g->path), 0, &ms, &me, &err);
+		}
+		fs_regex_free(&re);
+	} else if (m->type == PROTO_FS_SED) {
+		const struct proto_fs_sed *q = &m->u.fs_sed;
+		/* the decoder guarantees exactly one of files / path */
+		if ((q->files[0] != NULL) == (q->path[0] != '\0'))
+			abort();
+		check_globs(q->include, q->path[0] != '\0' ? q->path : q->files[0]);
+	}
+	sbx_error_free(&err);
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
@@ -59,6 +96,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			config = m; /* kept: later SPAWNs merge over its env */
 			continue;
 		}
+		check_fs(&m);
 		if (m.type == PROTO_SPAWN)
 			check_spawn(&m.u.spawn, config.type == PROTO_CONFIG ? config.u.config.env : default_env);
 		proto_msg_free(&m);
