@@ -9,6 +9,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "guest/fs_util.h"
+
 struct fs_write {
 	int fd;
 	char *path, *tmp;
@@ -41,6 +43,20 @@ static int make_parents(const char *path, sbx_error_t *err)
 	return rc;
 }
 
+/* ENOENT "parent not found: <parent>": the host's S211 with the fix
+ * {parents: true}. */
+static void parent_missing(const char *path, sbx_error_t *err)
+{
+	size_t n = strlen(path);
+	while (n > 1 && path[n - 1] == '/')
+		n--;
+	while (n > 0 && path[n - 1] != '/')
+		n--;
+	while (n > 1 && path[n - 1] == '/')
+		n--;
+	sbx_error_set(err, ENOENT, "parent not found: %.*s", (int)(n > 0 ? n : 1), n > 0 ? path : ".");
+}
+
 struct fs_write *fs_write_open(const struct proto_fs_write *req, sbx_error_t *err)
 {
 	struct fs_write *w = calloc(1, sizeof(*w));
@@ -48,12 +64,13 @@ struct fs_write *fs_write_open(const struct proto_fs_write *req, sbx_error_t *er
 		return sbx_error_errno(err, ENOMEM, "%s", req->path), NULL;
 	w->fd = -1;
 	w->mode = (mode_t)req->mode;
-	if ((w->path = strdup(req->path)) == NULL ||
-	    asprintf(&w->tmp, "%s.sbx-write.%ld", req->path, (long)getpid()) < 0) {
-		w->tmp = NULL;
+	/* A random suffix: two writes of one path must not share a temp. */
+	if ((w->path = strdup(req->path)) == NULL) {
 		sbx_error_errno(err, ENOMEM, "%s", req->path);
 		goto fail;
 	}
+	if ((w->tmp = fs_temp_sibling(req->path, err)) == NULL)
+		goto fail;
 	struct stat st;
 	if (stat(w->path, &st) == 0 && S_ISDIR(st.st_mode)) {
 		sbx_error_set(err, EISDIR, "is a directory: %s", w->path);
@@ -61,13 +78,11 @@ struct fs_write *fs_write_open(const struct proto_fs_write *req, sbx_error_t *er
 	}
 	if ((req->flags & PROTO_FS_PARENTS) && make_parents(w->path, err) < 0)
 		goto fail;
-	/* A stale temp of an earlier, interrupted write is replaced. */
-	unlink(w->tmp);
 	w->fd = open(w->tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600);
 	if (w->fd < 0) {
 		int e = errno;
 		if (e == ENOENT)
-			sbx_error_set(err, e, "parent not found: %s", w->path);
+			parent_missing(w->path, err);
 		else
 			sbx_error_errno(err, e, "%s", w->path);
 		goto fail;
@@ -99,6 +114,9 @@ int fs_write_finish(struct fs_write *w, sbx_error_t *err)
 	/* fchmod, not the open mode: the umask must not apply. */
 	if (fchmod(w->fd, w->mode) < 0)
 		rc = sbx_error_errno(err, errno, "chmod %s", w->path);
+	/* durable before it becomes visible under its name */
+	if (rc == 0 && fsync(w->fd) < 0)
+		rc = sbx_error_errno(err, errno, "fsync %s", w->path);
 	int fd = w->fd;
 	w->fd = -1; /* close() releases it even when it fails */
 	if (close(fd) < 0 && rc == 0)

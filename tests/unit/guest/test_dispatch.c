@@ -405,6 +405,9 @@ TEST(fs_write_is_atomic_exact_mode_and_parents)
 	int rc = fs_write(&c, 5, path, 0644, 0, "x", msg, sizeof(msg));
 	CHECK_INT(rc, -ENOENT);
 	CHECK(strstr(msg, "parent not found") != NULL);
+	char parent[256];
+	snprintf(parent, sizeof(parent), "parent not found: %s/a/b", dir);
+	CHECK_STR(msg, parent); /* names the missing parent, not the file */
 	/* With parents; the mode is exact (no umask) and the content whole. */
 	CHECK_INT(fs_write(&c, 7, path, 0757, PROTO_FS_PARENTS, "hello world", msg, sizeof(msg)), 0);
 	struct stat st;
