@@ -1,0 +1,119 @@
+// Sandbox benchmark through the engine (run by bench/sandbox): the daemon
+// behind the stand-in engine, called with iii-sdk, booting the python test
+// image from the loopback registry.  Prints medians and p95 over RUNS runs
+// beside bench/vm's numbers for the same kernel and image without the
+// adapter (its bare-kernel floor above all), so the ratios show the
+// adapter's own cost.
+// Usage: node bench/sandbox.mjs RUNS   (SANDBOX_BENCH_LOG=FILE keeps the
+// daemon's debug log)
+import { execFileSync } from 'node:child_process';
+import { writeFileSync } from 'node:fs';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { startRegistry } from '../tests/e2e/lib/registry-fixture.mjs';
+import { startSandboxStack } from '../tests/e2e/lib/sandbox-stack.mjs';
+
+const here = path.dirname(fileURLToPath(import.meta.url));
+const runs = Number(process.argv[2] ?? 10);
+if (!Number.isInteger(runs) || runs < 1) throw new Error(`bad RUNS: ${process.argv[2]}`);
+const EXEC_RUNS = Math.max(runs, 20);
+const PARALLEL = 4;
+
+function quantile(values, q) {
+	const v = [...values].sort((a, b) => a - b);
+	return v[Math.min(v.length - 1, Math.ceil(q * v.length) - 1)];
+}
+const median = (v) => {
+	const s = [...v].sort((a, b) => a - b);
+	return s.length % 2 ? s[(s.length - 1) / 2] : Math.round((s[s.length / 2 - 1] + s[s.length / 2]) / 2);
+};
+
+async function timed(fn) {
+	const t0 = performance.now();
+	const r = await fn();
+	return [Math.round(performance.now() - t0), r];
+}
+
+// bench/vm's medians by the label of its output lines.
+function benchVm() {
+	const out = execFileSync(path.join(here, 'vm'), [String(runs)], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'inherit'] });
+	const value = (label) => {
+		const line = out.split('\n').find((l) => l.startsWith(label));
+		if (!line) throw new Error(`bench/vm printed no "${label}" line:\n${out}`);
+		return Number(line.trim().split(/\s+/).pop());
+	};
+	return {
+		floor: value('floor: bare kernel boot to root mount'),
+		ready: value('start -> guest init ready'),
+		python: value('start -> python print(6*7) first output'),
+		exec: value('exec round trip of true'),
+	};
+}
+
+const reg = await startRegistry({ images: ['python'] });
+let s;
+const samples = { run: [], first: [], stop: [], exec: [], parallel: [] };
+try {
+	s = await startSandboxStack({ registry: reg, config: { image_allowlist: ['python'], max_concurrent_sandboxes: PARALLEL } });
+	// Warm-up: the image pull and the kernel wrapper are built once.
+	const warm = await s.vm('create', { image: 'python' });
+	await s.vm('stop', { sandbox_id: warm.sandbox_id });
+
+	for (let i = 0; i < runs; i++) {
+		const [ms, r] = await timed(() => s.vm('run', { image: 'python', lang: 'python', code: 'print(6*7)' }));
+		if (r.stdout !== '42\n') throw new Error(`run printed ${JSON.stringify(r)}`);
+		samples.run.push(ms);
+	}
+	for (let i = 0; i < runs; i++) {
+		const [ms, id] = await timed(async () => {
+			const { sandbox_id } = await s.vm('create', { image: 'python' });
+			await s.exec(sandbox_id, { cmd: 'true' });
+			return sandbox_id;
+		});
+		samples.first.push(ms);
+		samples.stop.push((await timed(() => s.vm('stop', { sandbox_id: id })))[0]);
+	}
+	const { sandbox_id: live } = await s.vm('create', { image: 'python' });
+	for (let i = 0; i < 3; i++) await s.exec(live, { cmd: 'true' });
+	for (let i = 0; i < EXEC_RUNS; i++) samples.exec.push((await timed(() => s.exec(live, { cmd: 'true' })))[0]);
+	await s.vm('stop', { sandbox_id: live });
+	for (let i = 0; i < runs; i++) {
+		const [ms, created] = await timed(() => Promise.all(Array.from({ length: PARALLEL },
+			() => s.vm('create', { image: 'python' }))));
+		samples.parallel.push(ms);
+		await Promise.all(created.map(({ sandbox_id }) => s.vm('stop', { sandbox_id })));
+	}
+} finally {
+	await s?.stop();
+	s?.cleanupState();
+	await reg.stop();
+}
+if (process.env.SANDBOX_BENCH_LOG) writeFileSync(process.env.SANDBOX_BENCH_LOG, s.daemon.output());
+
+const vm = benchVm();
+// bench/vm's exec round trip uses the busybox image, whose static `true`
+// starts faster under TCG than the python image's dynamic one: measure the
+// VM API's round trip on the image the sandboxes ran too.
+const bin = process.env.SANDBOX_LIBKRUN_BIN ?? path.join(here, '../build/sandbox-libkrun');
+const apiExec = Number(execFileSync(path.join(path.dirname(bin), 'bench/vm_exec_bench'),
+	[path.join(here, '../.cache/fixtures/images/python.erofs'), String(EXEC_RUNS)], { encoding: 'utf8' })
+	.match(/^exec_true_ms (\d+)$/m)[1]);
+const row = (label, v, base) => {
+	const m = median(v);
+	const ratio = base ? (m / base).toFixed(2) : '';
+	console.log(`${label.padEnd(46)} ${String(m).padStart(7)} ${String(quantile(v, 0.95)).padStart(7)} ${ratio.padStart(7)}`);
+};
+console.log(`${`through the engine (ms, ${runs} runs)`.padEnd(46)} ${'median'.padStart(7)} ${'p95'.padStart(7)} ${'/floor'.padStart(7)}`);
+row('run python print(6*7)', samples.run, vm.floor);
+row('create -> first exec (true)', samples.first, vm.floor);
+row(`${PARALLEL} creates in parallel`, samples.parallel, vm.floor);
+row('stop', samples.stop);
+row(`exec round trip of true (n=${EXEC_RUNS})`, samples.exec);
+console.log(`bench/vm, the same kernel and image without the adapter (medians of ${runs}):`);
+console.log(`${'  floor: bare kernel boot to root mount'.padEnd(46)} ${String(vm.floor).padStart(7)}`);
+console.log(`${'  vm run: start -> guest init ready'.padEnd(46)} ${String(vm.ready).padStart(7)}`);
+console.log(`${'  vm run: start -> python print(6*7) output'.padEnd(46)} ${String(vm.python).padStart(7)}`);
+console.log(`${'  vm API: exec round trip of true (busybox)'.padEnd(46)} ${String(vm.exec).padStart(7)}`);
+console.log(`${'  vm API: exec round trip of true (python)'.padEnd(46)} ${String(apiExec).padStart(7)}`);
+console.log(`run / vm run python: ${(median(samples.run) / vm.python).toFixed(2)}; ` +
+	`exec round trip / vm API exec (python image): ${(median(samples.exec) / apiExec).toFixed(2)}`);
