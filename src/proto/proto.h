@@ -29,8 +29,18 @@
  *   guest -> HELLO      {u32 version}              once init has its root
  *   host  -> CONFIG     {str hostname, strv env, u64 memory_bytes,
  *                        u64 nofile (0 = keep), u64 realtime_ns,
- *                        blob entropy (<= PROTO_MAX_ENTROPY bytes)}
+ *                        blob entropy (<= PROTO_MAX_ENTROPY bytes),
+ *                        str user (<= PROTO_MAX_USER bytes, "" = root)}
  *   guest -> READY      {}  or ERROR {str message} on stream 0
+ * `user` is the image's OCI User: "name", "uid", "name:group", "uid:gid",
+ * "name:gid" or "uid:group".  The guest resolves it against /etc/passwd and
+ * /etc/group of the sandbox's root: a name must exist (else ERROR naming
+ * it); a numeric uid without a passwd entry runs with gid 0 (unless one is
+ * given) and HOME "/"; supplementary groups are the /etc/group entries
+ * listing the user's name.  Every spawned process drops to that identity
+ * (setgroups, setgid, setuid) before exec, and gets HOME from the passwd
+ * entry when neither the boot env nor its own env sets it.  fs operations
+ * keep running as root.
  * Nothing identifying the sandbox travels before CONFIG, so a VM stopped at
  * HELLO can be snapshotted and restored as many sandboxes.
  *
@@ -186,7 +196,7 @@
 
 #include "common/error.h"
 
-#define PROTO_VERSION 1
+#define PROTO_VERSION 2 /* 2: CONFIG carries `user` */
 #define PROTO_HEADER_SIZE 9u
 #define PROTO_MAX_PAYLOAD (1024u * 1024u)
 #define PROTO_MAX_CHUNK (64u * 1024u)
@@ -194,6 +204,7 @@
 #define PROTO_MAX_STR (64u * 1024u)
 #define PROTO_MAX_STRV 4096u
 #define PROTO_MAX_ENTROPY 512u
+#define PROTO_MAX_USER 256u /* CONFIG user: "name:group" */
 
 enum proto_type {
 	PROTO_HELLO = 0x01,

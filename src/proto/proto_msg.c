@@ -77,6 +77,10 @@ static int decode_config(struct proto_rbuf *r, struct proto_config *c, sbx_error
 		return -1;
 	if (proto_get_blob(r, &c->entropy, &c->entropy_len, PROTO_MAX_ENTROPY, err) < 0)
 		return sbx_error_prefix(err, "entropy");
+	if (proto_get_str(r, &c->user, err) < 0)
+		return sbx_error_prefix(err, "user");
+	if (strlen(c->user) > PROTO_MAX_USER)
+		return sbx_error_set(err, 0, "user longer than %u bytes", PROTO_MAX_USER);
 	return 0;
 }
 
@@ -207,6 +211,7 @@ void proto_msg_free(struct proto_msg *m)
 		free(m->u.config.hostname);
 		proto_strv_free(m->u.config.env);
 		free(m->u.config.entropy);
+		free(m->u.config.user);
 		break;
 	case PROTO_SPAWN:
 		proto_strv_free(m->u.spawn.argv);
@@ -240,6 +245,8 @@ static int encode_body(struct proto_wbuf *b, const struct proto_msg *m, sbx_erro
 		if (c->entropy_len > PROTO_MAX_ENTROPY)
 			return sbx_error_set(err, 0, "entropy of %zu bytes exceeds %u", c->entropy_len,
 					     PROTO_MAX_ENTROPY);
+		if (c->user != NULL && strlen(c->user) > PROTO_MAX_USER)
+			return sbx_error_set(err, 0, "user longer than %u bytes", PROTO_MAX_USER);
 		proto_put_str(b, c->hostname != NULL ? c->hostname : "");
 		proto_put_strv(b, c->env);
 		proto_put_u64(b, c->memory_bytes);
@@ -247,6 +254,7 @@ static int encode_body(struct proto_wbuf *b, const struct proto_msg *m, sbx_erro
 		proto_put_u64(b, c->realtime_ns);
 		proto_put_u32(b, (uint32_t)c->entropy_len);
 		proto_put_bytes(b, c->entropy, c->entropy_len);
+		proto_put_str(b, c->user != NULL ? c->user : "");
 		return 0;
 	}
 	case PROTO_READY:

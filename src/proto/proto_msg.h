@@ -20,6 +20,7 @@ struct proto_config {
 	uint64_t realtime_ns;  /* 0 = keep the clock */
 	uint8_t *entropy;
 	size_t entropy_len;
+	char *user; /* OCI User ("" or NULL when encoding = root), <= PROTO_MAX_USER */
 };
 
 struct proto_spawn {

@@ -47,9 +47,10 @@ TEST(config_roundtrip_with_binary_entropy)
 		entropy[i] = (uint8_t)i; /* includes NULs */
 	struct proto_msg m = { .stream = 0, .type = PROTO_CONFIG };
 	m.u.config = (struct proto_config){ "box", env, 1ull << 30, 4096, 1700000000123456789ull, entropy,
-					    sizeof(entropy) };
+					    sizeof(entropy), "www-data:1234" };
 	struct proto_msg d;
 	CHECK_INT(roundtrip(&m, &d), 0);
+	CHECK_STR(d.u.config.user, "www-data:1234");
 	CHECK_STR(d.u.config.hostname, "box");
 	CHECK_STR(d.u.config.env[0], "PATH=/usr/bin:/bin");
 	CHECK_STR(d.u.config.env[1], "A=");
@@ -60,6 +61,55 @@ TEST(config_roundtrip_with_binary_entropy)
 	CHECK_INT(d.u.config.entropy_len, sizeof(entropy));
 	CHECK(memcmp(d.u.config.entropy, entropy, sizeof(entropy)) == 0);
 	proto_msg_free(&d);
+}
+
+TEST(config_user_defaults_to_root_and_is_capped)
+{
+	char *env[] = { NULL };
+	struct proto_msg m = { .stream = 0, .type = PROTO_CONFIG };
+	m.u.config = (struct proto_config){ .hostname = "h", .env = env };
+	struct proto_msg d;
+	CHECK_INT(roundtrip(&m, &d), 0);
+	CHECK_STR(d.u.config.user, "");
+	proto_msg_free(&d);
+
+	char user[PROTO_MAX_USER + 2];
+	memset(user, 'u', sizeof(user) - 1);
+	user[sizeof(user) - 1] = '\0';
+	m.u.config.user = user;
+	struct proto_wbuf out;
+	proto_wbuf_init(&out);
+	sbx_error_t err = NULL;
+	CHECK_INT(proto_msg_encode(&out, &m, &err), -1);
+	CHECK(strstr(sbx_error_msg(err), "user") != NULL);
+	sbx_error_free(&err);
+	proto_wbuf_free(&out);
+
+	/* The decoder enforces the cap too (a hostile host or a bad build). */
+	struct proto_wbuf p;
+	proto_wbuf_init(&p);
+	proto_put_str(&p, "h");
+	proto_put_strv(&p, env);
+	proto_put_u64(&p, 0);
+	proto_put_u64(&p, 0);
+	proto_put_u64(&p, 0);
+	proto_put_u32(&p, 0);
+	proto_put_str(&p, user);
+	CHECK_INT(decode_raw(PROTO_CONFIG, 0, &p), -1);
+	CHECK(strstr(last_err, "user") != NULL);
+	/* A CONFIG without the user field (an older host) is incomplete. */
+	p.len = 0;
+	proto_put_str(&p, "h");
+	proto_put_strv(&p, env);
+	proto_put_u64(&p, 0);
+	proto_put_u64(&p, 0);
+	proto_put_u64(&p, 0);
+	proto_put_u32(&p, 0);
+	CHECK_INT(decode_raw(PROTO_CONFIG, 0, &p), -1);
+	user[PROTO_MAX_USER] = '\0';
+	proto_put_str(&p, user);
+	CHECK_INT(decode_raw(PROTO_CONFIG, 0, &p), 0);
+	proto_wbuf_free(&p);
 }
 
 TEST(spawn_roundtrip)
