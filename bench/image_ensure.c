@@ -7,7 +7,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "image/image_config.h"
+#include "adapter/config_file.h"
 #include "image/image_pull.h"
 
 static int cmp_long(const void *a, const void *b)
@@ -34,16 +34,16 @@ int main(int argc, char **argv)
 		fprintf(stderr, "RUNS must be 1..1000000\n");
 		return 2;
 	}
-	struct sbx_image_config cfg;
-	sbx_image_config_init(&cfg);
 	sbx_error_t err = NULL;
-	if (sbx_image_config_load(&cfg, argv[1], &err) < 0) {
+	struct sbx_config *config = sbx_config_load_file(argv[1], &err);
+	if (config == NULL) {
 		fprintf(stderr, "%s\n", sbx_error_msg(err));
 		return 1;
 	}
+	struct sbx_image_config *cfg = &config->images;
 	/* A miss would pull: refuse it, so only hits are timed. */
-	cfg.auto_install = false;
-	const char *ref = sbx_image_catalog_ref(&cfg, argv[2]);
+	cfg->auto_install = false;
+	const char *ref = sbx_image_catalog_ref(cfg, argv[2]);
 	long *us = calloc((size_t)runs, sizeof(*us));
 	if (ref == NULL || us == NULL) {
 		fprintf(stderr, "no catalog image '%s'\n", argv[2]);
@@ -51,7 +51,7 @@ int main(int argc, char **argv)
 	}
 	for (long i = 0; i < runs; i++) {
 		long t0 = now_us();
-		char *path = sbx_image_ensure(argv[2], ref, &cfg, &err);
+		char *path = sbx_image_ensure(argv[2], ref, cfg, &err);
 		us[i] = now_us() - t0;
 		if (path == NULL) {
 			fprintf(stderr, "%s\n", sbx_error_msg(err));
@@ -63,6 +63,6 @@ int main(int argc, char **argv)
 	printf("ensure() cache hit over %ld runs: median %ld us, p99 %ld us, max %ld us\n", runs, us[runs / 2],
 	       us[runs * 99 / 100], us[runs - 1]);
 	free(us);
-	sbx_image_config_free(&cfg);
+	sbx_config_free(config);
 	return 0;
 }

@@ -9,8 +9,6 @@
 #include "adapter/config.h"
 #include "common/error.h"
 
-/* The OCI ref of preset `name`, or NULL when it is not a preset. */
-const char *sbx_catalog_preset_ref(const char *name);
 /* {images: [{name, oci_ref, kind}]}: presets in fixed order, then custom
  * images sorted by name. */
 json_t *sbx_catalog_list(const struct sbx_config *cfg);

@@ -4,7 +4,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "adapter/catalog.h"
 #include "common/log.h"
 
 struct sbx_config *sbx_config_defaults(sbx_error_t *err)
@@ -12,7 +11,7 @@ struct sbx_config *sbx_config_defaults(sbx_error_t *err)
 	struct sbx_config *cfg = calloc(1, sizeof(*cfg));
 	if (cfg == NULL)
 		return sbx_error_errno(err, ENOMEM, "config"), NULL;
-	cfg->auto_install = true;
+	sbx_image_config_init(&cfg->images);
 	cfg->default_idle_timeout_secs = 300;
 	cfg->max_concurrent_sandboxes = 32;
 	cfg->max_concurrent_exec_per_sandbox = 4;
@@ -27,58 +26,22 @@ void sbx_config_free(struct sbx_config *cfg)
 {
 	if (cfg == NULL)
 		return;
+	sbx_image_config_free(&cfg->images);
 	for (size_t i = 0; i < cfg->n_image_allowlist; i++)
 		free(cfg->image_allowlist[i]);
 	free(cfg->image_allowlist);
 	for (size_t i = 0; i < cfg->n_per_image_caps; i++)
 		free(cfg->per_image_caps[i].image);
 	free(cfg->per_image_caps);
-	for (size_t i = 0; i < cfg->n_custom_images; i++) {
-		free(cfg->custom_images[i].name);
-		free(cfg->custom_images[i].value);
-	}
-	free(cfg->custom_images);
-	for (size_t i = 0; i < cfg->n_registry_mirrors; i++) {
-		free(cfg->registry_mirrors[i].name);
-		free(cfg->registry_mirrors[i].value);
-	}
-	free(cfg->registry_mirrors);
-	for (size_t i = 0; i < cfg->n_registry_auth; i++) {
-		free(cfg->registry_auth[i].host);
-		free(cfg->registry_auth[i].username);
-		free(cfg->registry_auth[i].password);
-	}
-	free(cfg->registry_auth);
 	free(cfg->krunfw_path);
 	free(cfg);
-}
-
-static const char *kind_of(json_t *v)
-{
-	if (v == NULL)
-		return "nothing (the key is missing)";
-	switch (json_typeof(v)) {
-	case JSON_OBJECT: return "a map";
-	case JSON_ARRAY: return "a list";
-	case JSON_STRING: return "a string";
-	case JSON_INTEGER: return "an integer";
-	case JSON_REAL: return "a number with a fraction";
-	case JSON_TRUE:
-	case JSON_FALSE: return "a boolean";
-	default: return "null";
-	}
-}
-
-static int type_error(const char *key, const char *expected, json_t *v, sbx_error_t *err)
-{
-	return sbx_error_set(err, EINVAL, "config key `%s`: expected %s, got %s", key, expected, kind_of(v));
 }
 
 static int get_uint(json_t *v, const char *key, uint64_t max, uint64_t *out, sbx_error_t *err)
 {
 	if (!json_is_integer(v) || json_integer_value(v) < 0 || (uint64_t)json_integer_value(v) > max)
-		return type_error(key, max == UINT32_MAX ? "an unsigned 32-bit integer" : "an unsigned integer", v,
-				  err);
+		return sbx_config_type_error(err, key,
+					     max == UINT32_MAX ? "an unsigned 32-bit integer" : "an unsigned integer", v);
 	*out = (uint64_t)json_integer_value(v);
 	return 0;
 }
@@ -92,58 +55,17 @@ static int get_u32(json_t *v, const char *key, uint32_t *out, sbx_error_t *err)
 	return 0;
 }
 
-static int dup_string(json_t *v, const char *key, char **out, sbx_error_t *err)
-{
-	if (!json_is_string(v))
-		return type_error(key, "a string", v, err);
-	*out = strdup(json_string_value(v));
-	if (*out == NULL)
-		return sbx_error_errno(err, ENOMEM, "config");
-	return 0;
-}
-
-static int cmp_named(const void *a, const void *b)
-{
-	return strcmp(((const struct sbx_named_string *)a)->name, ((const struct sbx_named_string *)b)->name);
-}
-
-/* A map of strings, sorted by key so lookups and listings are stable. */
-static int parse_string_map(json_t *v, const char *key, struct sbx_named_string **out, size_t *n,
-			    sbx_error_t *err)
-{
-	if (!json_is_object(v))
-		return type_error(key, "a map of strings", v, err);
-	*out = calloc(json_object_size(v) + 1, sizeof(**out));
-	if (*out == NULL)
-		return sbx_error_errno(err, ENOMEM, "config");
-	const char *k;
-	json_t *item;
-	json_object_foreach(v, k, item) {
-		struct sbx_named_string *e = &(*out)[*n];
-		if (!json_is_string(item))
-			return sbx_error_set(err, EINVAL, "config key `%s.%s`: expected a string, got %s", key, k,
-					     kind_of(item));
-		e->name = strdup(k);
-		e->value = strdup(json_string_value(item));
-		(*n)++;
-		if (e->name == NULL || e->value == NULL)
-			return sbx_error_errno(err, ENOMEM, "config");
-	}
-	qsort(*out, *n, sizeof(**out), cmp_named);
-	return 0;
-}
-
 static int parse_allowlist(struct sbx_config *cfg, json_t *v, sbx_error_t *err)
 {
 	if (!json_is_array(v))
-		return type_error("image_allowlist", "a list of strings", v, err);
+		return sbx_config_type_error(err, "image_allowlist", "a list of strings", v);
 	cfg->image_allowlist = calloc(json_array_size(v) + 1, sizeof(char *));
 	if (cfg->image_allowlist == NULL)
 		return sbx_error_errno(err, ENOMEM, "config");
 	size_t i;
 	json_t *item;
 	json_array_foreach(v, i, item) {
-		if (dup_string(item, "image_allowlist[]", &cfg->image_allowlist[i], err) < 0)
+		if (sbx_config_dup_string(item, "image_allowlist[]", &cfg->image_allowlist[i], err) < 0)
 			return -1;
 		cfg->n_image_allowlist++;
 	}
@@ -153,7 +75,7 @@ static int parse_allowlist(struct sbx_config *cfg, json_t *v, sbx_error_t *err)
 static int parse_caps(struct sbx_config *cfg, json_t *v, sbx_error_t *err)
 {
 	if (!json_is_object(v))
-		return type_error("per_image_caps", "a map of {max_cpus, max_memory_mb}", v, err);
+		return sbx_config_type_error(err, "per_image_caps", "a map of {max_cpus, max_memory_mb}", v);
 	cfg->per_image_caps = calloc(json_object_size(v) + 1, sizeof(*cfg->per_image_caps));
 	if (cfg->per_image_caps == NULL)
 		return sbx_error_errno(err, ENOMEM, "config");
@@ -162,7 +84,7 @@ static int parse_caps(struct sbx_config *cfg, json_t *v, sbx_error_t *err)
 	json_object_foreach(v, k, item) {
 		if (!json_is_object(item))
 			return sbx_error_set(err, EINVAL, "config key `per_image_caps.%s`: expected a map, got %s", k,
-					     kind_of(item));
+					     sbx_config_json_kind(item));
 		/* [P] quirk kept on purpose: a field left out defaults to 0, so an
 		 * entry with only max_cpus rejects every create on memory. */
 		struct sbx_image_caps *c = &cfg->per_image_caps[cfg->n_per_image_caps];
@@ -179,54 +101,11 @@ static int parse_caps(struct sbx_config *cfg, json_t *v, sbx_error_t *err)
 	return 0;
 }
 
-static int parse_custom_images(struct sbx_config *cfg, json_t *v, sbx_error_t *err)
-{
-	if (parse_string_map(v, "custom_images", &cfg->custom_images, &cfg->n_custom_images, err) < 0)
-		return -1;
-	for (size_t i = 0; i < cfg->n_custom_images; i++) {
-		const char *k = cfg->custom_images[i].name;
-		if (k[0] == '\0')
-			return sbx_error_set(err, EINVAL, "custom_images key must not be empty");
-		if (sbx_catalog_preset_ref(k) != NULL)
-			return sbx_error_set(err, EINVAL,
-					     "custom_images key '%s' shadows a built-in preset — rename it (presets: "
-					     "python, node)",
-					     k);
-	}
-	return 0;
-}
-
-static int parse_registry_auth(struct sbx_config *cfg, json_t *v, sbx_error_t *err)
-{
-	if (!json_is_object(v))
-		return type_error("registry_auth", "a map of {username, password}", v, err);
-	cfg->registry_auth = calloc(json_object_size(v) + 1, sizeof(*cfg->registry_auth));
-	if (cfg->registry_auth == NULL)
-		return sbx_error_errno(err, ENOMEM, "config");
-	const char *k;
-	json_t *item;
-	json_object_foreach(v, k, item) {
-		struct sbx_registry_auth *a = &cfg->registry_auth[cfg->n_registry_auth];
-		if (!json_is_object(item))
-			return sbx_error_set(err, EINVAL, "config key `registry_auth.%s`: expected a map, got %s", k,
-					     kind_of(item));
-		cfg->n_registry_auth++;
-		a->host = strdup(k);
-		if (a->host == NULL)
-			return sbx_error_errno(err, ENOMEM, "config");
-		/* Never echo the values: they are credentials. */
-		if (dup_string(json_object_get(item, "username"), "registry_auth.*.username", &a->username, err) < 0 ||
-		    dup_string(json_object_get(item, "password"), "registry_auth.*.password", &a->password, err) < 0)
-			return sbx_error_prefix(err, "registry '%s'", k);
-	}
-	return 0;
-}
-
 static int parse_accel(struct sbx_config *cfg, json_t *v, sbx_error_t *err)
 {
 	static const char *const names[] = { [SBX_ACCEL_AUTO] = "auto", [SBX_ACCEL_KVM] = "kvm", [SBX_ACCEL_TCG] = "tcg" };
 	if (!json_is_string(v))
-		return type_error("accel", "\"auto\", \"kvm\" or \"tcg\"", v, err);
+		return sbx_config_type_error(err, "accel", "\"auto\", \"kvm\" or \"tcg\"", v);
 	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
 		if (strcmp(json_string_value(v), names[i]) == 0) {
 			cfg->accel = (enum sbx_accel)i;
@@ -240,11 +119,10 @@ static int parse_accel(struct sbx_config *cfg, json_t *v, sbx_error_t *err)
 static int parse_key(struct sbx_config *cfg, const char *k, json_t *v, sbx_error_t *err)
 {
 	uint64_t u;
-	if (strcmp(k, "auto_install") == 0) {
-		if (!json_is_boolean(v))
-			return type_error(k, "a boolean", v, err);
-		cfg->auto_install = json_is_true(v);
-	} else if (strcmp(k, "image_allowlist") == 0) {
+	int rc = sbx_image_config_parse_key(&cfg->images, k, v, err);
+	if (rc != 0)
+		return rc < 0 ? -1 : 0;
+	if (strcmp(k, "image_allowlist") == 0) {
 		return parse_allowlist(cfg, v, err);
 	} else if (strcmp(k, "default_idle_timeout_secs") == 0) {
 		return get_uint(v, k, UINT64_MAX, &cfg->default_idle_timeout_secs, err);
@@ -265,16 +143,10 @@ static int parse_key(struct sbx_config *cfg, const char *k, json_t *v, sbx_error
 		return get_u32(v, k, &cfg->default_memory_mb, err);
 	} else if (strcmp(k, "per_image_caps") == 0) {
 		return parse_caps(cfg, v, err);
-	} else if (strcmp(k, "custom_images") == 0) {
-		return parse_custom_images(cfg, v, err);
-	} else if (strcmp(k, "registry_mirrors") == 0) {
-		return parse_string_map(v, k, &cfg->registry_mirrors, &cfg->n_registry_mirrors, err);
-	} else if (strcmp(k, "registry_auth") == 0) {
-		return parse_registry_auth(cfg, v, err);
 	} else if (strcmp(k, "accel") == 0) {
 		return parse_accel(cfg, v, err);
 	} else if (strcmp(k, "krunfw_path") == 0) {
-		return dup_string(v, k, &cfg->krunfw_path, err);
+		return sbx_config_dup_string(v, k, &cfg->krunfw_path, err);
 	}
 	/* Unknown keys are ignored (contract §4.3). */
 	return 0;
@@ -294,7 +166,7 @@ struct sbx_config *sbx_config_parse(json_t *value, sbx_error_t *err)
 	}
 	if (!json_is_object(map))
 		return sbx_error_set(err, EINVAL, "config: expected a map or a list holding one map, got %s",
-				     kind_of(map)), NULL;
+				     sbx_config_json_kind(map)), NULL;
 	if (json_object_get(map, "sandbox") != NULL)
 		return sbx_error_set(err, EINVAL,
 				     "legacy wrapped shape detected: move fields from `sandbox:` to the top level of "
@@ -320,15 +192,6 @@ bool sbx_config_allows(const struct sbx_config *cfg, const char *image)
 			return true;
 	}
 	return false;
-}
-
-const char *sbx_config_custom_image(const struct sbx_config *cfg, const char *name)
-{
-	for (size_t i = 0; i < cfg->n_custom_images; i++) {
-		if (strcmp(cfg->custom_images[i].name, name) == 0)
-			return cfg->custom_images[i].value;
-	}
-	return NULL;
 }
 
 const struct sbx_image_caps *sbx_config_caps(const struct sbx_config *cfg, const char *image)

@@ -1,6 +1,10 @@
 /* The adapter's configuration (contract §4 plus our own keys), parsed from
- * the value `configuration::get` returns.  Loading is fail-closed: a value
- * that does not parse is fatal (exit 2), never replaced by defaults. */
+ * the value `configuration::get` returns or from a --config file.  Loading
+ * is fail-closed: a value that does not parse is fatal (exit 2), never
+ * replaced by defaults.  This is the one parser of the whole configuration;
+ * the image store's keys are parsed by src/image/image_config.c, which it
+ * calls (src/image may not depend on the adapter, so that is the direction
+ * that keeps one parser per key). */
 #ifndef SBX_ADAPTER_CONFIG_H
 #define SBX_ADAPTER_CONFIG_H
 
@@ -9,6 +13,7 @@
 #include <stdint.h>
 
 #include "common/error.h"
+#include "image/image_config.h"
 #include "vm/accel.h"
 
 struct sbx_image_caps {
@@ -17,19 +22,9 @@ struct sbx_image_caps {
 	uint32_t max_memory_mb;
 };
 
-struct sbx_named_string {
-	char *name;
-	char *value;
-};
-
-struct sbx_registry_auth {
-	char *host;
-	char *username;
-	char *password;
-};
-
 struct sbx_config {
-	bool auto_install;
+	/* auto_install, registry_mirrors, registry_auth, custom_images */
+	struct sbx_image_config images;
 	char **image_allowlist;
 	size_t n_image_allowlist;
 	uint64_t default_idle_timeout_secs;
@@ -40,12 +35,6 @@ struct sbx_config {
 	uint32_t default_memory_mb;
 	struct sbx_image_caps *per_image_caps;
 	size_t n_per_image_caps;
-	struct sbx_named_string *custom_images; /* sorted by name (byte order) */
-	size_t n_custom_images;
-	struct sbx_named_string *registry_mirrors; /* host -> base URL */
-	size_t n_registry_mirrors;
-	struct sbx_registry_auth *registry_auth;
-	size_t n_registry_auth;
 	enum sbx_accel accel;
 	char *krunfw_path; /* NULL when not set */
 };
@@ -58,8 +47,6 @@ struct sbx_config *sbx_config_defaults(sbx_error_t *err);
 void sbx_config_free(struct sbx_config *cfg);
 
 bool sbx_config_allows(const struct sbx_config *cfg, const char *image);
-/* The custom image ref for `name`, or NULL. */
-const char *sbx_config_custom_image(const struct sbx_config *cfg, const char *name);
 const struct sbx_image_caps *sbx_config_caps(const struct sbx_config *cfg, const char *image);
 
 #endif

@@ -11,7 +11,7 @@
 #include <unistd.h>
 
 #include "adapter/adapter.h"
-#include "adapter/image_conf.h"
+#include "adapter/config_file.h"
 #include "adapter/leftovers.h"
 #include "adapter/vm_backend.h"
 #include "common/base64.h"

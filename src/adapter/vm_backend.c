@@ -7,7 +7,6 @@
 #include <string.h>
 
 #include "adapter/boot_env.h"
-#include "adapter/image_conf.h"
 #include "common/cleanup.h"
 #include "common/log.h"
 #include "image/image_pull.h"
@@ -19,7 +18,6 @@
 
 struct backend {
 	const struct sbx_config *cfg;
-	struct sbx_image_config images;
 };
 
 struct sandbox_vm {
@@ -33,26 +31,19 @@ void *vm_backend_new(const struct sbx_config *cfg, sbx_error_t *err)
 	if (b == NULL)
 		return sbx_error_errno(err, ENOMEM, "backend"), NULL;
 	b->cfg = cfg;
-	if (sbx_image_config_from(cfg, &b->images, err) < 0) {
-		free(b);
-		return NULL;
-	}
 	return b;
 }
 
 void vm_backend_free(void *ctx)
 {
 	struct backend *b = ctx;
-	if (b == NULL)
-		return;
-	sbx_image_config_free(&b->images);
 	free(b);
 }
 
 static void *boot(void *ctx, const struct sbx_boot_request *req, sbx_error_t *err)
 {
 	struct backend *b = ctx;
-	cleanup_free char *image = sbx_image_ensure(req->image, req->oci_ref, &b->images, err);
+	cleanup_free char *image = sbx_image_ensure(req->image, req->oci_ref, &b->cfg->images, err);
 	if (image == NULL)
 		return NULL;
 	struct image_runtime rt;

@@ -9,7 +9,6 @@
 #include <unistd.h>
 
 #include "common/log.h"
-#include "image/image_config.h"
 #include "image/image_import.h"
 #include "image/image_index.h"
 #include "image/image_pull.h"
@@ -21,7 +20,8 @@ static const char usage_text[] =
 	"  import PATH [--ref REF]  load an OCI layout directory or a docker save archive\n"
 	"  ls                       list cached images: ref, digest, size, last used\n"
 	"  rm REF|DIGEST            forget an image and delete its disk if unused\n"
-	"--config FILE: the adapter's configuration (JSON): registry_mirrors, registry_auth, custom_images.\n"
+	"--config FILE: the adapter's configuration (JSON), checked as serve checks it; the image\n"
+	"commands use registry_mirrors, registry_auth, custom_images and auto_install.\n"
 	"Output is tab-separated; progress is shown only on a terminal.\n";
 
 static void on_layer(void *ud, size_t index, size_t count, const char *digest, uint64_t done, uint64_t total)
@@ -127,7 +127,7 @@ static int cmd_rm(const char *key)
 	return rc;
 }
 
-int sbx_cmd_image(int argc, char **argv)
+int sbx_image_cli(int argc, char **argv, sbx_image_config_loader load)
 {
 	const char *config_path = NULL, *ref = NULL;
 	const char *args[3];
@@ -155,8 +155,7 @@ int sbx_cmd_image(int argc, char **argv)
 	struct sbx_image_config cfg;
 	sbx_image_config_init(&cfg);
 	sbx_error_t err = NULL;
-	if (config_path != NULL && sbx_image_config_load(&cfg, config_path, &err) < 0) {
-		sbx_image_config_free(&cfg);
+	if (config_path != NULL && load(config_path, &cfg, &err) < 0) {
 		fail(&err);
 		return 2;
 	}

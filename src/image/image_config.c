@@ -1,10 +1,13 @@
 #include "image/image_config.h"
 
 #include <errno.h>
-#include <jansson.h>
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+static const struct sbx_image_preset presets[] = {
+	{ "python", "docker.io/iiidev/python:latest" },
+	{ "node", "docker.io/iiidev/node:latest" },
+};
 
 void sbx_image_config_init(struct sbx_image_config *c)
 {
@@ -12,151 +15,148 @@ void sbx_image_config_init(struct sbx_image_config *c)
 	c->auto_install = true;
 }
 
-static char *dup_string(json_t *v, const char *what, sbx_error_t *err)
+const char *sbx_config_json_kind(json_t *v)
 {
-	if (!json_is_string(v) || strlen(json_string_value(v)) != json_string_length(v)) {
-		sbx_error_set(err, 0, "config: %s must be a string", what);
-		return NULL;
+	if (v == NULL)
+		return "nothing (the key is missing)";
+	switch (json_typeof(v)) {
+	case JSON_OBJECT: return "a map";
+	case JSON_ARRAY: return "a list";
+	case JSON_STRING: return "a string";
+	case JSON_INTEGER: return "an integer";
+	case JSON_REAL: return "a number with a fraction";
+	case JSON_TRUE:
+	case JSON_FALSE: return "a boolean";
+	default: return "null";
 	}
-	char *s = strdup(json_string_value(v));
-	if (s == NULL)
-		sbx_error_errno(err, ENOMEM, "config");
-	return s;
 }
 
-static int read_mirrors(struct sbx_image_config *c, json_t *obj, sbx_error_t *err)
+int sbx_config_type_error(sbx_error_t *err, const char *key, const char *expected, json_t *v)
 {
-	if (!json_is_object(obj))
-		return sbx_error_set(err, 0, "config: registry_mirrors must be a map of registry host to base URL");
-	c->mirrors = calloc(json_object_size(obj) + 1, sizeof(*c->mirrors));
+	return sbx_error_set(err, EINVAL, "config key `%s`: expected %s, got %s", key, expected,
+			     sbx_config_json_kind(v));
+}
+
+int sbx_config_dup_string(json_t *v, const char *key, char **out, sbx_error_t *err)
+{
+	if (!json_is_string(v))
+		return sbx_config_type_error(err, key, "a string", v);
+	if (strlen(json_string_value(v)) != json_string_length(v))
+		return sbx_error_set(err, EINVAL, "config key `%s`: the string holds a NUL byte", key);
+	*out = strdup(json_string_value(v));
+	if (*out == NULL)
+		return sbx_error_errno(err, ENOMEM, "config");
+	return 0;
+}
+
+/* A string entry of map `key`; messages name it "KEY.ENTRY" (the entry is
+ * a host or an image name, never a secret). */
+static int entry_string(json_t *v, const char *key, const char *entry, char **out, sbx_error_t *err)
+{
+	if (!json_is_string(v))
+		return sbx_error_set(err, EINVAL, "config key `%s.%s`: expected a string, got %s", key, entry,
+				     sbx_config_json_kind(v));
+	if (sbx_config_dup_string(v, key, out, err) < 0)
+		return sbx_error_prefix(err, "entry '%s'", entry);
+	return 0;
+}
+
+static int parse_mirrors(struct sbx_image_config *c, json_t *v, sbx_error_t *err)
+{
+	if (!json_is_object(v))
+		return sbx_config_type_error(err, "registry_mirrors", "a map of strings", v);
+	c->mirrors = calloc(json_object_size(v) + 1, sizeof(*c->mirrors));
 	if (c->mirrors == NULL)
 		return sbx_error_errno(err, ENOMEM, "config");
-	const char *key;
-	json_t *v;
-	json_object_foreach(obj, key, v) {
-		struct sbx_registry_mirror *m = &c->mirrors[c->n_mirrors];
-		if ((m->host = strdup(key)) == NULL)
+	const char *k;
+	json_t *item;
+	json_object_foreach(v, k, item) {
+		struct sbx_registry_mirror *m = &c->mirrors[c->n_mirrors++];
+		if ((m->host = strdup(k)) == NULL)
 			return sbx_error_errno(err, ENOMEM, "config");
-		c->n_mirrors++;
-		if ((m->url = dup_string(v, "a registry_mirrors value", err)) == NULL)
+		if (entry_string(item, "registry_mirrors", k, &m->url, err) < 0)
 			return -1;
 	}
 	return 0;
 }
 
-static int read_creds(struct sbx_image_config *c, json_t *obj, sbx_error_t *err)
+static int parse_creds(struct sbx_image_config *c, json_t *v, sbx_error_t *err)
 {
-	if (!json_is_object(obj))
-		return sbx_error_set(err, 0, "config: registry_auth must be a map of host to {username, password}");
-	c->creds = calloc(json_object_size(obj) + 1, sizeof(*c->creds));
+	if (!json_is_object(v))
+		return sbx_config_type_error(err, "registry_auth", "a map of {username, password}", v);
+	c->creds = calloc(json_object_size(v) + 1, sizeof(*c->creds));
 	if (c->creds == NULL)
 		return sbx_error_errno(err, ENOMEM, "config");
-	const char *key;
-	json_t *v;
-	json_object_foreach(obj, key, v) {
-		struct sbx_registry_cred *r = &c->creds[c->n_creds];
-		if ((r->host = strdup(key)) == NULL)
+	const char *k;
+	json_t *item;
+	json_object_foreach(v, k, item) {
+		struct sbx_registry_cred *r = &c->creds[c->n_creds++];
+		if (!json_is_object(item))
+			return sbx_error_set(err, EINVAL, "config key `registry_auth.%s`: expected a map, got %s", k,
+					     sbx_config_json_kind(item));
+		if ((r->host = strdup(k)) == NULL)
 			return sbx_error_errno(err, ENOMEM, "config");
-		c->n_creds++;
-		if (!json_is_object(v))
-			return sbx_error_set(err, 0, "config: registry_auth['%s'] must be {username, password}", key);
-		/* Never echo the values: they may be secrets. */
-		if ((r->username = dup_string(json_object_get(v, "username"), "registry_auth username", err)) == NULL ||
-		    (r->password = dup_string(json_object_get(v, "password"), "registry_auth password", err)) == NULL)
-			return -1;
+		/* Never echo the values: they are credentials. */
+		if (sbx_config_dup_string(json_object_get(item, "username"), "registry_auth.*.username", &r->username,
+					  err) < 0 ||
+		    sbx_config_dup_string(json_object_get(item, "password"), "registry_auth.*.password", &r->password,
+					  err) < 0)
+			return sbx_error_prefix(err, "registry '%s'", k);
 	}
 	return 0;
 }
 
-static int read_custom(struct sbx_image_config *c, json_t *obj, sbx_error_t *err)
+static int cmp_custom(const void *a, const void *b)
 {
-	if (!json_is_object(obj))
-		return sbx_error_set(err, 0, "config: custom_images must be a map of name to OCI ref");
-	size_t n = json_object_size(obj);
-	c->custom_names = calloc(n + 1, sizeof(char *));
-	c->custom_refs = calloc(n + 1, sizeof(char *));
-	if (c->custom_names == NULL || c->custom_refs == NULL)
+	return strcmp(((const struct sbx_custom_image *)a)->name, ((const struct sbx_custom_image *)b)->name);
+}
+
+static int parse_custom(struct sbx_image_config *c, json_t *v, sbx_error_t *err)
+{
+	if (!json_is_object(v))
+		return sbx_config_type_error(err, "custom_images", "a map of strings", v);
+	c->custom = calloc(json_object_size(v) + 1, sizeof(*c->custom));
+	if (c->custom == NULL)
 		return sbx_error_errno(err, ENOMEM, "config");
-	const char *key;
-	json_t *v;
-	json_object_foreach(obj, key, v) {
-		if ((c->custom_names[c->n_custom] = strdup(key)) == NULL)
+	const char *k;
+	json_t *item;
+	json_object_foreach(v, k, item) {
+		struct sbx_custom_image *e = &c->custom[c->n_custom++];
+		if ((e->name = strdup(k)) == NULL)
 			return sbx_error_errno(err, ENOMEM, "config");
-		c->n_custom++;
-		if ((c->custom_refs[c->n_custom - 1] = dup_string(v, "a custom_images value", err)) == NULL)
+		if (entry_string(item, "custom_images", k, &e->ref, err) < 0)
 			return -1;
+		if (k[0] == '\0')
+			return sbx_error_set(err, EINVAL, "custom_images key must not be empty");
+		if (sbx_image_preset_ref(k) != NULL)
+			return sbx_error_set(err, EINVAL,
+					     "custom_images key '%s' shadows a built-in preset — rename it (presets: "
+					     "python, node)",
+					     k);
 	}
+	/* Sorted, so that listings are stable (catalog::list relies on it). */
+	qsort(c->custom, c->n_custom, sizeof(*c->custom), cmp_custom);
 	return 0;
 }
 
-int sbx_image_config_from_json(struct sbx_image_config *c, const char *json, size_t len, sbx_error_t *err)
+int sbx_image_config_parse_key(struct sbx_image_config *c, const char *key, json_t *v, sbx_error_t *err)
 {
-	json_error_t jerr;
-	json_t *root = json_loadb(json, len, JSON_REJECT_DUPLICATES, &jerr);
-	if (root == NULL)
-		return sbx_error_set(err, 0, "config: invalid JSON at line %d: %s", jerr.line, jerr.text);
-	json_t *map = root;
-	if (json_is_array(root) && json_array_size(root) == 1)
-		map = json_array_get(root, 0);
-	int rc = 0;
-	if (!json_is_object(map)) {
-		rc = sbx_error_set(err, 0, "config: expected a map (or a one-element list holding one)");
-		goto out;
-	}
-	json_t *v = json_object_get(map, "auto_install");
-	if (v != NULL) {
-		if (!json_is_boolean(v)) {
-			rc = sbx_error_set(err, 0, "config: auto_install must be a boolean");
-			goto out;
-		}
+	int rc;
+	if (strcmp(key, "auto_install") == 0) {
+		if (!json_is_boolean(v))
+			return sbx_config_type_error(err, key, "a boolean", v);
 		c->auto_install = json_is_true(v);
+		return 1;
 	}
-	if ((v = json_object_get(map, "registry_mirrors")) != NULL && (rc = read_mirrors(c, v, err)) < 0)
-		goto out;
-	if ((v = json_object_get(map, "registry_auth")) != NULL && (rc = read_creds(c, v, err)) < 0)
-		goto out;
-	if ((v = json_object_get(map, "custom_images")) != NULL)
-		rc = read_custom(c, v, err);
-out:
-	json_decref(root);
-	return rc;
-}
-
-int sbx_image_config_load(struct sbx_image_config *c, const char *path, sbx_error_t *err)
-{
-	FILE *f = fopen(path, "re");
-	if (f == NULL)
-		return sbx_error_errno(err, errno, "config '%s'", path);
-	char *buf = NULL;
-	size_t cap = 0, len = 0;
-	int rc = 0;
-	for (;;) {
-		if (len == cap) {
-			if (cap >= (1u << 20)) {
-				rc = sbx_error_set(err, 0, "config '%s': larger than 1 MiB", path);
-				break;
-			}
-			cap = cap ? cap * 2 : 4096;
-			char *nb = realloc(buf, cap);
-			if (nb == NULL) {
-				rc = sbx_error_errno(err, ENOMEM, "config");
-				break;
-			}
-			buf = nb;
-		}
-		size_t n = fread(buf + len, 1, cap - len, f);
-		len += n;
-		if (n == 0) {
-			if (ferror(f))
-				rc = sbx_error_errno(err, EIO, "config '%s'", path);
-			break;
-		}
-	}
-	fclose(f);
-	if (rc == 0 && sbx_image_config_from_json(c, buf, len, err) < 0)
-		rc = sbx_error_prefix(err, "%s", path);
-	free(buf);
-	return rc;
+	if (strcmp(key, "registry_mirrors") == 0)
+		rc = parse_mirrors(c, v, err);
+	else if (strcmp(key, "registry_auth") == 0)
+		rc = parse_creds(c, v, err);
+	else if (strcmp(key, "custom_images") == 0)
+		rc = parse_custom(c, v, err);
+	else
+		return 0;
+	return rc < 0 ? -1 : 1;
 }
 
 void sbx_image_config_free(struct sbx_image_config *c)
@@ -171,13 +171,12 @@ void sbx_image_config_free(struct sbx_image_config *c)
 		free(c->creds[i].password);
 	}
 	for (size_t i = 0; i < c->n_custom; i++) {
-		free(c->custom_names[i]);
-		free(c->custom_refs[i]);
+		free(c->custom[i].name);
+		free(c->custom[i].ref);
 	}
 	free(c->mirrors);
 	free(c->creds);
-	free(c->custom_names);
-	free(c->custom_refs);
+	free(c->custom);
 	sbx_image_config_init(c);
 }
 
@@ -197,15 +196,26 @@ const struct sbx_registry_cred *sbx_image_config_cred(const struct sbx_image_con
 	return NULL;
 }
 
+const struct sbx_image_preset *sbx_image_presets(size_t *n)
+{
+	*n = sizeof(presets) / sizeof(presets[0]);
+	return presets;
+}
+
+const char *sbx_image_preset_ref(const char *name)
+{
+	for (size_t i = 0; i < sizeof(presets) / sizeof(presets[0]); i++)
+		if (strcmp(presets[i].name, name) == 0)
+			return presets[i].ref;
+	return NULL;
+}
+
 const char *sbx_image_catalog_ref(const struct sbx_image_config *c, const char *name)
 {
 	/* contract §5.1: presets win over custom_images */
-	if (strcmp(name, "python") == 0)
-		return "docker.io/iiidev/python:latest";
-	if (strcmp(name, "node") == 0)
-		return "docker.io/iiidev/node:latest";
-	for (size_t i = 0; i < c->n_custom; i++)
-		if (strcmp(c->custom_names[i], name) == 0)
-			return c->custom_refs[i];
-	return NULL;
+	const char *ref = sbx_image_preset_ref(name);
+	for (size_t i = 0; ref == NULL && i < c->n_custom; i++)
+		if (strcmp(c->custom[i].name, name) == 0)
+			ref = c->custom[i].ref;
+	return ref;
 }

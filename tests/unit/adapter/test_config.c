@@ -8,7 +8,7 @@
 
 static struct sbx_config *parse(const char *text, sbx_error_t *err)
 {
-	json_t *v = json_loads(text, JSON_DECODE_ANY, NULL);
+	json_t *v = json_loads(text, JSON_DECODE_ANY | JSON_ALLOW_NUL, NULL);
 	struct sbx_config *cfg = sbx_config_parse(v, err);
 	json_decref(v);
 	return cfg;
@@ -30,7 +30,7 @@ TEST(config_defaults_for_null_and_absent)
 	sbx_error_t err = NULL;
 	struct sbx_config *cfg = sbx_config_parse(NULL, &err);
 	CHECK(cfg != NULL);
-	CHECK(cfg->auto_install);
+	CHECK(cfg->images.auto_install);
 	CHECK_INT(cfg->n_image_allowlist, 0);
 	CHECK_INT(cfg->default_idle_timeout_secs, 300);
 	CHECK_INT(cfg->max_concurrent_sandboxes, 32);
@@ -59,7 +59,7 @@ TEST(config_flat_map_and_list_shape)
 		sbx_error_t err = NULL;
 		struct sbx_config *cfg = parse(texts[i], &err);
 		CHECK(cfg != NULL);
-		CHECK(!cfg->auto_install);
+		CHECK(!cfg->images.auto_install);
 		CHECK_INT(cfg->n_image_allowlist, 2);
 		CHECK(sbx_config_allows(cfg, "node"));
 		CHECK(!sbx_config_allows(cfg, "ruby"));
@@ -102,13 +102,13 @@ TEST(config_own_keys)
 				       "\"accel\":\"tcg\",\"krunfw_path\":\"/opt/libkrunfw.so.5\"}",
 				       &err);
 	CHECK(cfg != NULL);
-	CHECK_INT(cfg->n_registry_mirrors, 1);
-	CHECK_STR(cfg->registry_mirrors[0].name, "docker.io");
-	CHECK_STR(cfg->registry_mirrors[0].value, "http://127.0.0.1:5000");
-	CHECK_INT(cfg->n_registry_auth, 1);
-	CHECK_STR(cfg->registry_auth[0].host, "ghcr.io");
-	CHECK_STR(cfg->registry_auth[0].username, "u");
-	CHECK_STR(cfg->registry_auth[0].password, "p");
+	CHECK_INT(cfg->images.n_mirrors, 1);
+	CHECK_STR(cfg->images.mirrors[0].host, "docker.io");
+	CHECK_STR(cfg->images.mirrors[0].url, "http://127.0.0.1:5000");
+	CHECK_INT(cfg->images.n_creds, 1);
+	CHECK_STR(cfg->images.creds[0].host, "ghcr.io");
+	CHECK_STR(cfg->images.creds[0].username, "u");
+	CHECK_STR(cfg->images.creds[0].password, "p");
 	CHECK_INT(cfg->accel, SBX_ACCEL_TCG);
 	CHECK_STR(cfg->krunfw_path, "/opt/libkrunfw.so.5");
 	sbx_config_free(cfg);
@@ -139,6 +139,7 @@ TEST(config_fatal_cases)
 	CHECK(fails_with("{\"registry_auth\":{\"h\":{\"username\":\"u\"}}}", "password"));
 	CHECK(fails_with("{\"accel\":\"hvf\"}", "accel"));
 	CHECK(fails_with("{\"krunfw_path\":7}", "krunfw_path"));
+	CHECK(fails_with("{\"krunfw_path\":\"/a\\u0000b\"}", "config key `krunfw_path`: the string holds a NUL byte"));
 	CHECK(fails_with("[]", "list of 0 entries"));
 	CHECK(fails_with("[{},{}]", "list of 2 entries"));
 	CHECK(fails_with("[1]", "expected a map"));

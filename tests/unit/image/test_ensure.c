@@ -42,6 +42,21 @@ static void use_temp_state(void)
 	setenv("III_SANDBOX_STATE_DIR", sub, 1);
 }
 
+/* The image keys of a JSON map, as the adapter's parser hands them over. */
+static int from_json(struct sbx_image_config *c, const char *text, sbx_error_t *err)
+{
+	json_t *map = json_loads(text, 0, NULL);
+	const char *k;
+	json_t *v;
+	int rc = json_is_object(map) ? 0 : sbx_error_set(err, EINVAL, "not a map");
+	json_object_foreach(map, k, v) {
+		if (rc == 0 && sbx_image_config_parse_key(c, k, v, err) < 0)
+			rc = -1;
+	}
+	json_decref(map);
+	return rc;
+}
+
 TEST(miss_without_auto_install_is_s101)
 {
 	use_temp_state();
@@ -65,7 +80,7 @@ TEST(pull_failure_is_s102)
 	sbx_image_config_init(&cfg);
 	const char *json = "{\"auto_install\": true, \"registry_mirrors\": {\"docker.io\": \"http://127.0.0.1:1\"}}";
 	sbx_error_t err = NULL;
-	CHECK(sbx_image_config_from_json(&cfg, json, strlen(json), &err) == 0);
+	CHECK(from_json(&cfg, json, &err) == 0);
 	char *path = sbx_image_ensure("node", "docker.io/iiidev/node:latest", &cfg, &err);
 	CHECK(path == NULL);
 	CHECK_STR(err->scode, "S102");
@@ -83,27 +98,6 @@ TEST(bad_catalog_ref_is_s102)
 	CHECK(sbx_image_ensure("x", "NOT A REF", &cfg, &err) == NULL);
 	CHECK_STR(err->scode, "S102");
 	sbx_error_free(&err);
-}
-
-TEST(config_rejects_wrong_types)
-{
-	struct sbx_image_config cfg;
-	sbx_image_config_init(&cfg);
-	sbx_error_t err = NULL;
-	const char *bad = "[{\"auto_install\": \"yes\"}]";
-	CHECK(sbx_image_config_from_json(&cfg, bad, strlen(bad), &err) < 0);
-	sbx_error_free(&err);
-	const char *secret = "{\"registry_auth\": {\"h\": {\"username\": \"u\", \"password\": 7}}}";
-	CHECK(sbx_image_config_from_json(&cfg, secret, strlen(secret), &err) < 0);
-	CHECK(strstr(sbx_error_msg(err), "7") == NULL);
-	sbx_error_free(&err);
-	sbx_image_config_free(&cfg);
-	const char *good = "[{\"custom_images\": {\"pg\": \"postgres:17\"}}]";
-	CHECK(sbx_image_config_from_json(&cfg, good, strlen(good), &err) == 0);
-	CHECK_STR(sbx_image_catalog_ref(&cfg, "pg"), "postgres:17");
-	CHECK_STR(sbx_image_catalog_ref(&cfg, "python"), "docker.io/iiidev/python:latest");
-	CHECK(sbx_image_catalog_ref(&cfg, "nope") == NULL);
-	sbx_image_config_free(&cfg);
 }
 
 /* A listening loopback socket standing in for the registry: any request
@@ -130,7 +124,7 @@ TEST(hit_returns_the_stored_image_without_network_io)
 	struct sbx_image_config cfg;
 	sbx_image_config_init(&cfg);
 	sbx_error_t err = NULL;
-	CHECK(sbx_image_config_from_json(&cfg, json, strlen(json), &err) == 0);
+	CHECK(from_json(&cfg, json, &err) == 0);
 	const char *digest = "sha256:0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef";
 	char *root = sbx_image_root(&err);
 	char *want = root ? sbx_image_path(root, digest, &err) : NULL;
