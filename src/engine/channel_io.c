@@ -118,7 +118,7 @@ struct channel_reader *channel_reader_open(struct engine *e, const struct channe
 /* The text of an {"error": "..."} frame, or NULL for any other text. */
 static char *error_frame_text(const struct ws_message *m)
 {
-	json_t *j = json_loadb((const char *)m->data, m->len, 0, NULL);
+	json_t *j = json_loadb((const char *)m->data, m->len, JSON_ALLOW_NUL, NULL);
 	const char *s = json_string_value(json_object_get(j, "error"));
 	char *copy = s != NULL ? strndup(s, 1024) : NULL;
 	json_decref(j);

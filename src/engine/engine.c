@@ -31,7 +31,10 @@ const char *engine_default_url(void)
 const char *engine_json_str(json_t *obj, const char *key, size_t maxlen)
 {
 	json_t *v = json_object_get(obj, key);
-	if (!json_is_string(v) || json_string_length(v) > maxlen)
+	/* Frames are decoded with JSON_ALLOW_NUL: a string holding a NUL byte
+	 * would be silently cut short as a C string. */
+	if (!json_is_string(v) || json_string_length(v) > maxlen ||
+	    strlen(json_string_value(v)) != json_string_length(v))
 		return NULL;
 	return json_string_value(v);
 }

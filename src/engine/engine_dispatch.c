@@ -16,7 +16,7 @@ struct job {
 	const struct engine_function *fn;
 	bool has_id;
 	char invocation_id[SBX_UUID_STRLEN + 1];
-	char *function_id;
+	json_t *function_id; /* echoed verbatim, NUL bytes included */
 	char *traceparent;
 	char *baggage;
 	json_t *data;
@@ -24,7 +24,7 @@ struct job {
 
 static void job_free(struct job *j)
 {
-	free(j->function_id);
+	json_decref(j->function_id);
 	free(j->traceparent);
 	free(j->baggage);
 	json_decref(j->data);
@@ -50,7 +50,7 @@ static json_t *valid_error(json_t *out)
 /* Sends the one invocationresult of an invocation; `out` is stolen. */
 static void send_result(struct engine *e, const struct job *j, bool ok, json_t *out)
 {
-	json_t *msg = json_pack("{s:s, s:s, s:s}", "type", "invocationresult", "invocation_id", j->invocation_id,
+	json_t *msg = json_pack("{s:s, s:s, s:O}", "type", "invocationresult", "invocation_id", j->invocation_id,
 				"function_id", j->function_id);
 	if (msg == NULL) {
 		json_decref(out);
@@ -78,7 +78,8 @@ static void send_result(struct engine *e, const struct job *j, bool ok, json_t *
 		engine_send(e, msg, &err);
 	}
 	if (err != NULL)
-		sbx_warn("engine: result of %s (%s) not sent: %s", j->invocation_id, j->function_id, sbx_error_msg(err));
+		sbx_warn("engine: result of %s (%s) not sent: %s", j->invocation_id, json_string_value(j->function_id),
+			 sbx_error_msg(err));
 	sbx_error_free(&err);
 	json_decref(msg);
 }
@@ -89,7 +90,7 @@ static void *invocation_thread(void *arg)
 	struct engine *e = j->e;
 	struct engine_invocation inv = {
 		.invocation_id = j->has_id ? j->invocation_id : NULL,
-		.function_id = j->function_id,
+		.function_id = json_string_value(j->function_id),
 		.traceparent = j->traceparent,
 		.baggage = j->baggage,
 		.engine = e,
@@ -121,41 +122,59 @@ static char *dup_trace(json_t *msg, const char *key)
 	return v != NULL ? strdup(v) : NULL;
 }
 
-void engine_dispatch_invocation(struct engine *e, json_t *msg)
+/* The job of an invokefunction, or NULL when it cannot be answered: no
+ * function_id string, an unusable invocation_id, no memory. */
+static struct job *job_new(struct engine *e, json_t *msg)
 {
-	const char *fid = engine_json_str(msg, "function_id", ENGINE_MAX_ID_LEN);
-	json_t *idv = json_object_get(msg, "invocation_id");
-	if (fid == NULL) {
+	json_t *fid = json_object_get(msg, "function_id");
+	if (!json_is_string(fid) || json_string_length(fid) > ENGINE_MAX_ID_LEN) {
 		sbx_warn("engine: invokefunction without a usable function_id dropped");
-		return;
+		return NULL;
 	}
 	struct job *j = calloc(1, sizeof(*j));
 	if (j == NULL) {
-		sbx_err("engine: out of memory; invocation of %s dropped", fid);
-		return;
+		sbx_err("engine: out of memory; an invocation dropped");
+		return NULL;
 	}
+	json_t *idv = json_object_get(msg, "invocation_id");
 	if (idv != NULL && !json_is_null(idv)) {
-		if (!json_is_string(idv) || !sbx_uuid_parse(json_string_value(idv), j->invocation_id)) {
+		const char *id = engine_json_str(msg, "invocation_id", 2 * SBX_UUID_STRLEN);
+		if (id == NULL || !sbx_uuid_parse(id, j->invocation_id)) {
 			sbx_warn("engine: invokefunction with an invalid invocation_id dropped");
 			free(j);
-			return;
+			return NULL;
 		}
 		j->has_id = true;
 	}
 	j->e = e;
-	j->function_id = strdup(fid);
+	j->function_id = json_incref(fid);
 	j->traceparent = dup_trace(msg, "traceparent");
 	j->baggage = dup_trace(msg, "baggage");
 	json_t *data = json_object_get(msg, "data");
 	j->data = data != NULL ? json_incref(data) : json_null();
-	if (j->function_id == NULL) {
-		sbx_err("engine: out of memory; invocation of %s dropped", fid);
-		job_free(j);
+	return j;
+}
+
+void engine_dispatch_refuse(struct engine *e, json_t *msg, const char *code, const char *message)
+{
+	struct job *j = job_new(e, msg);
+	if (j == NULL)
 		return;
-	}
+	sbx_warn("engine: invocation of %s refused: %s", json_string_value(j->function_id), message);
+	reply_error(e, j, code, message);
+	job_free(j);
+}
+
+void engine_dispatch_invocation(struct engine *e, json_t *msg)
+{
+	struct job *j = job_new(e, msg);
+	if (j == NULL)
+		return;
+	/* NULL for a function_id with a NUL byte: no function has one. */
+	const char *fid = engine_json_str(msg, "function_id", ENGINE_MAX_ID_LEN);
 
 	pthread_mutex_lock(&e->lock);
-	for (size_t i = 0; i < e->nfns && j->fn == NULL; i++)
+	for (size_t i = 0; fid != NULL && i < e->nfns && j->fn == NULL; i++)
 		if (strcmp(e->fns[i]->id, fid) == 0)
 			j->fn = e->fns[i];
 	bool over = j->fn != NULL && e->running >= e->max_invocations;
@@ -165,7 +184,7 @@ void engine_dispatch_invocation(struct engine *e, json_t *msg)
 
 	if (j->fn == NULL) {
 		char text[ENGINE_MAX_ID_LEN + 64];
-		snprintf(text, sizeof(text), "Function %s not found", fid);
+		snprintf(text, sizeof(text), "Function %s not found", fid != NULL ? fid : "(with a NUL byte)");
 		reply_error(e, j, "function_not_found", text);
 		job_free(j);
 		return;

@@ -59,8 +59,8 @@ bool engine_stopping(struct engine *e);
 int engine_send(struct engine *e, json_t *msg, sbx_error_t *err);
 /* Like engine_send(), on a given connection; for the connection thread. */
 int engine_send_on(struct ws_conn *c, json_t *msg, sbx_error_t *err);
-/* The string value of obj[key] when it is a string of at most maxlen bytes,
- * else NULL. */
+/* The string value of obj[key] when it is a string of at most maxlen bytes
+ * with no NUL byte, else NULL. */
 const char *engine_json_str(json_t *obj, const char *key, size_t maxlen);
 /* Waits on e->cond until the monotonic deadline; e->lock held. */
 void engine_wait_until(struct engine *e, int64_t deadline_ms);
@@ -72,6 +72,9 @@ json_t *engine_registerfunction_msg(const struct engine_function *f);
 
 /* engine_dispatch.c */
 void engine_dispatch_invocation(struct engine *e, json_t *msg);
+/* Answers an invokefunction with an error without running any handler (a
+ * frame that could not be decoded in full); nothing when it has no id. */
+void engine_dispatch_refuse(struct engine *e, json_t *msg, const char *code, const char *message);
 
 /* engine_pending.c (the table is under e->lock) */
 void engine_pending_complete(struct engine *e, json_t *msg);

@@ -20,9 +20,9 @@ static void unlink_call(struct engine *e, struct pending_call *pc)
 
 void engine_pending_complete(struct engine *e, json_t *msg)
 {
-	json_t *idv = json_object_get(msg, "invocation_id");
+	const char *idv = engine_json_str(msg, "invocation_id", 2 * SBX_UUID_STRLEN);
 	char id[SBX_UUID_STRLEN + 1];
-	if (!json_is_string(idv) || !sbx_uuid_parse(json_string_value(idv), id)) {
+	if (idv == NULL || !sbx_uuid_parse(idv, id)) {
 		sbx_warn("engine: invocationresult with an invalid invocation_id dropped");
 		return;
 	}

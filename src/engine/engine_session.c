@@ -2,10 +2,12 @@
  * replay, then the read loop with keep-alive until the connection ends. */
 #include <errno.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/utsname.h>
 #include <unistd.h>
 
+#include "common/cleanup.h"
 #include "common/log.h"
 #include "engine/clock.h"
 #include "engine/engine_internal.h"
@@ -122,6 +124,49 @@ static void handle_rejected(struct engine *e, json_t *msg)
 	pthread_mutex_unlock(&e->lock);
 }
 
+/* A copy of the frame's text with every \u0000 escape turned into \u2400
+ * (the same length), parsed; NULL when it still does not parse.  Skipping
+ * each escape pair as a whole keeps an escaped backslash from being read as
+ * the start of an escape. */
+static json_t *load_without_nul_escapes(const struct ws_message *m)
+{
+	cleanup_free char *text = malloc(m->len);
+	if (text == NULL)
+		return NULL;
+	memcpy(text, m->data, m->len);
+	bool changed = false;
+	for (size_t i = 0; i + 1 < m->len; i++) {
+		if (text[i] != '\\')
+			continue;
+		if (text[i + 1] == 'u' && i + 6 <= m->len && memcmp(text + i + 2, "0000", 4) == 0) {
+			memcpy(text + i + 2, "2400", 4);
+			changed = true;
+		}
+		i++;
+	}
+	return changed ? json_loadb(text, m->len, 0, NULL) : NULL;
+}
+
+/* jansson cannot hold a NUL byte in an object key even with JSON_ALLOW_NUL,
+ * so a frame with one does not parse.  Its envelope is read from a copy
+ * without NUL escapes only to answer the call with an error: the copy's
+ * data never reaches a handler or a caller. */
+static void answer_undecodable(struct engine *e, const struct ws_message *m)
+{
+	json_t *msg = load_without_nul_escapes(m);
+	const char *type = engine_json_str(msg, "type", 64);
+	if (type != NULL && strcmp(type, "invokefunction") == 0) {
+		engine_dispatch_refuse(e, msg, "invocation_failed",
+				       "the request has a NUL byte in an object key, which this worker cannot decode");
+	} else if (type != NULL && strcmp(type, "invocationresult") == 0) {
+		json_t *error = json_pack("{s:s, s:s}", "code", "invalid_result", "message",
+					  "the result has a NUL byte in an object key, which this worker cannot decode");
+		if (error != NULL && json_object_set_new(msg, "error", error) == 0)
+			engine_pending_complete(e, msg);
+	}
+	json_decref(msg);
+}
+
 static void handle_message(struct engine *e, struct ws_conn *c, const struct ws_message *m)
 {
 	size_t i = 0;
@@ -130,10 +175,13 @@ static void handle_message(struct engine *e, struct ws_conn *c, const struct ws_
 	if (i == m->len)
 		return;
 	json_error_t jerr;
-	json_t *msg = json_loadb((const char *)m->data, m->len, 0, &jerr);
+	/* \u0000 is valid JSON: refusing it would leave the caller waiting.
+	 * Strings that become C strings are checked where they are read. */
+	json_t *msg = json_loadb((const char *)m->data, m->len, JSON_ALLOW_NUL, &jerr);
 	if (msg == NULL) {
 		/* Never log the text itself: it may carry request payloads. */
 		sbx_warn("engine: malformed JSON dropped (%s at byte %d)", jerr.text, jerr.position);
+		answer_undecodable(e, m);
 		return;
 	}
 	const char *type = engine_json_str(msg, "type", 64);

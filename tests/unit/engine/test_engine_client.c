@@ -398,6 +398,75 @@ TEST(call_result_error_timeout)
 	down(&s, e);
 }
 
+/* \u0000 is valid JSON: such an invocation reaches its handler with the
+ * NUL byte intact, and one jansson cannot decode (a NUL in an object key)
+ * still gets exactly one error answer. */
+TEST(nul_bytes_are_answered)
+{
+	struct test_server s;
+	struct engine *e = up(&s, 0);
+	CHECK(e != NULL);
+	ts_send_text(&s, "{\"type\":\"invokefunction\",\"invocation_id\":\"44444444-1111-4111-8111-111111111111\","
+			 "\"function_id\":\"test::echo\",\"data\":{\"argv\":[\"echo\",\"a\\u0000b\"]}}");
+	json_t *m = ts_recv(&s, WAIT_MS);
+	CHECK(m != NULL);
+	CHECK_STR(str(m, "invocation_id"), "44444444-1111-4111-8111-111111111111");
+	json_t *arg = json_array_get(json_object_get(json_object_get(json_object_get(m, "result"), "echo"), "argv"), 1);
+	CHECK_INT(json_string_length(arg), 3);
+	CHECK(memcmp(json_string_value(arg), "a\0b", 3) == 0);
+	json_decref(m);
+
+	ts_send_text(&s, "{\"type\":\"invokefunction\",\"invocation_id\":\"55555555-1111-4111-8111-111111111111\","
+			 "\"function_id\":\"test::echo\",\"data\":{\"env\":{\"A\\u0000\":\"x\"},\"s\":\"\\\\u0000\"}}");
+	m = ts_recv(&s, WAIT_MS);
+	CHECK(m != NULL);
+	CHECK_STR(str(m, "invocation_id"), "55555555-1111-4111-8111-111111111111");
+	CHECK_STR(str(m, "function_id"), "test::echo");
+	CHECK_STR(str(json_object_get(m, "error"), "code"), "invocation_failed");
+	CHECK(strstr(str(json_object_get(m, "error"), "message"), "NUL byte in an object key") != NULL);
+	CHECK(json_object_get(m, "result") == NULL);
+	json_decref(m);
+
+	/* A function id is never cut short at a NUL byte into a registered one. */
+	ts_send_text(&s, "{\"type\":\"invokefunction\",\"invocation_id\":\"66666666-1111-4111-8111-111111111111\","
+			 "\"function_id\":\"test::echo\\u0000x\",\"data\":null}");
+	m = ts_recv(&s, WAIT_MS);
+	CHECK(m != NULL);
+	CHECK_STR(str(m, "invocation_id"), "66666666-1111-4111-8111-111111111111");
+	CHECK_INT(json_string_length(json_object_get(m, "function_id")), 12);
+	CHECK_STR(str(json_object_get(m, "error"), "code"), "function_not_found");
+	json_decref(m);
+
+	/* An invocation id with a NUL byte cannot be answered under its own id. */
+	ts_send_text(&s, "{\"type\":\"invokefunction\",\"invocation_id\":\"77777777-1111-4111-8111-111111111111\\u0000\","
+			 "\"function_id\":\"test::echo\",\"data\":null}");
+
+	/* A call whose result has a NUL in a key fails at once instead of
+	 * waiting for its timeout. */
+	struct call_args a = { .e = e, .timeout_ms = WAIT_MS };
+	pthread_t t;
+	char id[SBX_UUID_STRLEN + 1];
+	pthread_create(&t, NULL, call_thread, &a);
+	CHECK_INT(recv_call(&s, id, NULL), 0);
+	char text[256];
+	snprintf(text, sizeof(text), "{\"type\":\"invocationresult\",\"invocation_id\":\"%s\",\"function_id\":\"other::fn\","
+		 "\"result\":{\"k\\u0000\":1}}", id);
+	ts_send_text(&s, text);
+	pthread_join(t, NULL);
+	CHECK_INT(a.rc, 1);
+	CHECK_STR(str(a.error, "code"), "invalid_result");
+	json_decref(a.error);
+
+	ts_send_text(&s, "{\"type\":\"ping\"}");
+	m = ts_recv(&s, WAIT_MS);
+	CHECK(m != NULL);
+	CHECK_STR(str(m, "type"), "pong");
+	json_decref(m);
+	m = ts_recv(&s, 300);
+	CHECK(m == NULL);
+	down(&s, e);
+}
+
 TEST(reconnects_reattaches_and_reregisters)
 {
 	struct test_server s;

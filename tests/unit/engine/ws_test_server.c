@@ -183,7 +183,7 @@ json_t *ts_recv(struct test_server *s, int timeout_ms)
 		if (r == 1) {
 			json_t *j = NULL;
 			if (m.opcode == WS_OP_TEXT)
-				j = json_loadb((const char *)m.data, m.len, 0, NULL);
+				j = json_loadb((const char *)m.data, m.len, JSON_ALLOW_NUL, NULL);
 			else if (m.opcode == WS_OP_PING)
 				s->pings++, ts_send_frame(s, WS_OP_PONG, m.data, m.len);
 			bool closed = m.opcode == WS_OP_CLOSE;
