@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "adapter/quote.h"
+#include "adapter/request.h"
 #include "adapter/scode.h"
 #include "common/cleanup.h"
 
@@ -29,6 +30,27 @@ static bool all_strings(json_t *v)
 	return true;
 }
 
+/* Entries reach the guest as C strings; keys cannot hold a NUL (jansson
+ * refuses to decode one). */
+static int check_nul(json_t *v, const char *field, sbx_error_t *err)
+{
+	size_t i;
+	const char *k;
+	json_t *item;
+	if (json_is_array(v)) {
+		json_array_foreach(v, i, item) {
+			if (req_check_nul(item, field, err) < 0)
+				return -1;
+		}
+		return 0;
+	}
+	json_object_foreach(v, k, item) {
+		if (req_check_nul(item, field, err) < 0)
+			return -1;
+	}
+	return 0;
+}
+
 int env_decode(json_t *req, const char *field, json_t **out, sbx_error_t *err)
 {
 	json_t *v = json_object_get(req, field);
@@ -40,6 +62,8 @@ int env_decode(json_t *req, const char *field, json_t **out, sbx_error_t *err)
 				       "data did not match any variant of untagged enum EnvShape for field `%s` "
 				       "(expected a list of \"K=V\" strings or a map of strings)",
 				       field);
+	if (check_nul(v, field, err) < 0)
+		return -1;
 	*out = v;
 	return 0;
 }

@@ -11,7 +11,7 @@
 #include "common/error.h"
 
 /* Decode step: *out (borrowed) is the list or map, NULL when absent; any
- * other shape is a decode error. */
+ * other shape is a decode error, an entry with a NUL byte S001. */
 int env_decode(json_t *req, const char *field, json_t **out, sbx_error_t *err);
 /* Validation step: a new JSON array of "K=V" strings (empty for NULL), or
  * NULL with S001 naming the invalid map keys. */

@@ -2,6 +2,7 @@
 
 #include <errno.h>
 #include <stdio.h>
+#include <string.h>
 
 #include "adapter/scode.h"
 #include "common/cleanup.h"
@@ -53,15 +54,36 @@ static json_t *get(json_t *req, const char *field)
 	return json_is_null(v) ? NULL : v;
 }
 
-int req_string(json_t *req, const char *field, bool required, const char **out, sbx_error_t *err)
+int req_check_nul(json_t *v, const char *field, sbx_error_t *err)
+{
+	if (memchr(json_string_value(v), '\0', json_string_length(v)) == NULL)
+		return 0;
+	return sbx_error_scode(err, "S001", "%s contains a NUL byte", field);
+}
+
+int req_bytes(json_t *req, const char *field, bool required, const char **out, size_t *len, sbx_error_t *err)
 {
 	json_t *v = json_object_get(req, field);
 	*out = NULL;
+	*len = 0;
 	if (v == NULL || (json_is_null(v) && !required))
 		return required ? missing(field, err) : 0;
 	if (!json_is_string(v))
 		return req_type_error(v, field, "a string", err);
 	*out = json_string_value(v);
+	*len = json_string_length(v);
+	return 0;
+}
+
+int req_string(json_t *req, const char *field, bool required, const char **out, sbx_error_t *err)
+{
+	size_t len;
+	if (req_bytes(req, field, required, out, &len, err) < 0)
+		return -1;
+	if (*out != NULL && req_check_nul(json_object_get(req, field), field, err) < 0) {
+		*out = NULL;
+		return -1;
+	}
 	return 0;
 }
 
@@ -121,6 +143,8 @@ int req_string_array(json_t *req, const char *field, json_t **out, sbx_error_t *
 	json_array_foreach(v, i, item) {
 		if (!json_is_string(item))
 			return req_type_error(item, field, "a string", err);
+		if (req_check_nul(item, field, err) < 0)
+			return -1;
 	}
 	*out = v;
 	return 0;

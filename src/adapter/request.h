@@ -18,15 +18,23 @@
 /* The payload itself must be a JSON object. */
 int req_object(json_t *req, sbx_error_t *err);
 
-/* *out is borrowed from `req`; NULL when an optional field is absent. */
+/* *out is borrowed from `req`; NULL when an optional field is absent.  A
+ * string holding a NUL byte (JSON's \u0000) is S001 "<field> contains a
+ * NUL byte": as a C string it would be silently cut short. */
 int req_string(json_t *req, const char *field, bool required, const char **out, sbx_error_t *err);
+/* Like req_string() for bytes that never become a C string (file content):
+ * NUL bytes allowed, *len is the full length. */
+int req_bytes(json_t *req, const char *field, bool required, const char **out, size_t *len, sbx_error_t *err);
 int req_bool(json_t *req, const char *field, bool def, bool *out, sbx_error_t *err);
 int req_u64(json_t *req, const char *field, uint64_t def, uint64_t *out, sbx_error_t *err);
 int req_u32(json_t *req, const char *field, uint32_t def, uint32_t *out, sbx_error_t *err);
 /* `present` (may be NULL) tells whether the field was given. */
 int req_u32_opt(json_t *req, const char *field, bool *present, uint32_t *out, sbx_error_t *err);
-/* An array of strings; *out borrowed, NULL when absent. */
+/* An array of strings without NUL bytes; *out borrowed, NULL when absent. */
 int req_string_array(json_t *req, const char *field, json_t **out, sbx_error_t *err);
+
+/* S001 "<field> contains a NUL byte" when the string `v` holds one. */
+int req_check_nul(json_t *v, const char *field, sbx_error_t *err);
 
 /* Sets a decode error "invalid type: <what `v` is>, expected <expected>
  * for field `<field>`". */

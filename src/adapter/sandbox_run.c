@@ -31,9 +31,11 @@ static int decode_files(json_t *req, json_t **files, sbx_error_t *err)
 	json_t *f;
 	json_array_foreach(*files, i, f) {
 		const char *s;
+		size_t len;
 		if (!json_is_object(f))
 			return req_type_error(f, "files", "a {path, content} map", err);
-		if (req_string(f, "path", true, &s, err) < 0 || req_string(f, "content", true, &s, err) < 0)
+		/* The content is written by length: NUL bytes are data. */
+		if (req_string(f, "path", true, &s, err) < 0 || req_bytes(f, "content", true, &s, &len, err) < 0)
 			return -1;
 	}
 	return 0;

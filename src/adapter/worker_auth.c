@@ -19,8 +19,11 @@ static bool equal_const_time(const char *a, const char *b)
 
 int worker_auth_check(const char *token, json_t *req, sbx_error_t *err)
 {
-	const char *auth = json_string_value(json_object_get(req, "auth"));
-	if (token == NULL || token[0] == '\0' || auth == NULL || !equal_const_time(auth, token))
+	json_t *v = json_object_get(req, "auth");
+	const char *auth = json_string_value(v);
+	/* "<token>\0<anything>" must not pass as the token. */
+	if (token == NULL || token[0] == '\0' || auth == NULL || strlen(auth) != json_string_length(v) ||
+	    !equal_const_time(auth, token))
 		return sbx_error_scode(err, "S505",
 				       "worker auth failed: `auth` is missing or does not match the adapter's worker "
 				       "token (III_SANDBOX_WORKER_TOKEN)");

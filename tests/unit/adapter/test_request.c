@@ -69,7 +69,7 @@ TEST(shlex_unbalanced_and_empty)
 
 static json_t *J(const char *text)
 {
-	return json_loads(text, JSON_DECODE_ANY, NULL);
+	return json_loads(text, JSON_DECODE_ANY | JSON_ALLOW_NUL, NULL);
 }
 
 /* Resolves a shape and returns the argv as compact JSON, or the error code
@@ -201,6 +201,16 @@ TEST(env_wrong_shapes_are_decode_errors)
 		CHECK(s != NULL && strncmp(s, "decode: data did not match any variant", 38) == 0);
 		free(s);
 	}
+}
+
+TEST(env_nul_bytes_are_s001)
+{
+	char *s = env_of("{\"env\":[\"A=1\",\"B\\u0000=1\"]}");
+	CHECK_STR(s, "S001: env contains a NUL byte");
+	free(s);
+	s = env_of("{\"env\":{\"A\":\"x\\u0000y\"}}");
+	CHECK_STR(s, "S001: env contains a NUL byte");
+	free(s);
 }
 
 TEST(octal_modes)
@@ -354,5 +364,32 @@ TEST(request_field_types)
 	CHECK_INT(req_object(json_null(), &err), -1);
 	CHECK_STR(sbx_error_msg(err), "invalid type: null, expected a JSON object");
 	sbx_error_free(&err);
+	json_decref(req);
+}
+
+/* JSON's \u0000 survives decoding; a string that becomes a C string must
+ * not be cut short at it, while bytes read by length keep it. */
+TEST(request_nul_bytes)
+{
+	json_t *req = J("{\"s\":\"a\\u0000b\",\"arr\":[\"ok\",\"x\\u0000\"],\"ok\":[\"a\",\"b\"]}");
+	CHECK(req != NULL);
+	sbx_error_t err = NULL;
+	const char *s = "unset";
+	CHECK_INT(req_string(req, "s", true, &s, &err), -1);
+	CHECK(s == NULL);
+	CHECK_STR(err->scode, "S001");
+	CHECK_STR(sbx_error_msg(err), "s contains a NUL byte");
+	sbx_error_free(&err);
+	size_t len;
+	CHECK_INT(req_bytes(req, "s", true, &s, &len, &err), 0);
+	CHECK_INT(len, 3);
+	CHECK(memcmp(s, "a\0b", 3) == 0);
+	json_t *arr;
+	CHECK_INT(req_string_array(req, "arr", &arr, &err), -1);
+	CHECK_STR(err->scode, "S001");
+	CHECK_STR(sbx_error_msg(err), "arr contains a NUL byte");
+	sbx_error_free(&err);
+	CHECK_INT(req_string_array(req, "ok", &arr, &err), 0);
+	CHECK_INT(json_array_size(arr), 2);
 	json_decref(req);
 }
