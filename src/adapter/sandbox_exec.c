@@ -1,5 +1,6 @@
 /* exec (contract §7.4) and the file writes of run, on an admitted sandbox. */
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -28,6 +29,21 @@ static char **strv_view(json_t *arr, sbx_error_t *err)
 	for (size_t i = 0; i < n; i++)
 		v[i] = (char *)json_string_value(json_array_get(arr, i));
 	return v;
+}
+
+/* The guest wants an absolute cwd; a relative workdir resolves against the
+ * supervisor cwd `/` like every guest path (contract §7.8), so "tmp" is
+ * "/tmp".  "" is unset (*out NULL): the image's WorkingDir or `/`. */
+static int guest_cwd(const char *workdir, char **out, sbx_error_t *err)
+{
+	*out = NULL;
+	if (workdir == NULL || workdir[0] == '\0')
+		return 0;
+	if (asprintf(out, "%s%s", workdir[0] == '/' ? "" : "/", workdir) < 0) {
+		*out = NULL;
+		return sbx_error_errno(err, ENOMEM, "exec workdir");
+	}
+	return 0;
 }
 
 static json_t *reply(struct sbx_exec_result *r, sbx_error_t *err)
@@ -62,6 +78,9 @@ static json_t *run_admitted(struct sbx_adapter *a, struct sbx_sandbox *sb, const
 	}
 	if (a->backend.ops == NULL || sb->vm == NULL)
 		return sbx_error_scode(err, "S300", SBX_NO_VM_DETAIL), NULL;
+	cleanup_free char *cwd = NULL;
+	if (guest_cwd(x->workdir, &cwd, err) < 0)
+		return NULL;
 	cleanup_free char **argv = strv_view(x->argv, err);
 	cleanup_free char **env = argv != NULL ? strv_view(x->env, err) : NULL;
 	if (env == NULL)
@@ -70,7 +89,7 @@ static json_t *run_admitted(struct sbx_adapter *a, struct sbx_sandbox *sb, const
 	struct sbx_exec_request req = {
 		.argv = argv,
 		.env = env,
-		.cwd = x->workdir,
+		.cwd = cwd,
 		.stdin_data = in,
 		.stdin_len = in_len,
 		.timeout_ms = exec_effective_timeout_ms(x->timeout_ms, a->cfg->max_exec_timeout_ms),

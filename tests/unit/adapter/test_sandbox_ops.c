@@ -117,7 +117,7 @@ static struct sbx_adapter *make(const char *config)
  * "code"), or {"decode": message}. */
 static json_t *call(struct sbx_adapter *a, const char *op, const char *payload)
 {
-	json_t *req = json_loads(payload, JSON_DECODE_ANY, NULL);
+	json_t *req = json_loads(payload, JSON_DECODE_ANY | JSON_ALLOW_NUL, NULL);
 	json_t *out = NULL;
 	int rc = sbx_adapter_call(a, op, req, &out);
 	json_decref(req);
@@ -188,6 +188,72 @@ TEST(create_exec_list_stop)
 	r = call(a, "exec", req);
 	CHECK_STR(str(r, "code"), "S002");
 	json_decref(r);
+	sbx_adapter_free(a);
+}
+
+/* Execs {"sandbox_id": id, <fields>} and returns the reply. */
+static json_t *exec_in(struct sbx_adapter *a, const char *id, const char *fields)
+{
+	char req[512];
+	snprintf(req, sizeof(req), "{\"sandbox_id\":\"%s\",%s}", id, fields);
+	return call(a, "exec", req);
+}
+
+TEST(exec_workdir_resolves_against_root)
+{
+	struct sbx_adapter *a = make(CFG "}");
+	CHECK(a != NULL);
+	char *id = create(a, "{\"image\":\"python\"}");
+	CHECK(id != NULL);
+	const char *cases[][2] = { { "tmp", "/tmp" }, { "/tmp", "/tmp" }, { "a/b", "/a/b" }, { "", "(null)" } };
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		char fields[128];
+		snprintf(fields, sizeof(fields), "\"cmd\":\"pwd\",\"workdir\":\"%s\"", cases[i][0]);
+		json_t *r = exec_in(a, id, fields);
+		CHECK_INT(json_integer_value(json_object_get(r, "exit_code")), 0);
+		json_decref(r);
+		CHECK_STR(F.cwd, cases[i][1]);
+	}
+	free(id);
+	sbx_adapter_free(a);
+}
+
+/* A NUL byte in anything that becomes a C string is S001 before the guest
+ * sees a silently shortened string. */
+TEST(exec_nul_bytes_are_s001)
+{
+	struct sbx_adapter *a = make(CFG "}");
+	CHECK(a != NULL);
+	char *id = create(a, "{\"image\":\"python\"}");
+	CHECK(id != NULL);
+	snprintf(F.argv[0], sizeof(F.argv[0]), "untouched");
+	const char *cases[][2] = {
+		{ "\"argv\":[\"echo\",\"a\\u0000b\"]", "argv" },
+		{ "\"cmd\":\"echo\\u0000 x\"", "cmd" },
+		{ "\"cmd\":\"echo\",\"args\":[\"\\u0000\"]", "args" },
+		{ "\"cmd\":\"true\",\"env\":{\"A\":\"x\\u0000y\"}", "env" },
+		{ "\"cmd\":\"true\",\"env\":[\"B\\u0000=1\"]", "env" },
+		{ "\"cmd\":\"pwd\",\"workdir\":\"/tmp\\u0000/x\"", "workdir" },
+		{ "\"cmd\":\"pwd\",\"stdin\":\"aGk\\u0000K\"", "stdin" },
+	};
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		json_t *r = exec_in(a, id, cases[i][0]);
+		CHECK_STR(str(r, "code"), "S001");
+		char want[64];
+		snprintf(want, sizeof(want), "invalid request: %s contains a NUL byte", cases[i][1]);
+		CHECK_STR(str(r, "message"), want);
+		json_decref(r);
+	}
+	CHECK_STR(F.argv[0], "untouched");
+	char req[128];
+	snprintf(req, sizeof(req), "{\"sandbox_id\":\"%s\\u0000\",\"cmd\":\"pwd\"}", id);
+	json_t *r = call(a, "exec", req);
+	CHECK_STR(str(r, "message"), "invalid request: sandbox_id contains a NUL byte");
+	json_decref(r);
+	r = call(a, "create", "{\"image\":\"python\\u0000x\"}");
+	CHECK_STR(str(r, "message"), "invalid request: image contains a NUL byte");
+	json_decref(r);
+	free(id);
 	sbx_adapter_free(a);
 }
 
