@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include "common/cleanup.h"
+#include "proto/proto.h"
 
 void boot_env_free(char **env)
 {
@@ -21,8 +22,10 @@ void image_runtime_free(struct image_runtime *rt)
 {
 	boot_env_free(rt->env);
 	free(rt->workdir);
+	free(rt->user);
 	rt->env = NULL;
 	rt->workdir = NULL;
+	rt->user = NULL;
 }
 
 struct env_list {
@@ -112,11 +115,19 @@ int image_runtime_parse(const char *json, size_t len, struct image_runtime *rt, 
 	json_t *cfg = json_object_get(root, "config");
 	json_t *env = json_object_get(cfg, "Env");
 	json_t *wd = json_object_get(cfg, "WorkingDir");
+	json_t *user = json_object_get(cfg, "User");
 	size_t i;
 	json_t *e;
 	if ((env != NULL && !json_is_array(env) && !json_is_null(env)) ||
-	    (wd != NULL && !json_is_string(wd) && !json_is_null(wd))) {
-		sbx_error_set(err, EINVAL, "image config: Env must be a list and WorkingDir a string");
+	    (wd != NULL && !json_is_string(wd) && !json_is_null(wd)) ||
+	    (user != NULL && !json_is_string(user) && !json_is_null(user))) {
+		sbx_error_set(err, EINVAL, "image config: Env must be a list, WorkingDir and User strings");
+		goto fail;
+	}
+	/* The guest checks the form; here only what the wire cannot carry
+	 * (jansson already refuses a NUL inside a string). */
+	if (json_is_string(user) && json_string_length(user) > PROTO_MAX_USER) {
+		sbx_error_set(err, EINVAL, "image config: User is longer than %u bytes", PROTO_MAX_USER);
 		goto fail;
 	}
 	json_array_foreach(env, i, e) {
@@ -137,11 +148,18 @@ int image_runtime_parse(const char *json, size_t len, struct image_runtime *rt, 
 		sbx_error_errno(err, ENOMEM, "image config");
 		goto fail;
 	}
+	if (json_is_string(user) && json_string_value(user)[0] != '\0' &&
+	    (rt->user = strdup(json_string_value(user))) == NULL) {
+		sbx_error_errno(err, ENOMEM, "image config");
+		goto fail;
+	}
 	rt->env = l.v;
 	json_decref(root);
 	return 0;
 fail:
 	boot_env_free(l.v);
+	free(rt->workdir);
+	rt->workdir = NULL;
 	json_decref(root);
 	return -1;
 }

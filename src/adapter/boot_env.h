@@ -1,5 +1,5 @@
-/* What an image's OCI config contributes to its sandboxes (Env, WorkingDir)
- * and the boot environment: the image's Env, then the create-time env on
+/* What an image's OCI config contributes to its sandboxes (Env, WorkingDir,
+ * User) and the boot environment: the image's Env, then the create-time env on
  * top (same name: the later wins), and a default PATH when neither sets one.
  * The OCI config is read from the image store, so it is treated as hostile:
  * size-capped, type-checked, entries without '=' skipped. */
@@ -19,10 +19,13 @@
 struct image_runtime {
 	char **env;    /* NULL-terminated "K=V" list (never NULL after parse) */
 	char *workdir; /* absolute path, or NULL for "/" */
+	char *user;    /* the image's User as written, or NULL for root; the
+			  guest resolves it (proto.h CONFIG) */
 };
 
-/* Parses an OCI image config ({"config": {"Env": [...], "WorkingDir": ...}}).
- * An absent config section gives an empty runtime. */
+/* Parses an OCI image config ({"config": {"Env": [...], "WorkingDir": ...,
+ * "User": ...}}).  An absent config section gives an empty runtime; a User
+ * longer than PROTO_MAX_USER is refused. */
 int image_runtime_parse(const char *json, size_t len, struct image_runtime *rt, sbx_error_t *err);
 /* Reads <erofs path without ".erofs">.config.json; a missing file gives an
  * empty runtime (an image stored without one). */

@@ -30,6 +30,11 @@ static const char *code_of(int errnum, uint8_t op)
 	case EACCES:
 	case EPERM:
 		return "S215";
+	case EROFS:
+		/* A read-only mount is not "permission denied": the
+		 * predecessor's guest maps only PermissionDenied to S215, the
+		 * rest to S216 "other I/O error". */
+		return "S216";
 	case PROTO_FS_EREGEX:
 		return "S217";
 	default:

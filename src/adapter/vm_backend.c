@@ -65,6 +65,7 @@ static void *boot(void *ctx, const struct sbx_boot_request *req, sbx_error_t *er
 		.accel = b->cfg->accel,
 		.image = image,
 		.env = env,
+		.user = rt.user,
 		.krunfw_path = b->cfg->krunfw_path,
 	};
 	s->vm = sbx_vm_start(&opt, err);

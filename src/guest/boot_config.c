@@ -4,14 +4,17 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <linux/random.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
 #include <sys/resource.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "common/cleanup.h"
+#include "guest/spawn.h"
 
 static int seed_rng(const uint8_t *p, size_t n, sbx_error_t *err)
 {
@@ -47,4 +50,69 @@ int boot_apply_config(const struct proto_config *c, sbx_error_t *err)
 			return sbx_error_errno(err, errno, "set clock");
 	}
 	return seed_rng(c->entropy, c->entropy_len, err);
+}
+
+/* Reads a whole text file of at most USER_MAX_FILE bytes; an absent file
+ * gives *buf NULL.  The image controls the file: its size is checked as
+ * read, not taken from stat. */
+static int read_small(const char *path, char **buf, size_t *len, sbx_error_t *err)
+{
+	*buf = NULL;
+	*len = 0;
+	cleanup_close int fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0 && errno == ENOENT)
+		return 0;
+	struct stat st;
+	if (fd < 0 || fstat(fd, &st) < 0)
+		return sbx_error_errno(err, errno, "open %s", path);
+	if (!S_ISREG(st.st_mode))
+		return sbx_error_set(err, EINVAL, "%s is not a regular file", path);
+	cleanup_free char *b = NULL;
+	size_t cap = 0, n = 0;
+	for (;;) {
+		if (n == cap) {
+			if (cap == USER_MAX_FILE)
+				return sbx_error_set(err, EFBIG, "%s is larger than %u bytes", path, USER_MAX_FILE);
+			size_t ncap = cap == 0 ? 8192 : cap * 2 > USER_MAX_FILE ? USER_MAX_FILE : cap * 2;
+			char *nb = realloc(b, ncap);
+			if (nb == NULL)
+				return sbx_error_errno(err, ENOMEM, "read %s", path);
+			b = nb;
+			cap = ncap;
+		}
+		ssize_t got = read(fd, b + n, cap - n);
+		if (got < 0 && errno == EINTR)
+			continue;
+		if (got < 0)
+			return sbx_error_errno(err, errno, "read %s", path);
+		if (got == 0)
+			break;
+		n += (size_t)got;
+	}
+	*buf = sbx_steal_ptr(b);
+	*len = n;
+	return 0;
+}
+
+int boot_resolve_user(const struct proto_config *c, struct guest_user *u, char ***env, sbx_error_t *err)
+{
+	cleanup_free char *passwd = NULL, *group = NULL;
+	size_t plen, glen;
+	const char *spec = c->user != NULL ? c->user : "";
+	if (read_small("/etc/passwd", &passwd, &plen, err) < 0 || read_small("/etc/group", &group, &glen, err) < 0)
+		return sbx_error_prefix(err, "user \"%s\"", spec);
+	if (user_resolve(spec, passwd, plen, group, glen, u, err) < 0)
+		return -1;
+	cleanup_free char *home = NULL;
+	if (asprintf(&home, "HOME=%s", u->home) < 0) {
+		guest_user_free(u);
+		return sbx_error_errno(err, ENOMEM, "HOME");
+	}
+	char *base[] = { home, NULL };
+	*env = spawn_merge_env(base, c->env, err);
+	if (*env == NULL) {
+		guest_user_free(u);
+		return -1;
+	}
+	return 0;
 }

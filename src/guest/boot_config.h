@@ -1,11 +1,17 @@
-/* Applies CONFIG inside the VM: hostname, open-file limit, clock and
- * kernel RNG seed. */
+/* Applies CONFIG inside the VM: hostname, open-file limit, clock, kernel
+ * RNG seed, and the identity processes run as. */
 #ifndef SBX_GUEST_BOOT_CONFIG_H
 #define SBX_GUEST_BOOT_CONFIG_H
 
 #include "common/error.h"
+#include "guest/user_resolve.h"
 #include "proto/proto_msg.h"
 
 int boot_apply_config(const struct proto_config *c, sbx_error_t *err);
+/* Resolves c->user against /etc/passwd and /etc/group of the (already
+ * mounted) sandbox root, as user_resolve.h describes, and returns in *env
+ * the boot env with HOME=<the user's home> beneath it (a HOME in the boot
+ * env wins).  Fails, naming the user, when it cannot be resolved. */
+int boot_resolve_user(const struct proto_config *c, struct guest_user *u, char ***env, sbx_error_t *err);
 
 #endif

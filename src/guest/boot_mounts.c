@@ -58,7 +58,11 @@ int boot_switch_root(sbx_error_t *err)
 		return sbx_error_errno(err, errno, "mkdir /scratch/upper");
 	if (mkdir("/scratch/work", 0755) < 0 && errno != EEXIST)
 		return sbx_error_errno(err, errno, "mkdir /scratch/work");
-	if (mount("overlay", "/newroot", "overlay", 0, "lowerdir=/lower,upperdir=/scratch/upper,workdir=/scratch/work") < 0)
+	/* redirect_dir=on: without it, renaming a directory that comes from
+	 * the image fails with EXDEV (fs::mv, `mv` in an exec); with it the
+	 * upper records the move in an xattr. */
+	if (mount("overlay", "/newroot", "overlay", 0,
+		  "lowerdir=/lower,upperdir=/scratch/upper,workdir=/scratch/work,redirect_dir=on") < 0)
 		return sbx_error_errno(err, errno, "mount overlay root");
 	if (chdir("/newroot") < 0)
 		return sbx_error_errno(err, errno, "chdir /newroot");

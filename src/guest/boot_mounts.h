@@ -9,7 +9,8 @@
 /* devtmpfs, proc and sysfs on the boot disk; fds 0-2 on the console. */
 int boot_early_mounts(sbx_error_t *err);
 /* Overlay of /dev/vdb (erofs, lower) and /dev/vdc (ext4, upper+work) made
- * the root with pivot_root; the boot disk is detached. */
+ * the root with pivot_root; the boot disk is detached.  Directories of the
+ * image can be renamed (redirect_dir=on). */
 int boot_switch_root(sbx_error_t *err);
 /* proc, sys, dev, devpts, shm, tmp, run and cgroup2 in the new root. */
 int boot_root_mounts(sbx_error_t *err);

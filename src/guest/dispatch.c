@@ -261,6 +261,7 @@ static void handle_spawn(struct server *s, struct proto_msg *m)
 		.cwd = m->u.spawn.cwd,
 		.want_stdin = (m->u.spawn.flags & PROTO_SPAWN_STDIN) != 0,
 		.cgroup_procs_fd = s->cfg->cgroup_procs_fd,
+		.user = s->cfg->user,
 	};
 	struct spawn_result res;
 	sbx_error_t err = NULL;

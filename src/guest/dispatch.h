@@ -6,6 +6,7 @@
 #define SBX_GUEST_DISPATCH_H
 
 #include "common/error.h"
+#include "guest/user_resolve.h"
 
 #define DISPATCH_MAX_PROCS 256
 #define DISPATCH_MAX_FS_WRITES 64
@@ -17,6 +18,7 @@
 struct dispatch_config {
 	char **boot_env;     /* environment under every process's own; may be NULL */
 	int cgroup_procs_fd; /* cgroup.procs every process joins, or -1 */
+	const struct guest_user *user; /* every process drops to it; NULL = run as ourselves */
 };
 
 /* Serves until SHUTDOWN (returns 0), the peer closing the connection

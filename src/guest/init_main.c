@@ -165,14 +165,18 @@ int main(void)
 		proto_msg_free(&m);
 	}
 	int cg = -1;
-	if (boot_apply_config(&m.u.config, &err) < 0 || (cg = boot_process_cgroup(m.u.config.memory_bytes, &err)) < 0)
+	struct guest_user user;
+	char **boot_env = NULL;
+	if (boot_apply_config(&m.u.config, &err) < 0 || boot_resolve_user(&m.u.config, &user, &boot_env, &err) < 0 ||
+	    (cg = boot_process_cgroup(m.u.config.memory_bytes, &err)) < 0)
 		boot_failed(port, &rd, sbx_error_msg(err));
 	struct proto_msg ready = { .stream = 0, .type = PROTO_READY };
 	if (send_msg(port, &ready) < 0)
 		reap_forever();
 
-	/* The boot env lives as long as PID 1: every process gets it. */
-	struct dispatch_config cfg = { .boot_env = m.u.config.env, .cgroup_procs_fd = cg };
+	/* The boot env and user live as long as PID 1: every process gets
+	 * them. */
+	struct dispatch_config cfg = { .boot_env = boot_env, .cgroup_procs_fd = cg, .user = &user };
 	int rc = dispatch_serve(port, &cfg, &err);
 	if (rc < 0) {
 		fprintf(stderr, "init: %s\n", sbx_error_msg(err));

@@ -3,6 +3,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <grp.h>
 #include <limits.h>
 #include <signal.h>
 #include <stdio.h>
@@ -101,7 +102,7 @@ oom:
 }
 
 struct child_failure {
-	int stage; /* 0 = exec, 1 = chdir, 2 = setup */
+	int stage; /* 0 = exec, 1 = chdir, 2 = setup, 3 = user switch */
 	int errnum;
 };
 
@@ -111,6 +112,16 @@ static void report_and_exit(int errfd, int stage, int errnum)
 	ssize_t rc = write(errfd, &f, sizeof(f));
 	(void)rc; /* nothing left to tell anyone if even this fails */
 	_exit(stage == 0 && (errnum == ENOENT || errnum == ENOTDIR) ? 127 : 126);
+}
+
+/* Groups first, uid last: once the uid is dropped, the process may no
+ * longer change its groups.  Every step is checked, so a process never runs
+ * with a half-dropped identity. */
+static int drop_privileges(const struct guest_user *u)
+{
+	if (setgroups(u->ngroups, u->groups) < 0 || setgid(u->gid) < 0 || setuid(u->uid) < 0)
+		return -1;
+	return 0;
 }
 
 /* Runs in the child: only async-signal-safe calls. */
@@ -127,6 +138,9 @@ static void child(const struct spawn_req *req, char **cands, char **env, int in_
 		report_and_exit(errfd, 2, errno);
 	if (dup2(in_r, 0) < 0 || dup2(out_w, 1) < 0 || dup2(err_w, 2) < 0)
 		report_and_exit(errfd, 2, errno);
+	/* Before chdir, so the working directory is entered as the user. */
+	if (req->user != NULL && drop_privileges(req->user) < 0)
+		report_and_exit(errfd, 3, errno);
 	if (chdir(req->cwd[0] ? req->cwd : "/") < 0)
 		report_and_exit(errfd, 1, errno);
 	int best = ENOENT;
@@ -150,6 +164,9 @@ static char *failure_line(const struct spawn_req *req, const struct child_failur
 		rc = asprintf(&s, "chdir: %s: %s\n", req->cwd, strerror(f->errnum));
 	else if (f->stage == 2)
 		rc = asprintf(&s, "exec: %s: setup failed: %s\n", req->argv[0], strerror(f->errnum));
+	else if (f->stage == 3)
+		rc = asprintf(&s, "exec: %s: cannot switch to uid %u gid %u: %s\n", req->argv[0],
+			      (unsigned)req->user->uid, (unsigned)req->user->gid, strerror(f->errnum));
 	else if (f->errnum == ENOENT || f->errnum == ENOTDIR)
 		rc = asprintf(&s, "exec: %s: not found\n", req->argv[0]);
 	else if (f->errnum == EACCES || f->errnum == EPERM)

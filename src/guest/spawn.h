@@ -1,12 +1,14 @@
 /* Starting one requested process: merged environment, PATH search, pipes,
- * its own process group, and exec failures reported through a CLOEXEC
- * error pipe rather than guessed from an exit code. */
+ * its own process group, the sandbox user's identity, and exec failures
+ * reported through a CLOEXEC error pipe rather than guessed from an exit
+ * code. */
 #ifndef SBX_GUEST_SPAWN_H
 #define SBX_GUEST_SPAWN_H
 
 #include <sys/types.h>
 
 #include "common/error.h"
+#include "guest/user_resolve.h"
 
 struct spawn_req {
 	char *const *argv;
@@ -15,6 +17,7 @@ struct spawn_req {
 	const char *cwd;        /* "" = / */
 	int want_stdin;         /* else the child's stdin is at EOF */
 	int cgroup_procs_fd;    /* cgroup.procs the child joins, or -1 */
+	const struct guest_user *user; /* identity to drop to before exec; NULL = keep ours */
 };
 
 struct spawn_result {

@@ -41,6 +41,7 @@ struct sbx_vm {
 	struct sbx_vm_timings t;
 	char *hostname;
 	char **env;
+	char *user;
 	uint64_t memory_bytes, nofile;
 };
 
@@ -165,6 +166,7 @@ static void vm_free(struct sbx_vm *vm)
 	free(vm->dir);
 	free(vm->hostname);
 	sbx_strv_free(vm->env);
+	free(vm->user);
 	console_destroy(&vm->console);
 	pthread_mutex_destroy(&vm->lock);
 	free(vm);
@@ -277,9 +279,10 @@ struct sbx_vm *sbx_vm_start(const struct sbx_vm_options *opt, sbx_error_t *err)
 	vm->nofile = opt->nofile;
 	vm->hostname = strdup(opt->hostname != NULL ? opt->hostname : "sandbox");
 	vm->env = strv_dup(opt->env);
+	vm->user = strdup(opt->user != NULL ? opt->user : "");
 	enum sbx_accel accel;
 	cleanup_free char *qemu = NULL, *kernel = NULL, *boot = NULL, *image = NULL;
-	if (vm->hostname == NULL || vm->env == NULL) {
+	if (vm->hostname == NULL || vm->env == NULL || vm->user == NULL) {
 		sbx_error_set(err, ENOMEM, "vm");
 		goto fail;
 	}
@@ -366,6 +369,7 @@ int sbx_vm_wait_ready(struct sbx_vm *vm, int64_t deadline, sbx_error_t *err)
 		.realtime_ns = (uint64_t)now.tv_sec * 1000000000u + (uint64_t)now.tv_nsec,
 		.entropy = entropy,
 		.entropy_len = sizeof(entropy),
+		.user = vm->user,
 	};
 	if (chan_send_config(vm->chan, &cfg, err) < 0 || chan_wait_ready(vm->chan, deadline, err) < 0)
 		return boot_failure(vm, err);

@@ -29,6 +29,11 @@ struct sbx_vm_options {
 				   into a private erofs for this VM) */
 	char *const *env;       /* boot environment "K=V", NULL-terminated or NULL */
 	const char *hostname;   /* NULL = "sandbox" */
+	const char *user;       /* OCI User every process runs as ("name", "uid",
+				   "name:group", "uid:gid", ...; NULL or "" =
+				   root), resolved by the guest against the
+				   image's /etc/passwd and /etc/group; an
+				   unknown one fails sbx_vm_wait_ready (S300) */
 	uint64_t nofile;        /* RLIMIT_NOFILE in the guest, 0 = keep */
 	const char *krunfw_path; /* NULL: $SANDBOX_KRUNFW, else the default install */
 	const char *boot_disk;  /* NULL: $SANDBOX_BOOT_DISK, else next to the executable */

@@ -1,4 +1,5 @@
-/* Boots one VM through src/vm/vm.h and runs many checks in it.  Prints TAP.
+/* Boots one VM through src/vm/vm.h and runs many checks in it, then the
+ * python rootfs as users (nobody, 1234:5678, an unknown one).  Prints TAP.
  * Usage: vm_api_test ROOTFS [PYTHON_ROOTFS]   (needs a built boot disk) */
 #include <errno.h>
 #include <openssl/evp.h>
@@ -240,6 +241,93 @@ static void check_timeout_kill(struct sbx_vm *vm)
 	check_sh(vm, "kill on timeout leaves no process", "ps -o args | grep -c '[s]leep 432'", 1, "0\n");
 }
 
+/* Moves an image directory with FS_MV: the overlay must not answer EXDEV. */
+static bool fs_mv(struct sbx_vm *vm, const char *src, const char *dst, char *why, size_t cap)
+{
+	sbx_error_t err = NULL;
+	struct proto_msg req = { .type = PROTO_FS_MV, .u.fs_mv = { (char *)src, (char *)dst, 0 } };
+	struct sbx_vm_fs *op = sbx_vm_fs_start(vm, &req, &err);
+	struct proto_fs_done done = { 0 };
+	int rc = -1;
+	if (op != NULL) {
+		struct proto_msg batch;
+		while ((rc = sbx_vm_fs_next(op, &batch, &done, in_ms(30000), &err)) == 1)
+			proto_msg_free(&batch);
+		sbx_vm_fs_free(op);
+	}
+	snprintf(why, cap, "%s", sbx_error_msg(err));
+	sbx_error_free(&err);
+	return rc == 0 && done.count == 1;
+}
+
+static void check_image_dirs_rename(struct sbx_vm *vm)
+{
+	/* mv falls back to copy + delete on EXDEV: only an unchanged inode
+	 * number of a file inside shows that the directory was renamed. */
+	check_sh(vm, "mv renames a directory that comes from the image (no copy)",
+		 "ino() { set -- $(ls -id \"$1\"); echo \"$1\"; }; a=$(ino /etc/passwd); "
+		 "mv /etc /etc.moved && b=$(ino /etc.moved/passwd) && mv /etc.moved /etc && test -f /etc/passwd "
+		 "&& test \"$a\" = \"$b\" && echo renamed",
+		 0, "renamed\n");
+	char why[512];
+	bool ok = fs_mv(vm, "/root", "/root.moved", why, sizeof(why));
+	result(ok, "fs mv renames a directory that comes from the image", why);
+	if (ok) {
+		check_sh(vm, "the moved image directory is where fs mv put it",
+			 "test -d /root.moved && test ! -e /root && echo moved", 0, "moved\n");
+		ok = fs_mv(vm, "/root.moved", "/root", why, sizeof(why));
+		result(ok, "fs mv moves it back", why);
+	}
+}
+
+/* Boots `image` as `user`; returns the VM once ready, else NULL with *err. */
+static struct sbx_vm *boot_as(struct sbx_vm_options opt, const char *image, const char *user, sbx_error_t *err)
+{
+	opt.image = image;
+	opt.user = user;
+	struct sbx_vm *vm = sbx_vm_start(&opt, err);
+	if (vm != NULL && sbx_vm_wait_ready(vm, in_ms(180000), err) < 0) {
+		sbx_vm_stop(vm, in_ms(10000));
+		return NULL;
+	}
+	return vm;
+}
+
+/* The image's User inside the guest: processes drop to it, fs operations
+ * stay root.  The python VM already runs as "nobody" (its checks come
+ * first); this boots "1234:5678" and the unresolvable "nosuchuser". */
+static void check_numeric_and_unknown_users(const struct sbx_vm_options *opt, const char *image)
+{
+	sbx_error_t err = NULL;
+	struct sbx_vm *vm = boot_as(*opt, image, "1234:5678", &err);
+	result(vm != NULL, "user 1234:5678: the VM boots", sbx_error_msg(err));
+	sbx_error_free(&err);
+	if (vm != NULL) {
+		check_sh(vm, "user 1234:5678: id -u, id -g, HOME without a passwd entry",
+			 "id -u; id -g; echo \"$HOME\"", 0, "1234\n5678\n/\n");
+		sbx_vm_stop(vm, in_ms(10000));
+	}
+	vm = boot_as(*opt, image, "nosuchuser", &err);
+	bool named = vm == NULL && err != NULL && strstr(sbx_error_msg(err), "nosuchuser") != NULL &&
+		     strcmp(err->scode, "S300") == 0;
+	result(named, "user nosuchuser: ready fails (S300) naming the user", sbx_error_msg(err));
+	sbx_error_free(&err);
+	if (vm != NULL)
+		sbx_vm_stop(vm, in_ms(10000));
+}
+
+static void check_python_as_nobody(struct sbx_vm *vm)
+{
+	check_sh(vm, "user nobody: id -u, id -g, id -G and HOME from /etc/passwd",
+		 "id -u; id -g; id -G; echo \"$HOME\"", 0, "65534\n65534\n65534\n/nonexistent\n");
+	check_sh(vm, "user nobody: /root is not writable by processes", "echo x > /root/f", 2, NULL);
+	sbx_error_t err = NULL;
+	bool wrote = sbx_vm_write_file(vm, "/root/by-fs", 0600, false, "fs", 2, in_ms(30000), &err) == 0;
+	result(wrote, "user nobody: fs operations still run as root", sbx_error_msg(err));
+	sbx_error_free(&err);
+	check_sh(vm, "user nobody: the root-owned file fs wrote is not readable", "cat /root/by-fs", 1, "");
+}
+
 int main(int argc, char **argv)
 {
 	if (argc < 2) {
@@ -267,6 +355,7 @@ int main(int argc, char **argv)
 		check_sh(vm, "unknown command exits 127", "exec /no/such/cmd 2>/dev/null", 127, "");
 		check_sh(vm, "boot env and hostname from CONFIG", "echo \"$GREETING\"; hostname", 0,
 			 "hello from config\nitest\n");
+		check_sh(vm, "root by default, HOME from /etc/passwd", "id -u; echo \"$HOME\"", 0, "0\n/root\n");
 		check_sh(vm, "--cpus 2 visible in nproc", "nproc", 0, "2\n");
 		check_sh(vm, "memory cap visible to the guest",
 			 "t=$(awk '/MemTotal/ {print $2}' /proc/meminfo); [ \"$t\" -le 393216 ] && [ \"$t\" -gt 262144 ]",
@@ -283,27 +372,28 @@ int main(int argc, char **argv)
 		}
 		check_sh(vm, "the root is writable (overlay on the scratch disk)",
 			 "echo x > /written && cat /written", 0, "x\n");
+		check_image_dirs_rename(vm);
 	}
 	int status = sbx_vm_stop(vm, in_ms(10000));
 	char why[64];
 	snprintf(why, sizeof(why), "qemu status %d", status);
 	result(status == 0, "the VM powers off cleanly", why);
 	if (argc > 2) {
-		opt.image = argv[2];
 		opt.cpus = 1;
-		vm = sbx_vm_start(&opt, &err);
-		bool ok = vm != NULL && sbx_vm_wait_ready(vm, in_ms(180000), &err) == 0;
-		result(ok, "python rootfs boots", sbx_error_msg(err));
+		vm = boot_as(opt, argv[2], "nobody", &err);
+		bool ok = vm != NULL;
+		result(ok, "python rootfs boots (user nobody)", sbx_error_msg(err));
 		sbx_error_free(&err);
 		if (ok) {
+			check_python_as_nobody(vm);
 			char *py[] = { "python3", "-c", "print(6*7)", NULL };
 			struct run r;
 			bool pok = run(vm, py, NULL, 0, 120000, &r) == 0 && r.status == 0 && strcmp(r.out, "42\n") == 0;
 			result(pok, "python3 -c 'print(6*7)' prints 42", r.why[0] ? r.why : r.err);
 			run_free(&r);
-		}
-		if (vm != NULL)
 			sbx_vm_stop(vm, in_ms(10000));
+		}
+		check_numeric_and_unknown_users(&opt, argv[2]);
 	}
 	printf("1..%d\n", test_no);
 	return failures == 0 ? 0 : 1;

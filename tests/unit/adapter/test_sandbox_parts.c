@@ -1,15 +1,19 @@
 /* The pure parts of the sandbox lifecycle: run's lang table, output
  * capping and lossy UTF-8, timeout clamping, boot env layering over an
  * image's OCI config, the reaper's decision, the leftover identity check. */
+#include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "adapter/boot_env.h"
 #include "adapter/exec_output.h"
+#include "adapter/fs_errors.h"
 #include "adapter/lang.h"
 #include "adapter/leftovers.h"
 #include "adapter/reaper_policy.h"
 #include "harness.h"
+#include "proto/proto.h"
 
 TEST(lang_table)
 {
@@ -104,6 +108,7 @@ TEST(image_config_env_and_workdir)
 	sbx_error_t err = NULL;
 	CHECK_INT(image_runtime_parse(cfg, strlen(cfg), &rt, &err), 0);
 	CHECK_STR(rt.workdir, "/app");
+	CHECK_STR(rt.user, "1000");
 	CHECK_STR(find(rt.env, "PATH"), "/opt/bin:/usr/bin");
 	CHECK(rt.env[2] == NULL); /* "junk" has no '=' */
 	json_t *over = json_pack("[s, s, s]", "LANG=en_US.UTF-8", "A=1", "noeq");
@@ -129,16 +134,37 @@ TEST(boot_env_default_path_and_bad_configs)
 	boot_env_free(env);
 	struct image_runtime rt;
 	CHECK_INT(image_runtime_parse("{}", 2, &rt, &err), 0);
-	CHECK(rt.env != NULL && rt.env[0] == NULL && rt.workdir == NULL);
+	CHECK(rt.env != NULL && rt.env[0] == NULL && rt.workdir == NULL && rt.user == NULL);
 	image_runtime_free(&rt);
+	/* An empty or null User is root, left to the guest's default. */
+	const char *root[] = { "{\"config\":{\"User\":\"\"}}", "{\"config\":{\"User\":null}}" };
+	for (int i = 0; i < 2; i++) {
+		CHECK_INT(image_runtime_parse(root[i], strlen(root[i]), &rt, &err), 0);
+		CHECK(rt.user == NULL);
+		image_runtime_free(&rt);
+	}
+	const char *named = "{\"config\":{\"User\":\"www-data:www-data\",\"WorkingDir\":\"/srv\"}}";
+	CHECK_INT(image_runtime_parse(named, strlen(named), &rt, &err), 0);
+	CHECK_STR(rt.user, "www-data:www-data");
+	image_runtime_free(&rt);
+	/* A User the wire cannot carry fails here, not at boot. */
+	char huge[400];
+	int n = snprintf(huge, sizeof(huge), "{\"config\":{\"WorkingDir\":\"/w\",\"User\":\"%0300d\"}}", 0);
+	CHECK(n > 0 && (size_t)n < sizeof(huge));
+	CHECK_INT(image_runtime_parse(huge, (size_t)n, &rt, &err), -1);
+	CHECK(strstr(sbx_error_msg(err), "User") != NULL);
+	sbx_error_free(&err);
+	const char *nul = "{\"config\":{\"User\":\"root\\u0000x\"}}";
+	CHECK_INT(image_runtime_parse(nul, strlen(nul), &rt, &err), -1);
+	sbx_error_free(&err);
 	/* relative WorkingDir is ignored */
 	const char *rel = "{\"config\":{\"WorkingDir\":\"app\"}}";
 	CHECK_INT(image_runtime_parse(rel, strlen(rel), &rt, &err), 0);
 	CHECK(rt.workdir == NULL);
 	image_runtime_free(&rt);
 	const char *bad[] = { "{\"config\":{\"Env\":\"PATH=/x\"}}", "{\"config\":{\"Env\":[1]}}",
-			      "{\"config\":{\"WorkingDir\":5}}", "not json" };
-	for (int i = 0; i < 4; i++) {
+			      "{\"config\":{\"WorkingDir\":5}}", "{\"config\":{\"User\":1000}}", "not json" };
+	for (int i = 0; i < 5; i++) {
 		CHECK_INT(image_runtime_parse(bad[i], strlen(bad[i]), &rt, &err), -1);
 		sbx_error_free(&err);
 	}
@@ -174,4 +200,26 @@ TEST(leftover_identity)
 	CHECK(!leftover_is_vm_process(other, sizeof(other) - 1, "/s/vms/12-0-ab")); /* not QEMU */
 	const char unterminated[] = { 'q', 'e', 'm', 'u' };
 	CHECK(!leftover_is_vm_process(unterminated, sizeof(unterminated), "/s"));
+}
+
+static const char *classify(int errnum, uint8_t op)
+{
+	static char code[8];
+	sbx_error_t err = NULL;
+	sbx_error_set(&err, errnum, "guest says no: /x");
+	fs_error_classify(&err, op);
+	snprintf(code, sizeof(code), "%s", err->scode);
+	sbx_error_free(&err);
+	return code;
+}
+
+TEST(guest_errnos_map_to_s_codes)
+{
+	CHECK_STR(classify(EACCES, PROTO_FS_CHMOD), "S215");
+	CHECK_STR(classify(EPERM, PROTO_FS_CHMOD), "S215");
+	/* A read-only mount is an I/O error, not a permission problem. */
+	CHECK_STR(classify(EROFS, PROTO_FS_CHMOD), "S216");
+	CHECK_STR(classify(EROFS, PROTO_FS_WRITE), "S216");
+	CHECK_STR(classify(ENOENT, PROTO_FS_MV), "S211");
+	CHECK_STR(classify(EXDEV, PROTO_FS_MV), "S216");
 }

@@ -16,6 +16,11 @@
 
 int client_start(struct client *c, char **boot_env)
 {
+	return client_start_as(c, boot_env, NULL);
+}
+
+int client_start_as(struct client *c, char **boot_env, const struct guest_user *user)
+{
 	memset(c, 0, sizeof(*c));
 	proto_reader_init(&c->rd);
 	int sv[2];
@@ -28,7 +33,7 @@ int client_start(struct client *c, char **boot_env)
 		close(sv[0]);
 		/* Orphans come to the server, as they come to PID 1 in the VM. */
 		prctl(PR_SET_CHILD_SUBREAPER, 1);
-		struct dispatch_config cfg = { .boot_env = boot_env, .cgroup_procs_fd = -1 };
+		struct dispatch_config cfg = { .boot_env = boot_env, .cgroup_procs_fd = -1, .user = user };
 		sbx_error_t err = NULL;
 		int rc = dispatch_serve(sv[1], &cfg, &err);
 		sbx_error_free(&err);

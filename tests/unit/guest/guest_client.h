@@ -7,6 +7,7 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+#include "guest/user_resolve.h"
 #include "proto/proto_msg.h"
 #include "proto/proto_reader.h"
 
@@ -31,6 +32,8 @@ struct run {
 
 /* Starts a server whose processes get boot_env (may be NULL). */
 int client_start(struct client *c, char **boot_env);
+/* The same, its processes dropping to `user` (NULL = the test's own). */
+int client_start_as(struct client *c, char **boot_env, const struct guest_user *user);
 /* Closes the connection and returns the server's exit status (its
  * dispatch_serve result + 10, or 100 + signal). */
 int client_stop(struct client *c);

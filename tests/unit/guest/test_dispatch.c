@@ -58,6 +58,39 @@ TEST(env_layers_over_boot_env_and_cwd_applies)
 	client_stop(&c);
 }
 
+TEST(processes_drop_to_the_sandbox_user)
+{
+	if (geteuid() != 0) {
+		sbx_test_skip("needs root to change uid");
+		return;
+	}
+	gid_t groups[] = { 4242, 4343 };
+	struct guest_user u = { .uid = 1234, .gid = 5678, .groups = groups, .ngroups = 2, .home = "/" };
+	struct client c;
+	CHECK_INT(client_start_as(&c, NULL, &u), 0);
+	struct run r[2];
+	run_init(&r[0], 1);
+	run_init(&r[1], 3);
+	char *id[] = { "sh", "-c", "id -u; id -g; id -G | tr ' ' '\\n' | sort -n | tr '\\n' ' '", NULL };
+	client_spawn(&c, 1, id, NULL, "", 0);
+	/* The drop happens before chdir: a directory only root may enter is
+	 * refused as the user. */
+	char dir[] = "/tmp/sbx-user-XXXXXX";
+	CHECK(mkdtemp(dir) != NULL);
+	CHECK_INT(chmod(dir, 0700), 0);
+	char *pwd[] = { "pwd", NULL };
+	client_spawn(&c, 3, pwd, NULL, dir, 0);
+	CHECK_INT(client_pump(&c, r, 2, 1, T), 2);
+	rmdir(dir);
+	CHECK_STR(r[0].out, "1234\n5678\n4242 4343 5678 ");
+	CHECK_INT(r[1].code, 126);
+	CHECK(r[1].err != NULL && strstr(r[1].err, "chdir") != NULL);
+	CHECK(r[1].err != NULL && strstr(r[1].err, "Permission denied") != NULL);
+	run_free(&r[0]);
+	run_free(&r[1]);
+	client_stop(&c);
+}
+
 TEST(stdin_is_piped_and_eof_without_flag)
 {
 	struct client c;
