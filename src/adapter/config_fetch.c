@@ -2,10 +2,11 @@
 
 #include <ctype.h>
 #include <errno.h>
+#include <poll.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "common/log.h"
 
@@ -32,11 +33,16 @@ int sbx_config_id(char *id, size_t size, sbx_error_t *err)
 	return 0;
 }
 
-static void backoff(int attempt)
+/* Waits up to `ms` for engine_stop(); true when it came (a stop ends the
+ * retries at once, without a warning). */
+static bool stopped_within(struct engine *e, int ms)
 {
-	struct timespec ts = { 0, 250L * 1000000L * attempt };
-	while (nanosleep(&ts, &ts) < 0 && errno == EINTR)
+	struct pollfd p = { .fd = engine_cancel_fd(e), .events = POLLIN };
+	int r;
+	/* serve blocks its signals in every thread, so EINTR is rare. */
+	while ((r = poll(&p, 1, ms)) < 0 && errno == EINTR)
 		;
+	return r != 0;
 }
 
 struct sbx_config *sbx_config_fetch(struct engine *e, sbx_error_t *err)
@@ -52,12 +58,12 @@ struct sbx_config *sbx_config_fetch(struct engine *e, sbx_error_t *err)
 	for (int attempt = 1; attempt <= FETCH_TRIES; attempt++) {
 		sbx_error_free(err);
 		rc = engine_call(e, NULL, "configuration::get", req, FETCH_TIMEOUT_MS, &result, &error_body, err);
-		if (rc >= 0)
+		if (rc >= 0 || stopped_within(e, 0))
 			break;
 		sbx_warn("configuration::get '%s' failed (attempt %d of %d): %s", id, attempt, FETCH_TRIES,
 			 sbx_error_msg(*err));
-		if (attempt < FETCH_TRIES)
-			backoff(attempt);
+		if (attempt < FETCH_TRIES && stopped_within(e, 250 * attempt))
+			break;
 	}
 	json_decref(req);
 	if (rc < 0)

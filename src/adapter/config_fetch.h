@@ -13,7 +13,7 @@
 int sbx_config_id(char *id, size_t size, sbx_error_t *err);
 /* Calls configuration::get up to 3 times (10 s each, 250 ms x attempt
  * backoff between transport failures) and parses the value.  Any failure is
- * fatal for the caller (exit 2). */
+ * fatal for the caller (exit 2); engine_stop() ends the retries at once. */
 struct sbx_config *sbx_config_fetch(struct engine *e, sbx_error_t *err);
 
 #endif

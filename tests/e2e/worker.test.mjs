@@ -4,14 +4,20 @@
 import { describe, test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
+import { spawnSync } from 'node:child_process';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import net from 'node:net';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
 import { StandinEngine } from './standin-engine.mjs';
-import { eventually, sdkClient } from './lib.mjs';
-import { FUNCTIONS, WORKER_NAME, startStack, spawnDaemon, waitExit, assertNoSanitizerReport } from './daemon.mjs';
+import { eventually, sdkClient, sleep } from './lib.mjs';
+import { BIN, FUNCTIONS, WORKER_NAME, startStack, spawnDaemon, waitExit, assertNoSanitizerReport } from './daemon.mjs';
 
-// What `create` answers for an allowed image at this stage of the project.
-// Until VMs boot from the adapter, it is S300 saying VM support is not built;
-// update this one constant when the VM work lands.
-const CREATE_ALLOWED = { code: 'S300', message: /VM support/i };
+// What `create` answers for an allowed image here: the configs below set
+// auto_install false and every daemon has an empty image cache, so the
+// create passes the catalog and allowlist checks and stops at the image
+// step with S101, without reaching for a registry.
+const CREATE_ALLOWED = { code: 'S101', message: /sandbox-libkrun image pull docker\.io\/iiidev\// };
 
 const DOCS_SUFFIX = (code) => new RegExp(`#${code}$`);
 const FIX_NOTE = {
@@ -20,7 +26,7 @@ const FIX_NOTE = {
 	S100: 'set `image` to a value listed in the message or add a custom_images entry in iii.config.yaml',
 	S300: 'platform-level failure; not auto-recoverable',
 };
-const TYPE = { S001: 'validation', S002: 'validation', S100: 'config', S210: 'filesystem', S300: 'platform',
+const TYPE = { S001: 'validation', S002: 'validation', S100: 'config', S101: 'internal', S210: 'filesystem', S300: 'platform',
 	S505: 'validation' };
 const TYPING_KEYWORDS = ['type', 'properties', '$ref', 'allOf', 'anyOf', 'oneOf', 'enum', 'items', 'const'];
 
@@ -49,7 +55,7 @@ function assertDecodeError(err) {
 }
 
 const TOKEN = `tok-${randomUUID()}`;
-const MAIN_CONFIG = { image_allowlist: ['python', 'a'], custom_images: { b: 'x/b:1', a: 'x/a:1' } };
+const MAIN_CONFIG = { image_allowlist: ['python', 'a'], custom_images: { b: 'x/b:1', a: 'x/a:1' }, auto_install: false };
 
 describe('a daemon with a config entry and a worker token', () => {
 	let s;
@@ -113,7 +119,7 @@ describe('a daemon with a config entry and a worker token', () => {
 		}
 	});
 
-	test('create with an allowed image reaches the VM step', async () => {
+	test('create with an allowed image reaches the image step', async () => {
 		const env = assertScode(await s.callError('create', { image: 'python' }), CREATE_ALLOWED.code, CREATE_ALLOWED.message);
 		assert.equal(env.type, TYPE[CREATE_ALLOWED.code]);
 	});
@@ -298,7 +304,7 @@ describe('a daemon without a config entry (NOT_FOUND) and without a worker token
 
 describe('configuration delivery (§4.1, §4.3)', () => {
 	test('a list holding one map is accepted', async () => {
-		const s = await startStack({ config: [{ image_allowlist: ['node'], custom_images: { c: 'x/c:1' } }] });
+		const s = await startStack({ config: [{ image_allowlist: ['node'], custom_images: { c: 'x/c:1' }, auto_install: false }] });
 		try {
 			const r = await s.call('catalog::list', {});
 			assert.deepEqual(r.images.map((i) => i.name), ['python', 'node', 'c']);
@@ -356,8 +362,31 @@ describe('configuration delivery (§4.1, §4.3)', () => {
 				const r = await waitExit(d, 20000);
 				assert.deepEqual(r, { code: 2, signal: null }, d.output());
 				assert.match(d.output(), re);
+				assert.doesNotMatch(d.output(), /received/, 'no signal arrived, so none is logged');
 				assertNoSanitizerReport(d);
 			} finally {
+				await engine.stop();
+			}
+		});
+
+		test(`${what} in a file makes \`image --config\` exit 2 with serve's message`, async () => {
+			const engine = new StandinEngine({ config: { [WORKER_NAME]: config } });
+			await engine.start();
+			const d = spawnDaemon(engine.url);
+			const dir = mkdtempSync(path.join(tmpdir(), 'sbx-e2e-config-'));
+			try {
+				await waitExit(d, 20000);
+				const serveMessage = d.output().match(/sandbox-libkrun serve: configuration: configuration '[^']+': (.*)/)?.[1];
+				assert.ok(serveMessage, d.output());
+				const file = path.join(dir, 'config.json');
+				writeFileSync(file, JSON.stringify(config));
+				const r = spawnSync(BIN, ['image', '--config', file, 'ls'], { encoding: 'utf8',
+					env: { ...process.env, III_SANDBOX_STATE_DIR: dir } });
+				assert.equal(r.status, 2, r.stderr);
+				assert.equal(r.stdout, '');
+				assert.equal(r.stderr.trim(), `sandbox-libkrun image: ${file}: ${serveMessage}`);
+			} finally {
+				rmSync(dir, { recursive: true, force: true });
 				await engine.stop();
 			}
 		});
@@ -372,6 +401,117 @@ describe('configuration delivery (§4.1, §4.3)', () => {
 			const r = await waitExit(d, 30000);
 			assert.deepEqual(r, { code: 2, signal: null }, d.output());
 			assert.match(d.output(), /EXPAND_FAILED|configuration/);
+			assertNoSanitizerReport(d);
+		} finally {
+			await engine.stop();
+		}
+	});
+});
+
+// A loopback port nothing listens on (yet).
+async function freePort() {
+	const srv = net.createServer();
+	await new Promise((resolve) => srv.listen(0, '127.0.0.1', resolve));
+	const { port } = srv.address();
+	await new Promise((resolve) => srv.close(resolve));
+	return port;
+}
+
+// Resolves once a worker called `name` with the daemon's pid owns all the
+// functions.
+function waitServing(engine, daemon, name, timeoutMs) {
+	return engine.waitFor(() => {
+		const w = engine.workers().find((c) => c.name === name && c.pid === daemon.proc.pid);
+		return w && FUNCTIONS.every((f) => engine.functions.get(f)?.owner === w.worker_id);
+	}, timeoutMs, `the daemon's functions as worker '${name}'`).catch((e) => {
+		e.message += `\ndaemon output:\n${daemon.output()}`;
+		throw e;
+	});
+}
+
+describe('start-up (iii-protocol.md §1.4, §12)', () => {
+	test('III_WORKER_NAME is the name in engine::workers::register; function ids stay sandbox-libkrun::*', async () => {
+		const name = `sbx-compose-${randomUUID().slice(0, 8)}`;
+		const s = await startStack({ env: { III_WORKER_NAME: name }, waitRegistered: false });
+		try {
+			await waitServing(s.engine, s.daemon, name, 15000);
+			assert.ok(!s.engine.workers().some((w) => w.name === WORKER_NAME), 'no worker under the default name');
+			const reg = s.engine.frames.find((f) => f.dir === 'in' && f.msg.function_id === 'engine::workers::register' &&
+				f.msg.data?.pid === s.daemon.proc.pid);
+			assert.equal(reg.msg.data.name, name);
+			assert.equal((await s.call('adapter::info', {})).adapter, 'sandbox-libkrun');
+			await s.stopClean();
+		} finally {
+			await s.stop();
+		}
+	});
+
+	test('an empty III_WORKER_NAME means the default name', async () => {
+		const s = await startStack({ env: { III_WORKER_NAME: '' } });
+		try {
+			assert.equal(s.daemonConn().name, WORKER_NAME);
+			await s.stopClean();
+		} finally {
+			await s.stop();
+		}
+	});
+
+	test('serve started before the engine keeps retrying, warning once per attempt, and serves once it is up', async () => {
+		const port = await freePort();
+		const d = spawnDaemon(`ws://127.0.0.1:${port}`);
+		const engine = new StandinEngine({ port });
+		try {
+			// Past the old 30 s limit would take too long here; two failed
+			// attempts and a running daemon show the wait has no fixed end.
+			await eventually(() => assert.ok(d.output().match(/cannot connect/g)?.length >= 2, d.output()), 10000);
+			assert.equal(d.proc.exitCode, null, `still running\n${d.output()}`);
+			const failures = d.output().split('\n').filter((l) => l.includes('cannot connect'));
+			for (const line of failures) assert.match(line, /\bwarn\b/, line);
+			await engine.start();
+			await waitServing(engine, d, WORKER_NAME, 40000);
+			assert.deepEqual(engine.configReads, [WORKER_NAME]);
+			const caller = sdkClient(engine.url, 'late-caller', { invocationTimeoutMs: 10000 });
+			try {
+				const r = await caller.trigger({ function_id: 'sandbox-libkrun::adapter::info', payload: {} });
+				assert.equal(r.adapter, 'sandbox-libkrun');
+			} finally {
+				await caller.shutdown();
+			}
+			d.proc.kill('SIGTERM');
+			assert.deepEqual(await waitExit(d, 10000), { code: 0, signal: null }, d.output());
+			assertNoSanitizerReport(d);
+		} finally {
+			if (d.proc.exitCode === null) d.proc.kill('SIGKILL');
+			await engine.stop();
+		}
+	});
+
+	test('SIGTERM while waiting for the engine exits 0 promptly', async () => {
+		const d = spawnDaemon(`ws://127.0.0.1:${await freePort()}`);
+		await eventually(() => assert.match(d.output(), /cannot connect/), 10000);
+		const t0 = Date.now();
+		d.proc.kill('SIGTERM');
+		const r = await waitExit(d, 10000);
+		assert.deepEqual(r, { code: 0, signal: null }, d.output());
+		assert.ok(Date.now() - t0 < 3000, `exit took ${Date.now() - t0} ms`);
+		assert.equal(d.output().match(/received Terminated/g)?.length, 1, d.output());
+		assertNoSanitizerReport(d);
+	});
+
+	test('SIGTERM while the configuration read hangs exits 0 promptly, not 2', async () => {
+		const engine = new StandinEngine();
+		engine.setConfigHang(WORKER_NAME);
+		await engine.start();
+		const d = spawnDaemon(engine.url);
+		try {
+			await engine.waitFor(() => engine.configReads.length > 0, 15000, 'configuration::get');
+			await sleep(200);
+			const t0 = Date.now();
+			d.proc.kill('SIGTERM');
+			const r = await waitExit(d, 10000);
+			assert.deepEqual(r, { code: 0, signal: null }, d.output());
+			assert.ok(Date.now() - t0 < 3000, `exit took ${Date.now() - t0} ms`);
+			assert.doesNotMatch(d.output(), /configuration::get .* failed|serve: configuration/, d.output());
 			assertNoSanitizerReport(d);
 		} finally {
 			await engine.stop();
