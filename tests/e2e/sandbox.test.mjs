@@ -154,15 +154,28 @@ describe('sandboxes booted from the loopback registry', { skip: skip ?? false },
 		assert.equal((await s.listed(py.sandbox_id)).exec_in_flight, 0);
 	});
 
-	test('a NUL byte in a request string gets an answer (JSON allows \\u0000)', async () => {
-		for (const req of [{ argv: ['echo', 'a\u0000b'] }, { cmd: 'true', env: { A: 'x\u0000y' } },
-			{ cmd: 'true', env: ['B\u0000=1'] }]) await assertAnswered(py.sandbox_id, req);
+	test('a NUL byte in a request string is S001 "<field> contains a NUL byte" (JSON allows \\u0000)', async () => {
+		for (const [req, field] of [[{ argv: ['echo', 'a\u0000b'] }, 'argv'], [{ cmd: 'true', env: { A: 'x\u0000y' } }, 'env'],
+			[{ cmd: 'true', env: ['B\u0000=1'] }, 'env'], [{ cmd: 'echo a\u0000b' }, 'cmd'],
+			[{ cmd: 'pwd', workdir: '/tmp\u0000/x' }, 'workdir']]) {
+			await assertAnswered(py.sandbox_id, req);
+			assertScode(await s.vmError('exec', { sandbox_id: py.sandbox_id, ...req }), 'S001',
+				new RegExp(`^invalid request: ${field} contains a NUL byte$`));
+		}
+		// jansson cannot hold a NUL in an object key: still one answer.
+		await assertAnswered(py.sandbox_id, { cmd: 'true', env: { 'A\u0000': 'x' } });
+		assert.ok(Array.isArray((await s.call('catalog::list', { x: 'a\u0000b' })).images));
+		assert.equal((await s.listed(py.sandbox_id)).exec_in_flight, 0);
 	});
 
-	test('workdir sets the cwd; the default is / for an image without WorkingDir', async () => {
-		assertReply(await s.exec(py.sandbox_id, { cmd: 'pwd', workdir: '/tmp' }), { stdout: '/tmp\n', exit_code: 0 });
-		assertReply(await s.exec(py.sandbox_id, { cmd: 'pwd' }), { stdout: '/\n', exit_code: 0 });
-	});
+	test('workdir sets the cwd; relative resolves against /, "" is unset; the default is / here (§7.4, §7.8)',
+		async () => {
+			const id = py.sandbox_id;
+			assertReply(await s.exec(id, { cmd: 'pwd', workdir: '/tmp' }), { stdout: '/tmp\n', exit_code: 0 });
+			assertReply(await s.exec(id, { cmd: 'pwd', workdir: 'tmp' }), { stdout: '/tmp\n', exit_code: 0 });
+			assertReply(await s.exec(id, { cmd: 'pwd', workdir: '' }), { stdout: '/\n', exit_code: 0 });
+			assertReply(await s.exec(id, { cmd: 'pwd' }), { stdout: '/\n', exit_code: 0 });
+		});
 
 	test('output is lossy UTF-8: an invalid byte becomes U+FFFD', async () => {
 		assertReply(await s.exec(py.sandbox_id, { cmd: "printf '\\377ok\\342\\202\\254'" }),
