@@ -2,8 +2,8 @@
 // behind the stand-in engine, called with iii-sdk, booting the python test
 // image from the loopback registry.  Prints medians and p95 over RUNS runs
 // beside bench/vm's numbers for the same kernel and image without the
-// adapter (its bare-kernel floor above all), so the ratios show the
-// adapter's own cost.
+// adapter (its bare-kernel floor, and python3 booted as init for `run`),
+// so the ratios show the adapter's own cost.
 // Usage: node bench/sandbox.mjs RUNS   (SANDBOX_BENCH_LOG=FILE keeps the
 // daemon's debug log)
 import { execFileSync } from 'node:child_process';
@@ -44,6 +44,7 @@ function benchVm() {
 	};
 	return {
 		floor: value('floor: bare kernel boot to root mount'),
+		floorPython: value('floor python: python3 as init prints 42'),
 		ready: value('start -> guest init ready'),
 		python: value('start -> python print(6*7) first output'),
 		exec: value('exec round trip of true'),
@@ -111,9 +112,11 @@ row('stop', samples.stop);
 row(`exec round trip of true (n=${EXEC_RUNS})`, samples.exec);
 console.log(`bench/vm, the same kernel and image without the adapter (medians of ${runs}):`);
 console.log(`${'  floor: bare kernel boot to root mount'.padEnd(46)} ${String(vm.floor).padStart(7)}`);
+console.log(`${'  floor python: python3 as init prints 42'.padEnd(46)} ${String(vm.floorPython).padStart(7)}`);
 console.log(`${'  vm run: start -> guest init ready'.padEnd(46)} ${String(vm.ready).padStart(7)}`);
 console.log(`${'  vm run: start -> python print(6*7) output'.padEnd(46)} ${String(vm.python).padStart(7)}`);
 console.log(`${'  vm API: exec round trip of true (busybox)'.padEnd(46)} ${String(vm.exec).padStart(7)}`);
 console.log(`${'  vm API: exec round trip of true (python)'.padEnd(46)} ${String(apiExec).padStart(7)}`);
+console.log(`run / floor python (like for like): ${(median(samples.run) / vm.floorPython).toFixed(2)}`);
 console.log(`run / vm run python: ${(median(samples.run) / vm.python).toFixed(2)}; ` +
 	`exec round trip / vm API exec (python image): ${(median(samples.exec) / apiExec).toFixed(2)}`);

@@ -2,8 +2,55 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <stdio.h>
+#include <string.h>
 #include <sys/socket.h>
+#include <time.h>
 #include <unistd.h>
+
+static int64_t now_ms(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+static bool write_all(int fd, const char *p, size_t len)
+{
+	while (len > 0) {
+		ssize_t n = write(fd, p, len);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			return false;
+		p += n;
+		len -= (size_t)n;
+	}
+	return true;
+}
+
+/* A failed echo stops echoing; the log and the ring go on. */
+static void echo(struct console *c, const char *buf, size_t n)
+{
+	int64_t t = now_ms() - c->echo_t0;
+	while (n > 0 && c->echo_fd >= 0) {
+		if (c->echo_bol) {
+			char prefix[40];
+			int len = snprintf(prefix, sizeof(prefix), "console +%lld ms: ", (long long)t);
+			if (len < 0 || (size_t)len >= sizeof(prefix) || !write_all(c->echo_fd, prefix, (size_t)len)) {
+				c->echo_fd = -1;
+				break;
+			}
+		}
+		const char *nl = memchr(buf, '\n', n);
+		size_t line = nl != NULL ? (size_t)(nl - buf) + 1 : n;
+		if (!write_all(c->echo_fd, buf, line))
+			c->echo_fd = -1;
+		c->echo_bol = nl != NULL;
+		buf += line;
+		n -= line;
+	}
+}
 
 static void *console_main(void *arg)
 {
@@ -18,6 +65,8 @@ static void *console_main(void *arg)
 		pthread_mutex_lock(&c->lock);
 		console_ring_append(&c->ring, buf, (size_t)n);
 		pthread_mutex_unlock(&c->lock);
+		if (c->echo_fd >= 0)
+			echo(c, buf, (size_t)n);
 		/* The log is for people debugging a boot: once full, it stops
 		 * rather than let a chatty guest fill the disk. */
 		if (c->log_fd >= 0 && c->logged < CONSOLE_LOG_MAX) {
@@ -38,8 +87,17 @@ void console_init(struct console *c)
 	c->fd = c->log_fd = -1;
 	c->logged = 0;
 	c->started = false;
+	c->echo_fd = -1;
+	c->echo_t0 = 0;
+	c->echo_bol = true;
 	console_ring_init(&c->ring);
 	pthread_mutex_init(&c->lock, NULL);
+}
+
+void console_echo(struct console *c, int echo_fd, int64_t t0)
+{
+	c->echo_fd = echo_fd;
+	c->echo_t0 = t0;
 }
 
 int console_start(struct console *c, int fd, const char *log_path, sbx_error_t *err)

@@ -5,6 +5,7 @@
 
 #include <pthread.h>
 #include <stdbool.h>
+#include <stdint.h>
 
 #include "common/error.h"
 #include "vm/console_ring.h"
@@ -19,10 +20,16 @@ struct console {
 	bool started;
 	pthread_mutex_t lock;
 	struct console_ring ring;
+	int echo_fd;      /* -1: no echo */
+	int64_t echo_t0;  /* CLOCK_MONOTONIC ms the echo's times count from */
+	bool echo_bol;    /* the next echoed byte starts a line */
 };
 
 /* Prepares an idle console (safe to query and stop). */
 void console_init(struct console *c);
+/* Before console_start: copy every line to echo_fd (not owned) prefixed
+ * with its arrival time in ms since t0, to measure a boot from the host. */
+void console_echo(struct console *c, int echo_fd, int64_t t0);
 /* Takes ownership of fd. */
 int console_start(struct console *c, int fd, const char *log_path, sbx_error_t *err);
 /* The last lines of output, NUL-terminated; out holds CONSOLE_TAIL_BYTES+1. */

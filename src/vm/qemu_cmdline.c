@@ -106,7 +106,12 @@ char **qemu_cmdline(const struct qemu_config *c, sbx_error_t *err)
 	add(&b, "-kernel");
 	add(&b, "%s", c->kernel);
 	add(&b, "-append");
-	add(&b, "%s%s", SBX_KERNEL_CMDLINE, c->accel == SBX_ACCEL_TCG ? SBX_KERNEL_CMDLINE_TCG : "");
+	if (c->accel == SBX_ACCEL_TCG && c->tsc_khz > 0)
+		add(&b, "%s%s%s%s%u", SBX_KERNEL_CMDLINE, c->boot_log ? SBX_KERNEL_BOOT_LOG : SBX_KERNEL_QUIET,
+		    SBX_KERNEL_CMDLINE_TCG, SBX_KERNEL_TSC_KHZ, c->tsc_khz);
+	else
+		add(&b, "%s%s%s", SBX_KERNEL_CMDLINE, c->boot_log ? SBX_KERNEL_BOOT_LOG : SBX_KERNEL_QUIET,
+		    c->accel == SBX_ACCEL_TCG ? SBX_KERNEL_CMDLINE_TCG : "");
 	add(&b, "-chardev");
 	add(&b, "socket,id=console,fd=%d", c->console_fd);
 	add(&b, "-chardev");

@@ -2,14 +2,21 @@
 #ifndef SBX_VM_QEMU_CMDLINE_H
 #define SBX_VM_QEMU_CMDLINE_H
 
+#include <stdbool.h>
+
 #include "common/error.h"
 #include "vm/accel.h"
 
-#define SBX_KERNEL_CMDLINE "root=/dev/vda rootfstype=erofs ro init=/init console=hvc0 quiet panic=-1 reboot=t"
+#define SBX_KERNEL_CMDLINE "root=/dev/vda rootfstype=erofs ro init=/init console=hvc0 panic=-1 reboot=t"
+#define SBX_KERNEL_QUIET " quiet"
+/* For measuring a boot: every kernel message, with the guest's timestamp. */
+#define SBX_KERNEL_BOOT_LOG " printk.time=1"
 /* Under TCG the APIC timer always fails its 300 ms verification and the TSC
  * watchdog demotes the clock to 4 ms jiffies; both are skipped (measured:
  * init starts ~0.5 s earlier).  The emulated TSC follows the host clock. */
 #define SBX_KERNEL_CMDLINE_TCG " noapictimer tsc=reliable"
+/* Followed by the host's TSC frequency when known (vm/tsc.h). */
+#define SBX_KERNEL_TSC_KHZ " tsc_early_khz="
 #define SBX_VM_MAX_CPUS 16 /* the guest kernel's NR_CPUS */
 #define SBX_VM_MIN_MEMORY_MIB 64
 #define SBX_VM_MAX_MEMORY_MIB (64u * 1024u)
@@ -22,6 +29,8 @@ struct qemu_config {
 	const char *scratch;   /* ext4 -> /dev/vdc */
 	unsigned cpus, memory_mib;
 	enum sbx_accel accel; /* KVM or TCG, already decided */
+	unsigned tsc_khz;     /* TCG: the host's TSC frequency, 0 = unknown */
+	bool boot_log;        /* kernel messages instead of quiet */
 	int console_fd;       /* connected stream sockets QEMU inherits */
 	int control_fd;
 };

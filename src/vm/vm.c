@@ -23,6 +23,7 @@
 #include "vm/keeper.h"
 #include "vm/kernel.h"
 #include "vm/qemu_cmdline.h"
+#include "vm/tsc.h"
 #include "vm/vm_chan.h"
 
 #define QEMU_FIX "install qemu-system-x86 (scripts/setup) or set SANDBOX_QEMU"
@@ -229,6 +230,7 @@ static int launch(struct sbx_vm *vm, const struct sbx_vm_options *opt, const cha
 		.scratch = vm->files[F_SCRATCH], .cpus = opt->cpus ? opt->cpus : 1,
 		.memory_mib = opt->memory_mib ? opt->memory_mib : 512, .accel = accel,
 		.console_fd = KEEPER_QEMU_FD_BASE, .control_fd = KEEPER_QEMU_FD_BASE + 1,
+		.tsc_khz = accel == SBX_ACCEL_TCG ? sbx_host_tsc_khz() : 0, .boot_log = opt->boot_log,
 	};
 	char **argv = qemu_cmdline(&qc, err);
 	int rc = -1;
@@ -254,6 +256,8 @@ static int launch(struct sbx_vm *vm, const struct sbx_vm_options *opt, const cha
 	}
 	/* From here the keeper owns the files; failures go through stop. */
 	sbx_error_t cerr = NULL;
+	if (opt->boot_log)
+		console_echo(&vm->console, STDERR_FILENO, vm->t0);
 	if (console_start(&vm->console, con[0], vm->files[F_CONSOLE], &cerr) < 0) {
 		/* Not fatal: the VM runs without a console log. */
 		sbx_warn("vm: %s", sbx_error_msg(cerr));
@@ -374,6 +378,9 @@ int sbx_vm_wait_ready(struct sbx_vm *vm, int64_t deadline, sbx_error_t *err)
 	if (chan_send_config(vm->chan, &cfg, err) < 0 || chan_wait_ready(vm->chan, deadline, err) < 0)
 		return boot_failure(vm, err);
 	vm->t.ready = sbx_vm_now_ms() - vm->t0;
+	sbx_debug("vm: boot phases (ms since start): kernel %lld, disks %lld, qemu %lld, hello %lld, ready %lld",
+		  (long long)vm->t.kernel, (long long)vm->t.disks, (long long)vm->t.qemu, (long long)vm->t.hello,
+		  (long long)vm->t.ready);
 	return 0;
 }
 

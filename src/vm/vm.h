@@ -37,6 +37,10 @@ struct sbx_vm_options {
 	uint64_t nofile;        /* RLIMIT_NOFILE in the guest, 0 = keep */
 	const char *krunfw_path; /* NULL: $SANDBOX_KRUNFW, else the default install */
 	const char *boot_disk;  /* NULL: $SANDBOX_BOOT_DISK, else next to the executable */
+	bool boot_log;          /* for measuring a boot: kernel messages with
+				   their guest timestamps instead of quiet, and
+				   every console line copied to stderr prefixed
+				   with its arrival in ms since sbx_vm_start */
 };
 
 /* Milliseconds since sbx_vm_start was called, for each boot phase (0 =

@@ -24,7 +24,7 @@ static void usage(FILE *out)
 {
 	fprintf(out,
 		"usage: sandbox-libkrun vm run [--cpus N] [--memory MiB] [--accel auto|kvm|tcg]\n"
-		"                              --rootfs DIR|IMAGE.erofs [-v] -- CMD [ARGS...]\n\n"
+		"                              --rootfs DIR|IMAGE.erofs [-v] [--boot-log] -- CMD [ARGS...]\n\n"
 		"Boots a microVM with the given root filesystem, runs CMD in it with this\n"
 		"process's stdin, stdout and stderr, and exits with CMD's exit status\n"
 		"(125 when the VM itself fails).\n\n"
@@ -33,6 +33,8 @@ static void usage(FILE *out)
 		"  --accel A       auto (KVM where usable, else TCG), kvm or tcg\n"
 		"  --rootfs PATH   a root filesystem directory or an erofs image\n"
 		"  -v, --verbose   show the boot phases and their timings on stderr\n"
+		"  --boot-log      kernel messages on stderr, each console line prefixed\n"
+		"                  with its arrival in ms since the start\n"
 		"  -h, --help      this text\n");
 }
 
@@ -159,6 +161,7 @@ static int vm_run(int argc, char **argv)
 		{ "cpus", required_argument, NULL, 'c' },   { "memory", required_argument, NULL, 'm' },
 		{ "accel", required_argument, NULL, 'a' },  { "rootfs", required_argument, NULL, 'r' },
 		{ "verbose", no_argument, NULL, 'v' },      { "help", no_argument, NULL, 'h' },
+		{ "boot-log", no_argument, NULL, 'b' },
 		{ NULL, 0, NULL, 0 },
 	};
 	struct sbx_vm_options opt = { .cpus = 1, .memory_mib = 512 };
@@ -192,6 +195,9 @@ static int vm_run(int argc, char **argv)
 			break;
 		case 'v':
 			verbose = true;
+			break;
+		case 'b':
+			opt.boot_log = true;
 			break;
 		case 'h':
 			usage(stdout);

@@ -47,8 +47,8 @@ TEST(tcg_command_line)
 	CHECK_STR(after(v, "-smp"), "2");
 	CHECK_STR(after(v, "-m"), "256");
 	CHECK_STR(after(v, "-kernel"), "/s/k.pvh");
-	CHECK_STR(after(v, "-append"), "root=/dev/vda rootfstype=erofs ro init=/init console=hvc0 quiet panic=-1 "
-					"reboot=t noapictimer tsc=reliable");
+	CHECK_STR(after(v, "-append"), "root=/dev/vda rootfstype=erofs ro init=/init console=hvc0 panic=-1 "
+					"reboot=t quiet noapictimer tsc=reliable");
 	CHECK(find(v, "socket,id=console,fd=4") > 0);
 	CHECK(find(v, "socket,id=control,fd=5") > 0);
 	CHECK(find(v, "virtconsole,chardev=console") > 0);
@@ -72,7 +72,31 @@ TEST(kvm_command_line)
 	CHECK(v != NULL);
 	CHECK_STR(after(v, "-accel"), "kvm");
 	CHECK_STR(after(v, "-cpu"), "host");
-	CHECK_STR(after(v, "-append"), SBX_KERNEL_CMDLINE);
+	CHECK_STR(after(v, "-append"), SBX_KERNEL_CMDLINE SBX_KERNEL_QUIET);
+	sbx_strv_free(v);
+	/* KVM guests find their TSC's rate themselves. */
+	c.tsc_khz = 2445406;
+	v = qemu_cmdline(&c, &err);
+	CHECK(v != NULL);
+	CHECK_STR(after(v, "-append"), SBX_KERNEL_CMDLINE SBX_KERNEL_QUIET);
+	sbx_strv_free(v);
+}
+
+TEST(tcg_tsc_frequency_and_boot_log)
+{
+	struct qemu_config c = base();
+	c.tsc_khz = 2445406;
+	sbx_error_t err = NULL;
+	char **v = qemu_cmdline(&c, &err);
+	CHECK(v != NULL);
+	CHECK_STR(after(v, "-append"), "root=/dev/vda rootfstype=erofs ro init=/init console=hvc0 panic=-1 "
+					"reboot=t quiet noapictimer tsc=reliable tsc_early_khz=2445406");
+	sbx_strv_free(v);
+	c.boot_log = true;
+	v = qemu_cmdline(&c, &err);
+	CHECK(v != NULL);
+	CHECK_STR(after(v, "-append"), "root=/dev/vda rootfstype=erofs ro init=/init console=hvc0 panic=-1 "
+					"reboot=t printk.time=1 noapictimer tsc=reliable tsc_early_khz=2445406");
 	sbx_strv_free(v);
 }
 

@@ -1,0 +1,91 @@
+#include "vm/tsc.h"
+
+#include <errno.h>
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+#include <time.h>
+
+#include "common/cleanup.h"
+
+#if defined(__x86_64__)
+#include <x86intrin.h>
+
+#define MEASURE_NS 20000000LL
+#define CPUINFO_LINE 8192
+
+static unsigned tsc_khz;
+static pthread_once_t tsc_once = PTHREAD_ONCE_INIT;
+
+/* A TSC that changes rate with the CPU's clock or stops in deep idle
+ * would give the guest a wrong clock: only an invariant one is used. */
+static bool tsc_invariant(void)
+{
+	cleanup_file FILE *f = fopen("/proc/cpuinfo", "re");
+	if (f == NULL)
+		return false;
+	char line[CPUINFO_LINE];
+	while (fgets(line, sizeof(line), f) != NULL) {
+		if (strncmp(line, "flags", 5) != 0)
+			continue;
+		return strstr(line, " constant_tsc") != NULL && strstr(line, " nonstop_tsc") != NULL;
+	}
+	return false;
+}
+
+static int64_t raw_ns(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC_RAW, &ts);
+	return (int64_t)ts.tv_sec * 1000000000LL + ts.tv_nsec;
+}
+
+/* One (time, TSC) pair read close together: a preemption between the two
+ * reads would skew the rate, so pairs taken more than 10 us apart are
+ * retried. */
+static bool sample(int64_t *ns, uint64_t *tsc)
+{
+	for (int i = 0; i < 10; i++) {
+		int64_t a = raw_ns();
+		*tsc = __rdtsc();
+		int64_t b = raw_ns();
+		if (b - a <= 10000) {
+			*ns = a + (b - a) / 2;
+			return true;
+		}
+	}
+	return false;
+}
+
+static void measure(void)
+{
+	if (!tsc_invariant())
+		return;
+	int64_t t0, t1;
+	uint64_t c0, c1;
+	if (!sample(&t0, &c0))
+		return;
+	struct timespec pause = { 0, MEASURE_NS };
+	while (nanosleep(&pause, &pause) < 0 && errno == EINTR)
+		;
+	if (!sample(&t1, &c1) || t1 - t0 < MEASURE_NS / 2 || c1 <= c0)
+		return;
+	double khz = (double)(c1 - c0) * 1e6 / (double)(t1 - t0);
+	/* Anything outside 100 MHz..20 GHz is a broken measurement. */
+	if (khz >= 100000.0 && khz <= 20000000.0)
+		tsc_khz = (unsigned)(khz + 0.5);
+}
+
+unsigned sbx_host_tsc_khz(void)
+{
+	pthread_once(&tsc_once, measure);
+	return tsc_khz;
+}
+#else
+unsigned sbx_host_tsc_khz(void)
+{
+	return 0;
+}
+#endif
