@@ -2,12 +2,18 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <linux/fs.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <sys/ioctl.h>
+#include <sys/random.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "common/cleanup.h"
+#include "common/state_dir.h"
 #include "vm/run_tool.h"
 
 int disk_erofs_from_dir(const char *dir, const char *out, sbx_error_t *err)
@@ -37,7 +43,8 @@ int disk_erofs_from_dir(const char *dir, const char *out, sbx_error_t *err)
 	return 0;
 }
 
-int disk_scratch_create(const char *path, uint64_t size, sbx_error_t *err)
+/* mkfs.ext4 into a fresh sparse file at `path` (must not exist). */
+static int scratch_mkfs(const char *path, uint64_t size, sbx_error_t *err)
 {
 	cleanup_close int fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600);
 	if (fd < 0)
@@ -54,6 +61,96 @@ int disk_scratch_create(const char *path, uint64_t size, sbx_error_t *err)
 	if (run_tool(argv, err) < 0) {
 		unlink(path);
 		return -1;
+	}
+	return 0;
+}
+
+/* The template of one size: built once under the state directory (a
+ * private temp name, then an atomic rename, so racing builders each
+ * install a complete one). */
+static char *scratch_template(uint64_t size, sbx_error_t *err)
+{
+	cleanup_free char *dir = sbx_state_subdir("scratch", err);
+	if (dir == NULL)
+		return NULL;
+	char *tpl = NULL;
+	if (asprintf(&tpl, "%s/ext4-%llu.img", dir, (unsigned long long)size) < 0) {
+		sbx_error_errno(err, ENOMEM, "template path");
+		return NULL;
+	}
+	struct stat st;
+	if (stat(tpl, &st) == 0 && S_ISREG(st.st_mode) && (uint64_t)st.st_size == size)
+		return tpl;
+	cleanup_free char *tmp = NULL;
+	uint32_t rnd = 0;
+	if (getrandom(&rnd, sizeof(rnd), 0) != sizeof(rnd))
+		rnd = (uint32_t)time(NULL);
+	if (asprintf(&tmp, "%s.%ld-%08x.tmp", tpl, (long)getpid(), rnd) < 0) {
+		tmp = NULL;
+		sbx_error_errno(err, ENOMEM, "template path");
+		goto fail;
+	}
+	if (scratch_mkfs(tmp, size, err) < 0)
+		goto fail;
+	if (rename(tmp, tpl) < 0) {
+		sbx_error_errno(err, errno, "rename %s", tmp);
+		unlink(tmp);
+		goto fail;
+	}
+	return tpl;
+fail:
+	free(tpl);
+	return NULL;
+}
+
+/* Copies the data extents of `from` (SEEK_DATA/SEEK_HOLE) and leaves the
+ * holes as holes: a 2 GiB template holds about 1 MiB of data. */
+static int copy_sparse(int in, int out, off_t size, sbx_error_t *err)
+{
+	off_t pos = 0;
+	for (;;) {
+		off_t data = lseek(in, pos, SEEK_DATA);
+		if (data < 0 && errno == ENXIO)
+			break;
+		if (data < 0)
+			return sbx_error_errno(err, errno, "seek data");
+		off_t hole = lseek(in, data, SEEK_HOLE);
+		if (hole < 0)
+			return sbx_error_errno(err, errno, "seek hole");
+		off_t src = data, dst = data;
+		while (src < hole) {
+			ssize_t n = copy_file_range(in, &src, out, &dst, (size_t)(hole - src), 0);
+			if (n < 0 && errno == EINTR)
+				continue;
+			if (n <= 0)
+				return sbx_error_errno(err, n < 0 ? errno : EIO, "copy");
+		}
+		pos = hole;
+	}
+	if (ftruncate(out, size) < 0)
+		return sbx_error_errno(err, errno, "size");
+	return 0;
+}
+
+int disk_scratch_create(const char *path, uint64_t size, sbx_error_t *err)
+{
+	cleanup_free char *tpl = scratch_template(size, err);
+	if (tpl == NULL)
+		return sbx_error_prefix(err, "scratch disk template");
+	cleanup_close int in = open(tpl, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+	if (in < 0)
+		return sbx_error_errno(err, errno, "open %s", tpl);
+	int out = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600);
+	if (out < 0)
+		return sbx_error_errno(err, errno, "create %s", path);
+	/* A reflink shares the template's blocks until the guest writes;
+	 * where the filesystem cannot, copy the few data blocks. */
+	int rc = ioctl(out, FICLONE, in) == 0 ? 0 : copy_sparse(in, out, (off_t)size, err);
+	if (close(out) < 0 && rc == 0)
+		rc = sbx_error_errno(err, errno, "close %s", path);
+	if (rc < 0) {
+		unlink(path);
+		return sbx_error_prefix(err, "scratch disk %s", path);
 	}
 	return 0;
 }

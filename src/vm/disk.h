@@ -13,7 +13,9 @@
  * keeping owners, modes and times. */
 int disk_erofs_from_dir(const char *dir, const char *out, sbx_error_t *err);
 
-/* Creates a sparse ext4 file of `size` bytes at `path` (must not exist). */
+/* Creates a sparse ext4 file of `size` bytes at `path` (must not exist):
+ * a copy of a template made once per size under the state directory's
+ * scratch/ (mkfs.ext4 per VM cost a process spawn on every boot). */
 int disk_scratch_create(const char *path, uint64_t size, sbx_error_t *err);
 
 #endif
