@@ -31,6 +31,10 @@ static int seed_rng(const uint8_t *p, size_t n, sbx_error_t *err)
 		return sbx_error_errno(err, errno, "open /dev/urandom");
 	if (ioctl(fd, RNDADDENTROPY, info) < 0)
 		return sbx_error_errno(err, errno, "RNDADDENTROPY");
+	/* A VM restored from a snapshot shares its template's CRNG state:
+	 * reseed now, so nothing handed out from here on derives from it. */
+	if (ioctl(fd, RNDRESEEDCRNG) < 0)
+		return sbx_error_errno(err, errno, "RNDRESEEDCRNG");
 	return 0;
 }
 
