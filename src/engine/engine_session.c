@@ -179,7 +179,11 @@ static void handle_message(struct engine *e, struct ws_conn *c, const struct ws_
 	 * Strings that become C strings are checked where they are read. */
 	json_t *msg = json_loadb((const char *)m->data, m->len, JSON_ALLOW_NUL, &jerr);
 	if (msg == NULL) {
-		/* Never log the text itself: it may carry request payloads. */
+		/* Never log the text itself: it may carry request payloads, and
+		 * jansson quotes the offending token after " near ". */
+		char *near = strstr(jerr.text, " near ");
+		if (near != NULL)
+			*near = '\0';
 		sbx_warn("engine: malformed JSON dropped (%s at byte %d)", jerr.text, jerr.position);
 		answer_undecodable(e, m);
 		return;

@@ -1,6 +1,7 @@
 /* The engine client against an in-process WebSocket server on loopback. */
 #include <errno.h>
 #include <pthread.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -464,6 +465,39 @@ TEST(nul_bytes_are_answered)
 	json_decref(m);
 	m = ts_recv(&s, 300);
 	CHECK(m == NULL);
+	down(&s, e);
+}
+
+/* jansson quotes the offending token in its error text; the warning about
+ * a malformed frame must not carry it (it may be a secret). */
+TEST(malformed_frame_warning_hides_the_text)
+{
+	struct test_server s;
+	struct engine *e = up(&s, 0);
+	CHECK(e != NULL);
+	FILE *log = tmpfile();
+	CHECK(log != NULL);
+	int saved = dup(STDERR_FILENO);
+	CHECK(saved >= 0);
+	fflush(stderr);
+	dup2(fileno(log), STDERR_FILENO);
+	sbx_log_set_level(SBX_LOG_WARN);
+	ts_send_text(&s, "{\"type\":\"invokefunction\",\"auth\":\"SECRETTOKEN\xff\"}");
+	ts_send_text(&s, "{\"type\":\"ping\"}");
+	json_t *m = ts_recv(&s, WAIT_MS);
+	sbx_log_set_level(SBX_LOG_ERROR);
+	fflush(stderr);
+	dup2(saved, STDERR_FILENO);
+	close(saved);
+	CHECK(m != NULL);
+	json_decref(m);
+	char text[4096] = "";
+	rewind(log);
+	size_t got = fread(text, 1, sizeof(text) - 1, log);
+	text[got] = '\0';
+	fclose(log);
+	CHECK(strstr(text, "malformed JSON dropped") != NULL);
+	CHECK(strstr(text, "SECRET") == NULL);
 	down(&s, e);
 }
 
