@@ -1,6 +1,7 @@
 /* Arbitrary JSON text into every function's decoder and validators, with a
  * registry holding one sandbox so the checks past the lookup run too.  The
- * first byte picks the function. */
+ * first byte picks the function.  Decoded like the engine client does, so
+ * strings may hold NUL bytes. */
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -32,7 +33,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	size_t n;
 	const struct sbx_op *ops = sbx_ops(&n);
 	const struct sbx_op *op = &ops[data[0] % n];
-	json_t *req = json_loadb((const char *)data + 1, size - 1, JSON_DECODE_ANY, NULL);
+	json_t *req = json_loadb((const char *)data + 1, size - 1, JSON_DECODE_ANY | JSON_ALLOW_NUL, NULL);
 	json_t *out = NULL;
 	int rc = sbx_adapter_call(adapter, op->op, req, &out);
 	/* Every call answers: a result, or an error body with code and message. */
