@@ -406,6 +406,14 @@ bool chan_dead(struct chan *c)
 	return d;
 }
 
+bool chan_boot_failed(struct chan *c)
+{
+	pthread_mutex_lock(&c->lock);
+	bool failed = c->boot_error != NULL;
+	pthread_mutex_unlock(&c->lock);
+	return failed;
+}
+
 int chan_wait_hello(struct chan *c, int64_t deadline, sbx_error_t *err)
 {
 	int rc = 0;

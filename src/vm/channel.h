@@ -31,6 +31,8 @@ struct chan *chan_open(int fd, sbx_error_t *err);
 void chan_close(struct chan *c);
 /* True once the connection ended (EOF, I/O or protocol error). */
 bool chan_dead(struct chan *c);
+/* True once the guest reported that applying CONFIG failed. */
+bool chan_boot_failed(struct chan *c);
 
 /* Boot: wait for HELLO, send CONFIG, wait for READY. */
 int chan_wait_hello(struct chan *c, int64_t deadline, sbx_error_t *err);

@@ -132,25 +132,31 @@ static int copy_sparse(int in, int out, off_t size, sbx_error_t *err)
 	return 0;
 }
 
+int disk_clone(const char *from, const char *to, sbx_error_t *err)
+{
+	cleanup_close int in = open(from, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+	struct stat st;
+	if (in < 0 || fstat(in, &st) < 0)
+		return sbx_error_errno(err, errno, "open %s", from);
+	int out = open(to, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600);
+	if (out < 0)
+		return sbx_error_errno(err, errno, "create %s", to);
+	/* A reflink shares the blocks until the guest writes; where the
+	 * filesystem cannot, copy the data blocks and keep the holes. */
+	int rc = ioctl(out, FICLONE, in) == 0 ? 0 : copy_sparse(in, out, st.st_size, err);
+	if (close(out) < 0 && rc == 0)
+		rc = sbx_error_errno(err, errno, "close %s", to);
+	if (rc < 0) {
+		unlink(to);
+		return sbx_error_prefix(err, "copy %s to %s", from, to);
+	}
+	return 0;
+}
+
 int disk_scratch_create(const char *path, uint64_t size, sbx_error_t *err)
 {
 	cleanup_free char *tpl = scratch_template(size, err);
 	if (tpl == NULL)
 		return sbx_error_prefix(err, "scratch disk template");
-	cleanup_close int in = open(tpl, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
-	if (in < 0)
-		return sbx_error_errno(err, errno, "open %s", tpl);
-	int out = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600);
-	if (out < 0)
-		return sbx_error_errno(err, errno, "create %s", path);
-	/* A reflink shares the template's blocks until the guest writes;
-	 * where the filesystem cannot, copy the few data blocks. */
-	int rc = ioctl(out, FICLONE, in) == 0 ? 0 : copy_sparse(in, out, (off_t)size, err);
-	if (close(out) < 0 && rc == 0)
-		rc = sbx_error_errno(err, errno, "close %s", path);
-	if (rc < 0) {
-		unlink(path);
-		return sbx_error_prefix(err, "scratch disk %s", path);
-	}
-	return 0;
+	return disk_clone(tpl, path, err);
 }

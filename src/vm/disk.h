@@ -18,4 +18,8 @@ int disk_erofs_from_dir(const char *dir, const char *out, sbx_error_t *err);
  * scratch/ (mkfs.ext4 per VM cost a process spawn on every boot). */
 int disk_scratch_create(const char *path, uint64_t size, sbx_error_t *err);
 
+/* Copies file `from` to a new file `to` (0600, must not exist), sharing
+ * blocks where the filesystem can and keeping holes everywhere. */
+int disk_clone(const char *from, const char *to, sbx_error_t *err);
+
 #endif

@@ -127,6 +127,16 @@ char **qemu_cmdline(const struct qemu_config *c, sbx_error_t *err)
 	add_disk(&b, "scratch", c->scratch, 0);
 	add(&b, "-device");
 	add(&b, "virtio-rng-device");
+	if (c->qmp_fd > 0) {
+		add(&b, "-chardev");
+		add(&b, "socket,id=qmp,fd=%d", c->qmp_fd);
+		add(&b, "-mon");
+		add(&b, "chardev=qmp,mode=control");
+	}
+	if (c->incoming_fd > 0) {
+		add(&b, "-incoming");
+		add(&b, "fd:%d", c->incoming_fd);
+	}
 	if (b.failed) {
 		for (size_t i = 0; i < b.n; i++)
 			free(b.v[i]);

@@ -33,6 +33,9 @@ struct qemu_config {
 	bool boot_log;        /* kernel messages instead of quiet */
 	int console_fd;       /* connected stream sockets QEMU inherits */
 	int control_fd;
+	int qmp_fd;           /* QMP monitor socket, 0 = none (inherited
+				 descriptors are never 0) */
+	int incoming_fd;      /* saved state to restore (-incoming), 0 = none */
 };
 
 /* Returns a NULL-terminated argv (free with sbx_strv_free). */

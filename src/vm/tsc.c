@@ -20,14 +20,18 @@ static unsigned tsc_khz;
 static pthread_once_t tsc_once = PTHREAD_ONCE_INIT;
 
 /* A TSC that changes rate with the CPU's clock or stops in deep idle
- * would give the guest a wrong clock: only an invariant one is used. */
-static bool tsc_invariant(void)
+ * would give the guest a wrong clock: only an invariant one is used.
+ * *mhz is the first CPU's "cpu MHz" (0 if absent). */
+static bool tsc_invariant(double *mhz)
 {
 	cleanup_file FILE *f = fopen("/proc/cpuinfo", "re");
 	if (f == NULL)
 		return false;
 	char line[CPUINFO_LINE];
+	*mhz = 0;
 	while (fgets(line, sizeof(line), f) != NULL) {
+		if (*mhz == 0 && sscanf(line, "cpu MHz : %lf", mhz) == 1)
+			continue;
 		if (strncmp(line, "flags", 5) != 0)
 			continue;
 		return strstr(line, " constant_tsc") != NULL && strstr(line, " nonstop_tsc") != NULL;
@@ -61,7 +65,8 @@ static bool sample(int64_t *ns, uint64_t *tsc)
 
 static void measure(void)
 {
-	if (!tsc_invariant())
+	double mhz;
+	if (!tsc_invariant(&mhz))
 		return;
 	int64_t t0, t1;
 	uint64_t c0, c1;
@@ -73,6 +78,11 @@ static void measure(void)
 	if (!sample(&t1, &c1) || t1 - t0 < MEASURE_NS / 2 || c1 <= c0)
 		return;
 	double khz = (double)(c1 - c0) * 1e6 / (double)(t1 - t0);
+	/* Where cpuinfo's figure is the TSC's rate (hosts with an invariant
+	 * TSC usually report it there), it is exact and the same in every
+	 * process, which keeps snapshot keys stable. */
+	if (mhz > 0 && khz > mhz * 1000.0 * 0.999 && khz < mhz * 1000.0 * 1.001)
+		khz = mhz * 1000.0;
 	/* Anything outside 100 MHz..20 GHz is a broken measurement. */
 	if (khz >= 100000.0 && khz <= 20000000.0)
 		tsc_khz = (unsigned)(khz + 0.5);

@@ -23,6 +23,8 @@
 #include "vm/keeper.h"
 #include "vm/kernel.h"
 #include "vm/qemu_cmdline.h"
+#include "vm/qmp.h"
+#include "vm/snapshot.h"
 #include "vm/tsc.h"
 #include "vm/vm_chan.h"
 
@@ -30,10 +32,22 @@
 #define BOOT_DISK_FIX "build the boot_disk target (ninja -C build) or set SANDBOX_BOOT_DISK"
 #define SHUTDOWN_GRACE_MS 3000
 #define QEMU_LOG_TAIL 1024
+/* A restored VM answers within about a second; past this, cold boot. */
+#define RESTORE_READY_MS 30000
+#define SNAPSHOT_SAVE_MS 60000
 
 struct sbx_vm {
 	char *dir;
 	char *files[4]; /* scratch, console log, qemu log, built image (or NULL) */
+	/* What a cold boot after a failed restore needs again. */
+	char *qemu, *kernel, *boot, *image;
+	enum sbx_accel accel;
+	unsigned cpus, memory_mib;
+	bool boot_log;
+	bool restored;          /* started from a snapshot: no HELLO comes */
+	char snap_key[SNAPSHOT_KEY_LEN + 1];
+	int snap_lock;          /* >= 0: this boot saves the key's template */
+	int qmp_fd;             /* our end of the monitor, -1 = none */
 	struct keeper keeper;
 	struct console console;
 	struct chan *chan;
@@ -160,11 +174,33 @@ static char **strv_dup(char *const *v)
 	return out;
 }
 
+static void free_files(struct sbx_vm *vm)
+{
+	for (size_t i = 0; i < sizeof(vm->files) / sizeof(vm->files[0]); i++) {
+		free(vm->files[i]);
+		vm->files[i] = NULL;
+	}
+	free(vm->dir);
+	vm->dir = NULL;
+}
+
+static void drop_snapshot_fds(struct sbx_vm *vm)
+{
+	if (vm->snap_lock >= 0)
+		close(vm->snap_lock);
+	if (vm->qmp_fd >= 0)
+		close(vm->qmp_fd);
+	vm->snap_lock = vm->qmp_fd = -1;
+}
+
 static void vm_free(struct sbx_vm *vm)
 {
-	for (size_t i = 0; i < sizeof(vm->files) / sizeof(vm->files[0]); i++)
-		free(vm->files[i]);
-	free(vm->dir);
+	free_files(vm);
+	drop_snapshot_fds(vm);
+	free(vm->qemu);
+	free(vm->kernel);
+	free(vm->boot);
+	free(vm->image);
 	free(vm->hostname);
 	sbx_strv_free(vm->env);
 	free(vm->user);
@@ -184,15 +220,12 @@ static void remove_files(struct sbx_vm *vm)
 		rmdir(vm->dir);
 }
 
+static int make_files(struct sbx_vm *vm, sbx_error_t *err);
+
 static int prepare(struct sbx_vm *vm, const struct sbx_vm_options *opt, char **image, sbx_error_t *err)
 {
-	if ((vm->dir = make_vm_dir(err)) == NULL)
+	if (make_files(vm, err) < 0)
 		return -1;
-	vm->files[F_SCRATCH] = path_join(vm->dir, "scratch.ext4");
-	vm->files[F_CONSOLE] = path_join(vm->dir, "console.log");
-	vm->files[F_QEMU_LOG] = path_join(vm->dir, "qemu.log");
-	if (vm->files[F_SCRATCH] == NULL || vm->files[F_CONSOLE] == NULL || vm->files[F_QEMU_LOG] == NULL)
-		return sbx_error_errno(err, ENOMEM, "vm paths");
 	struct stat st;
 	if (opt->image == NULL || stat(opt->image, &st) < 0)
 		return sbx_error_scode(err, "S300", "image %s: %s", opt->image ? opt->image : "(none)",
@@ -210,53 +243,113 @@ static int prepare(struct sbx_vm *vm, const struct sbx_vm_options *opt, char **i
 	}
 	if (*image == NULL)
 		return sbx_error_errno(err, ENOMEM, "vm paths");
+	return 0;
+}
+
+static int make_files(struct sbx_vm *vm, sbx_error_t *err)
+{
+	if ((vm->dir = make_vm_dir(err)) == NULL)
+		return -1;
+	vm->files[F_SCRATCH] = path_join(vm->dir, "scratch.ext4");
+	vm->files[F_CONSOLE] = path_join(vm->dir, "console.log");
+	vm->files[F_QEMU_LOG] = path_join(vm->dir, "qemu.log");
+	if (vm->files[F_SCRATCH] == NULL || vm->files[F_CONSOLE] == NULL || vm->files[F_QEMU_LOG] == NULL)
+		return sbx_error_errno(err, ENOMEM, "vm paths");
+	return 0;
+}
+
+/* The scratch disk, and how this VM starts: from the key's snapshot when
+ * one exists (*state_fd >= 0), else cold, saving the template when this
+ * VM wins its build lock.  Snapshot trouble is logged, never fatal. */
+static int choose_start(struct sbx_vm *vm, bool use_snapshot, int *state_fd, sbx_error_t *err)
+{
+	*state_fd = -1;
+	sbx_error_t serr = NULL;
+	struct snapshot_id id = { vm->qemu, vm->kernel, vm->boot, vm->image, vm->cpus, vm->memory_mib,
+				  /* in MHz: measurement noise must not split templates */
+				  vm->accel == SBX_ACCEL_TCG ? (sbx_host_tsc_khz() + 500) / 1000 : 0, (int)vm->accel,
+				  SBX_SCRATCH_SIZE };
+	if (use_snapshot && snapshot_key(&id, vm->snap_key, &serr) == 0) {
+		cleanup_free char *dir = snapshot_find(vm->snap_key, &serr);
+		if (dir != NULL && snapshot_restore_files(dir, vm->files[F_SCRATCH], state_fd, &serr) == 0) {
+			vm->restored = true;
+			return 0;
+		}
+		if (dir == NULL && serr == NULL)
+			vm->snap_lock = snapshot_lock(vm->snap_key, &serr);
+	}
+	if (serr != NULL && serr->errnum != EWOULDBLOCK)
+		sbx_warn("vm: snapshot: %s; booting without one", sbx_error_msg(serr));
+	sbx_error_free(&serr);
 	return disk_scratch_create(vm->files[F_SCRATCH], SBX_SCRATCH_SIZE, err);
 }
 
-static int launch(struct sbx_vm *vm, const struct sbx_vm_options *opt, const char *qemu, const char *kernel,
-		  const char *boot, const char *image, enum sbx_accel accel, sbx_error_t *err)
+static void close_pair(int p[2])
 {
-	int con[2], ctl[2];
-	if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, con) < 0)
-		return sbx_error_errno(err, errno, "socketpair");
-	if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, ctl) < 0) {
+	for (int i = 0; i < 2; i++) {
+		if (p[i] >= 0)
+			close(p[i]);
+	}
+}
+
+static int launch(struct sbx_vm *vm, int state_fd, sbx_error_t *err)
+{
+	int con[2] = { -1, -1 }, ctl[2] = { -1, -1 }, qmp[2] = { -1, -1 };
+	if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, con) < 0 ||
+	    socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, ctl) < 0 ||
+	    ((vm->snap_lock >= 0 || state_fd >= 0) && socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, qmp) < 0)) {
 		int e = errno;
-		close(con[0]);
-		close(con[1]);
+		close_pair(con);
+		close_pair(ctl);
+		close_pair(qmp);
 		return sbx_error_errno(err, e, "socketpair");
 	}
+	int fds[4] = { con[1], ctl[1] };
+	int nfds = 2, qmp_at = 0, state_at = 0;
+	if (qmp[1] >= 0) {
+		qmp_at = KEEPER_QEMU_FD_BASE + nfds;
+		fds[nfds++] = qmp[1];
+	}
+	if (state_fd >= 0) {
+		state_at = KEEPER_QEMU_FD_BASE + nfds;
+		fds[nfds++] = state_fd;
+	}
 	struct qemu_config qc = {
-		.qemu = qemu, .kernel = kernel, .boot_disk = boot, .image = image,
-		.scratch = vm->files[F_SCRATCH], .cpus = opt->cpus ? opt->cpus : 1,
-		.memory_mib = opt->memory_mib ? opt->memory_mib : 512, .accel = accel,
+		.qemu = vm->qemu, .kernel = vm->kernel, .boot_disk = vm->boot, .image = vm->image,
+		.scratch = vm->files[F_SCRATCH], .cpus = vm->cpus, .memory_mib = vm->memory_mib, .accel = vm->accel,
 		.console_fd = KEEPER_QEMU_FD_BASE, .control_fd = KEEPER_QEMU_FD_BASE + 1,
-		.tsc_khz = accel == SBX_ACCEL_TCG ? sbx_host_tsc_khz() : 0, .boot_log = opt->boot_log,
+		.qmp_fd = qmp_at, .incoming_fd = state_at,
+		.tsc_khz = vm->accel == SBX_ACCEL_TCG ? sbx_host_tsc_khz() : 0, .boot_log = vm->boot_log,
 	};
 	char **argv = qemu_cmdline(&qc, err);
 	int rc = -1;
 	if (argv != NULL) {
-		const int fds[2] = { con[1], ctl[1] };
 		const char *files[4];
 		int nfiles = 0;
 		for (size_t i = 0; i < 4; i++) {
 			if (vm->files[i] != NULL)
 				files[nfiles++] = vm->files[i];
 		}
-		struct keeper_spec spec = { .argv = argv, .fds = fds, .nfds = 2, .log = vm->files[F_QEMU_LOG],
+		struct keeper_spec spec = { .argv = argv, .fds = fds, .nfds = nfds, .log = vm->files[F_QEMU_LOG],
 					    .files = files, .nfiles = nfiles, .dir = vm->dir };
 		rc = keeper_start(&vm->keeper, &spec, err);
 		sbx_strv_free(argv);
 	}
 	close(con[1]);
 	close(ctl[1]);
+	if (qmp[1] >= 0)
+		close(qmp[1]);
 	if (rc < 0) {
 		close(con[0]);
 		close(ctl[0]);
+		if (qmp[0] >= 0)
+			close(qmp[0]);
 		return -1;
 	}
+	vm->qmp_fd = qmp[0];
 	/* From here the keeper owns the files; failures go through stop. */
 	sbx_error_t cerr = NULL;
-	if (opt->boot_log)
+	if (vm->boot_log)
 		console_echo(&vm->console, STDERR_FILENO, vm->t0);
 	if (console_start(&vm->console, con[0], vm->files[F_CONSOLE], &cerr) < 0) {
 		/* Not fatal: the VM runs without a console log. */
@@ -279,28 +372,36 @@ struct sbx_vm *sbx_vm_start(const struct sbx_vm_options *opt, sbx_error_t *err)
 	console_init(&vm->console);
 	vm->keeper.pid = -1;
 	vm->keeper.lifeline = -1;
-	vm->memory_bytes = (uint64_t)(opt->memory_mib ? opt->memory_mib : 512) << 20;
+	vm->snap_lock = vm->qmp_fd = -1;
+	vm->cpus = opt->cpus ? opt->cpus : 1;
+	vm->memory_mib = opt->memory_mib ? opt->memory_mib : 512;
+	vm->boot_log = opt->boot_log;
+	vm->memory_bytes = (uint64_t)vm->memory_mib << 20;
 	vm->nofile = opt->nofile;
 	vm->hostname = strdup(opt->hostname != NULL ? opt->hostname : "sandbox");
 	vm->env = strv_dup(opt->env);
 	vm->user = strdup(opt->user != NULL ? opt->user : "");
-	enum sbx_accel accel;
-	cleanup_free char *qemu = NULL, *kernel = NULL, *boot = NULL, *image = NULL;
+	int state_fd = -1;
 	if (vm->hostname == NULL || vm->env == NULL || vm->user == NULL) {
 		sbx_error_set(err, ENOMEM, "vm");
 		goto fail;
 	}
-	if ((qemu = find_qemu(err)) == NULL || sbx_accel_choose(opt->accel, &accel, err) < 0 ||
-	    (kernel = sbx_kernel_elf(opt->krunfw_path, err)) == NULL ||
-	    (boot = find_boot_disk(opt->boot_disk, err)) == NULL)
+	if ((vm->qemu = find_qemu(err)) == NULL || sbx_accel_choose(opt->accel, &vm->accel, err) < 0 ||
+	    (vm->kernel = sbx_kernel_elf(opt->krunfw_path, err)) == NULL ||
+	    (vm->boot = find_boot_disk(opt->boot_disk, err)) == NULL)
 		goto fail;
 	vm->t.kernel = sbx_vm_now_ms() - vm->t0;
-	if (prepare(vm, opt, &image, err) < 0) {
+	/* A rootfs directory becomes a private image: nothing to key on. */
+	if (prepare(vm, opt, &vm->image, err) < 0 ||
+	    choose_start(vm, !opt->cold_boot && vm->files[F_IMAGE] == NULL, &state_fd, err) < 0) {
 		remove_files(vm);
 		goto fail;
 	}
 	vm->t.disks = sbx_vm_now_ms() - vm->t0;
-	if (launch(vm, opt, qemu, kernel, boot, image, accel, err) < 0) {
+	int rc = launch(vm, state_fd, err);
+	if (state_fd >= 0)
+		close(state_fd);
+	if (rc < 0) {
 		if (vm->keeper.pid > 0) {
 			sbx_error_default_scode(err, "S300");
 			sbx_vm_stop(vm, 0);
@@ -310,11 +411,37 @@ struct sbx_vm *sbx_vm_start(const struct sbx_vm_options *opt, sbx_error_t *err)
 		goto fail;
 	}
 	vm->t.qemu = sbx_vm_now_ms() - vm->t0;
+	vm->t.restored = vm->restored;
 	return vm;
 fail:
 	sbx_error_default_scode(err, "S300");
 	vm_free(vm);
 	return NULL;
+}
+
+/* After a failed restore: QEMU goes (the keeper removes the VM's files),
+ * the template goes, and the same VM boots cold. */
+static int cold_restart(struct sbx_vm *vm, sbx_error_t *err)
+{
+	pthread_mutex_lock(&vm->lock);
+	keeper_stop(&vm->keeper);
+	pthread_mutex_unlock(&vm->lock);
+	console_stop(&vm->console);
+	console_destroy(&vm->console);
+	console_init(&vm->console);
+	chan_close(vm->chan);
+	vm->chan = NULL;
+	vm->keeper.pid = -1;
+	vm->keeper.lifeline = -1;
+	free_files(vm);
+	snapshot_invalidate(vm->snap_key);
+	vm->restored = vm->t.restored = false;
+	if (make_files(vm, err) < 0 || disk_scratch_create(vm->files[F_SCRATCH], SBX_SCRATCH_SIZE, err) < 0) {
+		remove_files(vm);
+		free_files(vm);
+		return -1;
+	}
+	return launch(vm, -1, err);
 }
 
 static bool keeper_gone(struct sbx_vm *vm)
@@ -329,6 +456,8 @@ static bool keeper_gone(struct sbx_vm *vm)
 static void qemu_log_tail(struct sbx_vm *vm, char *out, size_t cap)
 {
 	out[0] = '\0';
+	if (vm->files[F_QEMU_LOG] == NULL)
+		return; /* a cold restart after a failed restore failed early */
 	cleanup_close int fd = open(vm->files[F_QEMU_LOG], O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
 	if (fd < 0)
 		return;
@@ -355,11 +484,8 @@ static int boot_failure(struct sbx_vm *vm, sbx_error_t *err)
 	return -1;
 }
 
-int sbx_vm_wait_ready(struct sbx_vm *vm, int64_t deadline, sbx_error_t *err)
+static int send_config(struct sbx_vm *vm, sbx_error_t *err)
 {
-	if (chan_wait_hello(vm->chan, deadline, err) < 0)
-		return boot_failure(vm, err);
-	vm->t.hello = sbx_vm_now_ms() - vm->t0;
 	uint8_t entropy[64];
 	if (getrandom(entropy, sizeof(entropy), 0) != sizeof(entropy))
 		return sbx_error_scode(err, "S300", "getrandom failed");
@@ -375,12 +501,97 @@ int sbx_vm_wait_ready(struct sbx_vm *vm, int64_t deadline, sbx_error_t *err)
 		.entropy_len = sizeof(entropy),
 		.user = vm->user,
 	};
-	if (chan_send_config(vm->chan, &cfg, err) < 0 || chan_wait_ready(vm->chan, deadline, err) < 0)
+	return chan_send_config(vm->chan, &cfg, err);
+}
+
+/* The template is saved while the guest waits for CONFIG; the VM then
+ * goes on.  A failed save costs only the template. */
+static void save_template(struct sbx_vm *vm)
+{
+	int64_t t = sbx_vm_now_ms();
+	struct qmp q;
+	sbx_error_t serr = NULL;
+	int fd = vm->qmp_fd;
+	vm->qmp_fd = -1;
+	if (qmp_open(&q, fd, t + SNAPSHOT_SAVE_MS, &serr) == 0) {
+		if (snapshot_save(&q, vm->snap_key, vm->files[F_SCRATCH], t + SNAPSHOT_SAVE_MS, &serr) == 0)
+			sbx_info("vm: snapshot %.12s saved in %lld ms", vm->snap_key, (long long)(sbx_vm_now_ms() - t));
+		qmp_close(&q);
+	}
+	if (serr != NULL)
+		sbx_warn("vm: snapshot not saved: %s", sbx_error_msg(serr));
+	sbx_error_free(&serr);
+	drop_snapshot_fds(vm);
+}
+
+/* A restored VM gets CONFIG at once.  If QEMU or the guest never answers
+ * (the saved state did not load), it boots cold instead. */
+/* QEMU loads the saved state, then runs the VM. */
+static int wait_restored(struct sbx_vm *vm, int64_t limit, sbx_error_t *err)
+{
+	struct qmp q;
+	int fd = vm->qmp_fd;
+	vm->qmp_fd = -1;
+	if (qmp_open(&q, fd, limit, err) < 0)
+		return -1;
+	char reply[QMP_LINE_MAX];
+	int rc;
+	while ((rc = qmp_call(&q, "{\"execute\": \"query-status\"}", -1, reply, sizeof(reply), limit, err)) == 0 &&
+	       strstr(reply, "\"status\": \"running\"") == NULL) {
+		/* The template was saved stopped, and QEMU restores that. */
+		if (strstr(reply, "\"status\": \"paused\"") != NULL) {
+			if ((rc = qmp_call(&q, "{\"execute\": \"cont\"}", -1, NULL, 0, limit, err)) < 0)
+				break;
+			continue;
+		}
+		if (strstr(reply, "\"status\": \"inmigrate\"") == NULL) {
+			rc = sbx_error_set(err, EIO, "QEMU did not load the snapshot: %.200s", reply);
+			break;
+		}
+		if (sbx_vm_now_ms() >= limit) {
+			rc = sbx_error_set(err, ETIMEDOUT, "QEMU still loading the snapshot");
+			break;
+		}
+		usleep(10000);
+	}
+	qmp_close(&q);
+	return rc;
+}
+
+static int restored_ready(struct sbx_vm *vm, int64_t deadline, sbx_error_t *err)
+{
+	int64_t limit = sbx_vm_now_ms() + RESTORE_READY_MS;
+	sbx_error_t rerr = NULL;
+	if (wait_restored(vm, limit, &rerr) == 0 && send_config(vm, &rerr) == 0 &&
+	    chan_wait_ready(vm->chan, deadline >= 0 && deadline < limit ? deadline : limit, &rerr) == 0)
+		return 1;
+	if (chan_boot_failed(vm->chan) || (deadline >= 0 && sbx_vm_now_ms() >= deadline)) {
+		*err = rerr; /* the guest's own verdict, or the caller's deadline */
+		return -1;
+	}
+	sbx_warn("vm: restore from snapshot %.12s failed (%s); booting cold", vm->snap_key, sbx_error_msg(rerr));
+	sbx_error_free(&rerr);
+	return cold_restart(vm, err);
+}
+
+int sbx_vm_wait_ready(struct sbx_vm *vm, int64_t deadline, sbx_error_t *err)
+{
+	int rc = vm->restored ? restored_ready(vm, deadline, err) : 0;
+	if (rc < 0)
 		return boot_failure(vm, err);
+	if (rc == 0) {
+		if (chan_wait_hello(vm->chan, deadline, err) < 0)
+			return boot_failure(vm, err);
+		vm->t.hello = sbx_vm_now_ms() - vm->t0;
+		if (vm->snap_lock >= 0)
+			save_template(vm);
+		if (send_config(vm, err) < 0 || chan_wait_ready(vm->chan, deadline, err) < 0)
+			return boot_failure(vm, err);
+	}
 	vm->t.ready = sbx_vm_now_ms() - vm->t0;
-	sbx_debug("vm: boot phases (ms since start): kernel %lld, disks %lld, qemu %lld, hello %lld, ready %lld",
+	sbx_debug("vm: boot phases (ms since start): kernel %lld, disks %lld, qemu %lld, hello %lld, ready %lld%s",
 		  (long long)vm->t.kernel, (long long)vm->t.disks, (long long)vm->t.qemu, (long long)vm->t.hello,
-		  (long long)vm->t.ready);
+		  (long long)vm->t.ready, vm->t.restored ? " (restored from a snapshot)" : "");
 	return 0;
 }
 

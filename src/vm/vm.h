@@ -37,6 +37,10 @@ struct sbx_vm_options {
 	uint64_t nofile;        /* RLIMIT_NOFILE in the guest, 0 = keep */
 	const char *krunfw_path; /* NULL: $SANDBOX_KRUNFW, else the default install */
 	const char *boot_disk;  /* NULL: $SANDBOX_BOOT_DISK, else next to the executable */
+	bool cold_boot;         /* never start from, nor save, a snapshot
+				   (default: restore the image's template
+				   when one exists, else save one at HELLO;
+				   see vm/snapshot.h) */
 	bool boot_log;          /* for measuring a boot: kernel messages with
 				   their guest timestamps instead of quiet, and
 				   every console line copied to stderr prefixed
@@ -44,9 +48,10 @@ struct sbx_vm_options {
 };
 
 /* Milliseconds since sbx_vm_start was called, for each boot phase (0 =
- * not reached). */
+ * not reached; a VM restored from a snapshot has no hello). */
 struct sbx_vm_timings {
 	int64_t kernel, disks, qemu, hello, ready;
+	bool restored;
 };
 
 int64_t sbx_vm_now_ms(void);

@@ -24,7 +24,7 @@ static void usage(FILE *out)
 {
 	fprintf(out,
 		"usage: sandbox-libkrun vm run [--cpus N] [--memory MiB] [--accel auto|kvm|tcg]\n"
-		"                              --rootfs DIR|IMAGE.erofs [-v] [--boot-log] -- CMD [ARGS...]\n\n"
+		"                              --rootfs DIR|IMAGE.erofs [-v] [--boot-log] [--cold] -- CMD [ARGS...]\n\n"
 		"Boots a microVM with the given root filesystem, runs CMD in it with this\n"
 		"process's stdin, stdout and stderr, and exits with CMD's exit status\n"
 		"(125 when the VM itself fails).\n\n"
@@ -35,6 +35,7 @@ static void usage(FILE *out)
 		"  -v, --verbose   show the boot phases and their timings on stderr\n"
 		"  --boot-log      kernel messages on stderr, each console line prefixed\n"
 		"                  with its arrival in ms since the start\n"
+		"  --cold          boot the kernel: no snapshot restored or saved\n"
 		"  -h, --help      this text\n");
 }
 
@@ -161,7 +162,7 @@ static int vm_run(int argc, char **argv)
 		{ "cpus", required_argument, NULL, 'c' },   { "memory", required_argument, NULL, 'm' },
 		{ "accel", required_argument, NULL, 'a' },  { "rootfs", required_argument, NULL, 'r' },
 		{ "verbose", no_argument, NULL, 'v' },      { "help", no_argument, NULL, 'h' },
-		{ "boot-log", no_argument, NULL, 'b' },
+		{ "boot-log", no_argument, NULL, 'b' },     { "cold", no_argument, NULL, 'C' },
 		{ NULL, 0, NULL, 0 },
 	};
 	struct sbx_vm_options opt = { .cpus = 1, .memory_mib = 512 };
@@ -199,6 +200,9 @@ static int vm_run(int argc, char **argv)
 		case 'b':
 			opt.boot_log = true;
 			break;
+		case 'C':
+			opt.cold_boot = true;
+			break;
 		case 'h':
 			usage(stdout);
 			return 0;
@@ -232,9 +236,9 @@ static int vm_run(int argc, char **argv)
 			const struct sbx_vm_timings *t = sbx_vm_timings(vm);
 			fprintf(stderr,
 				"vm: kernel %lld ms, disks %lld ms, qemu started %lld ms, guest hello %lld ms, "
-				"ready %lld ms\n",
+				"ready %lld ms%s\n",
 				(long long)t->kernel, (long long)t->disks, (long long)t->qemu, (long long)t->hello,
-				(long long)t->ready);
+				(long long)t->ready, t->restored ? " (restored from a snapshot)" : "");
 		}
 		status = run_command(vm, argv + optind, verbose, t0);
 	}

@@ -100,6 +100,25 @@ TEST(tcg_tsc_frequency_and_boot_log)
 	sbx_strv_free(v);
 }
 
+TEST(monitor_and_incoming_state)
+{
+	struct qemu_config c = base();
+	sbx_error_t err = NULL;
+	char **v = qemu_cmdline(&c, &err);
+	CHECK(v != NULL);
+	CHECK(find(v, "-mon") < 0);
+	CHECK(find(v, "-incoming") < 0);
+	sbx_strv_free(v);
+	c.qmp_fd = 6;
+	c.incoming_fd = 7;
+	v = qemu_cmdline(&c, &err);
+	CHECK(v != NULL);
+	CHECK(find(v, "socket,id=qmp,fd=6") > 0);
+	CHECK_STR(after(v, "-mon"), "chardev=qmp,mode=control");
+	CHECK_STR(after(v, "-incoming"), "fd:7");
+	sbx_strv_free(v);
+}
+
 TEST(rejects_bad_configs)
 {
 	sbx_error_t err = NULL;

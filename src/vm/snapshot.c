@@ -1,0 +1,241 @@
+#include "vm/snapshot.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <openssl/evp.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/file.h>
+#include <sys/random.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "common/cleanup.h"
+#include "common/log.h"
+#include "common/state_dir.h"
+#include "vm/disk.h"
+
+#define KEY_TEXT_MAX 8192
+#define MIGRATE_POLL_US 20000
+
+/* Bumped when what a template holds changes meaning. */
+#define SNAPSHOT_FORMAT 1
+
+static int64_t now_ms(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* A file's identity: path, device, inode, size and change times.  A
+ * rebuilt or replaced file gets a new key without hashing its bytes. */
+static int file_id(char *buf, size_t cap, size_t *len, const char *what, const char *path, sbx_error_t *err)
+{
+	struct stat st;
+	if (stat(path, &st) < 0)
+		return sbx_error_errno(err, errno, "%s %s", what, path);
+	int n = snprintf(buf + *len, cap - *len, "%s=%s %llu %llu %lld %lld.%09ld %lld.%09ld\n", what, path,
+			 (unsigned long long)st.st_dev, (unsigned long long)st.st_ino, (long long)st.st_size,
+			 (long long)st.st_mtim.tv_sec, st.st_mtim.tv_nsec, (long long)st.st_ctim.tv_sec,
+			 st.st_ctim.tv_nsec);
+	if (n < 0 || (size_t)n >= cap - *len)
+		return sbx_error_set(err, ENAMETOOLONG, "snapshot key: %s path too long", what);
+	*len += (size_t)n;
+	return 0;
+}
+
+int snapshot_key(const struct snapshot_id *id, char key[SNAPSHOT_KEY_LEN + 1], sbx_error_t *err)
+{
+	char text[KEY_TEXT_MAX];
+	int n = snprintf(text, sizeof(text), "format=%d cpus=%u memory=%u accel=%d tsc=%u scratch=%llu\n",
+			 SNAPSHOT_FORMAT, id->cpus, id->memory_mib, id->accel, id->tsc_khz,
+			 (unsigned long long)id->scratch_size);
+	if (n < 0 || (size_t)n >= sizeof(text))
+		return sbx_error_set(err, EOVERFLOW, "snapshot key");
+	size_t len = (size_t)n;
+	if (file_id(text, sizeof(text), &len, "qemu", id->qemu, err) < 0 ||
+	    file_id(text, sizeof(text), &len, "kernel", id->kernel, err) < 0 ||
+	    file_id(text, sizeof(text), &len, "boot", id->boot_disk, err) < 0 ||
+	    file_id(text, sizeof(text), &len, "image", id->image, err) < 0)
+		return -1;
+	unsigned char md[EVP_MAX_MD_SIZE];
+	unsigned mdlen = 0;
+	if (EVP_Digest(text, len, md, &mdlen, EVP_sha256(), NULL) != 1 || mdlen * 2 != SNAPSHOT_KEY_LEN)
+		return sbx_error_set(err, EIO, "snapshot key: sha256 failed");
+	for (unsigned i = 0; i < mdlen; i++)
+		snprintf(key + 2 * i, 3, "%02x", md[i]);
+	return 0;
+}
+
+static char *key_path(const char *key, const char *suffix, sbx_error_t *err)
+{
+	cleanup_free char *dir = sbx_state_subdir("snapshots", err);
+	if (dir == NULL)
+		return NULL;
+	char *p = NULL;
+	if (asprintf(&p, "%s/%s%s", dir, key, suffix) < 0) {
+		sbx_error_errno(err, ENOMEM, "snapshot path");
+		return NULL;
+	}
+	return p;
+}
+
+static char *join(const char *dir, const char *name)
+{
+	char *p = NULL;
+	return asprintf(&p, "%s/%s", dir, name) < 0 ? NULL : p;
+}
+
+char *snapshot_find(const char *key, sbx_error_t *err)
+{
+	char *dir = key_path(key, "", err);
+	if (dir == NULL)
+		return NULL;
+	cleanup_free char *state = join(dir, "state"), *scratch = join(dir, "scratch.ext4");
+	struct stat a, b;
+	if (state == NULL || scratch == NULL || stat(state, &a) < 0 || stat(scratch, &b) < 0 || !S_ISREG(a.st_mode) ||
+	    !S_ISREG(b.st_mode)) {
+		free(dir);
+		return NULL;
+	}
+	return dir;
+}
+
+int snapshot_restore_files(const char *dir, const char *scratch, int *state_fd, sbx_error_t *err)
+{
+	cleanup_free char *state = join(dir, "state"), *tpl = join(dir, "scratch.ext4");
+	if (state == NULL || tpl == NULL)
+		return sbx_error_errno(err, ENOMEM, "snapshot path");
+	if (disk_clone(tpl, scratch, err) < 0)
+		return -1;
+	*state_fd = open(state, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+	if (*state_fd < 0) {
+		int e = errno;
+		unlink(scratch);
+		return sbx_error_errno(err, e, "open %s", state);
+	}
+	return 0;
+}
+
+int snapshot_lock(const char *key, sbx_error_t *err)
+{
+	cleanup_free char *path = key_path(key, ".lock", err);
+	if (path == NULL)
+		return -1;
+	int fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
+	if (fd < 0)
+		return sbx_error_errno(err, errno, "open %s", path);
+	if (flock(fd, LOCK_EX | LOCK_NB) < 0) {
+		int e = errno;
+		close(fd);
+		return sbx_error_errno(err, e, "lock %s", path);
+	}
+	return fd;
+}
+
+/* Removes a template directory's two files and the directory. */
+static void remove_dir(const char *dir)
+{
+	cleanup_free char *state = join(dir, "state"), *scratch = join(dir, "scratch.ext4");
+	if (state != NULL)
+		unlink(state);
+	if (scratch != NULL)
+		unlink(scratch);
+	rmdir(dir);
+}
+
+/* Waits for the migration to finish: "completed", or fails. */
+static int wait_migration(struct qmp *q, int64_t deadline, sbx_error_t *err)
+{
+	char reply[QMP_LINE_MAX];
+	for (;;) {
+		if (qmp_call(q, "{\"execute\": \"query-migrate\"}", -1, reply, sizeof(reply), deadline, err) < 0)
+			return -1;
+		if (strstr(reply, "\"status\": \"completed\"") != NULL)
+			return 0;
+		if (strstr(reply, "\"status\": \"failed\"") != NULL || strstr(reply, "\"status\": \"cancelled\"") != NULL)
+			return sbx_error_set(err, EIO, "migration failed");
+		if (now_ms() >= deadline)
+			return sbx_error_set(err, ETIMEDOUT, "migration did not finish");
+		usleep(MIGRATE_POLL_US);
+	}
+}
+
+static int save_into(struct qmp *q, const char *tmp, const char *scratch, int64_t deadline, sbx_error_t *err)
+{
+	cleanup_free char *state = join(tmp, "state"), *copy = join(tmp, "scratch.ext4");
+	if (state == NULL || copy == NULL)
+		return sbx_error_errno(err, ENOMEM, "snapshot path");
+	cleanup_close int fd = open(state, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600);
+	if (fd < 0)
+		return sbx_error_errno(err, errno, "create %s", state);
+	/* QEMU's default migration bandwidth (32 MiB/s) is meant for a
+	 * network; this goes to a local file. */
+	if (qmp_call(q, "{\"execute\": \"migrate-set-parameters\", \"arguments\": {\"max-bandwidth\": 68719476736}}",
+		     -1, NULL, 0, deadline, err) < 0 ||
+	    qmp_call(q, "{\"execute\": \"getfd\", \"arguments\": {\"fdname\": \"snapshot\"}}", fd, NULL, 0, deadline,
+		     err) < 0 ||
+	    qmp_call(q, "{\"execute\": \"migrate\", \"arguments\": {\"uri\": \"fd:snapshot\"}}", -1, NULL, 0, deadline,
+		     err) < 0 ||
+	    wait_migration(q, deadline, err) < 0)
+		return -1;
+	/* The disk is copied while the VM is stopped, so it matches the RAM
+	 * (QEMU flushed it when the migration completed). */
+	return disk_clone(scratch, copy, err);
+}
+
+int snapshot_save(struct qmp *q, const char *key, const char *scratch, int64_t deadline, sbx_error_t *err)
+{
+	cleanup_free char *final = key_path(key, "", err);
+	if (final == NULL)
+		return -1;
+	uint32_t rnd = 0;
+	if (getrandom(&rnd, sizeof(rnd), 0) != sizeof(rnd))
+		rnd = (uint32_t)time(NULL);
+	cleanup_free char *tmp = NULL;
+	if (asprintf(&tmp, "%s.%ld-%08x.tmp", final, (long)getpid(), rnd) < 0) {
+		tmp = NULL;
+		return sbx_error_errno(err, ENOMEM, "snapshot path");
+	}
+	if (mkdir(tmp, 0700) < 0)
+		return sbx_error_errno(err, errno, "mkdir %s", tmp);
+	if (qmp_call(q, "{\"execute\": \"stop\"}", -1, NULL, 0, deadline, err) < 0) {
+		rmdir(tmp);
+		return sbx_error_prefix(err, "snapshot");
+	}
+	int rc = save_into(q, tmp, scratch, deadline, err);
+	if (rc == 0 && rename(tmp, final) < 0)
+		rc = sbx_error_errno(err, errno, "rename %s", tmp);
+	if (rc < 0)
+		remove_dir(tmp);
+	/* The VM goes on either way: after a completed migration `cont`
+	 * takes its disks back. */
+	sbx_error_t cerr = NULL;
+	if (qmp_call(q, "{\"execute\": \"cont\"}", -1, NULL, 0, now_ms() + 10000, &cerr) < 0) {
+		if (rc == 0) {
+			sbx_error_free(err);
+			*err = cerr;
+			cerr = NULL;
+			rc = -1;
+		}
+		sbx_error_free(&cerr);
+	}
+	return rc < 0 ? sbx_error_prefix(err, "snapshot") : 0;
+}
+
+void snapshot_invalidate(const char *key)
+{
+	sbx_error_t err = NULL;
+	cleanup_free char *dir = key_path(key, "", &err);
+	cleanup_free char *gone = key_path(key, ".gone", &err);
+	/* Renamed first, so no VM starts from a half-removed template. */
+	if (dir != NULL && gone != NULL) {
+		remove_dir(gone);
+		if (rename(dir, gone) == 0)
+			remove_dir(gone);
+	}
+	sbx_error_free(&err);
+}

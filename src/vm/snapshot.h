@@ -1,0 +1,44 @@
+/* VM snapshots (ARCHITECTURE 2.7).  A VM booted once to HELLO (init has
+ * mounted its disks and waits for CONFIG: nothing sandbox-specific is in
+ * it yet) is stopped and saved with QEMU's migration, with a copy of its
+ * scratch disk, as a template under <state>/snapshots/<key>.  New VMs of
+ * the same key start from it with -incoming and their own copy of that
+ * scratch disk, then get CONFIG (identity, env, clock, entropy; the guest
+ * reseeds its CRNG).  The key covers everything the saved state depends
+ * on: the QEMU, kernel, boot disk and image files, CPUs, memory, the
+ * accelerator and the TSC rate on the kernel command line. */
+#ifndef SBX_VM_SNAPSHOT_H
+#define SBX_VM_SNAPSHOT_H
+
+#include <stdint.h>
+
+#include "common/error.h"
+#include "vm/qmp.h"
+
+#define SNAPSHOT_KEY_LEN 64 /* hex SHA-256 */
+
+struct snapshot_id {
+	const char *qemu, *kernel, *boot_disk, *image;
+	unsigned cpus, memory_mib, tsc_khz;
+	int accel;
+	uint64_t scratch_size;
+};
+
+int snapshot_key(const struct snapshot_id *id, char key[SNAPSHOT_KEY_LEN + 1], sbx_error_t *err);
+/* The template's directory when a complete one exists; NULL (no error)
+ * when not, NULL with err on failure. */
+char *snapshot_find(const char *key, sbx_error_t *err);
+/* Copies the template's scratch disk to `scratch` (new) and opens its
+ * saved state for QEMU's -incoming. */
+int snapshot_restore_files(const char *dir, const char *scratch, int *state_fd, sbx_error_t *err);
+/* Takes the key's build lock without waiting: the lock's fd, or -1 (errnum
+ * EWOULDBLOCK when another VM is building the template). */
+int snapshot_lock(const char *key, sbx_error_t *err);
+/* Saves a VM that waits at HELLO: stop, migrate into a file, copy its
+ * scratch disk, publish the template with one rename, and let the VM
+ * continue (also on failure). */
+int snapshot_save(struct qmp *q, const char *key, const char *scratch, int64_t deadline, sbx_error_t *err);
+/* Removes the key's template (a restore from it failed). */
+void snapshot_invalidate(const char *key);
+
+#endif
