@@ -46,6 +46,8 @@ function benchVm() {
 		floor: value('floor: bare kernel boot to root mount'),
 		floorPython: value('floor python: python3 as init prints 42'),
 		ready: value('start -> guest init ready'),
+		readyCold: value('cold: start -> guest init ready'),
+		pythonCold: value('cold: start -> python print(6*7) output'),
 		python: value('start -> python print(6*7) first output'),
 		exec: value('exec round trip of true'),
 	};
@@ -56,7 +58,8 @@ let s;
 const samples = { run: [], first: [], stop: [], exec: [], parallel: [] };
 try {
 	s = await startSandboxStack({ registry: reg, config: { image_allowlist: ['python'], max_concurrent_sandboxes: PARALLEL } });
-	// Warm-up: the image pull and the kernel wrapper are built once.
+	// Warm-up: the image pull, the kernel wrapper and the image's VM
+	// snapshot are made once.
 	const warm = await s.vm('create', { image: 'python' });
 	await s.vm('stop', { sandbox_id: warm.sandbox_id });
 
@@ -114,7 +117,9 @@ console.log(`bench/vm, the same kernel and image without the adapter (medians of
 console.log(`${'  floor: bare kernel boot to root mount'.padEnd(46)} ${String(vm.floor).padStart(7)}`);
 console.log(`${'  floor python: python3 as init prints 42'.padEnd(46)} ${String(vm.floorPython).padStart(7)}`);
 console.log(`${'  vm run: start -> guest init ready'.padEnd(46)} ${String(vm.ready).padStart(7)}`);
+console.log(`${'  vm run --cold: start -> guest init ready'.padEnd(46)} ${String(vm.readyCold).padStart(7)}`);
 console.log(`${'  vm run: start -> python print(6*7) output'.padEnd(46)} ${String(vm.python).padStart(7)}`);
+console.log(`${'  vm run --cold: python print(6*7) output'.padEnd(46)} ${String(vm.pythonCold).padStart(7)}`);
 console.log(`${'  vm API: exec round trip of true (busybox)'.padEnd(46)} ${String(vm.exec).padStart(7)}`);
 console.log(`${'  vm API: exec round trip of true (python)'.padEnd(46)} ${String(apiExec).padStart(7)}`);
 console.log(`run / floor python (like for like): ${(median(samples.run) / vm.floorPython).toFixed(2)}`);
