@@ -220,7 +220,17 @@ static void remove_files(struct sbx_vm *vm)
 		rmdir(vm->dir);
 }
 
-static int make_files(struct sbx_vm *vm, sbx_error_t *err);
+static int make_files(struct sbx_vm *vm, sbx_error_t *err)
+{
+	if ((vm->dir = make_vm_dir(err)) == NULL)
+		return -1;
+	vm->files[F_SCRATCH] = path_join(vm->dir, "scratch.ext4");
+	vm->files[F_CONSOLE] = path_join(vm->dir, "console.log");
+	vm->files[F_QEMU_LOG] = path_join(vm->dir, "qemu.log");
+	if (vm->files[F_SCRATCH] == NULL || vm->files[F_CONSOLE] == NULL || vm->files[F_QEMU_LOG] == NULL)
+		return sbx_error_errno(err, ENOMEM, "vm paths");
+	return 0;
+}
 
 static int prepare(struct sbx_vm *vm, const struct sbx_vm_options *opt, char **image, sbx_error_t *err)
 {
@@ -242,18 +252,6 @@ static int prepare(struct sbx_vm *vm, const struct sbx_vm_options *opt, char **i
 		return sbx_error_scode(err, "S300", "image %s is neither a file nor a directory", opt->image);
 	}
 	if (*image == NULL)
-		return sbx_error_errno(err, ENOMEM, "vm paths");
-	return 0;
-}
-
-static int make_files(struct sbx_vm *vm, sbx_error_t *err)
-{
-	if ((vm->dir = make_vm_dir(err)) == NULL)
-		return -1;
-	vm->files[F_SCRATCH] = path_join(vm->dir, "scratch.ext4");
-	vm->files[F_CONSOLE] = path_join(vm->dir, "console.log");
-	vm->files[F_QEMU_LOG] = path_join(vm->dir, "qemu.log");
-	if (vm->files[F_SCRATCH] == NULL || vm->files[F_CONSOLE] == NULL || vm->files[F_QEMU_LOG] == NULL)
 		return sbx_error_errno(err, ENOMEM, "vm paths");
 	return 0;
 }
