@@ -1,4 +1,5 @@
 #include <errno.h>
+#include <stdbool.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -30,7 +31,7 @@ TEST(scratch_disks_are_sparse_copies_of_one_template)
 	char a[256], b[256], tpl[256];
 	snprintf(a, sizeof(a), "%s/a.ext4", state);
 	snprintf(b, sizeof(b), "%s/b.ext4", state);
-	snprintf(tpl, sizeof(tpl), "%s/scratch/ext4-%llu.img", state, SIZE);
+	snprintf(tpl, sizeof(tpl), "%s/scratch/ext4-v2-%llu.img", state, SIZE);
 	sbx_error_t err = NULL;
 	CHECK(disk_scratch_create(a, SIZE, &err) == 0);
 	struct stat st, tst;
@@ -44,6 +45,20 @@ TEST(scratch_disks_are_sparse_copies_of_one_template)
 	CHECK((long long)st.st_blocks * 512 < 16ll << 20); /* holes kept */
 	CHECK_INT(ext4_magic(a), 0xEF53);
 	CHECK_INT(ext4_magic(b), 0xEF53);
+	/* Every block group's inode table is marked zeroed: no guest runs
+	 * ext4lazyinit. */
+	char cmd[400], line[256];
+	snprintf(cmd, sizeof(cmd), "dumpe2fs %s 2>/dev/null", b);
+	FILE *p = popen(cmd, "r");
+	int groups = 0, zeroed = 0;
+	while (p != NULL && fgets(line, sizeof(line), p) != NULL) {
+		bool group = strncmp(line, "Group ", 6) == 0 && line[6] >= '0' && line[6] <= '9';
+		groups += group;
+		zeroed += group && strstr(line, "ITABLE_ZEROED") != NULL;
+	}
+	CHECK(p != NULL && pclose(p) == 0);
+	CHECK(groups > 0);
+	CHECK_INT(zeroed, groups);
 	/* An existing path is never overwritten. */
 	CHECK(disk_scratch_create(b, SIZE, &err) < 0);
 	CHECK(err != NULL && err->errnum == EEXIST);
@@ -53,7 +68,7 @@ TEST(scratch_disks_are_sparse_copies_of_one_template)
 TEST(wrong_size_template_is_rebuilt)
 {
 	char tpl[256], c[256];
-	snprintf(tpl, sizeof(tpl), "%s/scratch/ext4-%llu.img", state, SIZE);
+	snprintf(tpl, sizeof(tpl), "%s/scratch/ext4-v2-%llu.img", state, SIZE);
 	snprintf(c, sizeof(c), "%s/c.ext4", state);
 	CHECK(truncate(tpl, 4096) == 0);
 	sbx_error_t err = NULL;
