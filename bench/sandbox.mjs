@@ -100,7 +100,7 @@ const vm = benchVm();
 // VM API's round trip on the image the sandboxes ran too.
 const bin = process.env.SANDBOX_LIBKRUN_BIN ?? path.join(here, '../build/sandbox-libkrun');
 const apiExec = Number(execFileSync(path.join(path.dirname(bin), 'bench/vm_exec_bench'),
-	[path.join(here, '../.cache/fixtures/images/python.erofs'), String(EXEC_RUNS)], { encoding: 'utf8' })
+	[path.join(here, '../.cache/fixtures/vm-images/python.erofs'), String(EXEC_RUNS)], { encoding: 'utf8' })
 	.match(/^exec_true_ms (\d+)$/m)[1]);
 const row = (label, v, base) => {
 	const m = median(v);
