@@ -1,7 +1,7 @@
 /* What the sandbox operations need from VMs, as a small table of
  * functions: vm_backend.c implements it with src/vm and src/image, unit
  * tests with a fake, and an adapter without one (the fuzz targets) answers
- * S300 SBX_NO_VM_DETAIL.  Keeps the request logic free of QEMU. */
+ * S300 SBX_NO_VM_DETAIL.  Keeps the request logic free of the VM layer. */
 #ifndef SBX_ADAPTER_BACKEND_H
 #define SBX_ADAPTER_BACKEND_H
 

@@ -12,11 +12,11 @@
 
 #include "adapter/adapter.h"
 #include "adapter/config_file.h"
-#include "adapter/leftovers.h"
 #include "adapter/vm_backend.h"
 #include "common/base64.h"
 #include "common/cleanup.h"
 #include "common/log.h"
+#include "vm/leftovers.h"
 
 #define EXIT_USAGE 2
 #define EXIT_TIMEOUT 124
@@ -241,7 +241,7 @@ int sbx_cmd_run(int argc, char **argv)
 		sbx_config_free(cfg);
 		return cfg == NULL && c.config != NULL ? EXIT_USAGE : EXIT_FAILED;
 	}
-	leftovers_clean();
+	sbx_vm_remove_leftovers();
 	struct sbx_adapter *a = sbx_adapter_new(cfg, &err);
 	void *backend = a != NULL ? vm_backend_new(a->cfg, &err) : NULL;
 	int status = EXIT_FAILED;

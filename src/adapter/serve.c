@@ -23,10 +23,10 @@
 #include "adapter/adapter.h"
 #include "adapter/config_fetch.h"
 #include "adapter/fs_vm.h"
-#include "adapter/leftovers.h"
 #include "adapter/vm_backend.h"
 #include "common/log.h"
 #include "engine/engine.h"
+#include "vm/leftovers.h"
 
 #define EXIT_CONFIG 2
 /* How often the wait for the first connection looks up from its sleep; the
@@ -187,7 +187,7 @@ int sbx_cmd_serve(int argc, char **argv)
 		}
 		goto out;
 	}
-	unsigned stale = leftovers_clean();
+	unsigned stale = sbx_vm_remove_leftovers();
 	if (stale > 0)
 		sbx_info("removed %u VM director%s left by an earlier run", stale, stale == 1 ? "y" : "ies");
 	a = sbx_adapter_new(cfg, &err);

@@ -7,7 +7,7 @@
 #include "common/error.h"
 
 #define VM_BACKEND_READY_MS 30000 /* guest ready, else S300 (contract §6.3) */
-#define VM_BACKEND_STOP_MS 200    /* grace before QEMU is killed */
+#define VM_BACKEND_STOP_MS 200    /* grace before the VM is killed */
 
 extern const struct sbx_backend_ops vm_backend_ops;
 

@@ -1,6 +1,6 @@
 /* The pure parts of the sandbox lifecycle: run's lang table, output
  * capping and lossy UTF-8, timeout clamping, boot env layering over an
- * image's OCI config, the reaper's decision, the leftover identity check. */
+ * image's OCI config, and the reaper's decision. */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -10,7 +10,6 @@
 #include "adapter/exec_output.h"
 #include "adapter/fs_errors.h"
 #include "adapter/lang.h"
-#include "adapter/leftovers.h"
 #include "adapter/reaper_policy.h"
 #include "harness.h"
 #include "proto/proto.h"
@@ -181,25 +180,6 @@ TEST(reaper_decision_with_a_fake_clock)
 	CHECK_INT(reaper_decide(1, 0, 0, 300000), REAP_IDLE); /* 0 = next scan once idle */
 	CHECK_INT(reaper_decide(0, 0, 0, 300000), REAP_KEEP);
 	CHECK_INT(reaper_decide(UINT64_MAX, UINT64_MAX, 0, UINT64_MAX), REAP_KEEP); /* no overflow */
-}
-
-TEST(leftover_identity)
-{
-	pid_t pid = 0;
-	CHECK(leftover_owner("1234-0-0a1b2c3d", &pid));
-	CHECK_INT(pid, 1234);
-	CHECK(!leftover_owner("abc", &pid));
-	CHECK(!leftover_owner("1234", &pid));
-	CHECK(!leftover_owner("-5-0-x", &pid));
-	CHECK(!leftover_owner("99999999999-0-x", &pid));
-	const char q[] = "/usr/bin/qemu-system-x86_64\0-drive\0file=/s/vms/12-0-ab/scratch.ext4\0";
-	CHECK(leftover_is_vm_process(q, sizeof(q) - 1, "/s/vms/12-0-ab"));
-	CHECK(!leftover_is_vm_process(q, sizeof(q) - 1, "/s/vms/12-0-a")); /* a prefix is not the dir */
-	CHECK(!leftover_is_vm_process(q, sizeof(q) - 1, "/s/vms/13-0-ab"));
-	const char other[] = "/bin/cat\0/s/vms/12-0-ab/scratch.ext4\0";
-	CHECK(!leftover_is_vm_process(other, sizeof(other) - 1, "/s/vms/12-0-ab")); /* not QEMU */
-	const char unterminated[] = { 'q', 'e', 'm', 'u' };
-	CHECK(!leftover_is_vm_process(unterminated, sizeof(unterminated), "/s"));
 }
 
 static const char *classify(int errnum, uint8_t op)

@@ -1,4 +1,4 @@
-#include "adapter/leftovers.h"
+#include "vm/leftovers.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -116,7 +116,7 @@ static bool remove_vm_dir(int vms_fd, const char *name, const char *path)
 	return true;
 }
 
-unsigned leftovers_clean(void)
+unsigned sbx_vm_remove_leftovers(void)
 {
 	sbx_error_t err = NULL;
 	cleanup_free char *vms = sbx_state_subdir("vms", &err);
