@@ -38,7 +38,7 @@ int exec_output_append(struct exec_output *o, const void *buf, size_t n, sbx_err
 static size_t utf8_valid_len(const uint8_t *p, size_t n)
 {
 	uint8_t c = p[0];
-	if (c >= 0x01 && c < 0x80)
+	if (c < 0x80) /* NUL included: U+0000 is valid, callers use lengths */
 		return 1;
 	size_t len;
 	uint8_t lo = 0x80, hi = 0xbf; /* allowed range of the second byte */
@@ -91,7 +91,7 @@ static size_t utf8_invalid_len(const uint8_t *p, size_t n)
 	return i;
 }
 
-char *utf8_lossy(const uint8_t *p, size_t n, sbx_error_t *err)
+char *utf8_lossy(const uint8_t *p, size_t n, size_t *out_len, sbx_error_t *err)
 {
 	/* Worst case: every byte becomes the 3-byte U+FFFD. */
 	if (n > (SIZE_MAX - 1) / 3)
@@ -113,6 +113,7 @@ char *utf8_lossy(const uint8_t *p, size_t n, sbx_error_t *err)
 		}
 	}
 	out[o] = '\0';
+	*out_len = o;
 	return out;
 }
 

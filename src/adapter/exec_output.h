@@ -27,7 +27,7 @@ int exec_output_append(struct exec_output *o, const void *buf, size_t n, sbx_err
  * (overlong forms, surrogates, code points above U+10FFFF, truncated
  * sequences) becomes U+FFFD, and NUL bytes become U+FFFD too so the result
  * is a C string jansson accepts. */
-char *utf8_lossy(const uint8_t *p, size_t n, sbx_error_t *err);
+char *utf8_lossy(const uint8_t *p, size_t n, size_t *out_len, sbx_error_t *err);
 
 /* min(requested, max(ceiling, 1)): the effective exec deadline in ms. */
 uint64_t exec_effective_timeout_ms(uint64_t requested, uint64_t ceiling);

@@ -28,9 +28,10 @@ void fs_reply_free(struct fs_reply *r)
 static json_t *text(const char *s)
 {
 	sbx_error_t ignored = NULL;
-	cleanup_free char *u = utf8_lossy((const uint8_t *)s, strlen(s), &ignored);
+	size_t len = 0;
+	cleanup_free char *u = utf8_lossy((const uint8_t *)s, strlen(s), &len, &ignored);
 	sbx_error_free(&ignored);
-	return u != NULL ? json_string(u) : NULL;
+	return u != NULL ? json_stringn(u, len) : NULL;
 }
 
 static json_t *entry_json(const struct proto_fs_entry *e)

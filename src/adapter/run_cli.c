@@ -193,11 +193,13 @@ static json_t *build_request(const struct cli *c, sbx_error_t *err)
 
 static int print_reply(json_t *out)
 {
-	const char *so = json_string_value(json_object_get(out, "stdout"));
-	const char *se = json_string_value(json_object_get(out, "stderr"));
-	fputs(so != NULL ? so : "", stdout);
+	/* By length: the output may hold NUL bytes. */
+	json_t *so = json_object_get(out, "stdout"), *se = json_object_get(out, "stderr");
+	if (json_is_string(so))
+		fwrite(json_string_value(so), 1, json_string_length(so), stdout);
 	fflush(stdout);
-	fputs(se != NULL ? se : "", stderr);
+	if (json_is_string(se))
+		fwrite(json_string_value(se), 1, json_string_length(se), stderr);
 	if (json_is_true(json_object_get(out, "stdout_truncated")) ||
 	    json_is_true(json_object_get(out, "stderr_truncated")))
 		fprintf(stderr, "sandbox-libkrun run: output was cut at 1 MiB per stream\n");

@@ -48,14 +48,17 @@ static int guest_cwd(const char *workdir, char **out, sbx_error_t *err)
 
 static json_t *reply(struct sbx_exec_result *r, sbx_error_t *err)
 {
-	cleanup_free char *out = utf8_lossy(r->out.data, r->out.len, err);
-	cleanup_free char *errs = out != NULL ? utf8_lossy(r->err.data, r->err.len, err) : NULL;
+	/* Lengths, not strlen(): output may hold NUL bytes (U+0000 is valid
+	 * UTF-8) and must not be cut at the first one. */
+	size_t out_len = 0, err_len = 0;
+	cleanup_free char *out = utf8_lossy(r->out.data, r->out.len, &out_len, err);
+	cleanup_free char *errs = out != NULL ? utf8_lossy(r->err.data, r->err.len, &err_len, err) : NULL;
 	if (errs == NULL)
 		return NULL;
-	json_t *j = json_pack("{s:s, s:s, s:i, s:b, s:I, s:b, s:b, s:b}", "stdout", out, "stderr", errs, "exit_code",
-			      r->exit_code, "timed_out", 0, "duration_ms", (json_int_t)r->duration_ms, "success",
-			      r->exit_code == 0, "stdout_truncated", r->out.truncated, "stderr_truncated",
-			      r->err.truncated);
+	json_t *j = json_pack("{s:s%, s:s%, s:i, s:b, s:I, s:b, s:b, s:b}", "stdout", out, out_len, "stderr", errs,
+			      err_len, "exit_code", r->exit_code, "timed_out", 0, "duration_ms",
+			      (json_int_t)r->duration_ms, "success", r->exit_code == 0, "stdout_truncated",
+			      r->out.truncated, "stderr_truncated", r->err.truncated);
 	if (j == NULL)
 		sbx_error_errno(err, ENOMEM, "exec reply");
 	return j;

@@ -182,6 +182,11 @@ describe('sandboxes booted from the loopback registry', { skip: skip ?? false },
 			{ stdout: '\ufffdok\u20ac', exit_code: 0 });
 	});
 
+	test('output keeps NUL bytes: U+0000 is valid UTF-8 and the reply is not cut at it', async () => {
+		assertReply(await s.exec(py.sandbox_id, { cmd: "printf 'a\\000b\\000'" }),
+			{ stdout: 'a\u0000b\u0000', exit_code: 0 });
+	});
+
 	test('timeout: S200 "exec timed out after N ms", the process is killed, the slot freed (§7.4, §10.10)', async () => {
 		const id = py.sandbox_id;
 		const t0 = Date.now();
