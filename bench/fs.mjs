@@ -45,10 +45,16 @@ try {
 	const chunk = randomBytes(MIB);
 	const ch = await s.caller.trigger({ function_id: 'engine::channels::create', payload: { buffer_size: 64 } });
 	const writer = new ChannelWriter(url, ch.writer);
+	// A failed fs::write closes the channel under the writer: report it through
+	// the call's own error instead of dying before `finally` stops the registry.
+	let writeError = null;
+	writer.stream.on('error', (e) => { writeError = e; });
 	let t0 = performance.now();
 	const feeding = (async () => {
-		for (let i = 0; i < BIG / MIB; i++) {
-			if (!writer.stream.write(chunk)) await new Promise((r) => writer.stream.once('drain', r));
+		for (let i = 0; i < BIG / MIB && !writeError; i++) {
+			if (!writer.stream.write(chunk)) {
+				await new Promise((r) => { writer.stream.once('drain', r); writer.stream.once('error', r); });
+			}
 		}
 		writer.stream.end();
 	})();
