@@ -1,11 +1,45 @@
 #include "adapter/adapter.h"
 
 #include <errno.h>
+#include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "adapter/scode.h"
 #include "common/log.h"
+
+/* memory_budget_mb, else MemTotal less the host's reserve. */
+static uint64_t memory_budget(const struct sbx_config *cfg)
+{
+	if (cfg->memory_budget_mb > 0)
+		return cfg->memory_budget_mb;
+	uint64_t total;
+	sbx_error_t err = NULL;
+	if (sbx_host_memtotal_mib("/proc/meminfo", &total, &err) < 0) {
+		sbx_warn("memory budget: %s; admitting sandboxes by count only (set memory_budget_mb)",
+			 sbx_error_msg(err));
+		sbx_error_free(&err);
+		return UINT64_MAX;
+	}
+	return sbx_mem_default_budget_mib(total);
+}
+
+/* Says at start when the configured limits promise more than fits. */
+static void check_capacity(const struct sbx_adapter *a)
+{
+	const struct sbx_config *cfg = a->cfg;
+	uint64_t per = sbx_vm_cost_mib(cfg->default_memory_mb, sbx_config_tcg_cache_mib(cfg));
+	uint64_t limit = a->mem.limit_mib;
+	if (limit == UINT64_MAX)
+		return;
+	sbx_info("memory budget %" PRIu64 " MiB: %" PRIu64 " sandboxes of default_memory_mb %u (%" PRIu64
+		 " MiB each with their VM)",
+		 limit, limit / per, cfg->default_memory_mb, per);
+	if ((uint64_t)cfg->max_concurrent_sandboxes * per > limit)
+		sbx_warn("max_concurrent_sandboxes %u x %" PRIu64 " MiB (default_memory_mb %u + its VM) does not fit "
+			 "memory_budget_mb %" PRIu64 ": creates past %" PRIu64 " such sandboxes fail with S400",
+			 cfg->max_concurrent_sandboxes, per, cfg->default_memory_mb, limit, limit / per);
+}
 
 struct sbx_adapter *sbx_adapter_new(struct sbx_config *cfg, sbx_error_t *err)
 {
@@ -15,6 +49,7 @@ struct sbx_adapter *sbx_adapter_new(struct sbx_config *cfg, sbx_error_t *err)
 		return sbx_error_errno(err, ENOMEM, "adapter"), NULL;
 	}
 	a->cfg = cfg;
+	sbx_mem_budget_init(&a->mem, memory_budget(cfg));
 	a->reg = sbx_registry_new(err);
 	const char *token = getenv("III_SANDBOX_WORKER_TOKEN");
 	if (token != NULL && token[0] != '\0')
@@ -43,6 +78,7 @@ void sbx_adapter_free(struct sbx_adapter *a)
 		free(a->worker_token);
 	}
 	sbx_registry_free(a->reg);
+	sbx_mem_budget_destroy(&a->mem);
 	sbx_config_free(a->cfg);
 	free(a);
 }
@@ -51,6 +87,7 @@ int sbx_adapter_use_backend(struct sbx_adapter *a, const struct sbx_backend_ops 
 			    sbx_error_t *err)
 {
 	a->backend = (struct sbx_backend){ ops, ctx };
+	check_capacity(a);
 	return reaper_start(&a->reaper, a, err);
 }
 

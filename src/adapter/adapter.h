@@ -9,6 +9,7 @@
 #include "adapter/backend.h"
 #include "adapter/config.h"
 #include "adapter/fs_host.h"
+#include "adapter/mem_budget.h"
 #include "adapter/reaper.h"
 #include "adapter/registry.h"
 #include "common/error.h"
@@ -26,6 +27,7 @@ struct sbx_adapter {
 	struct sbx_backend backend; /* ops NULL until sbx_adapter_use_backend() */
 	struct sbx_fs_host fs;      /* fs::* guest calls and channels; ops NULL: S300 */
 	struct reaper reaper;
+	struct sbx_mem_budget mem; /* what live VMs may take together */
 };
 
 /* Same contract as engine_handler_fn: 0 with *out the result, or -1 with *out

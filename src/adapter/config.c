@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "common/log.h"
+#include "vm/qemu_cmdline.h"
 
 struct sbx_config *sbx_config_defaults(sbx_error_t *err)
 {
@@ -19,6 +20,7 @@ struct sbx_config *sbx_config_defaults(sbx_error_t *err)
 	cfg->default_cpus = 1;
 	cfg->default_memory_mb = 512;
 	cfg->accel = SBX_ACCEL_AUTO;
+	cfg->tcg_cache_mb = SBX_VM_TCG_CACHE_DEFAULT_MIB;
 	return cfg;
 }
 
@@ -145,6 +147,19 @@ static int parse_key(struct sbx_config *cfg, const char *k, json_t *v, sbx_error
 		return parse_caps(cfg, v, err);
 	} else if (strcmp(k, "accel") == 0) {
 		return parse_accel(cfg, v, err);
+	} else if (strcmp(k, "tcg_cache_mb") == 0) {
+		if (get_uint(v, k, UINT32_MAX, &u, err) < 0)
+			return -1;
+		if (u == 0 || u > SBX_VM_TCG_CACHE_MAX_MIB)
+			return sbx_error_set(err, EINVAL, "config key `tcg_cache_mb`: must be 1..%d (MiB), got %llu",
+					     SBX_VM_TCG_CACHE_MAX_MIB, (unsigned long long)u);
+		cfg->tcg_cache_mb = (uint32_t)u;
+	} else if (strcmp(k, "memory_budget_mb") == 0) {
+		if (get_uint(v, k, UINT64_MAX / 2, &cfg->memory_budget_mb, err) < 0)
+			return -1;
+		if (cfg->memory_budget_mb == 0)
+			return sbx_error_set(err, EINVAL, "config key `memory_budget_mb`: must be at least 1 (MiB); "
+							  "leave it out for MemTotal less the host's reserve");
 	} else if (strcmp(k, "krunfw_path") == 0) {
 		return sbx_config_dup_string(v, k, &cfg->krunfw_path, err);
 	}
@@ -192,6 +207,11 @@ bool sbx_config_allows(const struct sbx_config *cfg, const char *image)
 			return true;
 	}
 	return false;
+}
+
+uint32_t sbx_config_tcg_cache_mib(const struct sbx_config *cfg)
+{
+	return cfg->accel == SBX_ACCEL_KVM ? 0 : cfg->tcg_cache_mb;
 }
 
 const struct sbx_image_caps *sbx_config_caps(const struct sbx_config *cfg, const char *image)

@@ -37,6 +37,8 @@ struct sbx_config {
 	size_t n_per_image_caps;
 	enum sbx_accel accel;
 	char *krunfw_path; /* NULL when not set */
+	uint32_t tcg_cache_mb;     /* TCG translation cache per VM */
+	uint64_t memory_budget_mb; /* 0: MemTotal less the host's reserve */
 };
 
 /* Parses a configuration value: NULL or null gives the defaults; a flat map
@@ -47,6 +49,9 @@ struct sbx_config *sbx_config_defaults(sbx_error_t *err);
 void sbx_config_free(struct sbx_config *cfg);
 
 bool sbx_config_allows(const struct sbx_config *cfg, const char *image);
+/* The translation cache a VM of this configuration may have: 0 where
+ * `accel` is kvm, since only TCG has one. */
+uint32_t sbx_config_tcg_cache_mib(const struct sbx_config *cfg);
 const struct sbx_image_caps *sbx_config_caps(const struct sbx_config *cfg, const char *image);
 
 #endif

@@ -77,11 +77,11 @@ void sbx_registry_unreserve(struct sbx_registry *reg)
 int sbx_registry_insert(struct sbx_registry *reg, const char *id, const char *name, const char *image,
 			uint64_t idle_timeout_secs, sbx_error_t *err)
 {
-	return sbx_registry_insert_vm(reg, id, name, image, idle_timeout_secs, NULL, err);
+	return sbx_registry_insert_vm(reg, id, name, image, idle_timeout_secs, NULL, 0, err);
 }
 
 int sbx_registry_insert_vm(struct sbx_registry *reg, const char *id, const char *name, const char *image,
-			   uint64_t idle_timeout_secs, void *vm, sbx_error_t *err)
+			   uint64_t idle_timeout_secs, void *vm, uint64_t mem_mib, sbx_error_t *err)
 {
 	struct sbx_sandbox *sb = calloc(1, sizeof(*sb));
 	if (sb == NULL)
@@ -92,6 +92,7 @@ int sbx_registry_insert_vm(struct sbx_registry *reg, const char *id, const char 
 	sb->created_at = sb->last_exec_at = now();
 	sb->idle_timeout_secs = idle_timeout_secs;
 	sb->vm = vm;
+	sb->mem_mib = mem_mib;
 	sb->refs = 1;
 	if ((name != NULL && sb->name == NULL) || sb->image == NULL) {
 		unref(sb);
@@ -264,7 +265,7 @@ json_t *sbx_registry_list(struct sbx_registry *reg, uint32_t cap)
 	return json_pack("{s:o}", "sandboxes", list);
 }
 
-void *sbx_registry_detach(struct sbx_registry *reg, const char *id)
+void *sbx_registry_detach(struct sbx_registry *reg, const char *id, uint64_t *mem_mib)
 {
 	pthread_mutex_lock(&reg->lock);
 	struct sbx_sandbox *sb = find_locked(reg, id, NULL);
@@ -273,9 +274,11 @@ void *sbx_registry_detach(struct sbx_registry *reg, const char *id)
 		sb = find_locked(reg, id, NULL);
 	}
 	void *vm = NULL;
+	*mem_mib = 0;
 	size_t i;
 	if (sb != NULL && find_locked(reg, id, &i) == sb) {
 		vm = sb->vm;
+		*mem_mib = sb->mem_mib;
 		sb->vm = NULL;
 		reg->items[i] = reg->items[--reg->n];
 		unref(sb);

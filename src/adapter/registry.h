@@ -23,6 +23,7 @@ struct sbx_sandbox {
 	uint32_t fs_in_flight; /* fs operations (and read pumps) using the VM */
 	bool stopped;
 	void *vm; /* the backend's VM; NULL once detached (or in tests) */
+	uint64_t mem_mib; /* committed to the memory budget for the VM */
 	unsigned refs; /* the registry's own plus one per acquire() */
 };
 
@@ -36,9 +37,10 @@ void sbx_registry_free(struct sbx_registry *reg);
  * Stopped-but-unremoved records count. */
 int sbx_registry_reserve(struct sbx_registry *reg, uint32_t max, sbx_error_t *err);
 void sbx_registry_unreserve(struct sbx_registry *reg);
-/* Turns a reservation into a record (owning `vm`; NULL without one). */
+/* Turns a reservation into a record (owning `vm`, NULL without one, and the
+ * `mem_mib` of the memory budget committed to it). */
 int sbx_registry_insert_vm(struct sbx_registry *reg, const char *id, const char *name, const char *image,
-			   uint64_t idle_timeout_secs, void *vm, sbx_error_t *err);
+			   uint64_t idle_timeout_secs, void *vm, uint64_t mem_mib, sbx_error_t *err);
 int sbx_registry_insert(struct sbx_registry *reg, const char *id, const char *name, const char *image,
 			uint64_t idle_timeout_secs, sbx_error_t *err);
 
@@ -62,8 +64,9 @@ int sbx_registry_claim_stop(struct sbx_registry *reg, const char *id, bool *was_
 void sbx_registry_remove(struct sbx_registry *reg, const char *id);
 /* For a record claimed stopped: waits until its execs have ended (they see
  * `stopped` and give up within a fraction of a second), removes it and
- * hands its VM to the caller, who stops it.  NULL when it had none. */
-void *sbx_registry_detach(struct sbx_registry *reg, const char *id);
+ * hands its VM to the caller, who stops it and gives back *mem_mib.  NULL
+ * when it had none. */
+void *sbx_registry_detach(struct sbx_registry *reg, const char *id, uint64_t *mem_mib);
 /* Whether `sb` was claimed stopped (polled by running execs). */
 bool sbx_registry_stopped(struct sbx_registry *reg, const struct sbx_sandbox *sb);
 /* Claims (marks stopped) one record the reaper policy says to reap, or any

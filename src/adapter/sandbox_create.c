@@ -22,7 +22,7 @@ static int check_request(const struct sandbox_create_args *c, uint32_t cpus, uin
 }
 
 static int boot_and_register(struct sbx_adapter *a, const struct sandbox_create_args *c, const char *ref,
-			     uint32_t cpus, uint32_t mem, json_t *env, char id[SBX_UUID_STRLEN + 1],
+			     uint32_t cpus, uint32_t mem, uint64_t cost, json_t *env, char id[SBX_UUID_STRLEN + 1],
 			     sbx_error_t *err)
 {
 	const struct sbx_backend *be = &a->backend;
@@ -37,7 +37,7 @@ static int boot_and_register(struct sbx_adapter *a, const struct sandbox_create_
 		be->ops->stop(vm);
 		return sbx_error_scode(err, "S300", "cannot generate a sandbox id");
 	}
-	if (sbx_registry_insert_vm(a->reg, id, c->name, c->image, idle, vm, err) < 0) {
+	if (sbx_registry_insert_vm(a->reg, id, c->name, c->image, idle, vm, cost, err) < 0) {
 		be->ops->stop(vm);
 		return -1;
 	}
@@ -56,6 +56,7 @@ int sandbox_create(struct sbx_adapter *a, const struct sandbox_create_args *c, c
 	if (sbx_registry_reserve(a->reg, cfg->max_concurrent_sandboxes, err) < 0)
 		return -1;
 	int rc = -1;
+	uint64_t cost = 0;
 	json_t *env = NULL;
 	const char *ref = sbx_catalog_resolve(cfg, c->image, err);
 	if (ref == NULL)
@@ -71,11 +72,19 @@ int sandbox_create(struct sbx_adapter *a, const struct sandbox_create_args *c, c
 	}
 	if ((env = env_resolve(c->env, err)) == NULL)
 		goto out;
-	/* The insert turns the reservation into the record. */
-	rc = boot_and_register(a, c, ref, cpus, mem, env, id, err);
+	uint64_t need = sbx_vm_cost_mib(mem, sbx_config_tcg_cache_mib(cfg));
+	if (sbx_mem_budget_take(&a->mem, need, mem, err) < 0)
+		goto out;
+	cost = need;
+	/* The insert turns the reservation into the record, which then holds
+	 * the memory committed. */
+	rc = boot_and_register(a, c, ref, cpus, mem, cost, env, id, err);
 out:
 	json_decref(env);
-	if (rc < 0)
+	if (rc < 0) {
+		if (cost > 0)
+			sbx_mem_budget_give(&a->mem, cost);
 		sbx_registry_unreserve(a->reg);
+	}
 	return rc;
 }

@@ -5,9 +5,13 @@
 
 void sandbox_teardown(struct sbx_adapter *a, const char *id)
 {
-	void *vm = sbx_registry_detach(a->reg, id);
+	uint64_t mem_mib;
+	void *vm = sbx_registry_detach(a->reg, id, &mem_mib);
 	if (vm != NULL && a->backend.ops != NULL)
 		a->backend.ops->stop(vm);
+	/* Given back once QEMU is gone, and its memory with it. */
+	if (mem_mib > 0)
+		sbx_mem_budget_give(&a->mem, mem_mib);
 	sbx_info("sandbox %s stopped", id);
 }
 

@@ -74,6 +74,10 @@ char **qemu_cmdline(const struct qemu_config *c, sbx_error_t *err)
 		sbx_error_set(err, EINVAL, "qemu: accelerator not decided");
 		return NULL;
 	}
+	if (c->accel == SBX_ACCEL_TCG && (c->tcg_cache_mib < 1 || c->tcg_cache_mib > SBX_VM_TCG_CACHE_MAX_MIB)) {
+		sbx_error_set(err, EINVAL, "tcg cache must be 1..%d MiB", SBX_VM_TCG_CACHE_MAX_MIB);
+		return NULL;
+	}
 	if (c->console_fd < 0 || c->control_fd < 0) {
 		sbx_error_set(err, EBADF, "qemu: console and control sockets are required");
 		return NULL;
@@ -95,7 +99,7 @@ char **qemu_cmdline(const struct qemu_config *c, sbx_error_t *err)
 		add(&b, "-cpu");
 		add(&b, "host");
 	} else {
-		add(&b, "tcg,thread=multi");
+		add(&b, "tcg,thread=multi,tb-size=%u", c->tcg_cache_mib);
 		add(&b, "-cpu");
 		add(&b, "max");
 	}
@@ -127,6 +131,10 @@ char **qemu_cmdline(const struct qemu_config *c, sbx_error_t *err)
 	add_disk(&b, "scratch", c->scratch, 0);
 	add(&b, "-device");
 	add(&b, "virtio-rng-device");
+	/* Free page reporting: pages the guest frees go back to the host
+	 * instead of staying resident in QEMU for the VM's whole life. */
+	add(&b, "-device");
+	add(&b, "virtio-balloon-device,free-page-reporting=on");
 	if (c->qmp_fd > 0) {
 		add(&b, "-chardev");
 		add(&b, "socket,id=qmp,fd=%d", c->qmp_fd);

@@ -20,6 +20,11 @@
 #define SBX_VM_MAX_CPUS 16 /* the guest kernel's NR_CPUS */
 #define SBX_VM_MIN_MEMORY_MIB 64
 #define SBX_VM_MAX_MEMORY_MIB (64u * 1024u)
+/* TCG's translation cache per VM.  QEMU 7.2's default is 1 GiB, and under
+ * sustained work it all becomes resident; the default is the knee of the
+ * table in README "Memory" (exec and run time against the cache size). */
+#define SBX_VM_TCG_CACHE_DEFAULT_MIB 64
+#define SBX_VM_TCG_CACHE_MAX_MIB 2048
 
 struct qemu_config {
 	const char *qemu;      /* binary */
@@ -30,6 +35,7 @@ struct qemu_config {
 	unsigned cpus, memory_mib;
 	enum sbx_accel accel; /* KVM or TCG, already decided */
 	unsigned tsc_khz;     /* TCG: the host's TSC frequency, 0 = unknown */
+	unsigned tcg_cache_mib; /* TCG: translation cache, 1..SBX_VM_TCG_CACHE_MAX_MIB */
 	bool boot_log;        /* kernel messages instead of quiet */
 	int console_fd;       /* connected stream sockets QEMU inherits */
 	int control_fd;

@@ -42,7 +42,7 @@ struct sbx_vm {
 	/* What a cold boot after a failed restore needs again. */
 	char *qemu, *kernel, *boot, *image;
 	enum sbx_accel accel;
-	unsigned cpus, memory_mib;
+	unsigned cpus, memory_mib, tcg_cache_mib;
 	bool boot_log;
 	bool restored;          /* started from a snapshot: no HELLO comes */
 	char snap_key[SNAPSHOT_KEY_LEN + 1];
@@ -318,6 +318,7 @@ static int launch(struct sbx_vm *vm, int state_fd, sbx_error_t *err)
 		.console_fd = KEEPER_QEMU_FD_BASE, .control_fd = KEEPER_QEMU_FD_BASE + 1,
 		.qmp_fd = qmp_at, .incoming_fd = state_at,
 		.tsc_khz = vm->accel == SBX_ACCEL_TCG ? sbx_host_tsc_khz() : 0, .boot_log = vm->boot_log,
+		.tcg_cache_mib = vm->tcg_cache_mib,
 	};
 	char **argv = qemu_cmdline(&qc, err);
 	int rc = -1;
@@ -374,6 +375,7 @@ struct sbx_vm *sbx_vm_start(const struct sbx_vm_options *opt, sbx_error_t *err)
 	vm->cpus = opt->cpus ? opt->cpus : 1;
 	vm->memory_mib = opt->memory_mib ? opt->memory_mib : 512;
 	vm->boot_log = opt->boot_log;
+	vm->tcg_cache_mib = opt->tcg_cache_mib ? opt->tcg_cache_mib : SBX_VM_TCG_CACHE_DEFAULT_MIB;
 	vm->memory_bytes = (uint64_t)vm->memory_mib << 20;
 	vm->nofile = opt->nofile;
 	vm->hostname = strdup(opt->hostname != NULL ? opt->hostname : "sandbox");

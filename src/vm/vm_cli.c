@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "common/log.h"
+#include "vm/qemu_cmdline.h"
 #include "vm/vm.h"
 
 #define EXIT_CLI_FAILURE 125 /* our own failure, as `docker run` reports it */
@@ -24,13 +25,15 @@ static void usage(FILE *out)
 {
 	fprintf(out,
 		"usage: sandbox-libkrun vm run [--cpus N] [--memory MiB] [--accel auto|kvm|tcg]\n"
-		"                              --rootfs DIR|IMAGE.erofs [-v] [--boot-log] [--cold] -- CMD [ARGS...]\n\n"
+		"                              [--tcg-cache-mb MiB] --rootfs DIR|IMAGE.erofs [-v] [--boot-log] [--cold]\n"
+		"                              -- CMD [ARGS...]\n\n"
 		"Boots a microVM with the given root filesystem, runs CMD in it with this\n"
 		"process's stdin, stdout and stderr, and exits with CMD's exit status\n"
 		"(125 when the VM itself fails).\n\n"
 		"  --cpus N        virtual CPUs (default 1, at most 16)\n"
 		"  --memory MiB    guest memory (default 512)\n"
 		"  --accel A       auto (KVM where usable, else TCG), kvm or tcg\n"
+		"  --tcg-cache-mb MiB  TCG's translation cache (default 64, at most 2048)\n"
 		"  --rootfs PATH   a root filesystem directory or an erofs image\n"
 		"  -v, --verbose   show the boot phases and their timings on stderr\n"
 		"  --boot-log      kernel messages on stderr, each console line prefixed\n"
@@ -163,6 +166,7 @@ static int vm_run(int argc, char **argv)
 		{ "accel", required_argument, NULL, 'a' },  { "rootfs", required_argument, NULL, 'r' },
 		{ "verbose", no_argument, NULL, 'v' },      { "help", no_argument, NULL, 'h' },
 		{ "boot-log", no_argument, NULL, 'b' },     { "cold", no_argument, NULL, 'C' },
+		{ "tcg-cache-mb", required_argument, NULL, 't' },
 		{ NULL, 0, NULL, 0 },
 	};
 	struct sbx_vm_options opt = { .cpus = 1, .memory_mib = 512 };
@@ -181,6 +185,13 @@ static int vm_run(int argc, char **argv)
 		case 'm':
 			if (parse_uint(optarg, 65536, &opt.memory_mib) < 0 || opt.memory_mib < 64) {
 				fprintf(stderr, "sandbox-libkrun: --memory must be 64..65536 (MiB)\n");
+				return 2;
+			}
+			break;
+		case 't':
+			if (parse_uint(optarg, SBX_VM_TCG_CACHE_MAX_MIB, &opt.tcg_cache_mib) < 0) {
+				fprintf(stderr, "sandbox-libkrun: --tcg-cache-mb must be 1..%d (MiB)\n",
+					SBX_VM_TCG_CACHE_MAX_MIB);
 				return 2;
 			}
 			break;

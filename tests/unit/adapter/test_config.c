@@ -40,6 +40,8 @@ TEST(config_defaults_for_null_and_absent)
 	CHECK_INT(cfg->default_memory_mb, 512);
 	CHECK_INT(cfg->accel, SBX_ACCEL_AUTO);
 	CHECK(cfg->krunfw_path == NULL);
+	CHECK_INT(cfg->tcg_cache_mb, 64);
+	CHECK_INT(cfg->memory_budget_mb, 0);
 	sbx_config_free(cfg);
 	cfg = parse("null", &err);
 	CHECK(cfg != NULL);
@@ -112,6 +114,17 @@ TEST(config_own_keys)
 	CHECK_INT(cfg->accel, SBX_ACCEL_TCG);
 	CHECK_STR(cfg->krunfw_path, "/opt/libkrunfw.so.5");
 	sbx_config_free(cfg);
+	cfg = parse("{\"tcg_cache_mb\":128,\"memory_budget_mb\":9000}", &err);
+	CHECK(cfg != NULL);
+	CHECK_INT(cfg->tcg_cache_mb, 128);
+	CHECK_INT(sbx_config_tcg_cache_mib(cfg), 128);
+	CHECK_INT(cfg->memory_budget_mb, 9000);
+	sbx_config_free(cfg);
+	/* Only TCG has a translation cache to count. */
+	cfg = parse("{\"tcg_cache_mb\":128,\"accel\":\"kvm\"}", &err);
+	CHECK(cfg != NULL);
+	CHECK_INT(sbx_config_tcg_cache_mib(cfg), 0);
+	sbx_config_free(cfg);
 }
 
 TEST(config_fatal_cases)
@@ -139,6 +152,11 @@ TEST(config_fatal_cases)
 	CHECK(fails_with("{\"registry_auth\":{\"h\":{\"username\":\"u\"}}}", "password"));
 	CHECK(fails_with("{\"accel\":\"hvf\"}", "accel"));
 	CHECK(fails_with("{\"krunfw_path\":7}", "krunfw_path"));
+	CHECK(fails_with("{\"tcg_cache_mb\":0}", "config key `tcg_cache_mb`: must be 1..2048 (MiB), got 0"));
+	CHECK(fails_with("{\"tcg_cache_mb\":4096}", "must be 1..2048 (MiB), got 4096"));
+	CHECK(fails_with("{\"tcg_cache_mb\":\"64\"}", "tcg_cache_mb"));
+	CHECK(fails_with("{\"memory_budget_mb\":0}", "config key `memory_budget_mb`: must be at least 1"));
+	CHECK(fails_with("{\"memory_budget_mb\":-5}", "memory_budget_mb"));
 	CHECK(fails_with("{\"krunfw_path\":\"/a\\u0000b\"}", "config key `krunfw_path`: the string holds a NUL byte"));
 	CHECK(fails_with("[]", "list of 0 entries"));
 	CHECK(fails_with("[{},{}]", "list of 2 entries"));

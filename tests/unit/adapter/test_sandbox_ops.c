@@ -407,3 +407,48 @@ TEST(idle_sandbox_is_reaped)
 	free(keep);
 	sbx_adapter_free(a);
 }
+
+/* Each VM counts at guest memory + QEMU's base + the translation cache. */
+TEST(memory_budget_admission)
+{
+	/* 2 x (256 + 64 + 32) = 704 fits in 800; a third does not. */
+	struct sbx_adapter *a = make(CFG ",\"memory_budget_mb\":800,\"tcg_cache_mb\":32,\"default_memory_mb\":256}");
+	CHECK(a != NULL);
+	char *one = create(a, "{\"image\":\"python\"}");
+	char *two = create(a, "{\"image\":\"python\"}");
+	CHECK(one != NULL && two != NULL);
+	json_t *r = call(a, "create", "{\"image\":\"python\"}");
+	CHECK_STR(str(r, "code"), "S400");
+	const char *m = str(r, "message");
+	CHECK(m != NULL && strstr(m, "needs 352 MiB (256 MiB guest memory + 96 MiB for its VM)") != NULL);
+	CHECK(m != NULL && strstr(m, "704 of memory_budget_mb 800 MiB are committed to 2 sandboxes") != NULL);
+	CHECK(m != NULL && strstr(m, "raise memory_budget_mb") != NULL);
+	json_decref(r);
+	/* Nor does the smallest guest: 704 + 64 + 64 + 32 = 864. */
+	r = call(a, "create", "{\"image\":\"python\",\"memory_mb\":64}");
+	CHECK_STR(str(r, "code"), "S400");
+	json_decref(r);
+	/* A refused create gave nothing away, and a stop gives its VM's share back. */
+	char req[128];
+	snprintf(req, sizeof(req), "{\"sandbox_id\":\"%s\"}", one);
+	json_decref(call(a, "stop", req));
+	char *three = create(a, "{\"image\":\"python\"}");
+	CHECK(three != NULL);
+	/* A failed boot gives its share back too. */
+	F.fail_boot = true;
+	r = call(a, "create", "{\"image\":\"python\"}");
+	CHECK_STR(str(r, "code"), "S400");
+	json_decref(r);
+	snprintf(req, sizeof(req), "{\"sandbox_id\":\"%s\"}", two);
+	json_decref(call(a, "stop", req));
+	r = call(a, "create", "{\"image\":\"python\"}");
+	CHECK_STR(str(r, "code"), "S300");
+	json_decref(r);
+	F.fail_boot = false;
+	CHECK_INT(a->mem.committed_mib, 352);
+	CHECK_INT(a->mem.vms, 1);
+	free(one);
+	free(two);
+	free(three);
+	sbx_adapter_free(a);
+}

@@ -1,15 +1,18 @@
 /* The pure parts of the sandbox lifecycle: run's lang table, output
  * capping and lossy UTF-8, timeout clamping, boot env layering over an
- * image's OCI config, and the reaper's decision. */
+ * image's OCI config, the reaper's decision and the memory budget. */
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "adapter/boot_env.h"
 #include "adapter/exec_output.h"
 #include "adapter/fs_errors.h"
 #include "adapter/lang.h"
+#include "adapter/mem_budget.h"
 #include "adapter/reaper_policy.h"
 #include "harness.h"
 #include "proto/proto.h"
@@ -213,4 +216,47 @@ TEST(guest_errnos_map_to_s_codes)
 	CHECK_STR(classify(EROFS, PROTO_FS_WRITE), "S216");
 	CHECK_STR(classify(ENOENT, PROTO_FS_MV), "S211");
 	CHECK_STR(classify(EXDEV, PROTO_FS_MV), "S216");
+}
+
+TEST(memory_budget_arithmetic)
+{
+	CHECK_INT(sbx_vm_cost_mib(512, 64), 512 + SBX_VM_QEMU_BASE_MIB + 64);
+	CHECK_INT(sbx_vm_cost_mib(512, 0), 512 + SBX_VM_QEMU_BASE_MIB);
+	/* The reserve is 10 % of the host, and never under 1 GiB. */
+	CHECK_INT(sbx_mem_default_budget_mib(24000), 21600);
+	CHECK_INT(sbx_mem_default_budget_mib(4096), 3072);
+	CHECK_INT(sbx_mem_default_budget_mib(512), 0);
+	char path[] = "/tmp/meminfo-XXXXXX";
+	int fd = mkstemp(path);
+	CHECK(fd >= 0);
+	const char text[] = "MemFree:  100 kB\nMemTotal:       24589344 kB\n";
+	CHECK_INT(write(fd, text, sizeof(text) - 1), (long)sizeof(text) - 1);
+	close(fd);
+	uint64_t total = 0;
+	sbx_error_t err = NULL;
+	CHECK_INT(sbx_host_memtotal_mib(path, &total, &err), 0);
+	CHECK_INT(total, 24013);
+	fd = open(path, O_WRONLY | O_TRUNC);
+	CHECK_INT(write(fd, "MemFree: 1 kB\n", 14), 14);
+	close(fd);
+	CHECK_INT(sbx_host_memtotal_mib(path, &total, &err), -1);
+	CHECK(strstr(sbx_error_msg(err), "no MemTotal") != NULL);
+	sbx_error_free(&err);
+	unlink(path);
+	/* Takes fit exactly up to the limit; a failed one changes nothing. */
+	struct sbx_mem_budget b;
+	sbx_mem_budget_init(&b, 1000);
+	CHECK_INT(sbx_mem_budget_take(&b, 600, 512, &err), 0);
+	CHECK_INT(sbx_mem_budget_take(&b, 401, 300, &err), -1);
+	CHECK_STR(err->scode, "S400");
+	sbx_error_free(&err);
+	CHECK_INT(sbx_mem_budget_take(&b, 400, 300, &err), 0);
+	CHECK_INT(b.committed_mib, 1000);
+	CHECK_INT(sbx_mem_budget_take(&b, UINT64_MAX, 1, &err), -1);
+	sbx_error_free(&err);
+	sbx_mem_budget_give(&b, 600);
+	sbx_mem_budget_give(&b, 400);
+	CHECK_INT(b.committed_mib, 0);
+	CHECK_INT(b.vms, 0);
+	sbx_mem_budget_destroy(&b);
 }

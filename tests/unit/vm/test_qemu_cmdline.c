@@ -9,7 +9,7 @@ static struct qemu_config base(void)
 	return (struct qemu_config){
 		.qemu = "/usr/bin/qemu-system-x86_64", .kernel = "/s/k.pvh", .boot_disk = "/b/boot.erofs",
 		.image = "/i/img.erofs", .scratch = "/v/scratch.ext4", .cpus = 2, .memory_mib = 256,
-		.accel = SBX_ACCEL_TCG, .console_fd = 4, .control_fd = 5,
+		.accel = SBX_ACCEL_TCG, .console_fd = 4, .control_fd = 5, .tcg_cache_mib = 64,
 	};
 }
 
@@ -42,7 +42,7 @@ TEST(tcg_command_line)
 	CHECK(find(v, "-no-user-config") > 0);
 	CHECK(find(v, "-no-reboot") > 0);
 	CHECK_STR(after(v, "-sandbox"), "on,obsolete=deny,elevateprivileges=deny,spawn=deny,resourcecontrol=deny");
-	CHECK_STR(after(v, "-accel"), "tcg,thread=multi");
+	CHECK_STR(after(v, "-accel"), "tcg,thread=multi,tb-size=64");
 	CHECK_STR(after(v, "-cpu"), "max");
 	CHECK_STR(after(v, "-smp"), "2");
 	CHECK_STR(after(v, "-m"), "256");
@@ -54,6 +54,7 @@ TEST(tcg_command_line)
 	CHECK(find(v, "virtconsole,chardev=console") > 0);
 	CHECK(find(v, "virtserialport,chardev=control,name=control") > 0);
 	CHECK(find(v, "virtio-rng-device") > 0);
+	CHECK(find(v, "virtio-balloon-device,free-page-reporting=on") > 0);
 	/* Disk order is the guest's vda, vdb, vdc. */
 	int boot = find(v, "file=/b/boot.erofs,if=none,id=boot,format=raw,readonly=on,cache=writeback");
 	int image = find(v, "file=/i/img.erofs,if=none,id=image,format=raw,readonly=on,cache=writeback");
@@ -138,6 +139,21 @@ TEST(rejects_bad_configs)
 	c.memory_mib = 16;
 	CHECK(qemu_cmdline(&c, &err) == NULL);
 	sbx_error_free(&err);
+	/* An unbounded translation cache is what exhausted hosts under load. */
+	c = base();
+	c.tcg_cache_mib = 0;
+	CHECK(qemu_cmdline(&c, &err) == NULL);
+	CHECK(strstr(sbx_error_msg(err), "tcg cache") != NULL);
+	sbx_error_free(&err);
+	c.tcg_cache_mib = SBX_VM_TCG_CACHE_MAX_MIB + 1;
+	CHECK(qemu_cmdline(&c, &err) == NULL);
+	sbx_error_free(&err);
+	/* KVM has no translation cache: the value is not looked at. */
+	c.accel = SBX_ACCEL_KVM;
+	char **v = qemu_cmdline(&c, &err);
+	CHECK(v != NULL);
+	CHECK_STR(after(v, "-accel"), "kvm");
+	sbx_strv_free(v);
 	c = base();
 	c.accel = SBX_ACCEL_AUTO;
 	CHECK(qemu_cmdline(&c, &err) == NULL);

@@ -1,0 +1,45 @@
+/* Admission by memory: every live VM is counted at its worst case (guest
+ * RAM plus what its QEMU needs beside it), and a create that would take the
+ * total past the budget fails with S400 instead of letting the host's OOM
+ * killer choose a victim later.  Thread-safe. */
+#ifndef SBX_ADAPTER_MEM_BUDGET_H
+#define SBX_ADAPTER_MEM_BUDGET_H
+
+#include <pthread.h>
+#include <stdint.h>
+
+#include "common/error.h"
+
+/* QEMU's own memory beside guest RAM and the translation cache, measured
+ * with busy python sandboxes (README "Memory"): heap, device state, I/O
+ * buffers, libraries. */
+#define SBX_VM_QEMU_BASE_MIB 64
+/* Left to the host when the budget comes from MemTotal: the daemon, the
+ * engine, page cache for the images. */
+#define SBX_MEM_RESERVE_MIN_MIB 1024
+#define SBX_MEM_RESERVE_PERCENT 10
+
+struct sbx_mem_budget {
+	pthread_mutex_t lock;
+	uint64_t limit_mib;
+	uint64_t committed_mib;
+	unsigned vms;
+};
+
+void sbx_mem_budget_init(struct sbx_mem_budget *b, uint64_t limit_mib);
+void sbx_mem_budget_destroy(struct sbx_mem_budget *b);
+/* Commits `need_mib` for one VM whose guest has `guest_mib`, or fails with
+ * S400 naming the budget, what is committed and how to raise it. */
+int sbx_mem_budget_take(struct sbx_mem_budget *b, uint64_t need_mib, uint64_t guest_mib, sbx_error_t *err);
+void sbx_mem_budget_give(struct sbx_mem_budget *b, uint64_t need_mib);
+
+/* A VM's worst case: guest RAM, QEMU's base and the translation cache
+ * (tcg_cache_mib 0 under KVM). */
+uint64_t sbx_vm_cost_mib(uint32_t guest_mib, uint32_t tcg_cache_mib);
+/* MemTotal minus the host's reserve (the larger of SBX_MEM_RESERVE_MIN_MIB
+ * and SBX_MEM_RESERVE_PERCENT of it). */
+uint64_t sbx_mem_default_budget_mib(uint64_t memtotal_mib);
+/* MemTotal of a meminfo file ("/proc/meminfo"), in MiB. */
+int sbx_host_memtotal_mib(const char *meminfo, uint64_t *out, sbx_error_t *err);
+
+#endif
