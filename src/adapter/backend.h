@@ -51,6 +51,10 @@ struct sbx_backend_ops {
 			  sbx_error_t *err);
 	/* Tears the VM down (short grace, then kill) and removes its files. */
 	void (*stop)(void *vm);
+	/* False once the VM is gone (QEMU exited, killed, or its guest
+	 * stopped answering); calls on it then fail with S300 naming why.
+	 * Cheap and non-blocking.  NULL: always alive. */
+	bool (*alive)(void *vm);
 };
 
 struct sbx_backend {

@@ -12,6 +12,13 @@ unsigned reaper_scan(struct sbx_adapter *a, bool all)
 	unsigned n = 0;
 	char id[SBX_UUID_STRLEN + 1];
 	bool wedged;
+	const struct sbx_backend_ops *ops = a->backend.ops;
+	/* VMs that went (killed, crashed) while nobody called: not listed. */
+	while (!all && ops != NULL && ops->alive != NULL && sbx_registry_claim_dead(a->reg, ops->alive, id)) {
+		sbx_warn("sandbox %s: its VM is gone; removing the sandbox", id);
+		sandbox_teardown(a, id);
+		n++;
+	}
 	while (sbx_registry_claim_reapable(a->reg, all, a->cfg->max_exec_timeout_ms, id, &wedged)) {
 		if (wedged)
 			sbx_warn("sandbox %s: execs still counted in flight past the busy grace; reaping it anyway", id);

@@ -325,3 +325,19 @@ bool sbx_registry_claim_reapable(struct sbx_registry *reg, bool all, uint64_t ma
 	pthread_mutex_unlock(&reg->lock);
 	return found;
 }
+
+bool sbx_registry_claim_dead(struct sbx_registry *reg, bool (*alive)(void *vm), char id[SBX_UUID_STRLEN + 1])
+{
+	bool found = false;
+	pthread_mutex_lock(&reg->lock);
+	for (size_t i = 0; i < reg->n && !found; i++) {
+		struct sbx_sandbox *sb = reg->items[i];
+		if (sb->stopped || sb->vm == NULL || alive(sb->vm))
+			continue;
+		sb->stopped = true;
+		memcpy(id, sb->id, SBX_UUID_STRLEN + 1);
+		found = true;
+	}
+	pthread_mutex_unlock(&reg->lock);
+	return found;
+}

@@ -76,6 +76,9 @@ bool sbx_registry_stopped(struct sbx_registry *reg, const struct sbx_sandbox *sb
 bool sbx_registry_claim_reapable(struct sbx_registry *reg, bool all, uint64_t max_exec_timeout_ms,
 				 char id[SBX_UUID_STRLEN + 1], bool *wedged);
 
+/* Claims one record not yet stopped whose VM `alive` says is gone. */
+bool sbx_registry_claim_dead(struct sbx_registry *reg, bool (*alive)(void *vm), char id[SBX_UUID_STRLEN + 1]);
+
 size_t sbx_registry_count(struct sbx_registry *reg);
 /* {sandboxes: [{sandbox_id, name, image, age_secs, exec_in_progress,
  * exec_in_flight, exec_slots_free, stopped}]} */

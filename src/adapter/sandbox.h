@@ -48,6 +48,12 @@ int sandbox_write_file(struct sbx_adapter *a, const char *id, const char *path, 
  * answers success without a second kill. */
 int sandbox_stop(struct sbx_adapter *a, const char *id, sbx_error_t *err);
 
+/* Whether the VM of `sb` (held by an exec slot or fs hold) is gone. */
+bool sandbox_vm_dead(struct sbx_adapter *a, const struct sbx_sandbox *sb);
+/* Removes a sandbox whose VM is gone (later calls get S002), unless a stop
+ * claimed it already, and logs it. */
+void sandbox_remove_dead(struct sbx_adapter *a, const char *id);
+
 /* For a record already claimed stopped: waits for its execs, stops the VM
  * (removing its scratch disk and files) and drops the record. */
 void sandbox_teardown(struct sbx_adapter *a, const char *id);

@@ -116,7 +116,11 @@ json_t *sandbox_exec(struct sbx_adapter *a, const char *id, const struct sandbox
 	if (sb == NULL)
 		return NULL;
 	json_t *j = run_admitted(a, sb, x, err);
+	/* Asked while the exec slot keeps the VM from being detached. */
+	bool dead = j == NULL && sandbox_vm_dead(a, sb);
 	sbx_registry_exec_end(a->reg, sb);
+	if (dead)
+		sandbox_remove_dead(a, id);
 	return j;
 }
 
@@ -131,6 +135,9 @@ int sandbox_write_file(struct sbx_adapter *a, const char *id, const char *path, 
 		rc = sbx_error_scode(err, "S300", SBX_NO_VM_DETAIL);
 	else
 		rc = a->backend.ops->write_file(sb->vm, path, mode, true, data, len, err);
+	bool dead = rc < 0 && sandbox_vm_dead(a, sb);
 	sbx_registry_exec_end(a->reg, sb);
+	if (dead)
+		sandbox_remove_dead(a, id);
 	return rc;
 }

@@ -15,6 +15,23 @@ void sandbox_teardown(struct sbx_adapter *a, const char *id)
 	sbx_info("sandbox %s stopped", id);
 }
 
+bool sandbox_vm_dead(struct sbx_adapter *a, const struct sbx_sandbox *sb)
+{
+	const struct sbx_backend_ops *ops = a->backend.ops;
+	return sb->vm != NULL && ops != NULL && ops->alive != NULL && !ops->alive(sb->vm);
+}
+
+void sandbox_remove_dead(struct sbx_adapter *a, const char *id)
+{
+	bool was_stopped;
+	sbx_error_t err = NULL;
+	if (sbx_registry_claim_stop(a->reg, id, &was_stopped, &err) == 0 && !was_stopped) {
+		sbx_warn("sandbox %s: its VM is gone; removing the sandbox", id);
+		sandbox_teardown(a, id);
+	}
+	sbx_error_free(&err);
+}
+
 int sandbox_stop(struct sbx_adapter *a, const char *id, sbx_error_t *err)
 {
 	bool was_stopped;

@@ -27,6 +27,7 @@
 #include "common/log.h"
 #include "engine/engine.h"
 #include "vm/leftovers.h"
+#include "vm/oom_score.h"
 
 #define EXIT_CONFIG 2
 /* How often the wait for the first connection looks up from its sleep; the
@@ -187,6 +188,7 @@ int sbx_cmd_serve(int argc, char **argv)
 		}
 		goto out;
 	}
+	sbx_oom_protect_self();
 	unsigned stale = sbx_vm_remove_leftovers();
 	if (stale > 0)
 		sbx_info("removed %u VM director%s left by an earlier run", stale, stale == 1 ? "y" : "ies");

@@ -15,6 +15,7 @@
 #define EXEC_POLL_MS 200    /* how often a running exec checks for a stop */
 #define EXEC_REAP_MS 5000   /* exit status after the output ended */
 #define WRITE_FILE_MS 60000 /* one file of run */
+#define DEATH_WAIT_MS 2000  /* QEMU's exit after the guest connection broke */
 
 struct backend {
 	const struct sbx_config *cfg;
@@ -90,6 +91,23 @@ fail:
 struct sbx_vm *vm_backend_vm(void *sandbox_vm)
 {
 	return ((struct sandbox_vm *)sandbox_vm)->vm;
+}
+
+static bool alive(void *vm)
+{
+	return sbx_vm_alive(((struct sandbox_vm *)vm)->vm);
+}
+
+/* A call that failed because the VM went says so, and why, rather than
+ * what broke on the way (a lost connection, a refused spawn). */
+static void blame_death(struct sandbox_vm *s, sbx_error_t *err)
+{
+	if (sbx_vm_alive(s->vm))
+		return;
+	char cause[256];
+	sbx_vm_death_cause(s->vm, DEATH_WAIT_MS, cause, sizeof(cause));
+	sbx_error_free(err);
+	sbx_error_scode(err, "S300", "%s", cause);
 }
 
 static void stop(void *vm)
@@ -170,6 +188,7 @@ static int exec_proc(void *vm, const struct sbx_exec_request *req, struct sbx_ex
 	if (p == NULL) {
 		sbx_error_prefix(err, "shell run");
 		sbx_error_default_scode(err, "S300");
+		blame_death(s, err);
 		return -1;
 	}
 	struct feeder f = { p, req->stdin_data, req->stdin_len, deadline };
@@ -199,6 +218,7 @@ static int exec_proc(void *vm, const struct sbx_exec_request *req, struct sbx_ex
 	if (r < 0 || sbx_vm_proc_wait(p, sbx_vm_now_ms() + EXEC_REAP_MS, &res->exit_code, err) < 0) {
 		sbx_error_prefix(err, "shell run");
 		sbx_error_default_scode(err, "S300");
+		blame_death(s, err);
 		goto out;
 	}
 	res->duration_ms = (uint64_t)(sbx_vm_now_ms() - start);
@@ -222,6 +242,10 @@ static int write_file(void *vm, const char *path, uint32_t mode, bool parents, c
 	struct sandbox_vm *s = vm;
 	if (sbx_vm_write_file(s->vm, path, mode, parents, data, len, sbx_vm_now_ms() + WRITE_FILE_MS, err) == 0)
 		return 0;
+	if (!sbx_vm_alive(s->vm)) {
+		blame_death(s, err);
+		return -1;
+	}
 	/* The fs S-codes of contract §3 by the guest's errno. */
 	int e = (*err)->errnum;
 	sbx_error_default_scode(err, e == ENOENT || e == ENOTDIR ? "S211"
@@ -236,4 +260,5 @@ const struct sbx_backend_ops vm_backend_ops = {
 	.exec = exec_proc,
 	.write_file = write_file,
 	.stop = stop,
+	.alive = alive,
 };

@@ -5,11 +5,13 @@
 #include <poll.h>
 #include <signal.h>
 #include <sys/prctl.h>
+#include <sys/socket.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #define LIFELINE_FD 3
+#define PID_REPORT_MS 10000
 
 static int status_code(int status)
 {
@@ -27,6 +29,14 @@ static void exec_qemu(const struct keeper_spec *s, pid_t keeper)
 	if (getppid() != keeper)
 		_exit(127);
 	close(LIFELINE_FD);
+	/* Raising one's own score needs no privilege; a failure leaves the
+	 * default, which is no reason not to run. */
+	int adj = open("/proc/self/oom_score_adj", O_WRONLY | O_CLOEXEC);
+	if (adj >= 0) {
+		ssize_t w = write(adj, "1000", 4);
+		(void)w;
+		close(adj);
+	}
 	sigset_t none;
 	sigemptyset(&none);
 	sigprocmask(SIG_SETMASK, &none, NULL);
@@ -66,6 +76,8 @@ static void keeper_main(const struct keeper_spec *s)
 		exec_qemu(s, self);
 	for (int i = 0; i < s->nfds; i++)
 		close(KEEPER_QEMU_FD_BASE + i);
+	ssize_t w = write(LIFELINE_FD, &qemu, sizeof(qemu));
+	(void)w; /* a daemon already gone shows as EOF below */
 	int pidfd = (int)syscall(SYS_pidfd_open, qemu, 0);
 	struct pollfd p[2] = { { .fd = LIFELINE_FD, .events = POLLIN }, { .fd = pidfd, .events = POLLIN } };
 	for (;;) {
@@ -106,6 +118,20 @@ static void arrange_fds(const struct keeper_spec *s, int null_fd, int log_fd, in
 	syscall(SYS_close_range, KEEPER_QEMU_FD_BASE + s->nfds, ~0u, 0);
 }
 
+/* The keeper writes QEMU's pid right after forking it; EOF or silence
+ * means it could not (it then exits, and the VM reads as gone). */
+static pid_t read_qemu_pid(int lifeline)
+{
+	struct pollfd p = { .fd = lifeline, .events = POLLIN };
+	pid_t pid = -1;
+	int n;
+	while ((n = poll(&p, 1, PID_REPORT_MS)) < 0 && errno == EINTR)
+		;
+	if (n == 1 && recv(lifeline, &pid, sizeof(pid), MSG_WAITALL) != (ssize_t)sizeof(pid))
+		pid = -1;
+	return pid;
+}
+
 int keeper_start(struct keeper *k, const struct keeper_spec *s, sbx_error_t *err)
 {
 	if (s->nfds > KEEPER_MAX_FDS || s->nfiles > KEEPER_MAX_FILES || s->argv[0][0] != '/')
@@ -120,11 +146,11 @@ int keeper_start(struct keeper *k, const struct keeper_spec *s, sbx_error_t *err
 		return sbx_error_errno(err, e, "create %s", s->log);
 	}
 	int life[2];
-	if (pipe2(life, O_CLOEXEC) < 0) {
+	if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, life) < 0) {
 		int e = errno;
 		close(null_fd);
 		close(log_fd);
-		return sbx_error_errno(err, e, "pipe");
+		return sbx_error_errno(err, e, "socketpair");
 	}
 	pid_t pid = fork();
 	if (pid == 0) {
@@ -143,6 +169,7 @@ int keeper_start(struct keeper *k, const struct keeper_spec *s, sbx_error_t *err
 	k->lifeline = life[1];
 	k->reaped = false;
 	k->status = -1;
+	k->qemu_pid = read_qemu_pid(k->lifeline);
 	return 0;
 }
 

@@ -5,10 +5,13 @@
  * daemon's terminal does not skip the cleanup), forks QEMU with
  * PR_SET_PDEATHSIG (the keeper is single-threaded, so the forking thread
  * lives exactly as long as the keeper) and waits for either QEMU's exit or
- * EOF on a lifeline pipe whose write end only the daemon holds.  EOF means
- * the daemon closed it or died: the keeper kills QEMU.  Either way it then
- * removes the VM's files and exits with QEMU's status.  Between fork and
- * exit it calls only async-signal-safe functions. */
+ * EOF on a lifeline socket whose other end only the daemon holds.  EOF
+ * means the daemon closed it or died: the keeper kills QEMU.  Either way it
+ * then removes the VM's files and exits with QEMU's status.  The keeper
+ * sends QEMU's pid up the lifeline once, so the daemon can tell later how
+ * QEMU died.  QEMU runs with oom_score_adj 1000: a host out of memory loses
+ * a VM first, never the daemon or the keeper that cleans up after it.
+ * Between fork and exit it calls only async-signal-safe functions. */
 #ifndef SBX_VM_KEEPER_H
 #define SBX_VM_KEEPER_H
 
@@ -25,7 +28,8 @@
 
 struct keeper {
 	pid_t pid;
-	int lifeline; /* write end */
+	pid_t qemu_pid; /* -1 when the keeper could not start it */
+	int lifeline; /* the daemon's end */
 	bool reaped;
 	int status; /* QEMU's exit status, or 128 + signal, once reaped */
 };

@@ -4,6 +4,7 @@
 #include <fcntl.h>
 #include <limits.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -22,6 +23,7 @@
 #include "vm/disk.h"
 #include "vm/keeper.h"
 #include "vm/kernel.h"
+#include "vm/oom_log.h"
 #include "vm/qemu_cmdline.h"
 #include "vm/qmp.h"
 #include "vm/snapshot.h"
@@ -603,6 +605,31 @@ int sbx_vm_ping(struct sbx_vm *vm, int64_t deadline, sbx_error_t *err)
 bool sbx_vm_alive(struct sbx_vm *vm)
 {
 	return !chan_dead(vm->chan) && !keeper_gone(vm);
+}
+
+void sbx_vm_death_cause(struct sbx_vm *vm, int64_t wait_ms, char *buf, size_t len)
+{
+	int64_t until = sbx_vm_now_ms() + wait_ms;
+	while (!keeper_gone(vm) && sbx_vm_now_ms() < until)
+		usleep(10000);
+	pthread_mutex_lock(&vm->lock);
+	bool gone = vm->keeper.pid <= 0 || keeper_exited(&vm->keeper);
+	int status = vm->keeper.status;
+	pid_t qemu = vm->keeper.qemu_pid;
+	pthread_mutex_unlock(&vm->lock);
+	/* The kernel's clock may lag ours by a little: a second of slack. */
+	uint64_t since_us = vm->t0 > 1000 ? (uint64_t)(vm->t0 - 1000) * 1000 : 0;
+	if (!gone)
+		snprintf(buf, len, "the sandbox's VM stopped answering: its control connection was lost");
+	else if (status == 128 + SIGKILL && oom_killed(qemu, since_us))
+		snprintf(buf, len, "the sandbox's VM was killed by the host's out-of-memory killer");
+	else if (status > 128)
+		snprintf(buf, len, "the sandbox's VM exited: killed by signal %d (%s)", status - 128,
+			 strsignal(status - 128));
+	else if (status == 0)
+		snprintf(buf, len, "the sandbox's VM exited: its guest powered off");
+	else
+		snprintf(buf, len, "the sandbox's VM exited: QEMU failed with status %d", status);
 }
 
 const struct sbx_vm_timings *sbx_vm_timings(struct sbx_vm *vm)

@@ -65,6 +65,11 @@ int sbx_vm_wait_ready(struct sbx_vm *vm, int64_t deadline, sbx_error_t *err);
 int sbx_vm_ping(struct sbx_vm *vm, int64_t deadline, sbx_error_t *err);
 /* False once QEMU exited or the guest connection broke. */
 bool sbx_vm_alive(struct sbx_vm *vm);
+/* Why a VM that is not alive went, as a sentence for the caller: "the
+ * sandbox's VM was killed by the host's out-of-memory killer", "the
+ * sandbox's VM exited: killed by signal 9 (Killed)", ...  Waits up to
+ * wait_ms for QEMU to finish exiting after its connection broke. */
+void sbx_vm_death_cause(struct sbx_vm *vm, int64_t wait_ms, char *buf, size_t len);
 const struct sbx_vm_timings *sbx_vm_timings(struct sbx_vm *vm);
 /* Asks the guest to power off, waits until `deadline` at most, then kills
  * QEMU; removes the VM's files and frees vm.  Release every process handle

@@ -36,11 +36,19 @@ static void *fake_boot(void *ctx, const struct sbx_boot_request *req, sbx_error_
 	pthread_mutex_unlock(&F.lock);
 	if (fail)
 		return sbx_error_scode(err, "S300", "VM did not boot: fake"), NULL;
-	return malloc(1);
+	/* One byte: non-zero once the test "kills" the VM. */
+	return calloc(1, 1);
+}
+
+static bool fake_alive(void *vm)
+{
+	return *(volatile char *)vm == 0;
 }
 
 static int fake_exec(void *vm, const struct sbx_exec_request *req, struct sbx_exec_result *res, sbx_error_t *err)
 {
+	if (!fake_alive(vm))
+		return sbx_error_scode(err, "S300", "the sandbox's VM exited: killed by signal 9 (Killed)");
 	pthread_mutex_lock(&F.lock);
 	bool end = false;
 	for (int i = 0; i < 4; i++) {
@@ -92,7 +100,7 @@ static void fake_stop(void *vm)
 	free(vm);
 }
 
-static const struct sbx_backend_ops fake_ops = { fake_boot, fake_exec, fake_write, fake_stop };
+static const struct sbx_backend_ops fake_ops = { fake_boot, fake_exec, fake_write, fake_stop, fake_alive };
 
 static struct sbx_adapter *make(const char *config)
 {
@@ -450,5 +458,51 @@ TEST(memory_budget_admission)
 	free(one);
 	free(two);
 	free(three);
+	sbx_adapter_free(a);
+}
+
+static void kill_vm(struct sbx_adapter *a, const char *id)
+{
+	sbx_error_t err = NULL;
+	struct sbx_sandbox *sb = sbx_registry_acquire(a->reg, id, &err);
+	if (sb != NULL) {
+		*(volatile char *)sb->vm = 1;
+		sbx_registry_release(a->reg, sb);
+	}
+	sbx_error_free(&err);
+}
+
+/* A VM that dies under a call fails that call with the cause, and the
+ * sandbox leaves the registry; one that dies idle goes at the next scan. */
+TEST(dead_vm_leaves_the_registry)
+{
+	struct sbx_adapter *a = make(CFG ",\"memory_budget_mb\":100000}");
+	CHECK(a != NULL);
+	char *busy = create(a, "{\"image\":\"python\"}");
+	char *idle = create(a, "{\"image\":\"python\"}");
+	CHECK(busy != NULL && idle != NULL);
+	uint64_t committed = a->mem.committed_mib;
+	int stops = F.stops;
+	kill_vm(a, busy);
+	char req[128];
+	snprintf(req, sizeof(req), "{\"sandbox_id\":\"%s\",\"cmd\":\"ls\"}", busy);
+	json_t *r = call(a, "exec", req);
+	CHECK_STR(str(r, "code"), "S300");
+	CHECK(strstr(str(r, "message"), "killed by signal 9") != NULL);
+	json_decref(r);
+	CHECK_INT(F.stops, stops + 1);
+	r = call(a, "exec", req);
+	CHECK_STR(str(r, "code"), "S002");
+	json_decref(r);
+	kill_vm(a, idle);
+	CHECK_INT(reaper_scan(a, false), 1);
+	CHECK_INT(F.stops, stops + 2);
+	r = call(a, "list", "{}");
+	CHECK_INT(json_array_size(json_object_get(r, "sandboxes")), 0);
+	json_decref(r);
+	CHECK_INT(a->mem.committed_mib, 0);
+	CHECK(committed > 0);
+	free(busy);
+	free(idle);
 	sbx_adapter_free(a);
 }

@@ -1,0 +1,127 @@
+// Memory admission and dying VMs end to end: a create past memory_budget_mb
+// is S400 with the numbers; a VM killed under an exec fails that exec with
+// S300 naming the cause, the sandbox leaves `list` and later calls get S002;
+// a VM killed by an out-of-memory killer (its QEMU moved into a small
+// memory cgroup of the test's own) is reported as such.  Every QEMU runs
+// with oom_score_adj 1000.  Same setup as sandbox.test.mjs.
+import { describe, test, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { existsSync, mkdirSync, readFileSync, rmdirSync, writeFileSync } from 'node:fs';
+import { sleep } from './lib.mjs';
+import { registryUnavailable, startRegistry } from './lib/registry-fixture.mjs';
+import { assertNoVmLeft, assertScode, processesMentioning, startSandboxStack } from './lib/sandbox-stack.mjs';
+
+const skip = registryUnavailable();
+// One sandbox of 512 MiB with its VM (512 + QEMU's 64 + the 64 MiB
+// translation cache = 640 MiB) fits, two do not.
+const BUDGET = 1000;
+
+function qemuPids(stateDir) {
+	return processesMentioning(stateDir).filter((p) => /qemu-system/.test(p.cmdline)).map((p) => p.pid);
+}
+
+// A memory cgroup the test owns: v1 where the memory controller is mounted
+// on its own, else v2 with memory enabled at the root.  null when neither.
+function makeMemoryCgroup(limitBytes) {
+	const name = `sbx-e2e-oom-${process.pid}`;
+	if (existsSync('/sys/fs/cgroup/memory/memory.limit_in_bytes')) {
+		const dir = `/sys/fs/cgroup/memory/${name}`;
+		mkdirSync(dir);
+		writeFileSync(`${dir}/memory.limit_in_bytes`, String(limitBytes));
+		return { dir, procs: `${dir}/cgroup.procs` };
+	}
+	if (existsSync('/sys/fs/cgroup/cgroup.subtree_control') &&
+		readFileSync('/sys/fs/cgroup/cgroup.subtree_control', 'utf8').split(/\s+/).includes('memory')) {
+		const dir = `/sys/fs/cgroup/${name}`;
+		mkdirSync(dir);
+		writeFileSync(`${dir}/memory.max`, String(limitBytes));
+		writeFileSync(`${dir}/memory.swap.max`, '0');
+		return { dir, procs: `${dir}/cgroup.procs` };
+	}
+	return null;
+}
+
+async function removeCgroup(cg) {
+	for (let i = 0; cg && existsSync(cg.dir) && i < 50; i++) {
+		try {
+			rmdirSync(cg.dir);
+		} catch {
+			await sleep(100); // its last process is still exiting
+		}
+	}
+}
+
+async function untilUnlisted(s, id, ms) {
+	const t0 = Date.now();
+	while ((await s.listed(id)) !== undefined) {
+		assert.ok(Date.now() - t0 < ms, `${id} still listed after ${ms} ms`);
+		await sleep(200);
+	}
+}
+
+describe('memory budget and dying VMs', { skip: skip ?? false }, () => {
+	let reg, s;
+	before(async () => {
+		reg = await startRegistry({ images: ['python'] });
+		s = await startSandboxStack({ registry: reg, config: { image_allowlist: ['python'], memory_budget_mb: BUDGET } });
+	});
+	after(async () => {
+		await s?.stop();
+		s?.cleanupState();
+		await reg?.stop();
+	});
+
+	let a;
+	test('a create past memory_budget_mb is S400 naming the need, the commitment and the budget', async () => {
+		a = (await s.vm('create', { image: 'python' })).sandbox_id;
+		assertScode(await s.vmError('create', { image: 'python' }), 'S400',
+			new RegExp(`needs 640 MiB \\(512 MiB guest memory \\+ 128 MiB for its VM\\), 640 of memory_budget_mb ${BUDGET} ` +
+				'MiB are committed to 1 sandbox; .*raise memory_budget_mb'));
+		const [qemu] = qemuPids(s.stateDir);
+		assert.equal(readFileSync(`/proc/${qemu}/oom_score_adj`, 'utf8').trim(), '1000');
+		assert.match(readFileSync(`/proc/${qemu}/cmdline`, 'utf8'), /tb-size=64\0/);
+	});
+
+	test('kill -9 of the QEMU under an exec: S300 with the cause, then S002, nothing left', async () => {
+		const inFlight = s.vmTry('exec', { sandbox_id: a, cmd: 'sleep 60' });
+		await sleep(1000);
+		const pids = qemuPids(s.stateDir);
+		assert.equal(pids.length, 1);
+		process.kill(pids[0], 'SIGKILL');
+		const t0 = Date.now();
+		const { err } = await inFlight;
+		assert.ok(Date.now() - t0 < 10000, `the exec failed ${Date.now() - t0} ms after the kill`);
+		// The contract's S300 message is "VM boot failed: <detail>".
+		assertScode(err, 'S300', /^VM boot failed: the sandbox's VM exited: killed by signal 9 \(Killed\)$/);
+		await untilUnlisted(s, a, 5000);
+		assertScode(await s.vmError('exec', { sandbox_id: a, cmd: 'true' }), 'S002');
+		assertNoVmLeft(s.stateDir, 'after the kill');
+	});
+
+	test('a VM killed idle leaves the list at the reaper\'s next scan (10 s)', async () => {
+		const id = (await s.vm('create', { image: 'python' })).sandbox_id;
+		process.kill(qemuPids(s.stateDir)[0], 'SIGKILL');
+		await untilUnlisted(s, id, 15000);
+		assertNoVmLeft(s.stateDir, 'after the reaper');
+	});
+
+	test('an out-of-memory kill is named as one', async (t) => {
+		const id = (await s.vm('create', { image: 'python' })).sandbox_id;
+		const [qemu] = qemuPids(s.stateDir);
+		const cg = makeMemoryCgroup(96 << 20);
+		if (cg === null) {
+			t.skip('no memory cgroup controller to confine the QEMU in');
+			await s.vm('stop', { sandbox_id: id });
+			return;
+		}
+		try {
+			writeFileSync(cg.procs, String(qemu));
+			const err = await s.vmError('exec', { sandbox_id: id, cmd: 'python3 -c "a = b\'x\' * (400 << 20)"' });
+			assertScode(err, 'S300', /^VM boot failed: the sandbox's VM was killed by the host's out-of-memory killer$/);
+			await untilUnlisted(s, id, 5000);
+			assertNoVmLeft(s.stateDir, 'after the OOM kill');
+		} finally {
+			await removeCgroup(cg);
+		}
+	});
+});
