@@ -132,7 +132,9 @@ char **qemu_cmdline(const struct qemu_config *c, sbx_error_t *err)
 	add(&b, "-device");
 	add(&b, "virtio-rng-device");
 	/* Free page reporting: pages the guest frees go back to the host
-	 * instead of staying resident in QEMU for the VM's whole life. */
+	 * instead of staying resident in QEMU for the VM's whole life.  Not
+	 * for guest RAM in a file shared by clones: QEMU 7.2 discards such RAM
+	 * by punching a hole in the file. */
 	add(&b, "-device");
 	add(&b, "virtio-balloon-device,free-page-reporting=on");
 	if (c->qmp_fd > 0) {
