@@ -103,6 +103,36 @@ static int wait_engine(struct engine *e, struct signal_waiter *w, sbx_error_t *e
 	return 0;
 }
 
+/* Calls that take milliseconds: they run in a pool of their own, so long
+ * execs and file transfers filling theirs never delay them. */
+static bool quick_op(const char *op)
+{
+	static const char *const quick[] = { "adapter::info", "catalog::list", "list", "stop" };
+	for (size_t i = 0; i < sizeof(quick) / sizeof(quick[0]); i++) {
+		if (strcmp(op, quick[i]) == 0)
+			return true;
+	}
+	return false;
+}
+
+/* A call refused because too many wait is a resource limit (S400). */
+static json_t *busy_error(const char *message)
+{
+	sbx_error_t err = NULL;
+	sbx_error_scode(&err, "S400", "%s", message);
+	json_t *out = NULL;
+	sbx_op_fail(&err, &out);
+	return out;
+}
+
+/* Calls beyond the running handlers wait rather than fail: room for every
+ * sandbox's execs plus a create and a stop each, and never under 1024. */
+static int queue_limit(const struct sbx_config *cfg)
+{
+	uint64_t n = (uint64_t)cfg->max_concurrent_sandboxes * ((uint64_t)cfg->max_concurrent_exec_per_sandbox + 2);
+	return n < 1024 ? 1024 : n > INT32_MAX / 2 ? INT32_MAX / 2 : (int)n;
+}
+
 static int register_ops(struct engine *e, struct sbx_adapter *a, sbx_error_t *err)
 {
 	size_t n;
@@ -113,7 +143,7 @@ static int register_ops(struct engine *e, struct sbx_adapter *a, sbx_error_t *er
 		json_error_t jerr;
 		json_t *req = json_loads(ops[i].request_schema, 0, &jerr);
 		json_t *resp = json_loads(ops[i].response_schema, 0, &jerr);
-		struct engine_function fn = { id, ops[i].description, req, resp, handle, a };
+		struct engine_function fn = { id, ops[i].description, req, resp, handle, a, quick_op(ops[i].op) };
 		int rc = req != NULL && resp != NULL ? engine_add_function(e, &fn, err)
 						     : sbx_error_set(err, EINVAL, "schema of %s: %s", id, jerr.text);
 		json_decref(req);
@@ -153,6 +183,7 @@ int sbx_cmd_serve(int argc, char **argv)
 		.worker_name = worker_name(),
 		.worker_version = SBX_VERSION,
 		.description = "libkrun-style microVM sandboxes (QEMU microvm) for the iii sandbox contract",
+		.busy_error = busy_error,
 	};
 	struct engine *e = engine_new(&opts, &err);
 	if (e == NULL) {
@@ -188,6 +219,7 @@ int sbx_cmd_serve(int argc, char **argv)
 		}
 		goto out;
 	}
+	engine_set_max_queued(e, queue_limit(cfg));
 	sbx_oom_protect_self();
 	unsigned stale = sbx_vm_remove_leftovers();
 	if (stale > 0)

@@ -135,6 +135,10 @@ struct engine *engine_new(const struct engine_options *opts, sbx_error_t *err)
 	e->description = opts->description != NULL ? strdup(opts->description) : NULL;
 	e->max_invocations = opts->max_concurrent_invocations > 0 ? opts->max_concurrent_invocations
 								  : ENGINE_DEFAULT_MAX_INVOCATIONS;
+	e->pools[0].max = e->max_invocations;
+	e->pools[1].max = ENGINE_QUICK_THREADS;
+	e->max_queued = opts->max_queued_invocations > 0 ? opts->max_queued_invocations : ENGINE_DEFAULT_MAX_QUEUED;
+	e->busy_error = opts->busy_error;
 	e->stop_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
 	if (e->url == NULL || e->worker_name == NULL || e->worker_version == NULL ||
 	    (opts->description != NULL && e->description == NULL)) {
@@ -161,6 +165,13 @@ static void free_function(struct engine_function *f)
 	free(f);
 }
 
+void engine_set_max_queued(struct engine *e, int max_queued)
+{
+	pthread_mutex_lock(&e->lock);
+	e->max_queued = max_queued > 0 ? max_queued : ENGINE_DEFAULT_MAX_QUEUED;
+	pthread_mutex_unlock(&e->lock);
+}
+
 int engine_add_function(struct engine *e, const struct engine_function *fn, sbx_error_t *err)
 {
 	if (fn->id == NULL || *fn->id == '\0' || strlen(fn->id) > ENGINE_MAX_ID_LEN || fn->handler == NULL)
@@ -174,6 +185,7 @@ int engine_add_function(struct engine *e, const struct engine_function *fn, sbx_
 	f->response_format = json_incref(fn->response_format);
 	f->handler = fn->handler;
 	f->userdata = fn->userdata;
+	f->quick = fn->quick;
 	if (f->id == NULL || (fn->description != NULL && f->description == NULL)) {
 		free_function(f);
 		return sbx_error_errno(err, ENOMEM, "function");
@@ -339,6 +351,7 @@ void engine_free(struct engine *e)
 	while (e->running > 0)
 		pthread_cond_wait(&e->cond, &e->lock);
 	pthread_mutex_unlock(&e->lock);
+	engine_dispatch_drop_queued(e);
 
 	for (size_t i = 0; i < e->nfns; i++)
 		free_function(e->fns[i]);

@@ -36,6 +36,9 @@ struct engine_function {
 	json_t *response_format; /* JSON Schema; borrowed, the engine keeps a reference */
 	engine_handler_fn handler;
 	void *userdata;
+	/* A short call (a listing, a stop): it runs in a pool of its own, so
+	 * that long calls filling theirs never hold it up. */
+	bool quick;
 };
 
 struct engine_options {
@@ -43,7 +46,14 @@ struct engine_options {
 	const char *worker_name;   /* reported in engine::workers::register */
 	const char *worker_version;
 	const char *description;
-	int max_concurrent_invocations; /* 0 = default (256) */
+	int max_concurrent_invocations; /* handler threads, 0 = default (256) */
+	/* Invocations past the running limit wait in FIFO order; only when
+	 * this many wait is one refused.  0 = default (1024). */
+	int max_queued_invocations;
+	/* The error body of a call refused because the queue is full, given
+	 * the message naming the limits (a new reference); NULL = {code
+	 * "too_many_invocations", message}. */
+	json_t *(*busy_error)(const char *message);
 };
 
 /* Resolves the engine URL: III_URL, then III_ENGINE_URL, then
@@ -51,6 +61,9 @@ struct engine_options {
 const char *engine_default_url(void);
 
 struct engine *engine_new(const struct engine_options *opts, sbx_error_t *err);
+/* Sets max_queued_invocations once the configuration says how many calls
+ * may wait (0 = the default). */
+void engine_set_max_queued(struct engine *e, int max_queued);
 /* Registers a function now if connected, and again after every reconnect. */
 int engine_add_function(struct engine *e, const struct engine_function *fn, sbx_error_t *err);
 /* Starts the connection thread; it connects, reconnects with jittered

@@ -1,6 +1,9 @@
-/* Incoming invokefunction: each call runs its handler on its own thread,
- * bounded by max_concurrent_invocations, and gets exactly one
- * invocationresult when it carries an invocation_id. */
+/* Incoming invokefunction: each call runs its handler on a thread of its
+ * function's pool (max_concurrent_invocations threads, or the small pool
+ * of quick functions), and gets exactly one invocationresult when it
+ * carries an invocation_id.  Past a pool's threads, calls wait in FIFO
+ * order and a finishing thread takes the next one; only a full queue
+ * (max_queued_invocations) refuses a call.  The reader never blocks. */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -12,6 +15,7 @@
 #define TRACE_FIELD_MAX 4096 /* traceparent is 55 bytes; baggage is small */
 
 struct job {
+	struct job *next; /* in its pool's queue */
 	struct engine *e;
 	const struct engine_function *fn;
 	bool has_id;
@@ -84,9 +88,8 @@ static void send_result(struct engine *e, const struct job *j, bool ok, json_t *
 	json_decref(msg);
 }
 
-static void *invocation_thread(void *arg)
+static void run_job(struct job *j)
 {
-	struct job *j = arg;
 	struct engine *e = j->e;
 	struct engine_invocation inv = {
 		.invocation_id = j->has_id ? j->invocation_id : NULL,
@@ -102,12 +105,51 @@ static void *invocation_thread(void *arg)
 	else
 		json_decref(out);
 	job_free(j);
+}
 
-	pthread_mutex_lock(&e->lock);
-	e->running--;
-	pthread_cond_broadcast(&e->cond);
-	pthread_mutex_unlock(&e->lock);
+/* The next waiting job of the pool, or NULL; e->lock held.  A stopping
+ * engine runs no more handlers. */
+static struct job *next_job(struct engine *e, struct invocation_pool *pool)
+{
+	struct job *j = pool->head;
+	if (j == NULL)
+		return NULL;
+	pool->head = j->next;
+	if (pool->head == NULL)
+		pool->tail = NULL;
+	e->queued--;
+	return j;
+}
+
+static void *invocation_thread(void *arg)
+{
+	struct job *j = arg;
+	struct engine *e = j->e;
+	struct invocation_pool *pool = &e->pools[j->fn->quick];
+	while (j != NULL) {
+		if (engine_stopping(e))
+			job_free(j);
+		else
+			run_job(j);
+		pthread_mutex_lock(&e->lock);
+		j = next_job(e, pool);
+		if (j == NULL) {
+			pool->busy--;
+			e->running--;
+			pthread_cond_broadcast(&e->cond);
+		}
+		pthread_mutex_unlock(&e->lock);
+	}
 	return NULL;
+}
+
+void engine_dispatch_drop_queued(struct engine *e)
+{
+	for (size_t i = 0; i < sizeof(e->pools) / sizeof(e->pools[0]); i++) {
+		struct job *j;
+		while ((j = next_job(e, &e->pools[i])) != NULL)
+			job_free(j);
+	}
 }
 
 static void reply_error(struct engine *e, const struct job *j, const char *code, const char *message)
@@ -177,9 +219,23 @@ void engine_dispatch_invocation(struct engine *e, json_t *msg)
 	for (size_t i = 0; fid != NULL && i < e->nfns && j->fn == NULL; i++)
 		if (strcmp(e->fns[i]->id, fid) == 0)
 			j->fn = e->fns[i];
-	bool over = j->fn != NULL && e->running >= e->max_invocations;
-	if (j->fn != NULL && !over)
+	enum { RUN, QUEUED, FULL } fate = RUN;
+	struct invocation_pool *pool = j->fn != NULL ? &e->pools[j->fn->quick] : NULL;
+	if (pool != NULL && pool->busy >= pool->max) {
+		fate = e->queued >= e->max_queued ? FULL : QUEUED;
+		if (fate == QUEUED) {
+			if (pool->tail != NULL)
+				pool->tail->next = j;
+			else
+				pool->head = j;
+			pool->tail = j;
+			e->queued++;
+		}
+	} else if (pool != NULL) {
+		pool->busy++;
 		e->running++;
+	}
+	int queued = e->queued;
 	pthread_mutex_unlock(&e->lock);
 
 	if (j->fn == NULL) {
@@ -189,10 +245,19 @@ void engine_dispatch_invocation(struct engine *e, json_t *msg)
 		job_free(j);
 		return;
 	}
-	if (over) {
-		/* Never block the reader: refuse rather than queue. */
-		sbx_warn("engine: %d invocations running; %s refused", e->max_invocations, fid);
-		reply_error(e, j, "too_many_invocations", "the worker is at its concurrent invocation limit");
+	if (fate == QUEUED)
+		return;
+	if (fate == FULL) {
+		char text[256];
+		snprintf(text, sizeof(text),
+			 "the worker is at its invocation limit: %d running and %d waiting (max_concurrent_invocations "
+			 "%d, max_queued_invocations %d)",
+			 pool->max, queued, pool->max, e->max_queued);
+		sbx_warn("engine: %s refused: %s", fid, text);
+		if (e->busy_error != NULL && j->has_id)
+			send_result(e, j, false, e->busy_error(text));
+		else
+			reply_error(e, j, "too_many_invocations", text);
 		job_free(j);
 		return;
 	}
@@ -208,6 +273,7 @@ void engine_dispatch_invocation(struct engine *e, json_t *msg)
 		reply_error(e, j, "invocation_failed", "the worker could not start the handler");
 		job_free(j);
 		pthread_mutex_lock(&e->lock);
+		pool->busy--;
 		e->running--;
 		pthread_cond_broadcast(&e->cond);
 		pthread_mutex_unlock(&e->lock);

@@ -17,7 +17,18 @@
 #define ENGINE_BACKOFF_MAX_MS 30000
 #define ENGINE_MAX_MESSAGE (16u * 1024 * 1024)
 #define ENGINE_DEFAULT_MAX_INVOCATIONS 256
+#define ENGINE_DEFAULT_MAX_QUEUED 1024
+#define ENGINE_QUICK_THREADS 32 /* the pool of quick functions */
 #define ENGINE_MAX_ID_LEN 256 /* worker ids, tokens and function ids we accept */
+
+struct job;
+
+/* Invocations of one pool: those running, and those waiting for a thread
+ * of the pool in arrival order. */
+struct invocation_pool {
+	int busy, max;
+	struct job *head, *tail;
+};
 
 /* One outbound call waiting for its invocationresult. */
 struct pending_call {
@@ -49,7 +60,10 @@ struct engine {
 	char worker_id[ENGINE_MAX_ID_LEN + 1];
 	char reattach_token[ENGINE_MAX_ID_LEN + 1];
 	struct pending_call *pending;
-	int running; /* invocation threads */
+	int running; /* invocation and background threads, for engine_free() */
+	struct invocation_pool pools[2]; /* [0] every function, [1] quick ones */
+	int queued, max_queued;         /* waiting in both pools */
+	json_t *(*busy_error)(const char *message);
 	pthread_t thread;
 };
 
@@ -75,6 +89,8 @@ void engine_dispatch_invocation(struct engine *e, json_t *msg);
 /* Answers an invokefunction with an error without running any handler (a
  * frame that could not be decoded in full); nothing when it has no id. */
 void engine_dispatch_refuse(struct engine *e, json_t *msg, const char *code, const char *message);
+/* Frees invocations still waiting (engine_free(), once no thread runs). */
+void engine_dispatch_drop_queued(struct engine *e);
 
 /* engine_pending.c (the table is under e->lock) */
 void engine_pending_complete(struct engine *e, json_t *msg);

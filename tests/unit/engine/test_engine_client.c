@@ -77,7 +77,9 @@ static const char *str(json_t *o, const char *k)
 static const struct {
 	const char *id;
 	engine_handler_fn fn;
-} fns[] = { { "test::echo", h_echo }, { "test::fail", h_fail }, { "test::slow", h_slow }, { "test::call", h_call } };
+	bool quick;
+} fns[] = { { "test::echo", h_echo, false }, { "test::fail", h_fail, false }, { "test::slow", h_slow, false },
+	    { "test::call", h_call, false }, { "test::quick", h_echo, true } };
 
 static struct engine *new_engine(struct test_server *s, int max)
 {
@@ -90,7 +92,7 @@ static struct engine *new_engine(struct test_server *s, int max)
 	json_t *schema = json_pack("{s:s}", "type", "object");
 	for (size_t i = 0; i < sizeof(fns) / sizeof(fns[0]); i++) {
 		struct engine_function f = { .id = fns[i].id, .description = "d", .request_format = schema,
-					     .response_format = schema, .handler = fns[i].fn };
+					     .response_format = schema, .handler = fns[i].fn, .quick = fns[i].quick };
 		engine_add_function(e, &f, &err);
 	}
 	json_decref(schema);
@@ -281,23 +283,82 @@ TEST(slow_handler_does_not_delay_another)
 	down(&s, e);
 }
 
-TEST(over_the_bound_is_refused_not_queued)
+static json_t *busy_body(const char *message)
+{
+	return json_pack("{s:s, s:s}", "code", "S400-test", "message", message);
+}
+
+/* Past the running limit calls wait and run in arrival order; a full
+ * queue refuses, naming the limits; quick functions have their own pool. */
+TEST(over_the_bound_calls_wait_in_order_until_the_queue_is_full)
 {
 	struct test_server s;
 	struct engine *e = up(&s, 1);
 	CHECK(e != NULL);
+	engine_set_max_queued(e, 2);
 	invoke(&s, "11111111-bbbb-4111-8111-111111111111", "test::slow", json_null());
 	usleep(100 * 1000);
-	invoke(&s, "22222222-bbbb-4111-8111-111111111111", "test::echo", json_null());
+	invoke(&s, "22222222-bbbb-4111-8111-111111111111", "test::echo", json_pack("{s:i}", "n", 2));
+	invoke(&s, "33333333-bbbb-4111-8111-111111111111", "test::echo", json_pack("{s:i}", "n", 3));
+	invoke(&s, "44444444-bbbb-4111-8111-111111111111", "test::echo", json_null());
 	json_t *m = ts_recv(&s, WAIT_MS);
 	CHECK(m != NULL);
-	CHECK_STR(str(m, "invocation_id"), "22222222-bbbb-4111-8111-111111111111");
+	CHECK_STR(str(m, "invocation_id"), "44444444-bbbb-4111-8111-111111111111");
 	CHECK_STR(str(json_object_get(m, "error"), "code"), "too_many_invocations");
+	CHECK_STR(str(json_object_get(m, "error"), "message"),
+		  "the worker is at its invocation limit: 1 running and 2 waiting (max_concurrent_invocations 1, "
+		  "max_queued_invocations 2)");
 	json_decref(m);
-	set_slow(1);
+	/* The long pool is full; a quick call still answers at once. */
+	invoke(&s, "55555555-bbbb-4111-8111-111111111111", "test::quick", json_pack("{s:i}", "n", 5));
 	m = ts_recv(&s, WAIT_MS);
 	CHECK(m != NULL);
-	CHECK_STR(str(m, "invocation_id"), "11111111-bbbb-4111-8111-111111111111");
+	CHECK_STR(str(m, "invocation_id"), "55555555-bbbb-4111-8111-111111111111");
+	CHECK(json_object_get(m, "result") != NULL);
+	json_decref(m);
+	set_slow(1);
+	const char *order[] = { "11111111-bbbb-4111-8111-111111111111", "22222222-bbbb-4111-8111-111111111111",
+				"33333333-bbbb-4111-8111-111111111111" };
+	for (int i = 0; i < 3; i++) {
+		m = ts_recv(&s, WAIT_MS);
+		CHECK(m != NULL);
+		CHECK_STR(str(m, "invocation_id"), order[i]);
+		CHECK(json_object_get(m, "result") != NULL);
+		json_decref(m);
+	}
+	down(&s, e);
+}
+
+/* With busy_error set, the refusal carries the caller's error body. */
+TEST(a_full_queue_answers_with_the_configured_error)
+{
+	struct test_server s;
+	CHECK_INT(ts_start(&s), 0);
+	struct engine_options o = { .url = s.url, .worker_name = "unit", .max_concurrent_invocations = 1,
+				    .max_queued_invocations = 1, .busy_error = busy_body };
+	sbx_error_t err = NULL;
+	struct engine *e = engine_new(&o, &err);
+	CHECK(e != NULL);
+	struct engine_function f = { .id = "test::slow", .handler = h_slow };
+	CHECK_INT(engine_add_function(e, &f, &err), 0);
+	CHECK_INT(engine_start(e, &err), 0);
+	CHECK_INT(ts_accept(&s, WAIT_MS), 0);
+	ts_send_json(&s, json_pack("{s:s, s:s, s:s}", "type", "workerregistered", "worker_id",
+				   "11111111-1111-4111-8111-111111111111", "reattach_token", "t"));
+	for (int i = 0; i < 2; i++)
+		json_decref(ts_recv(&s, WAIT_MS));
+	CHECK_INT(engine_wait_connected(e, WAIT_MS, &err), 0);
+	for (int i = 1; i <= 3; i++) {
+		char id[SBX_UUID_STRLEN + 1];
+		snprintf(id, sizeof(id), "%08d-bbbb-4111-8111-111111111111", i);
+		invoke(&s, id, "test::slow", json_null());
+		usleep(50 * 1000);
+	}
+	json_t *m = ts_recv(&s, WAIT_MS);
+	CHECK(m != NULL);
+	CHECK_STR(str(m, "invocation_id"), "00000003-bbbb-4111-8111-111111111111");
+	CHECK_STR(str(json_object_get(m, "error"), "code"), "S400-test");
+	CHECK(strstr(str(json_object_get(m, "error"), "message"), "max_queued_invocations 1") != NULL);
 	json_decref(m);
 	down(&s, e);
 }
