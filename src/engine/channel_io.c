@@ -5,7 +5,7 @@
 
 #include "common/cleanup.h"
 #include "engine/channel.h"
-#include "engine/clock.h"
+#include "common/clock.h"
 #include "engine/engine_internal.h"
 #include "engine/transport.h"
 #include "engine/ws_url.h"

@@ -13,7 +13,7 @@
 
 #include "common/cleanup.h"
 #include "common/log.h"
-#include "engine/clock.h"
+#include "common/clock.h"
 #include "engine/engine_internal.h"
 #include "engine/transport.h"
 

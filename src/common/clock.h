@@ -1,6 +1,6 @@
 /* Monotonic milliseconds, for deadlines that survive wall-clock jumps. */
-#ifndef SBX_ENGINE_CLOCK_H
-#define SBX_ENGINE_CLOCK_H
+#ifndef SBX_COMMON_CLOCK_H
+#define SBX_COMMON_CLOCK_H
 
 #include <stdint.h>
 #include <time.h>
