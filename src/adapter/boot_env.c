@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include "common/cleanup.h"
+#include "common/scodes.h"
 #include "proto/proto.h"
 
 void boot_env_free(char **env)
@@ -42,7 +43,7 @@ static int env_put(struct env_list *l, const char *kv, sbx_error_t *err)
 		return 0;
 	size_t klen = (size_t)(eq - kv) + 1;
 	if (strlen(kv) > BOOT_ENV_MAX_ENTRY)
-		return sbx_error_scode(err, "S001", "env entry %.*s is longer than %u bytes", (int)(klen - 1), kv,
+		return sbx_error_scode(err, SBX_S_INVALID_REQUEST, "env entry %.*s is longer than %u bytes", (int)(klen - 1), kv,
 				       BOOT_ENV_MAX_ENTRY);
 	char *copy = strdup(kv);
 	if (copy == NULL)
@@ -56,7 +57,7 @@ static int env_put(struct env_list *l, const char *kv, sbx_error_t *err)
 	}
 	if (l->n >= BOOT_ENV_MAX_ENTRIES) {
 		free(copy);
-		return sbx_error_scode(err, "S001", "more than %u environment entries", BOOT_ENV_MAX_ENTRIES);
+		return sbx_error_scode(err, SBX_S_INVALID_REQUEST, "more than %u environment entries", BOOT_ENV_MAX_ENTRIES);
 	}
 	char **v = realloc(l->v, (l->n + 2) * sizeof(*v));
 	if (v == NULL) {

@@ -1,5 +1,7 @@
 #include "adapter/catalog.h"
 
+#include "common/scodes.h"
+
 #include <string.h>
 
 static int append(json_t *images, const char *name, const char *ref, const char *kind)
@@ -33,7 +35,7 @@ const char *sbx_catalog_resolve(const struct sbx_config *cfg, const char *image,
 {
 	const char *ref = sbx_image_catalog_ref(&cfg->images, image);
 	if (ref == NULL || !sbx_config_allows(cfg, image)) {
-		sbx_error_scode(err, "S100",
+		sbx_error_scode(err, SBX_S_IMAGE_UNKNOWN,
 				"image '%s' not in catalog; valid presets are 'python' and 'node', or add a custom image "
 				"via worker config (see S100 docs)",
 				image);

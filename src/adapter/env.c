@@ -9,6 +9,7 @@
 #include "adapter/request.h"
 #include "adapter/scode.h"
 #include "common/cleanup.h"
+#include "common/scodes.h"
 
 static bool all_strings(json_t *v)
 {
@@ -128,7 +129,7 @@ json_t *env_resolve(json_t *env, sbx_error_t *err)
 		cleanup_free char *list = sbx_quote_list(bad);
 		json_decref(bad);
 		json_decref(out);
-		return sbx_error_scode(err, "S001",
+		return sbx_error_scode(err, SBX_S_INVALID_REQUEST,
 				       "env contains invalid variable name(s): %s. Names must match "
 				       "`[A-Za-z_][A-Za-z0-9_]*`.",
 				       list != NULL ? list : "[...]"), NULL;

@@ -8,6 +8,7 @@
 #include "adapter/quote.h"
 #include "adapter/shlex.h"
 #include "common/cleanup.h"
+#include "common/scodes.h"
 
 #define EMPTY_MSG "cmd is required and must be non-empty (or pass `argv` with at least one element)"
 
@@ -36,7 +37,7 @@ static json_t *check_program(json_t *argv, sbx_error_t *err)
 	const char *prog = json_string_value(json_array_get(argv, 0));
 	if (prog == NULL || prog[0] == '\0') {
 		json_decref(argv);
-		return sbx_error_scode(err, "S001", EMPTY_MSG), NULL;
+		return sbx_error_scode(err, SBX_S_INVALID_REQUEST, EMPTY_MSG), NULL;
 	}
 	return argv;
 }
@@ -51,7 +52,7 @@ json_t *exec_shape_resolve(const char *cmd, json_t *args, json_t *argv, sbx_erro
 			cleanup_free char *qv = sbx_quote_list(argv);
 			cleanup_free char *qc = sbx_quote(cmd);
 			cleanup_free char *qa = args != NULL ? sbx_quote_list(args) : NULL;
-			return sbx_error_scode(err, "S001",
+			return sbx_error_scode(err, SBX_S_INVALID_REQUEST,
 					       "`argv` cannot be combined with `cmd` or `args`. Pick one shape. Got "
 					       "argv=%s, cmd=%s, args=%s",
 					       qv ? qv : "[...]", qc ? qc : "\"...\"", qa ? qa : "[]"), NULL;
@@ -65,7 +66,7 @@ json_t *exec_shape_resolve(const char *cmd, json_t *args, json_t *argv, sbx_erro
 		cleanup_free char *qc = sbx_quote(cmd);
 		if (nargs > 0) {
 			cleanup_free char *qa = sbx_quote_list(args);
-			return sbx_error_scode(err, "S001",
+			return sbx_error_scode(err, SBX_S_INVALID_REQUEST,
 					       "cmd contains whitespace (shell-line shape) AND `args` is set; that is "
 					       "ambiguous. Either remove whitespace from cmd and pass arguments via `args`, "
 					       "or leave `args` empty so cmd is shlex-split. Got cmd=%s, args=%s",
@@ -78,14 +79,14 @@ json_t *exec_shape_resolve(const char *cmd, json_t *args, json_t *argv, sbx_erro
 			sbx_error_free(&serr);
 			if (errnum == ENOMEM)
 				return sbx_error_errno(err, ENOMEM, "exec command"), NULL;
-			return sbx_error_scode(err, "S001",
+			return sbx_error_scode(err, SBX_S_INVALID_REQUEST,
 					       "cmd has unbalanced quotes and cannot be shlex-split: %s. Use `argv: "
 					       "[...]` for argv arrays with embedded quotes.",
 					       qc ? qc : "\"...\""), NULL;
 		}
 		if (json_array_size(words) == 0) {
 			json_decref(words);
-			return sbx_error_scode(err, "S001", "cmd is empty after shlex split: %s", qc ? qc : "\"\""),
+			return sbx_error_scode(err, SBX_S_INVALID_REQUEST, "cmd is empty after shlex split: %s", qc ? qc : "\"\""),
 			       NULL;
 		}
 		return check_program(words, err);

@@ -3,6 +3,7 @@
 #include <errno.h>
 #include <string.h>
 
+#include "common/scodes.h"
 #include "proto/proto.h"
 
 #define S219_MESSAGE                                                                                             \
@@ -14,31 +15,31 @@ static const char *code_of(int errnum, uint8_t op)
 {
 	switch (errnum) {
 	case PROTO_FS_EINVALID:
-		return "S210";
+		return SBX_S_FS;
 	case ENOENT:
-		return "S211";
+		return SBX_S_FS_NOT_FOUND;
 	case PROTO_FS_EWRONGTYPE:
 	case ENOTDIR:
-		return "S212";
+		return SBX_S_FS_WRONG_TYPE;
 	case EISDIR:
-		return op == PROTO_FS_READ ? "S212" : "S216";
+		return op == PROTO_FS_READ ? SBX_S_FS_WRONG_TYPE : SBX_S_FS_IO;
 	case EEXIST:
-		return "S213";
+		return SBX_S_FS_EXISTS;
 	case ENOTEMPTY:
 		/* mv onto a non-empty directory is an I/O error in the contract. */
-		return op == PROTO_FS_MV ? "S216" : "S214";
+		return op == PROTO_FS_MV ? SBX_S_FS_IO : SBX_S_FS_NOT_EMPTY;
 	case EACCES:
 	case EPERM:
-		return "S215";
+		return SBX_S_FS_PERMISSION;
 	case EROFS:
 		/* A read-only mount is not "permission denied": the
 		 * predecessor's guest maps only PermissionDenied to S215, the
 		 * rest to S216 "other I/O error". */
-		return "S216";
+		return SBX_S_FS_IO;
 	case PROTO_FS_EREGEX:
-		return "S217";
+		return SBX_S_FS_BAD_REGEX;
 	default:
-		return errnum > 0 && errnum < PROTO_FS_EINVALID ? "S216" : NULL;
+		return errnum > 0 && errnum < PROTO_FS_EINVALID ? SBX_S_FS_IO : NULL;
 	}
 }
 
@@ -47,16 +48,16 @@ void fs_error_classify(sbx_error_t *err, uint8_t op)
 	if (*err == NULL)
 		return;
 	const char *preset = (*err)->scode;
-	if (strcmp(preset, "S219") == 0) {
-		sbx_error_scode(err, "S219", S219_MESSAGE);
-	} else if (strcmp(preset, "S216") == 0) {
+	if (strcmp(preset, SBX_S_FS_UNSUPPORTED) == 0) {
+		sbx_error_scode(err, SBX_S_FS_UNSUPPORTED, S219_MESSAGE);
+	} else if (strcmp(preset, SBX_S_FS_IO) == 0) {
 		/* Set by the VM layer: the guest never answered. */
 		sbx_error_prefix(err, "shell client error");
 	} else if (preset[0] == '\0') {
 		const char *code = code_of((*err)->errnum, op);
 		if (code == NULL) {
 			sbx_error_prefix(err, "fs error %d", (*err)->errnum);
-			code = "S216";
+			code = SBX_S_FS_IO;
 		}
 		sbx_error_default_scode(err, code);
 	}

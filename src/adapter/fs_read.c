@@ -10,6 +10,7 @@
 #include "adapter/fs_vm.h"
 #include "adapter/vm_backend.h"
 #include "common/log.h"
+#include "common/scodes.h"
 #include "engine/channel.h"
 #include "vm/vm.h"
 
@@ -46,7 +47,7 @@ static int pump_stream(struct pump *p, struct channel_writer *w, sbx_error_t *er
 		return sbx_error_errno(err, ENOMEM, "read buffer");
 	int rc = 0;
 	while (!p->at_end) {
-		ssize_t n = sbx_vm_fs_read(p->op, buf, CHANNEL_FRAME_MAX, sbx_vm_now_ms() + FS_CHUNK_TIMEOUT_MS, err);
+		ssize_t n = sbx_vm_fs_read(p->op, buf, CHANNEL_FRAME_MAX, sbx_now_ms() + FS_CHUNK_TIMEOUT_MS, err);
 		if (n < 0) {
 			sbx_error_prefix(err, "read from supervisor failed");
 			sbx_error_t ferr = NULL;
@@ -96,7 +97,7 @@ static int read_prefix(struct pump *p, uint64_t size, sbx_error_t *err)
 		return sbx_error_errno(err, ENOMEM, "read buffer");
 	while (p->prefix_len < BODY_MAX) {
 		ssize_t n = sbx_vm_fs_read(p->op, p->prefix + p->prefix_len, BODY_MAX - p->prefix_len,
-					   sbx_vm_now_ms() + FS_CHUNK_TIMEOUT_MS, err);
+					   sbx_now_ms() + FS_CHUNK_TIMEOUT_MS, err);
 		if (n < 0)
 			return -1;
 		if (n == 0) {
@@ -132,12 +133,12 @@ json_t *fs_vm_read(void *ctx, void *vm, const char *path, void (*done)(void *ud)
 	struct proto_fs_meta meta;
 	struct channel_ref reader = { 0 };
 	json_t *j = NULL;
-	p->op = sbx_vm_fs_read_open(vm_backend_vm(vm), path, &meta, sbx_vm_now_ms() + FS_CHUNK_TIMEOUT_MS, err);
+	p->op = sbx_vm_fs_read_open(vm_backend_vm(vm), path, &meta, sbx_now_ms() + FS_CHUNK_TIMEOUT_MS, err);
 	if (p->op == NULL || read_prefix(p, meta.size, err) < 0)
 		goto fail;
 	if (channel_create(p->e, NULL, CHANNEL_DEFAULT_BUFFER, &p->writer, &reader, err) < 0) {
 		sbx_error_prefix(err, "create_channel");
-		sbx_error_default_scode(err, "S216");
+		sbx_error_default_scode(err, SBX_S_FS_IO);
 		goto fail;
 	}
 	j = reply(p, &meta, &reader);

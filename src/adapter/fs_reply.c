@@ -6,6 +6,7 @@
 
 #include "adapter/exec_output.h"
 #include "common/cleanup.h"
+#include "common/scodes.h"
 
 void fs_mode_string(uint32_t mode, char out[5])
 {
@@ -80,7 +81,7 @@ int fs_reply_add(struct fs_reply *r, const struct proto_msg *batch, sbx_error_t 
 	if (r->list == NULL)
 		return sbx_error_errno(err, ENOMEM, "fs reply");
 	if (batch->type != batch_type_of(r->op))
-		return sbx_error_scode(err, "S216", "shell client error: the guest answered %s to %s",
+		return sbx_error_scode(err, SBX_S_FS_IO, "shell client error: the guest answered %s to %s",
 				       proto_type_name(batch->type), proto_type_name(r->op));
 	const struct proto_fs_batch *b = &batch->u.fs_batch;
 	for (uint32_t i = 0; i < b->n; i++) {
@@ -91,7 +92,7 @@ int fs_reply_add(struct fs_reply *r, const struct proto_msg *batch, sbx_error_t 
 			return sbx_error_errno(err, ENOMEM, "fs reply");
 	}
 	if (r->op == PROTO_FS_STAT && json_array_size(r->list) > 1)
-		return sbx_error_scode(err, "S216", "shell client error: the guest answered stat with several entries");
+		return sbx_error_scode(err, SBX_S_FS_IO, "shell client error: the guest answered stat with several entries");
 	return 0;
 }
 
@@ -105,7 +106,7 @@ json_t *fs_reply_finish(struct fs_reply *r, const struct proto_fs_done *done, sb
 	case PROTO_FS_STAT:
 		if (json_array_size(r->list) != 1) {
 			fs_reply_free(r);
-			return sbx_error_scode(err, "S216", "shell client error: the guest answered stat without an entry"),
+			return sbx_error_scode(err, SBX_S_FS_IO, "shell client error: the guest answered stat without an entry"),
 			       NULL;
 		}
 		j = json_incref(json_array_get(r->list, 0));

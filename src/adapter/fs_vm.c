@@ -6,6 +6,7 @@
 
 #include "adapter/fs_reply.h"
 #include "adapter/vm_backend.h"
+#include "common/scodes.h"
 #include "engine/channel.h"
 #include "vm/vm.h"
 
@@ -14,7 +15,7 @@ static json_t *call(void *ctx, void *vm, const struct proto_msg *req, sbx_error_
 	struct sbx_vm_fs *op = sbx_vm_fs_start(vm_backend_vm(vm), req, err);
 	if (op == NULL)
 		return NULL;
-	int64_t deadline = sbx_vm_now_ms() + FS_OP_TIMEOUT_MS;
+	int64_t deadline = sbx_now_ms() + FS_OP_TIMEOUT_MS;
 	struct fs_reply r;
 	fs_reply_init(&r, req->type);
 	json_t *out = NULL;
@@ -45,7 +46,7 @@ static int write_from_channel(struct engine *e, struct sbx_vm_fs *op, json_t *re
 {
 	struct channel_ref ref;
 	if (channel_ref_parse(ref_json, &ref, err) < 0)
-		return sbx_error_scode(err, "S001", "invalid request: content: %s", sbx_error_msg(*err));
+		return sbx_error_scode(err, SBX_S_INVALID_REQUEST, "invalid request: content: %s", sbx_error_msg(*err));
 	struct channel_reader *rd = channel_reader_open(e, &ref, CHANNEL_IDLE_MS, err);
 	channel_ref_free(&ref);
 	if (rd == NULL)
@@ -58,7 +59,7 @@ static int write_from_channel(struct engine *e, struct sbx_vm_fs *op, json_t *re
 			rc = (int)n;
 			break;
 		}
-		rc = sbx_vm_fs_write(op, data, (size_t)n, sbx_vm_now_ms() + FS_CHUNK_TIMEOUT_MS, err);
+		rc = sbx_vm_fs_write(op, data, (size_t)n, sbx_now_ms() + FS_CHUNK_TIMEOUT_MS, err);
 		if (rc < 0)
 			break;
 		*written += (uint64_t)n;
@@ -75,13 +76,13 @@ static int write(void *ctx, void *vm, const struct sbx_fs_write_req *w, uint64_t
 		return -1;
 	int rc;
 	if (w->data != NULL) {
-		rc = sbx_vm_fs_write(op, w->data, w->len, sbx_vm_now_ms() + FS_CHUNK_TIMEOUT_MS, err);
+		rc = sbx_vm_fs_write(op, w->data, w->len, sbx_now_ms() + FS_CHUNK_TIMEOUT_MS, err);
 		*written = w->len;
 	} else {
 		rc = write_from_channel(ctx, op, w->channel, written, err);
 	}
 	if (rc == 0)
-		rc = sbx_vm_fs_write_end(op, sbx_vm_now_ms() + FS_CHUNK_TIMEOUT_MS, err);
+		rc = sbx_vm_fs_write_end(op, sbx_now_ms() + FS_CHUNK_TIMEOUT_MS, err);
 	/* Freed before the end, the write is cancelled and nothing replaced. */
 	sbx_vm_fs_free(op);
 	return rc;

@@ -15,6 +15,7 @@
 #include "adapter/scode.h"
 #include "common/base64.h"
 #include "common/cleanup.h"
+#include "common/scodes.h"
 
 /* A path the wire can carry; names longer than PATH_MAX fail as the guest
  * would (ENAMETOOLONG), naming the start of the path. */
@@ -22,9 +23,10 @@ static int check_path(const char *path, sbx_error_t *err)
 {
 	size_t n = strlen(path);
 	if (n == 0)
-		return sbx_error_scode(err, "S211", "path not found: (empty path)");
+		return sbx_error_scode(err, SBX_S_FS_NOT_FOUND, "path not found: (empty path)");
 	if (n > PROTO_MAX_PATH)
-		return sbx_error_scode(err, "S216", "path too long (%zu bytes, at most %u): %.64s...", n, PROTO_MAX_PATH,
+		return sbx_error_scode(err, SBX_S_FS_IO,
+				"path too long (%zu bytes, at most %u): %.64s...", n, PROTO_MAX_PATH,
 				       path);
 	return 0;
 }
@@ -53,7 +55,7 @@ static struct sbx_sandbox *hold(struct sbx_adapter *a, const char *id, sbx_error
 static int need_vm(struct sbx_adapter *a, struct sbx_sandbox *sb, sbx_error_t *err)
 {
 	if (a->fs.ops == NULL || sb->vm == NULL)
-		return sbx_error_scode(err, "S300", SBX_NO_VM_DETAIL);
+		return sbx_error_scode(err, SBX_S_VM_BOOT, SBX_NO_VM_DETAIL);
 	return 0;
 }
 
@@ -240,7 +242,8 @@ static char **strv_view(json_t *arr, const char *field, sbx_error_t *err)
 {
 	size_t n = json_array_size(arr);
 	if (n > PROTO_FS_MAX_GLOBS)
-		return sbx_error_scode(err, "S001", "%s holds %zu patterns (at most %u)", field, n, PROTO_FS_MAX_GLOBS),
+		return sbx_error_scode(err, SBX_S_INVALID_REQUEST,
+				"%s holds %zu patterns (at most %u)", field, n, PROTO_FS_MAX_GLOBS),
 		       NULL;
 	char **v = calloc(n + 1, sizeof(*v));
 	if (v == NULL)
@@ -322,11 +325,11 @@ int sbx_op_fs_sed(struct sbx_adapter *a, json_t *req, json_t **out)
 	bool has_files = files != NULL && json_array_size(files) > 0;
 	if (req_sandbox_uuid(id, uuid, &err) == 0) {
 		if (has_files && path != NULL)
-			sbx_error_scode(&err, "S210", "sed: provide exactly one of files or path, not both");
+			sbx_error_scode(&err, SBX_S_FS, "sed: provide exactly one of files or path, not both");
 		else if (!has_files && path == NULL)
-			sbx_error_scode(&err, "S210", "sed: must provide exactly one of files or path");
+			sbx_error_scode(&err, SBX_S_FS, "sed: must provide exactly one of files or path");
 		else if (has_files && json_array_size(files) > PROTO_MAX_STRV)
-			sbx_error_scode(&err, "S210", "sed: at most %u files", PROTO_MAX_STRV);
+			sbx_error_scode(&err, SBX_S_FS, "sed: at most %u files", PROTO_MAX_STRV);
 	}
 	struct sbx_sandbox *sb = err == NULL ? hold(a, uuid, &err) : NULL;
 	if (sb != NULL && path != NULL)
@@ -386,11 +389,13 @@ int sbx_op_fs_write(struct sbx_adapter *a, json_t *req, json_t **out)
 		return sbx_op_fail(&err, out);
 	/* The body's shape is checked before the sandbox id (contract §7.17). */
 	if (content != NULL && b64 != NULL) {
-		sbx_error_scode(&err, "S001", "set either `content` (string or StreamChannelRef) or `content_b64`, not both");
+		sbx_error_scode(&err, SBX_S_INVALID_REQUEST,
+				"set either `content` (string or StreamChannelRef) or `content_b64`, not both");
 		return sbx_op_fail(&err, out);
 	}
 	if (content == NULL && b64 == NULL) {
-		sbx_error_scode(&err, "S001", "missing file body: set `content` (string or StreamChannelRef) or `content_b64`");
+		sbx_error_scode(&err, SBX_S_INVALID_REQUEST,
+				"missing file body: set `content` (string or StreamChannelRef) or `content_b64`");
 		return sbx_op_fail(&err, out);
 	}
 	struct sbx_fs_write_req w = { .path = path, .parents = parents };
@@ -399,7 +404,8 @@ int sbx_op_fs_write(struct sbx_adapter *a, json_t *req, json_t **out)
 		sbx_error_t berr = NULL;
 		bytes = sbx_base64_decode(b64, strlen(b64), &w.len, &berr);
 		if (bytes == NULL) {
-			sbx_error_scode(&err, "S001", "content_b64 is not valid base64: %s", sbx_error_msg(berr));
+			sbx_error_scode(&err, SBX_S_INVALID_REQUEST,
+					"content_b64 is not valid base64: %s", sbx_error_msg(berr));
 			sbx_error_free(&berr);
 			return sbx_op_fail(&err, out);
 		}

@@ -3,6 +3,7 @@
 #include "adapter/handlers.h"
 #include "adapter/request.h"
 #include "adapter/worker_auth.h"
+#include "common/scodes.h"
 
 /* Compose's worker VMs need virtiofs shares and persistent data disks that
  * this build does not provide yet: say so rather than pretend. */
@@ -14,7 +15,7 @@ static int worker_op(struct sbx_adapter *a, json_t *req, json_t **out)
 	const char *worker;
 	if (worker_auth_check(a->worker_token, req, &err) == 0 && req_object(req, &err) == 0 &&
 	    req_string(req, "worker", true, &worker, &err) == 0)
-		sbx_error_scode(&err, "S300", NO_WORKER_VMS);
+		sbx_error_scode(&err, SBX_S_VM_BOOT, NO_WORKER_VMS);
 	return sbx_op_fail(&err, out);
 }
 

@@ -1,5 +1,7 @@
 #include "adapter/octal.h"
 
+#include "common/scodes.h"
+
 #include <stdbool.h>
 
 int octal_mode_parse(const char *s, unsigned *mode, sbx_error_t *err)
@@ -17,7 +19,7 @@ int octal_mode_parse(const char *s, unsigned *mode, sbx_error_t *err)
 			v = v << 3 | (unsigned)(*p - '0');
 	}
 	if (!ok)
-		return sbx_error_scode(err, "S210", "invalid octal mode: %s", s);
+		return sbx_error_scode(err, SBX_S_FS, "invalid octal mode: %s", s);
 	*mode = v;
 	return 0;
 }

@@ -16,6 +16,7 @@
 #include "common/base64.h"
 #include "common/cleanup.h"
 #include "common/log.h"
+#include "common/scodes.h"
 #include "vm/leftovers.h"
 
 #define EXIT_USAGE 2
@@ -217,7 +218,7 @@ static int print_error(json_t *out)
 	const char *text = json_string_value(json_object_get(env, "message"));
 	fprintf(stderr, "sandbox-libkrun run: %s%s%s\n", code != NULL ? code : "", code != NULL ? ": " : "",
 		text != NULL ? text : msg != NULL ? msg : "failed");
-	int status = code != NULL && strcmp(code, "S200") == 0 ? EXIT_TIMEOUT : EXIT_FAILED;
+	int status = code != NULL && strcmp(code, SBX_S_EXEC_TIMEOUT) == 0 ? EXIT_TIMEOUT : EXIT_FAILED;
 	json_decref(env);
 	return status;
 }

@@ -6,18 +6,19 @@
 #include "adapter/env.h"
 #include "adapter/sandbox.h"
 #include "common/log.h"
+#include "common/scodes.h"
 
 /* Checks that need no slot: a bad request never consumes capacity. */
 static int check_request(const struct sandbox_create_args *c, uint32_t cpus, uint32_t mem, sbx_error_t *err)
 {
 	if (c->network)
-		return sbx_error_scode(err, "S001",
+		return sbx_error_scode(err, SBX_S_INVALID_REQUEST,
 				       "network: true is not supported by this sandbox-libkrun build (the guest has "
 				       "no network device yet); omit `network` or set it to false");
 	if (cpus == 0)
-		return sbx_error_scode(err, "S001", "cpus must be at least 1");
+		return sbx_error_scode(err, SBX_S_INVALID_REQUEST, "cpus must be at least 1");
 	if (mem == 0)
-		return sbx_error_scode(err, "S001", "memory_mb must be at least 1");
+		return sbx_error_scode(err, SBX_S_INVALID_REQUEST, "memory_mb must be at least 1");
 	return 0;
 }
 
@@ -27,7 +28,7 @@ static int boot_and_register(struct sbx_adapter *a, const struct sandbox_create_
 {
 	const struct sbx_backend *be = &a->backend;
 	if (be->ops == NULL)
-		return sbx_error_scode(err, "S300", SBX_NO_VM_DETAIL);
+		return sbx_error_scode(err, SBX_S_VM_BOOT, SBX_NO_VM_DETAIL);
 	struct sbx_boot_request br = { c->image, ref, cpus, mem, env };
 	void *vm = be->ops->boot(be->ctx, &br, err);
 	if (vm == NULL)
@@ -35,7 +36,7 @@ static int boot_and_register(struct sbx_adapter *a, const struct sandbox_create_
 	uint64_t idle = c->has_idle ? c->idle_timeout_secs : a->cfg->default_idle_timeout_secs;
 	if (sbx_uuid_v4(id) < 0) {
 		be->ops->stop(vm);
-		return sbx_error_scode(err, "S300", "cannot generate a sandbox id");
+		return sbx_error_scode(err, SBX_S_VM_BOOT, "cannot generate a sandbox id");
 	}
 	if (sbx_registry_insert_vm(a->reg, id, c->name, c->image, idle, vm, err) < 0) {
 		be->ops->stop(vm);
@@ -62,11 +63,11 @@ int sandbox_create(struct sbx_adapter *a, const struct sandbox_create_args *c, c
 		goto out;
 	const struct sbx_image_caps *caps = sbx_config_caps(cfg, c->image);
 	if (caps != NULL && cpus > caps->max_cpus) {
-		sbx_error_scode(err, "S400", "cpus=%u exceeds per-image cap %u", cpus, caps->max_cpus);
+		sbx_error_scode(err, SBX_S_LIMIT, "cpus=%u exceeds per-image cap %u", cpus, caps->max_cpus);
 		goto out;
 	}
 	if (caps != NULL && mem > caps->max_memory_mb) {
-		sbx_error_scode(err, "S400", "memory_mb=%u exceeds per-image cap %u", mem, caps->max_memory_mb);
+		sbx_error_scode(err, SBX_S_LIMIT, "memory_mb=%u exceeds per-image cap %u", mem, caps->max_memory_mb);
 		goto out;
 	}
 	if ((env = env_resolve(c->env, err)) == NULL)

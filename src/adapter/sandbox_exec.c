@@ -7,6 +7,7 @@
 #include "adapter/sandbox.h"
 #include "common/base64.h"
 #include "common/cleanup.h"
+#include "common/scodes.h"
 
 struct cancel_ctx {
 	struct sbx_registry *reg;
@@ -74,13 +75,13 @@ static json_t *run_admitted(struct sbx_adapter *a, struct sbx_sandbox *sb, const
 		sbx_error_t berr = NULL;
 		in = sbx_base64_decode(x->stdin_b64, strlen(x->stdin_b64), &in_len, &berr);
 		if (in == NULL) {
-			sbx_error_scode(err, "S001", "stdin base64 decode: %s", sbx_error_msg(berr));
+			sbx_error_scode(err, SBX_S_INVALID_REQUEST, "stdin base64 decode: %s", sbx_error_msg(berr));
 			sbx_error_free(&berr);
 			return NULL;
 		}
 	}
 	if (a->backend.ops == NULL || sb->vm == NULL)
-		return sbx_error_scode(err, "S300", SBX_NO_VM_DETAIL), NULL;
+		return sbx_error_scode(err, SBX_S_VM_BOOT, SBX_NO_VM_DETAIL), NULL;
 	cleanup_free char *cwd = NULL;
 	if (guest_cwd(x->workdir, &cwd, err) < 0)
 		return NULL;
@@ -128,7 +129,7 @@ int sandbox_write_file(struct sbx_adapter *a, const char *id, const char *path, 
 		return -1;
 	int rc;
 	if (a->backend.ops == NULL || sb->vm == NULL)
-		rc = sbx_error_scode(err, "S300", SBX_NO_VM_DETAIL);
+		rc = sbx_error_scode(err, SBX_S_VM_BOOT, SBX_NO_VM_DETAIL);
 	else
 		rc = a->backend.ops->write_file(sb->vm, path, mode, true, data, len, err);
 	sbx_registry_exec_end(a->reg, sb);

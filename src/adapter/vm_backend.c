@@ -9,6 +9,7 @@
 #include "adapter/boot_env.h"
 #include "common/cleanup.h"
 #include "common/log.h"
+#include "common/scodes.h"
 #include "image/image_pull.h"
 #include "vm/vm.h"
 
@@ -49,7 +50,7 @@ static void *boot(void *ctx, const struct sbx_boot_request *req, sbx_error_t *er
 	struct image_runtime rt;
 	if (image_runtime_load(image, &rt, err) < 0) {
 		sbx_error_prefix(err, "image %s", req->image);
-		sbx_error_default_scode(err, "S102");
+		sbx_error_default_scode(err, SBX_S_TRANSIENT);
 		return NULL;
 	}
 	char **env = boot_env_layer(rt.env, req->env, err);
@@ -69,8 +70,8 @@ static void *boot(void *ctx, const struct sbx_boot_request *req, sbx_error_t *er
 		.krunfw_path = b->cfg->krunfw_path,
 	};
 	s->vm = sbx_vm_start(&opt, err);
-	if (s->vm == NULL || sbx_vm_wait_ready(s->vm, sbx_vm_now_ms() + VM_BACKEND_READY_MS, err) < 0) {
-		sbx_error_default_scode(err, "S300");
+	if (s->vm == NULL || sbx_vm_wait_ready(s->vm, sbx_now_ms() + VM_BACKEND_READY_MS, err) < 0) {
+		sbx_error_default_scode(err, SBX_S_VM_BOOT);
 		goto fail;
 	}
 	s->workdir = sbx_steal_ptr(rt.workdir);
@@ -79,7 +80,7 @@ static void *boot(void *ctx, const struct sbx_boot_request *req, sbx_error_t *er
 	return s;
 fail:
 	if (s != NULL && s->vm != NULL)
-		sbx_vm_stop(s->vm, sbx_vm_now_ms() + VM_BACKEND_STOP_MS);
+		sbx_vm_stop(s->vm, sbx_now_ms() + VM_BACKEND_STOP_MS);
 	free(s);
 	boot_env_free(env);
 	image_runtime_free(&rt);
@@ -94,7 +95,7 @@ struct sbx_vm *vm_backend_vm(void *sandbox_vm)
 static void stop(void *vm)
 {
 	struct sandbox_vm *s = vm;
-	sbx_vm_stop(s->vm, sbx_vm_now_ms() + VM_BACKEND_STOP_MS);
+	sbx_vm_stop(s->vm, sbx_now_ms() + VM_BACKEND_STOP_MS);
 	free(s->workdir);
 	free(s);
 }
@@ -133,7 +134,7 @@ static int drain(struct sbx_vm_proc *p, const struct sbx_exec_request *req, int6
 {
 	uint8_t buf[64 * 1024];
 	for (;;) {
-		int64_t now = sbx_vm_now_ms();
+		int64_t now = sbx_now_ms();
 		if (now >= deadline)
 			return 1;
 		if (req->cancelled != NULL && req->cancelled(req->cancel_ud))
@@ -160,15 +161,15 @@ static int drain(struct sbx_vm_proc *p, const struct sbx_exec_request *req, int6
 static int exec_proc(void *vm, const struct sbx_exec_request *req, struct sbx_exec_result *res, sbx_error_t *err)
 {
 	struct sandbox_vm *s = vm;
-	int64_t start = sbx_vm_now_ms();
+	int64_t start = sbx_now_ms();
 	int64_t deadline = start + (req->timeout_ms > INT32_MAX ? INT32_MAX : (int64_t)req->timeout_ms);
 	if (req->timeout_ms == 0)
-		return sbx_error_scode(err, "S200", "exec timed out after 0 ms");
+		return sbx_error_scode(err, SBX_S_EXEC_TIMEOUT, "exec timed out after 0 ms");
 	const char *cwd = req->cwd != NULL ? req->cwd : s->workdir;
 	struct sbx_vm_proc *p = sbx_vm_spawn(s->vm, req->argv, req->env, cwd, req->stdin_data != NULL, err);
 	if (p == NULL) {
 		sbx_error_prefix(err, "shell run");
-		sbx_error_default_scode(err, "S300");
+		sbx_error_default_scode(err, SBX_S_VM_BOOT);
 		return -1;
 	}
 	struct feeder f = { p, req->stdin_data, req->stdin_len, deadline };
@@ -190,17 +191,17 @@ static int exec_proc(void *vm, const struct sbx_exec_request *req, struct sbx_ex
 			sbx_debug("exec: kill: %s", sbx_error_msg(kerr));
 		sbx_error_free(&kerr);
 		if (r == 1)
-			sbx_error_scode(err, "S200", "exec timed out after %llu ms", (unsigned long long)req->timeout_ms);
+			sbx_error_scode(err, SBX_S_EXEC_TIMEOUT, "exec timed out after %llu ms", (unsigned long long)req->timeout_ms);
 		else
-			sbx_error_scode(err, "S004", "the sandbox was stopped while the command ran");
+			sbx_error_scode(err, SBX_S_STOPPED, "the sandbox was stopped while the command ran");
 		goto out;
 	}
-	if (r < 0 || sbx_vm_proc_wait(p, sbx_vm_now_ms() + EXEC_REAP_MS, &res->exit_code, err) < 0) {
+	if (r < 0 || sbx_vm_proc_wait(p, sbx_now_ms() + EXEC_REAP_MS, &res->exit_code, err) < 0) {
 		sbx_error_prefix(err, "shell run");
-		sbx_error_default_scode(err, "S300");
+		sbx_error_default_scode(err, SBX_S_VM_BOOT);
 		goto out;
 	}
-	res->duration_ms = (uint64_t)(sbx_vm_now_ms() - start);
+	res->duration_ms = (uint64_t)(sbx_now_ms() - start);
 	rc = 0;
 out:
 	/* The feeder ends once the process has: kill it on every failure. */
@@ -219,14 +220,14 @@ static int write_file(void *vm, const char *path, uint32_t mode, bool parents, c
 		      sbx_error_t *err)
 {
 	struct sandbox_vm *s = vm;
-	if (sbx_vm_write_file(s->vm, path, mode, parents, data, len, sbx_vm_now_ms() + WRITE_FILE_MS, err) == 0)
+	if (sbx_vm_write_file(s->vm, path, mode, parents, data, len, sbx_now_ms() + WRITE_FILE_MS, err) == 0)
 		return 0;
 	/* The fs S-codes of contract §3 by the guest's errno. */
 	int e = (*err)->errnum;
-	sbx_error_default_scode(err, e == ENOENT || e == ENOTDIR ? "S211"
-				     : e == EISDIR		  ? "S212"
-				     : e == EACCES || e == EPERM ? "S215"
-								  : "S216");
+	sbx_error_default_scode(err, e == ENOENT || e == ENOTDIR ? SBX_S_FS_NOT_FOUND
+				     : e == EISDIR		  ? SBX_S_FS_WRONG_TYPE
+				     : e == EACCES || e == EPERM ? SBX_S_FS_PERMISSION
+								  : SBX_S_FS_IO);
 	return -1;
 }
 

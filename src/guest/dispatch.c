@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "common/cleanup.h"
+#include "common/clock.h"
 #include "common/log.h"
 #include "guest/fs_child.h"
 #include "guest/fs_write.h"
@@ -88,13 +89,6 @@ static void conn_fail(struct server *s, sbx_error_t *e)
 		*e = NULL;
 	}
 	sbx_error_free(e);
-}
-
-static int64_t now_ms(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
 /* Registers, changes or removes (events == 0) a watch in the epoll set.
@@ -234,7 +228,7 @@ static void proc_read_pipe(struct server *s, struct proc *p, struct watch *w)
 	m.u.data = (struct proto_data){ buf, (size_t)n };
 	p->unacked += (uint32_t)n;
 	if (p->exited)
-		p->drain_deadline = now_ms() + DISPATCH_DRAIN_MS;
+		p->drain_deadline = sbx_now_ms() + DISPATCH_DRAIN_MS;
 	push(s, &m);
 }
 
@@ -640,7 +634,7 @@ static void reap(struct server *s)
 				continue;
 			p->exited = 1;
 			p->code = WIFSIGNALED(st) ? 128 + WTERMSIG(st) : WEXITSTATUS(st);
-			p->drain_deadline = now_ms() + DISPATCH_DRAIN_MS;
+			p->drain_deadline = sbx_now_ms() + DISPATCH_DRAIN_MS;
 			proc_try_finish(s, p);
 		}
 	}
@@ -654,7 +648,7 @@ static int output_paused(const struct server *s, const struct proc *p)
 /* Ends drains that went quiet; returns the epoll timeout to the next one. */
 static int check_deadlines(struct server *s)
 {
-	int64_t now = now_ms(), next = -1;
+	int64_t now = sbx_now_ms(), next = -1;
 	for (size_t i = 0; i < s->nprocs; i++) {
 		struct proc *p = s->procs[i];
 		if (p->dead || !p->exited)

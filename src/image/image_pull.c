@@ -11,6 +11,7 @@
 
 #include "common/cleanup.h"
 #include "common/log.h"
+#include "common/scodes.h"
 #include "image/digest.h"
 #include "image/image_index.h"
 #include "image/image_store.h"
@@ -162,12 +163,12 @@ char *sbx_image_ensure(const char *name, const char *ref_str, const struct sbx_i
 		if (*err == NULL)
 			sbx_error_set(err, 0, "reference too long");
 		sbx_error_prefix(err, "auto-install failed for image '%s'", name);
-		sbx_error_default_scode(err, "S102");
+		sbx_error_default_scode(err, SBX_S_TRANSIENT);
 		return NULL;
 	}
 	char *root = sbx_image_root(err);
 	if (root == NULL) {
-		sbx_error_default_scode(err, "S102");
+		sbx_error_default_scode(err, SBX_S_TRANSIENT);
 		return NULL;
 	}
 	struct sbx_index idx;
@@ -194,7 +195,7 @@ char *sbx_image_ensure(const char *name, const char *ref_str, const struct sbx_i
 	}
 	free(root);
 	if (!cfg->auto_install) {
-		sbx_error_scode(err, "S101",
+		sbx_error_scode(err, SBX_S_IMAGE_MISSING,
 				"rootfs missing on disk for image '%s'. Run: sandbox-libkrun image pull %s "
 				"(or, without network: sandbox-libkrun image import <oci-layout-dir|docker-save.tar> --ref %s) "
 				"(see S101 docs)",
@@ -204,7 +205,7 @@ char *sbx_image_ensure(const char *name, const char *ref_str, const struct sbx_i
 	struct sbx_image_info info;
 	if (sbx_image_pull(canonical, cfg, NULL, &info, err) < 0) {
 		sbx_error_prefix(err, "auto-install failed for image '%s'", name);
-		sbx_error_default_scode(err, "S102");
+		sbx_error_default_scode(err, SBX_S_TRANSIENT);
 		return NULL;
 	}
 	return info.path;

@@ -195,6 +195,7 @@
 #include <stdint.h>
 
 #include "common/error.h"
+#include "common/strv.h"
 
 #define PROTO_VERSION 2 /* 2: CONFIG carries `user` */
 #define PROTO_HEADER_SIZE 9u
@@ -313,13 +314,12 @@ int proto_get_u64(struct proto_rbuf *r, uint64_t *v, sbx_error_t *err);
 /* Returns a freshly allocated NUL-terminated copy; rejects embedded NULs. */
 int proto_get_str(struct proto_rbuf *r, char **s, sbx_error_t *err);
 /* Returns a freshly allocated NULL-terminated vector (free with
- * proto_strv_free). */
+ * sbx_strv_free). */
 int proto_get_strv(struct proto_rbuf *r, char ***v, sbx_error_t *err);
 /* Returns a freshly allocated copy of at most `max` raw bytes (NULs
  * allowed); *p is NULL when *n is 0. */
 int proto_get_blob(struct proto_rbuf *r, uint8_t **p, size_t *n, size_t max, sbx_error_t *err);
 /* Fails when bytes are left over. */
 int proto_get_end(struct proto_rbuf *r, sbx_error_t *err);
-void proto_strv_free(char **v);
 
 #endif

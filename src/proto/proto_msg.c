@@ -209,13 +209,13 @@ void proto_msg_free(struct proto_msg *m)
 	switch (m->type) {
 	case PROTO_CONFIG:
 		free(m->u.config.hostname);
-		proto_strv_free(m->u.config.env);
+		sbx_strv_free(m->u.config.env);
 		free(m->u.config.entropy);
 		free(m->u.config.user);
 		break;
 	case PROTO_SPAWN:
-		proto_strv_free(m->u.spawn.argv);
-		proto_strv_free(m->u.spawn.env);
+		sbx_strv_free(m->u.spawn.argv);
+		sbx_strv_free(m->u.spawn.env);
 		free(m->u.spawn.cwd);
 		break;
 	case PROTO_ERROR:

@@ -68,19 +68,11 @@ static int get_i64(struct proto_rbuf *r, int64_t *v, sbx_error_t *err)
 	return 0;
 }
 
-static size_t strv_len(char **v)
-{
-	size_t n = 0;
-	while (v != NULL && v[n] != NULL)
-		n++;
-	return n;
-}
-
 static int get_globs(struct proto_rbuf *r, char ***v, const char *what, sbx_error_t *err)
 {
 	if (proto_get_strv(r, v, err) < 0)
 		return sbx_error_prefix(err, "%s", what);
-	if (strv_len(*v) > PROTO_FS_MAX_GLOBS)
+	if (sbx_strv_len(*v) > PROTO_FS_MAX_GLOBS)
 		return sbx_error_set(err, 0, "%s has more than %u patterns", what, PROTO_FS_MAX_GLOBS);
 	for (size_t i = 0; (*v)[i] != NULL; i++)
 		if (!valid_path((*v)[i]))
@@ -286,16 +278,16 @@ void proto_fs_free(struct proto_msg *m)
 	case PROTO_FS_GREP:
 		free(m->u.fs_grep.path);
 		free(m->u.fs_grep.pattern);
-		proto_strv_free(m->u.fs_grep.include);
-		proto_strv_free(m->u.fs_grep.exclude);
+		sbx_strv_free(m->u.fs_grep.include);
+		sbx_strv_free(m->u.fs_grep.exclude);
 		break;
 	case PROTO_FS_SED:
-		proto_strv_free(m->u.fs_sed.files);
+		sbx_strv_free(m->u.fs_sed.files);
 		free(m->u.fs_sed.path);
 		free(m->u.fs_sed.pattern);
 		free(m->u.fs_sed.replacement);
-		proto_strv_free(m->u.fs_sed.include);
-		proto_strv_free(m->u.fs_sed.exclude);
+		sbx_strv_free(m->u.fs_sed.include);
+		sbx_strv_free(m->u.fs_sed.exclude);
 		break;
 	case PROTO_FS_ENTRIES:
 		for (uint32_t i = 0; m->u.fs_batch.v.entries != NULL && i < m->u.fs_batch.n; i++)
@@ -341,7 +333,7 @@ static int put_str(struct proto_wbuf *b, const char *s, size_t max, const char *
 
 static int put_globs(struct proto_wbuf *b, char **v, const char *what, sbx_error_t *err)
 {
-	size_t n = strv_len(v);
+	size_t n = sbx_strv_len(v);
 	if (n > PROTO_FS_MAX_GLOBS)
 		return sbx_error_set(err, 0, "%s has more than %u patterns", what, PROTO_FS_MAX_GLOBS);
 	proto_put_u32(b, (uint32_t)n);
@@ -432,9 +424,9 @@ int proto_fs_encode_body(struct proto_wbuf *b, const struct proto_msg *m, sbx_er
 	}
 	case PROTO_FS_SED: {
 		const struct proto_fs_sed *q = &m->u.fs_sed;
-		if (strv_len(q->files) > PROTO_MAX_STRV)
+		if (sbx_strv_len(q->files) > PROTO_MAX_STRV)
 			return sbx_error_set(err, 0, "more than %u files", PROTO_MAX_STRV);
-		proto_put_u32(b, (uint32_t)strv_len(q->files));
+		proto_put_u32(b, (uint32_t)sbx_strv_len(q->files));
 		for (size_t i = 0; q->files != NULL && q->files[i] != NULL; i++)
 			if (put_path(b, q->files[i], "files entry", err) < 0)
 				return -1;

@@ -103,15 +103,6 @@ int proto_get_blob(struct proto_rbuf *r, uint8_t **p, size_t *n, size_t max, sbx
 	return 0;
 }
 
-void proto_strv_free(char **v)
-{
-	if (v == NULL)
-		return;
-	for (char **p = v; *p != NULL; p++)
-		free(*p);
-	free(v);
-}
-
 int proto_get_strv(struct proto_rbuf *r, char ***v, sbx_error_t *err)
 {
 	uint32_t n;
@@ -128,7 +119,7 @@ int proto_get_strv(struct proto_rbuf *r, char ***v, sbx_error_t *err)
 		return sbx_error_errno(err, ENOMEM, "string vector");
 	for (uint32_t i = 0; i < n; i++) {
 		if (proto_get_str(r, &vec[i], err) < 0) {
-			proto_strv_free(vec);
+			sbx_strv_free(vec);
 			return sbx_error_prefix(err, "entry %u", i);
 		}
 	}

@@ -9,7 +9,9 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "common/clock.h"
 #include "common/log.h"
+#include "common/scodes.h"
 #include "proto/proto_reader.h"
 
 /* Consumed output is acknowledged in batches, or at once when the buffer
@@ -69,21 +71,14 @@ struct chan {
 	struct chan_stream *streams;
 };
 
-int64_t chan_now_ms(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
 /* Waits on the condition; returns ETIMEDOUT once the deadline passed. */
 static int wait_until(struct chan *c, int64_t deadline)
 {
 	if (deadline < 0)
 		return pthread_cond_wait(&c->cond, &c->lock);
-	if (chan_now_ms() >= deadline)
+	if (sbx_now_ms() >= deadline)
 		return ETIMEDOUT;
-	struct timespec ts = { .tv_sec = deadline / 1000, .tv_nsec = (deadline % 1000) * 1000000 };
+	struct timespec ts = sbx_ms_timespec(deadline);
 	return pthread_cond_timedwait(&c->cond, &c->lock, &ts);
 }
 
@@ -341,11 +336,7 @@ struct chan *chan_open(int fd, sbx_error_t *err)
 	struct timeval tv = { .tv_sec = SEND_TIMEOUT_S };
 	if (setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv)) < 0)
 		sbx_warn("control socket: SO_SNDTIMEO: %s", strerror(errno));
-	pthread_condattr_t ca;
-	pthread_condattr_init(&ca);
-	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
-	pthread_cond_init(&c->cond, &ca);
-	pthread_condattr_destroy(&ca);
+	sbx_cond_init_monotonic(&c->cond);
 	pthread_mutex_init(&c->lock, NULL);
 	pthread_mutex_init(&c->wlock, NULL);
 	int rc = pthread_create(&c->reader, NULL, reader_main, c);
@@ -763,10 +754,10 @@ int chan_fs_next(struct chan_stream *s, struct proto_msg *m, struct proto_fs_don
 		if (s->errnum == 0)
 			sbx_error_default_scode(err, strstr(s->error, "unsupported") != NULL ||
 							     strstr(s->error, "unexpected message") != NULL
-						     ? "S219"
-						     : "S216");
+						     ? SBX_S_FS_UNSUPPORTED
+						     : SBX_S_FS_IO);
 		else if (s->errnum == EFBIG && s->fs_bytes > FS_RESULT_MAX)
-			sbx_error_default_scode(err, "S216");
+			sbx_error_default_scode(err, SBX_S_FS_IO);
 	} else {
 		if (s->lost)
 			dead_error(c, err);
@@ -774,7 +765,7 @@ int chan_fs_next(struct chan_stream *s, struct proto_msg *m, struct proto_fs_don
 			sbx_error_set(err, EPROTO, "the guest ended the operation without an answer");
 		else
 			sbx_error_set(err, ETIMEDOUT, "timed out waiting for the guest's answer");
-		sbx_error_default_scode(err, "S216");
+		sbx_error_default_scode(err, SBX_S_FS_IO);
 		rc = -1;
 	}
 	pthread_mutex_unlock(&c->lock);

@@ -16,7 +16,10 @@
 
 #include "common/cleanup.h"
 #include "common/log.h"
+#include "common/path.h"
+#include "common/scodes.h"
 #include "common/state_dir.h"
+#include "common/strv.h"
 #include "vm/channel.h"
 #include "vm/console.h"
 #include "vm/disk.h"
@@ -71,24 +74,13 @@ struct chan *sbx_vm_chan(struct sbx_vm *vm)
 	return vm->chan;
 }
 
-int64_t sbx_vm_now_ms(void)
-{
-	return chan_now_ms();
-}
-
-static char *path_join(const char *a, const char *b)
-{
-	char *s = NULL;
-	return asprintf(&s, "%s/%s", a, b) < 0 ? NULL : s;
-}
-
 static char *find_qemu(sbx_error_t *err)
 {
 	const char *env = getenv("SANDBOX_QEMU");
 	if (env != NULL && env[0] != '\0') {
 		if (env[0] == '/' && access(env, X_OK) == 0)
 			return strdup(env);
-		sbx_error_scode(err, "S300", "SANDBOX_QEMU=%s is not an executable absolute path", env);
+		sbx_error_scode(err, SBX_S_VM_BOOT, "SANDBOX_QEMU=%s is not an executable absolute path", env);
 		return NULL;
 	}
 	const char *path = getenv("PATH");
@@ -97,12 +89,12 @@ static char *find_qemu(sbx_error_t *err)
 	for (char *d = copy != NULL ? strtok_r(copy, ":", &save) : NULL; d != NULL; d = strtok_r(NULL, ":", &save)) {
 		if (d[0] != '/')
 			continue;
-		char *p = path_join(d, "qemu-system-x86_64");
+		char *p = sbx_path_join(d, "qemu-system-x86_64");
 		if (p != NULL && access(p, X_OK) == 0)
 			return p;
 		free(p);
 	}
-	sbx_error_scode(err, "S300", "qemu-system-x86_64 not found in PATH; %s", QEMU_FIX);
+	sbx_error_scode(err, SBX_S_VM_BOOT, "qemu-system-x86_64 not found in PATH; %s", QEMU_FIX);
 	return NULL;
 }
 
@@ -114,7 +106,7 @@ static char *find_boot_disk(const char *explicit_path, sbx_error_t *err)
 	if (p != NULL && p[0] != '\0') {
 		if (access(p, R_OK) == 0)
 			return strdup(p);
-		sbx_error_scode(err, "S300", "boot disk %s: %s; %s", p, strerror(errno), BOOT_DISK_FIX);
+		sbx_error_scode(err, SBX_S_VM_BOOT, "boot disk %s: %s; %s", p, strerror(errno), BOOT_DISK_FIX);
 		return NULL;
 	}
 	char exe[PATH_MAX];
@@ -126,13 +118,13 @@ static char *find_boot_disk(const char *explicit_path, sbx_error_t *err)
 			if (slash == NULL)
 				break;
 			*slash = '\0';
-			char *cand = path_join(exe[0] != '\0' ? exe : "/", "src/guest/boot.erofs");
+			char *cand = sbx_path_join(exe[0] != '\0' ? exe : "/", "src/guest/boot.erofs");
 			if (cand != NULL && access(cand, R_OK) == 0)
 				return cand;
 			free(cand);
 		}
 	}
-	sbx_error_scode(err, "S300", "boot disk src/guest/boot.erofs not found next to the executable; %s",
+	sbx_error_scode(err, SBX_S_VM_BOOT, "boot disk src/guest/boot.erofs not found next to the executable; %s",
 			BOOT_DISK_FIX);
 	return NULL;
 }
@@ -157,21 +149,6 @@ static char *make_vm_dir(sbx_error_t *err)
 		return NULL;
 	}
 	return dir;
-}
-
-static char **strv_dup(char *const *v)
-{
-	size_t n = 0;
-	while (v != NULL && v[n] != NULL)
-		n++;
-	char **out = calloc(n + 1, sizeof(char *));
-	for (size_t i = 0; out != NULL && i < n; i++) {
-		if ((out[i] = strdup(v[i])) == NULL) {
-			sbx_strv_free(out);
-			return NULL;
-		}
-	}
-	return out;
 }
 
 static void free_files(struct sbx_vm *vm)
@@ -224,9 +201,9 @@ static int make_files(struct sbx_vm *vm, sbx_error_t *err)
 {
 	if ((vm->dir = make_vm_dir(err)) == NULL)
 		return -1;
-	vm->files[F_SCRATCH] = path_join(vm->dir, "scratch.ext4");
-	vm->files[F_CONSOLE] = path_join(vm->dir, "console.log");
-	vm->files[F_QEMU_LOG] = path_join(vm->dir, "qemu.log");
+	vm->files[F_SCRATCH] = sbx_path_join(vm->dir, "scratch.ext4");
+	vm->files[F_CONSOLE] = sbx_path_join(vm->dir, "console.log");
+	vm->files[F_QEMU_LOG] = sbx_path_join(vm->dir, "qemu.log");
 	if (vm->files[F_SCRATCH] == NULL || vm->files[F_CONSOLE] == NULL || vm->files[F_QEMU_LOG] == NULL)
 		return sbx_error_errno(err, ENOMEM, "vm paths");
 	return 0;
@@ -238,10 +215,10 @@ static int prepare(struct sbx_vm *vm, const struct sbx_vm_options *opt, char **i
 		return -1;
 	struct stat st;
 	if (opt->image == NULL || stat(opt->image, &st) < 0)
-		return sbx_error_scode(err, "S300", "image %s: %s", opt->image ? opt->image : "(none)",
+		return sbx_error_scode(err, SBX_S_VM_BOOT, "image %s: %s", opt->image ? opt->image : "(none)",
 				       opt->image ? strerror(errno) : "no image given");
 	if (S_ISDIR(st.st_mode)) {
-		if ((vm->files[F_IMAGE] = path_join(vm->dir, "image.erofs")) == NULL)
+		if ((vm->files[F_IMAGE] = sbx_path_join(vm->dir, "image.erofs")) == NULL)
 			return sbx_error_errno(err, ENOMEM, "vm paths");
 		if (disk_erofs_from_dir(opt->image, vm->files[F_IMAGE], err) < 0)
 			return -1;
@@ -249,7 +226,7 @@ static int prepare(struct sbx_vm *vm, const struct sbx_vm_options *opt, char **i
 	} else if (S_ISREG(st.st_mode)) {
 		*image = strdup(opt->image);
 	} else {
-		return sbx_error_scode(err, "S300", "image %s is neither a file nor a directory", opt->image);
+		return sbx_error_scode(err, SBX_S_VM_BOOT, "image %s is neither a file nor a directory", opt->image);
 	}
 	if (*image == NULL)
 		return sbx_error_errno(err, ENOMEM, "vm paths");
@@ -366,7 +343,7 @@ struct sbx_vm *sbx_vm_start(const struct sbx_vm_options *opt, sbx_error_t *err)
 		return NULL;
 	}
 	pthread_mutex_init(&vm->lock, NULL);
-	vm->t0 = sbx_vm_now_ms();
+	vm->t0 = sbx_now_ms();
 	console_init(&vm->console);
 	vm->keeper.pid = -1;
 	vm->keeper.lifeline = -1;
@@ -377,7 +354,7 @@ struct sbx_vm *sbx_vm_start(const struct sbx_vm_options *opt, sbx_error_t *err)
 	vm->memory_bytes = (uint64_t)vm->memory_mib << 20;
 	vm->nofile = opt->nofile;
 	vm->hostname = strdup(opt->hostname != NULL ? opt->hostname : "sandbox");
-	vm->env = strv_dup(opt->env);
+	vm->env = sbx_strv_dup(opt->env);
 	vm->user = strdup(opt->user != NULL ? opt->user : "");
 	int state_fd = -1;
 	if (vm->hostname == NULL || vm->env == NULL || vm->user == NULL) {
@@ -388,31 +365,31 @@ struct sbx_vm *sbx_vm_start(const struct sbx_vm_options *opt, sbx_error_t *err)
 	    (vm->kernel = sbx_kernel_elf(opt->krunfw_path, err)) == NULL ||
 	    (vm->boot = find_boot_disk(opt->boot_disk, err)) == NULL)
 		goto fail;
-	vm->t.kernel = sbx_vm_now_ms() - vm->t0;
+	vm->t.kernel = sbx_now_ms() - vm->t0;
 	/* A rootfs directory becomes a private image: nothing to key on. */
 	if (prepare(vm, opt, &vm->image, err) < 0 ||
 	    choose_start(vm, !opt->cold_boot && vm->files[F_IMAGE] == NULL, &state_fd, err) < 0) {
 		remove_files(vm);
 		goto fail;
 	}
-	vm->t.disks = sbx_vm_now_ms() - vm->t0;
+	vm->t.disks = sbx_now_ms() - vm->t0;
 	int rc = launch(vm, state_fd, err);
 	if (state_fd >= 0)
 		close(state_fd);
 	if (rc < 0) {
 		if (vm->keeper.pid > 0) {
-			sbx_error_default_scode(err, "S300");
+			sbx_error_default_scode(err, SBX_S_VM_BOOT);
 			sbx_vm_stop(vm, 0);
 			return NULL;
 		}
 		remove_files(vm);
 		goto fail;
 	}
-	vm->t.qemu = sbx_vm_now_ms() - vm->t0;
+	vm->t.qemu = sbx_now_ms() - vm->t0;
 	vm->t.restored = vm->restored;
 	return vm;
 fail:
-	sbx_error_default_scode(err, "S300");
+	sbx_error_default_scode(err, SBX_S_VM_BOOT);
 	vm_free(vm);
 	return NULL;
 }
@@ -473,7 +450,7 @@ static int boot_failure(struct sbx_vm *vm, sbx_error_t *err)
 	qemu_log_tail(vm, qlog, sizeof(qlog));
 	sbx_error_t e = *err;
 	*err = NULL;
-	sbx_error_scode(err, "S300", "VM did not boot: %s%s%s%s%s", sbx_error_msg(e),
+	sbx_error_scode(err, SBX_S_VM_BOOT, "VM did not boot: %s%s%s%s%s", sbx_error_msg(e),
 			qlog[0] ? "\n--- qemu ---\n" : "", qlog,
 			tail[0] ? "\n--- guest console (last lines) ---\n" : "", tail);
 	if (e != NULL && *err != NULL)
@@ -486,7 +463,7 @@ static int send_config(struct sbx_vm *vm, sbx_error_t *err)
 {
 	uint8_t entropy[64];
 	if (getrandom(entropy, sizeof(entropy), 0) != sizeof(entropy))
-		return sbx_error_scode(err, "S300", "getrandom failed");
+		return sbx_error_scode(err, SBX_S_VM_BOOT, "getrandom failed");
 	struct timespec now;
 	clock_gettime(CLOCK_REALTIME, &now);
 	struct proto_config cfg = {
@@ -506,14 +483,14 @@ static int send_config(struct sbx_vm *vm, sbx_error_t *err)
  * goes on.  A failed save costs only the template. */
 static void save_template(struct sbx_vm *vm)
 {
-	int64_t t = sbx_vm_now_ms();
+	int64_t t = sbx_now_ms();
 	struct qmp q;
 	sbx_error_t serr = NULL;
 	int fd = vm->qmp_fd;
 	vm->qmp_fd = -1;
 	if (qmp_open(&q, fd, t + SNAPSHOT_SAVE_MS, &serr) == 0) {
 		if (snapshot_save(&q, vm->snap_key, vm->files[F_SCRATCH], t + SNAPSHOT_SAVE_MS, &serr) == 0)
-			sbx_info("vm: snapshot %.12s saved in %lld ms", vm->snap_key, (long long)(sbx_vm_now_ms() - t));
+			sbx_info("vm: snapshot %.12s saved in %lld ms", vm->snap_key, (long long)(sbx_now_ms() - t));
 		qmp_close(&q);
 	}
 	if (serr != NULL)
@@ -546,7 +523,7 @@ static int wait_restored(struct sbx_vm *vm, int64_t limit, sbx_error_t *err)
 			rc = sbx_error_set(err, EIO, "QEMU did not load the snapshot: %.200s", reply);
 			break;
 		}
-		if (sbx_vm_now_ms() >= limit) {
+		if (sbx_now_ms() >= limit) {
 			rc = sbx_error_set(err, ETIMEDOUT, "QEMU still loading the snapshot");
 			break;
 		}
@@ -558,12 +535,12 @@ static int wait_restored(struct sbx_vm *vm, int64_t limit, sbx_error_t *err)
 
 static int restored_ready(struct sbx_vm *vm, int64_t deadline, sbx_error_t *err)
 {
-	int64_t limit = sbx_vm_now_ms() + RESTORE_READY_MS;
+	int64_t limit = sbx_now_ms() + RESTORE_READY_MS;
 	sbx_error_t rerr = NULL;
 	if (wait_restored(vm, limit, &rerr) == 0 && send_config(vm, &rerr) == 0 &&
 	    chan_wait_ready(vm->chan, deadline >= 0 && deadline < limit ? deadline : limit, &rerr) == 0)
 		return 1;
-	if (chan_boot_failed(vm->chan) || (deadline >= 0 && sbx_vm_now_ms() >= deadline)) {
+	if (chan_boot_failed(vm->chan) || (deadline >= 0 && sbx_now_ms() >= deadline)) {
 		*err = rerr; /* the guest's own verdict, or the caller's deadline */
 		return -1;
 	}
@@ -580,13 +557,13 @@ int sbx_vm_wait_ready(struct sbx_vm *vm, int64_t deadline, sbx_error_t *err)
 	if (rc == 0) {
 		if (chan_wait_hello(vm->chan, deadline, err) < 0)
 			return boot_failure(vm, err);
-		vm->t.hello = sbx_vm_now_ms() - vm->t0;
+		vm->t.hello = sbx_now_ms() - vm->t0;
 		if (vm->snap_lock >= 0)
 			save_template(vm);
 		if (send_config(vm, err) < 0 || chan_wait_ready(vm->chan, deadline, err) < 0)
 			return boot_failure(vm, err);
 	}
-	vm->t.ready = sbx_vm_now_ms() - vm->t0;
+	vm->t.ready = sbx_now_ms() - vm->t0;
 	sbx_debug("vm: boot phases (ms since start): kernel %lld, disks %lld, qemu %lld, hello %lld, ready %lld%s",
 		  (long long)vm->t.kernel, (long long)vm->t.disks, (long long)vm->t.qemu, (long long)vm->t.hello,
 		  (long long)vm->t.ready, vm->t.restored ? " (restored from a snapshot)" : "");
@@ -612,7 +589,7 @@ int sbx_vm_stop(struct sbx_vm *vm, int64_t deadline)
 {
 	if (vm == NULL)
 		return -1;
-	int64_t grace = sbx_vm_now_ms() + SHUTDOWN_GRACE_MS;
+	int64_t grace = sbx_now_ms() + SHUTDOWN_GRACE_MS;
 	if (deadline >= 0 && deadline < grace)
 		grace = deadline;
 	if (vm->chan != NULL && !chan_dead(vm->chan)) {
@@ -622,7 +599,7 @@ int sbx_vm_stop(struct sbx_vm *vm, int64_t deadline)
 		sbx_error_free(&err);
 	}
 	/* The guest closing its port comes a moment before QEMU exits. */
-	while (!keeper_gone(vm) && sbx_vm_now_ms() < grace)
+	while (!keeper_gone(vm) && sbx_now_ms() < grace)
 		usleep(5000);
 	pthread_mutex_lock(&vm->lock);
 	int status = keeper_stop(&vm->keeper);

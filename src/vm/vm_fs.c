@@ -6,6 +6,8 @@
 
 #include "vm/vm_chan.h"
 
+#include "common/scodes.h"
+
 struct sbx_vm_fs {
 	struct chan *c;
 	struct chan_stream *s;
@@ -14,7 +16,7 @@ struct sbx_vm_fs {
 static struct sbx_vm_fs *wrap(struct chan *c, struct chan_stream *s, sbx_error_t *err)
 {
 	if (s == NULL) {
-		sbx_error_default_scode(err, "S216");
+		sbx_error_default_scode(err, SBX_S_FS_IO);
 		return NULL;
 	}
 	struct sbx_vm_fs *op = calloc(1, sizeof(*op));
@@ -42,7 +44,7 @@ int sbx_vm_fs_next(struct sbx_vm_fs *op, struct proto_msg *batch, struct proto_f
 	int r = chan_fs_next(op->s, batch, done, deadline, err);
 	if (r == 1 && batch->type == PROTO_FS_META) {
 		proto_msg_free(batch);
-		return sbx_error_scode(err, "S216", "the guest sent file metadata to a request that has none");
+		return sbx_error_scode(err, SBX_S_FS_IO, "the guest sent file metadata to a request that has none");
 	}
 	return r;
 }
@@ -65,9 +67,9 @@ struct sbx_vm_fs *sbx_vm_fs_read_open(struct sbx_vm *vm, const char *path, struc
 	}
 	if (r == 1) {
 		proto_msg_free(&m);
-		sbx_error_scode(err, "S216", "the guest answered a read without the file's metadata");
+		sbx_error_scode(err, SBX_S_FS_IO, "the guest answered a read without the file's metadata");
 	} else if (r == 0) {
-		sbx_error_scode(err, "S216", "the guest ended a read without the file's metadata");
+		sbx_error_scode(err, SBX_S_FS_IO, "the guest ended a read without the file's metadata");
 	}
 	sbx_vm_fs_free(op);
 	return NULL;
@@ -78,22 +80,22 @@ ssize_t sbx_vm_fs_read(struct sbx_vm_fs *op, void *buf, size_t len, int64_t dead
 	enum chan_output which;
 	ssize_t n = chan_stream_read(op->s, &which, buf, len, deadline, err);
 	if (n < 0) {
-		sbx_error_default_scode(err, "S216");
+		sbx_error_default_scode(err, SBX_S_FS_IO);
 		return -1;
 	}
 	if (n > 0 && which != CHAN_STDOUT)
-		return sbx_error_scode(err, "S216", "the guest sent stderr bytes on a file read");
+		return sbx_error_scode(err, SBX_S_FS_IO, "the guest sent stderr bytes on a file read");
 	if (n > 0)
 		return n;
 	/* The stream ended: EXIT 0, or FS_ERROR when the file failed midway. */
 	int code = -1;
 	if (chan_stream_wait(op->s, deadline, &code, err) < 0) {
 		if (chan_dead(op->c))
-			sbx_error_default_scode(err, "S216");
+			sbx_error_default_scode(err, SBX_S_FS_IO);
 		return -1;
 	}
 	if (code != 0)
-		return sbx_error_scode(err, "S216", "the guest ended a read with status %d", code);
+		return sbx_error_scode(err, SBX_S_FS_IO, "the guest ended a read with status %d", code);
 	return 0;
 }
 
@@ -115,11 +117,11 @@ static int write_verdict(struct sbx_vm_fs *op, int64_t deadline, sbx_error_t *er
 		sbx_error_free(err);
 		*err = verdict;
 		if (chan_dead(op->c))
-			sbx_error_default_scode(err, "S216");
+			sbx_error_default_scode(err, SBX_S_FS_IO);
 		return -1;
 	}
 	if (*err == NULL && code != 0)
-		sbx_error_scode(err, "S216", "the guest ended a write with status %d", code);
+		sbx_error_scode(err, SBX_S_FS_IO, "the guest ended a write with status %d", code);
 	return *err == NULL ? 0 : -1;
 }
 
@@ -130,7 +132,7 @@ int sbx_vm_fs_write(struct sbx_vm_fs *op, const void *data, size_t len, int64_t 
 		ssize_t n = chan_stream_write(op->s, p, len, deadline, err);
 		if (n < 0) {
 			if ((*err)->errnum == ETIMEDOUT) {
-				sbx_error_default_scode(err, "S216");
+				sbx_error_default_scode(err, SBX_S_FS_IO);
 				return -1;
 			}
 			write_verdict(op, deadline, err);
