@@ -7,6 +7,7 @@
 
 #include "common/cleanup.h"
 #include "common/scodes.h"
+#include "proto/proto.h"
 
 #define NOTE_GONE "the sandbox is gone; call sandbox::create first"
 #define NOTE_PLATFORM "platform-level failure; not auto-recoverable"
@@ -66,7 +67,7 @@ const struct sbx_scode *sbx_scode_find(const char *code)
 /* The guest's parent-missing text is the one S211 with a mechanical fix. */
 static bool is_parent_missing(const char *detail)
 {
-	return strstr(detail, "parent not found") != NULL || strstr(detail, "parent directory not found") != NULL;
+	return strstr(detail, PROTO_TEXT_PARENT_MISSING) != NULL || strstr(detail, "parent directory not found") != NULL;
 }
 
 static json_t *nullable_string(const char *s)

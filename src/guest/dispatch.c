@@ -518,9 +518,9 @@ static void handle_stream_msg(struct server *s, struct proto_msg *m)
 		break;
 	default:
 		if (p != NULL)
-			proc_fail(s, p, "unexpected message from the host");
+			proc_fail(s, p, PROTO_TEXT_UNEXPECTED " from the host");
 		else
-			push_error(s, m->stream, "unexpected message from the host");
+			push_error(s, m->stream, PROTO_TEXT_UNEXPECTED " from the host");
 		return;
 	}
 	switch (m->type) {

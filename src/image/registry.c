@@ -22,7 +22,7 @@
 #define ACCEPT_MANIFESTS \
 	"Accept: " SBX_MT_OCI_INDEX ", " SBX_MT_OCI_MANIFEST ", " SBX_MT_DOCKER_LIST ", " SBX_MT_DOCKER_MANIFEST
 
-struct sbx_registry {
+struct sbx_oci_registry {
 	CURL *curl;
 	char *base;      /* scheme://host[:port][/prefix], no trailing '/' */
 	char *repo;      /* "library/ubuntu" */
@@ -113,10 +113,10 @@ static char *resolve_secret(const char *v, const char *host, sbx_error_t *err)
 	return s;
 }
 
-struct sbx_registry *sbx_registry_open(const struct sbx_image_ref *ref, const struct sbx_image_config *cfg,
+struct sbx_oci_registry *sbx_oci_registry_open(const struct sbx_image_ref *ref, const struct sbx_image_config *cfg,
 				       sbx_error_t *err)
 {
-	struct sbx_registry *reg = calloc(1, sizeof(*reg));
+	struct sbx_oci_registry *reg = calloc(1, sizeof(*reg));
 	if (reg == NULL) {
 		sbx_error_errno(err, ENOMEM, "registry");
 		return NULL;
@@ -157,7 +157,7 @@ struct sbx_registry *sbx_registry_open(const struct sbx_image_ref *ref, const st
 	}
 	reg->insecure_ok = strncmp(reg->base, "http://", 7) == 0;
 	/* Credentials go only to the host they were configured for. */
-	const struct sbx_registry_cred *cred = sbx_image_config_cred(cfg, authority);
+	const struct sbx_oci_registry_cred *cred = sbx_image_config_cred(cfg, authority);
 	if (cred == NULL && mirror == NULL)
 		cred = sbx_image_config_cred(cfg, ref->domain);
 	if (cred != NULL && ((reg->user = resolve_secret(cred->username, cred->host, err)) == NULL ||
@@ -165,7 +165,7 @@ struct sbx_registry *sbx_registry_open(const struct sbx_image_ref *ref, const st
 		goto fail;
 	return reg;
 fail:
-	sbx_registry_close(reg);
+	sbx_oci_registry_close(reg);
 	return NULL;
 }
 
@@ -177,7 +177,7 @@ static void wipe_free(char *s)
 	}
 }
 
-void sbx_registry_close(struct sbx_registry *reg)
+void sbx_oci_registry_close(struct sbx_oci_registry *reg)
 {
 	if (reg == NULL)
 		return;
@@ -191,7 +191,7 @@ void sbx_registry_close(struct sbx_registry *reg)
 	free(reg);
 }
 
-const char *sbx_registry_base(const struct sbx_registry *reg)
+const char *sbx_oci_registry_base(const struct sbx_oci_registry *reg)
 {
 	return reg->base;
 }
@@ -309,7 +309,7 @@ static int sink_reset(struct sink *s, sbx_error_t *err)
 
 /* One HTTP GET; returns the status, or -1 with *curl_failed telling whether
  * a retry might help. */
-static long perform(struct sbx_registry *reg, const char *url, const char *accept, struct sink *s, bool basic,
+static long perform(struct sbx_oci_registry *reg, const char *url, const char *accept, struct sink *s, bool basic,
 		    bool *transient, sbx_error_t *err)
 {
 	CURL *c = reg->curl;
@@ -358,7 +358,7 @@ static long perform(struct sbx_registry *reg, const char *url, const char *accep
 	return status;
 }
 
-static int fetch_token(struct sbx_registry *reg, const struct sbx_www_auth *ch, sbx_error_t *err)
+static int fetch_token(struct sbx_oci_registry *reg, const struct sbx_www_auth *ch, sbx_error_t *err)
 {
 	/* Credentials go to the realm: never in clear text off this machine. */
 	if (sbx_url_check_transport(ch->realm, err) < 0)
@@ -432,7 +432,7 @@ static void sleep_ms(long ms)
 }
 
 /* GET with auth challenges answered and transient failures retried. */
-static int get(struct sbx_registry *reg, const char *path, const char *accept, struct sink *s, sbx_error_t *err)
+static int get(struct sbx_oci_registry *reg, const char *path, const char *accept, struct sink *s, sbx_error_t *err)
 {
 	char *url = NULL;
 	if (asprintf(&url, "%s/v2/%s/%s", reg->base, reg->repo, path) < 0)
@@ -495,7 +495,7 @@ static int get(struct sbx_registry *reg, const char *path, const char *accept, s
 	return rc;
 }
 
-int sbx_registry_manifest(struct sbx_registry *reg, const char *reference, struct sbx_manifest *out,
+int sbx_oci_registry_manifest(struct sbx_oci_registry *reg, const char *reference, struct sbx_manifest *out,
 			  char digest[SBX_DIGEST_LEN + 1], sbx_error_t *err)
 {
 	struct sink s = { .fd = -1, .limit = SBX_MANIFEST_MAX_BYTES };
@@ -526,7 +526,7 @@ static int check_blob(struct sink *s, const struct sbx_descriptor *d, sbx_error_
 	return 0;
 }
 
-int sbx_registry_blob(struct sbx_registry *reg, const struct sbx_descriptor *d, int fd, sbx_progress_fn progress,
+int sbx_oci_registry_blob(struct sbx_oci_registry *reg, const struct sbx_descriptor *d, int fd, sbx_progress_fn progress,
 		      void *ud, sbx_error_t *err)
 {
 	struct sink s = { .fd = fd, .limit = (uint64_t)d->size, .progress = progress, .ud = ud };
@@ -541,7 +541,7 @@ int sbx_registry_blob(struct sbx_registry *reg, const struct sbx_descriptor *d, 
 	return rc;
 }
 
-int sbx_registry_blob_mem(struct sbx_registry *reg, const struct sbx_descriptor *d, char **buf, size_t *len,
+int sbx_oci_registry_blob_mem(struct sbx_oci_registry *reg, const struct sbx_descriptor *d, char **buf, size_t *len,
 			  sbx_error_t *err)
 {
 	if (d->size > (int64_t)SBX_MANIFEST_MAX_BYTES)

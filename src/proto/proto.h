@@ -271,6 +271,12 @@ enum proto_type {
 #define PROTO_FS_SCAN_LINE (1024u * 1024u)  /* FS_GREP searches this much of a line */
 #define PROTO_MAX_PATH 4096u   /* PATH_MAX */
 
+/* Message texts the host recognises in the guest's answers: each side uses
+ * these names, so neither can drift from the other. */
+#define PROTO_TEXT_UNSUPPORTED "unsupported message type" /* ERROR: an op this guest lacks */
+#define PROTO_TEXT_UNEXPECTED "unexpected message"        /* ERROR: a message the stream cannot take */
+#define PROTO_TEXT_PARENT_MISSING "parent not found"      /* FS_ERROR ENOENT of FS_WRITE */
+
 struct proto_header {
 	uint32_t length;
 	uint32_t stream;

@@ -251,7 +251,7 @@ int proto_fs_decode_body(struct proto_rbuf *r, struct proto_msg *m, sbx_error_t 
 			return -1;
 		return get_flags(r, &m->u.fs_done.flags, PROTO_FS_TRUNCATED, err);
 	}
-	return sbx_error_set(err, 0, "unsupported message type 0x%02x", m->type);
+	return sbx_error_set(err, 0, PROTO_TEXT_UNSUPPORTED " 0x%02x", m->type);
 }
 
 void proto_fs_free(struct proto_msg *m)

@@ -752,8 +752,8 @@ int chan_fs_next(struct chan_stream *s, struct proto_msg *m, struct proto_fs_don
 		/* FS_ERROR carries the guest's verdict; ERROR means the guest did
 		 * not run the operation at all. */
 		if (s->errnum == 0)
-			sbx_error_default_scode(err, strstr(s->error, "unsupported") != NULL ||
-							     strstr(s->error, "unexpected message") != NULL
+			sbx_error_default_scode(err, strstr(s->error, PROTO_TEXT_UNSUPPORTED) != NULL ||
+							     strstr(s->error, PROTO_TEXT_UNEXPECTED) != NULL
 						     ? SBX_S_FS_UNSUPPORTED
 						     : SBX_S_FS_IO);
 		else if (s->errnum == EFBIG && s->fs_bytes > FS_RESULT_MAX)
