@@ -4,9 +4,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "vm/vm_chan.h"
-
 #include "common/scodes.h"
+#include "vm/vm_internal.h"
 
 struct sbx_vm_fs {
 	struct chan *c;
@@ -34,7 +33,7 @@ struct sbx_vm_fs *sbx_vm_fs_start(struct sbx_vm *vm, const struct proto_msg *req
 {
 	if (req->type < PROTO_FS_LS || req->type > PROTO_FS_SED)
 		return sbx_error_set(err, EINVAL, "not a request/answer fs operation"), NULL;
-	struct chan *c = sbx_vm_chan(vm);
+	struct chan *c = vm->chan;
 	return wrap(c, chan_fs_start(c, req, err), err);
 }
 
@@ -52,7 +51,7 @@ int sbx_vm_fs_next(struct sbx_vm_fs *op, struct proto_msg *batch, struct proto_f
 struct sbx_vm_fs *sbx_vm_fs_read_open(struct sbx_vm *vm, const char *path, struct proto_fs_meta *meta,
 				      int64_t deadline, sbx_error_t *err)
 {
-	struct chan *c = sbx_vm_chan(vm);
+	struct chan *c = vm->chan;
 	struct proto_msg req = { .type = PROTO_FS_READ, .u.fs_path = { (char *)path } };
 	struct sbx_vm_fs *op = wrap(c, chan_fs_start(c, &req, err), err);
 	if (op == NULL)
@@ -102,7 +101,7 @@ ssize_t sbx_vm_fs_read(struct sbx_vm_fs *op, void *buf, size_t len, int64_t dead
 struct sbx_vm_fs *sbx_vm_fs_write_open(struct sbx_vm *vm, const char *path, uint32_t mode, bool parents,
 				       sbx_error_t *err)
 {
-	struct chan *c = sbx_vm_chan(vm);
+	struct chan *c = vm->chan;
 	struct proto_fs_write w = { (char *)path, mode, parents ? PROTO_FS_PARENTS : 0 };
 	return wrap(c, chan_fs_write(c, &w, err), err);
 }
@@ -158,4 +157,41 @@ void sbx_vm_fs_free(struct sbx_vm_fs *op)
 	/* Release sends KILL to a stream still running: the guest cancels. */
 	chan_stream_release(op->s);
 	free(op);
+}
+
+int sbx_vm_write_file(struct sbx_vm *vm, const char *path, uint32_t mode, bool parents, const void *data,
+		      size_t len, int64_t deadline, sbx_error_t *err)
+{
+	struct proto_fs_write w = { (char *)path, mode, parents ? PROTO_FS_PARENTS : 0 };
+	struct chan_stream *s = chan_fs_write(vm->chan, &w, err);
+	if (s == NULL)
+		return -1;
+	const char *p = data;
+	int rc = 0;
+	while (len > 0 && rc == 0) {
+		size_t chunk = len < PROTO_MAX_CHUNK ? len : PROTO_MAX_CHUNK;
+		ssize_t n = chan_stream_write(s, p, chunk, deadline, err);
+		if (n < 0) {
+			rc = -1;
+		} else {
+			p += n;
+			len -= (size_t)n;
+		}
+	}
+	if (rc == 0)
+		rc = chan_stream_close_stdin(s, err);
+	/* A write refused mid-way ended the stream: the guest's FS_ERROR,
+	 * which wait reports, says why better than the write did. */
+	sbx_error_t werr = NULL;
+	int code = -1;
+	if (chan_stream_wait(s, deadline, &code, &werr) < 0) {
+		sbx_error_free(err);
+		*err = werr;
+		rc = -1;
+	} else if (rc == 0 && code != 0) {
+		rc = sbx_error_set(err, EIO, "write %s: guest answered %d", path, code);
+	}
+	sbx_error_free(&werr);
+	chan_stream_release(s);
+	return rc;
 }
