@@ -4,7 +4,7 @@
 #include <time.h>
 
 #include "adapter/adapter.h"
-#include "adapter/sandbox.h"
+#include "adapter/sandbox/sandbox.h"
 #include "common/clock.h"
 #include "common/log.h"
 

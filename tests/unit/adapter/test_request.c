@@ -2,12 +2,12 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "adapter/env.h"
-#include "adapter/exec_shape.h"
-#include "adapter/octal.h"
+#include "adapter/fs/octal.h"
 #include "adapter/request.h"
+#include "adapter/sandbox/env.h"
+#include "adapter/sandbox/exec_shape.h"
+#include "adapter/sandbox/shlex.h"
 #include "adapter/scode.h"
-#include "adapter/shlex.h"
 #include "common/base64.h"
 #include "harness.h"
 
