@@ -151,6 +151,19 @@ int req_string_array(json_t *req, const char *field, json_t **out, sbx_error_t *
 	return 0;
 }
 
+char **req_strv_view(json_t *arr, const char *field, sbx_error_t *err)
+{
+	size_t n = json_array_size(arr);
+	char **v = calloc(n + 1, sizeof(*v));
+	if (v == NULL) {
+		sbx_error_errno(err, ENOMEM, "%s", field);
+		return NULL;
+	}
+	for (size_t i = 0; i < n; i++)
+		v[i] = (char *)json_string_value(json_array_get(arr, i));
+	return v;
+}
+
 int req_sandbox_uuid(const char *input, char out[SBX_UUID_STRLEN + 1], sbx_error_t *err)
 {
 	if (sbx_uuid_parse(input, out))

@@ -25,9 +25,8 @@ static int check_path(const char *path, sbx_error_t *err)
 	if (n == 0)
 		return sbx_error_scode(err, SBX_S_FS_NOT_FOUND, "path not found: (empty path)");
 	if (n > PROTO_MAX_PATH)
-		return sbx_error_scode(err, SBX_S_FS_IO,
-				"path too long (%zu bytes, at most %u): %.64s...", n, PROTO_MAX_PATH,
-				       path);
+		return sbx_error_scode(err, SBX_S_FS_IO, "path too long (%zu bytes, at most %u): %.64s...", n,
+				       PROTO_MAX_PATH, path);
 	return 0;
 }
 
@@ -42,42 +41,62 @@ static int parse_mode(const char *mode, uint32_t *out, sbx_error_t *err)
 }
 
 /* The preamble: canonical id (S001), held record (S002/S004, bumps the idle
- * clock). */
-static struct sbx_sandbox *hold(struct sbx_adapter *a, const char *id, sbx_error_t *err)
+ * clock).  The hold ends at scope end (cleanup_fs_hold) unless it is
+ * handed on (fs::read's pump). */
+struct fs_hold {
+	struct sbx_adapter *a;
+	struct sbx_sandbox *sb; /* NULL: not held */
+};
+
+static void fs_hold_release(struct fs_hold *h)
 {
+	if (h->sb != NULL)
+		sbx_registry_fs_end(h->a->reg, sbx_steal_ptr(h->sb));
+}
+#define cleanup_fs_hold __attribute__((cleanup(fs_hold_release)))
+
+static struct fs_hold hold(struct sbx_adapter *a, const char *id, sbx_error_t *err)
+{
+	struct fs_hold h = { a, NULL };
 	char uuid[SBX_UUID_STRLEN + 1];
-	if (req_sandbox_uuid(id, uuid, err) < 0)
-		return NULL;
-	return sbx_registry_fs_begin(a->reg, uuid, err);
+	if (req_sandbox_uuid(id, uuid, err) == 0)
+		h.sb = sbx_registry_fs_begin(a->reg, uuid, err);
+	return h;
 }
 
 /* After the request checks: a VM to talk to (S300 without one). */
-static int need_vm(struct sbx_adapter *a, struct sbx_sandbox *sb, sbx_error_t *err)
+static int need_vm(const struct fs_hold *h, sbx_error_t *err)
 {
-	if (a->fs.ops == NULL || sb->vm == NULL)
+	if (h->a->fs.ops == NULL || h->sb->vm == NULL)
 		return sbx_error_scode(err, SBX_S_VM_BOOT, SBX_NO_VM_DETAIL);
 	return 0;
 }
 
+/* Fails an fs operation with the S-code of what went wrong. */
+static int fs_fail(sbx_error_t *err, uint8_t type, json_t **out)
+{
+	fs_error_classify(err, type);
+	return sbx_op_fail(err, out);
+}
+
 /* One request/answer operation on a held sandbox. */
-static int run_call(struct sbx_adapter *a, struct sbx_sandbox *sb, const struct proto_msg *req, json_t **out)
+static int run_call(const struct fs_hold *h, const struct proto_msg *req, json_t **out)
 {
 	sbx_error_t err = NULL;
-	*out = need_vm(a, sb, &err) == 0 ? a->fs.ops->call(a->fs.ctx, sb->vm, req, &err) : NULL;
-	sbx_registry_fs_end(a->reg, sb);
-	if (*out != NULL)
-		return 0;
-	fs_error_classify(&err, req->type);
-	return sbx_op_fail(&err, out);
+	if (need_vm(h, &err) < 0)
+		return fs_fail(&err, req->type, out);
+	*out = h->a->fs.ops->call(h->a->fs.ctx, h->sb->vm, req, &err);
+	return *out != NULL ? 0 : fs_fail(&err, req->type, out);
 }
 
 /* Decodes `sandbox_id` and the required string `field`. */
 static int decode_id_and(json_t *req, const char *field, const char **id, const char **value, sbx_error_t *err)
 {
-	return req_object(req, err) < 0 || req_string(req, "sandbox_id", true, id, err) < 0 ||
-			       req_string(req, field, true, value, err) < 0
-		       ? -1
-		       : 0;
+	if (req_object(req, err) < 0)
+		return -1;
+	if (req_string(req, "sandbox_id", true, id, err) < 0)
+		return -1;
+	return req_string(req, field, true, value, err);
 }
 
 static int path_op(struct sbx_adapter *a, json_t *req, uint8_t type, json_t **out)
@@ -86,15 +105,11 @@ static int path_op(struct sbx_adapter *a, json_t *req, uint8_t type, json_t **ou
 	const char *id, *path;
 	if (decode_id_and(req, "path", &id, &path, &err) < 0)
 		return sbx_op_fail(&err, out);
-	struct sbx_sandbox *sb = hold(a, id, &err);
-	if (sb == NULL)
+	cleanup_fs_hold struct fs_hold h = hold(a, id, &err);
+	if (h.sb == NULL || check_path(path, &err) < 0)
 		return sbx_op_fail(&err, out);
-	if (check_path(path, &err) < 0) {
-		sbx_registry_fs_end(a->reg, sb);
-		return sbx_op_fail(&err, out);
-	}
 	struct proto_msg m = { .type = type, .u.fs_path = { (char *)path } };
-	return run_call(a, sb, &m, out);
+	return run_call(&h, &m, out);
 }
 
 int sbx_op_fs_ls(struct sbx_adapter *a, json_t *req, json_t **out)
@@ -108,15 +123,10 @@ int sbx_op_fs_stat(struct sbx_adapter *a, json_t *req, json_t **out)
 }
 
 /* Releases a sandbox held for fs::read once its pump is done. */
-struct read_hold {
-	struct sbx_adapter *a;
-	struct sbx_sandbox *sb;
-};
-
 static void read_done(void *ud)
 {
-	struct read_hold *h = ud;
-	sbx_registry_fs_end(h->a->reg, h->sb);
+	struct fs_hold *h = ud;
+	fs_hold_release(h);
 	free(h);
 }
 
@@ -126,24 +136,20 @@ int sbx_op_fs_read(struct sbx_adapter *a, json_t *req, json_t **out)
 	const char *id, *path;
 	if (decode_id_and(req, "path", &id, &path, &err) < 0)
 		return sbx_op_fail(&err, out);
-	struct sbx_sandbox *sb = hold(a, id, &err);
-	if (sb == NULL)
+	cleanup_fs_hold struct fs_hold h = hold(a, id, &err);
+	if (h.sb == NULL || check_path(path, &err) < 0 || need_vm(&h, &err) < 0)
 		return sbx_op_fail(&err, out);
-	struct read_hold *h = malloc(sizeof(*h));
-	if (h == NULL || check_path(path, &err) < 0 || need_vm(a, sb, &err) < 0) {
-		if (h == NULL)
-			sbx_error_errno(&err, ENOMEM, "fs::read");
-		free(h);
-		sbx_registry_fs_end(a->reg, sb);
+	struct fs_hold *pumped = malloc(sizeof(*pumped));
+	if (pumped == NULL) {
+		sbx_error_errno(&err, ENOMEM, "fs::read");
 		return sbx_op_fail(&err, out);
 	}
-	*h = (struct read_hold){ a, sb };
-	*out = a->fs.ops->read(a->fs.ctx, sb->vm, path, read_done, h, &err);
+	*pumped = (struct fs_hold){ a, sbx_steal_ptr(h.sb) };
+	*out = a->fs.ops->read(a->fs.ctx, pumped->sb->vm, path, read_done, pumped, &err);
 	if (*out != NULL)
 		return 0;
-	read_done(h);
-	fs_error_classify(&err, PROTO_FS_READ);
-	return sbx_op_fail(&err, out);
+	read_done(pumped);
+	return fs_fail(&err, PROTO_FS_READ, out);
 }
 
 int sbx_op_fs_mkdir(struct sbx_adapter *a, json_t *req, json_t **out)
@@ -154,17 +160,14 @@ int sbx_op_fs_mkdir(struct sbx_adapter *a, json_t *req, json_t **out)
 	if (decode_id_and(req, "path", &id, &path, &err) < 0 || req_string(req, "mode", false, &mode, &err) < 0 ||
 	    req_bool(req, "parents", false, &parents, &err) < 0)
 		return sbx_op_fail(&err, out);
-	struct sbx_sandbox *sb = hold(a, id, &err);
-	if (sb == NULL)
-		return sbx_op_fail(&err, out);
+	cleanup_fs_hold struct fs_hold h = hold(a, id, &err);
 	struct proto_msg m = { .type = PROTO_FS_MKDIR };
-	if (parse_mode(mode != NULL ? mode : "0755", &m.u.fs_mkdir.mode, &err) < 0 || check_path(path, &err) < 0) {
-		sbx_registry_fs_end(a->reg, sb);
+	if (h.sb == NULL || parse_mode(mode != NULL ? mode : "0755", &m.u.fs_mkdir.mode, &err) < 0 ||
+	    check_path(path, &err) < 0)
 		return sbx_op_fail(&err, out);
-	}
 	m.u.fs_mkdir.path = (char *)path;
 	m.u.fs_mkdir.flags = parents ? PROTO_FS_PARENTS : 0;
-	return run_call(a, sb, &m, out);
+	return run_call(&h, &m, out);
 }
 
 int sbx_op_fs_rm(struct sbx_adapter *a, json_t *req, json_t **out)
@@ -174,15 +177,11 @@ int sbx_op_fs_rm(struct sbx_adapter *a, json_t *req, json_t **out)
 	bool recursive;
 	if (decode_id_and(req, "path", &id, &path, &err) < 0 || req_bool(req, "recursive", false, &recursive, &err) < 0)
 		return sbx_op_fail(&err, out);
-	struct sbx_sandbox *sb = hold(a, id, &err);
-	if (sb == NULL)
+	cleanup_fs_hold struct fs_hold h = hold(a, id, &err);
+	if (h.sb == NULL || check_path(path, &err) < 0)
 		return sbx_op_fail(&err, out);
-	if (check_path(path, &err) < 0) {
-		sbx_registry_fs_end(a->reg, sb);
-		return sbx_op_fail(&err, out);
-	}
 	struct proto_msg m = { .type = PROTO_FS_RM, .u.fs_rm = { (char *)path, recursive ? PROTO_FS_RECURSIVE : 0 } };
-	return run_call(a, sb, &m, out);
+	return run_call(&h, &m, out);
 }
 
 int sbx_op_fs_chmod(struct sbx_adapter *a, json_t *req, json_t **out)
@@ -195,20 +194,16 @@ int sbx_op_fs_chmod(struct sbx_adapter *a, json_t *req, json_t **out)
 	    req_u32_opt(req, "uid", &has_uid, &uid, &err) < 0 || req_u32_opt(req, "gid", &has_gid, &gid, &err) < 0 ||
 	    req_bool(req, "recursive", false, &recursive, &err) < 0)
 		return sbx_op_fail(&err, out);
-	struct sbx_sandbox *sb = hold(a, id, &err);
-	if (sb == NULL)
-		return sbx_op_fail(&err, out);
+	cleanup_fs_hold struct fs_hold h = hold(a, id, &err);
 	struct proto_msg m = { .type = PROTO_FS_CHMOD };
-	if (parse_mode(mode, &m.u.fs_chmod.mode, &err) < 0 || check_path(path, &err) < 0) {
-		sbx_registry_fs_end(a->reg, sb);
+	if (h.sb == NULL || parse_mode(mode, &m.u.fs_chmod.mode, &err) < 0 || check_path(path, &err) < 0)
 		return sbx_op_fail(&err, out);
-	}
 	m.u.fs_chmod.path = (char *)path;
 	m.u.fs_chmod.flags = (recursive ? PROTO_FS_RECURSIVE : 0) | (has_uid ? PROTO_FS_SET_UID : 0) |
 			     (has_gid ? PROTO_FS_SET_GID : 0);
 	m.u.fs_chmod.uid = uid;
 	m.u.fs_chmod.gid = gid;
-	return run_call(a, sb, &m, out);
+	return run_call(&h, &m, out);
 }
 
 int sbx_op_fs_mv(struct sbx_adapter *a, json_t *req, json_t **out)
@@ -219,16 +214,12 @@ int sbx_op_fs_mv(struct sbx_adapter *a, json_t *req, json_t **out)
 	if (decode_id_and(req, "src", &id, &src, &err) < 0 || req_string(req, "dst", true, &dst, &err) < 0 ||
 	    req_bool(req, "overwrite", false, &overwrite, &err) < 0)
 		return sbx_op_fail(&err, out);
-	struct sbx_sandbox *sb = hold(a, id, &err);
-	if (sb == NULL)
+	cleanup_fs_hold struct fs_hold h = hold(a, id, &err);
+	if (h.sb == NULL || check_path(src, &err) < 0 || check_path(dst, &err) < 0)
 		return sbx_op_fail(&err, out);
-	if (check_path(src, &err) < 0 || check_path(dst, &err) < 0) {
-		sbx_registry_fs_end(a->reg, sb);
-		return sbx_op_fail(&err, out);
-	}
 	struct proto_msg m = { .type = PROTO_FS_MV,
 			       .u.fs_mv = { (char *)src, (char *)dst, overwrite ? PROTO_FS_OVERWRITE : 0 } };
-	return run_call(a, sb, &m, out);
+	return run_call(&h, &m, out);
 }
 
 /* The walk options grep and sed share; the glob lists become NULL-terminated
@@ -238,27 +229,23 @@ struct walk {
 	char **include, **exclude;
 };
 
-static char **strv_view(json_t *arr, const char *field, sbx_error_t *err)
-{
-	size_t n = json_array_size(arr);
-	if (n > PROTO_FS_MAX_GLOBS)
-		return sbx_error_scode(err, SBX_S_INVALID_REQUEST,
-				"%s holds %zu patterns (at most %u)", field, n, PROTO_FS_MAX_GLOBS),
-		       NULL;
-	char **v = calloc(n + 1, sizeof(*v));
-	if (v == NULL)
-		return sbx_error_errno(err, ENOMEM, "%s", field), NULL;
-	for (size_t i = 0; i < n; i++)
-		v[i] = (char *)json_string_value(json_array_get(arr, i));
-	return v;
-}
-
 static void walk_free(struct walk *w)
 {
 	free(w->include);
 	free(w->exclude);
 }
+#define cleanup_walk __attribute__((cleanup(walk_free)))
 
+static int check_globs(json_t *arr, const char *field, sbx_error_t *err)
+{
+	size_t n = json_array_size(arr);
+	if (n > PROTO_FS_MAX_GLOBS)
+		return sbx_error_scode(err, SBX_S_INVALID_REQUEST, "%s holds %zu patterns (at most %u)", field, n,
+				       PROTO_FS_MAX_GLOBS);
+	return 0;
+}
+
+/* Fills w (zeroed first, so walk_free is always safe). */
 static int decode_walk(json_t *req, struct walk *w, sbx_error_t *err)
 {
 	json_t *inc, *exc;
@@ -267,13 +254,14 @@ static int decode_walk(json_t *req, struct walk *w, sbx_error_t *err)
 	    req_bool(req, "ignore_case", false, &w->ignore_case, err) < 0 ||
 	    req_string_array(req, "include_glob", &inc, err) < 0 || req_string_array(req, "exclude_glob", &exc, err) < 0)
 		return -1;
-	w->include = strv_view(inc, "include_glob", err);
-	w->exclude = w->include != NULL ? strv_view(exc, "exclude_glob", err) : NULL;
-	if (w->exclude == NULL) {
-		walk_free(w);
+	if (check_globs(inc, "include_glob", err) < 0)
 		return -1;
-	}
-	return 0;
+	if ((w->include = req_strv_view(inc, "include_glob", err)) == NULL)
+		return -1;
+	if (check_globs(exc, "exclude_glob", err) < 0)
+		return -1;
+	w->exclude = req_strv_view(exc, "exclude_glob", err);
+	return w->exclude != NULL ? 0 : -1;
 }
 
 static uint32_t walk_flags(const struct walk *w)
@@ -286,24 +274,36 @@ int sbx_op_fs_grep(struct sbx_adapter *a, json_t *req, json_t **out)
 	sbx_error_t err = NULL;
 	const char *id, *path, *pattern;
 	uint64_t max_matches, max_line_bytes;
-	struct walk w;
+	cleanup_walk struct walk w = { 0 };
 	if (decode_id_and(req, "path", &id, &path, &err) < 0 || req_string(req, "pattern", true, &pattern, &err) < 0 ||
 	    req_u64(req, "max_matches", 10000, &max_matches, &err) < 0 ||
 	    req_u64(req, "max_line_bytes", 4096, &max_line_bytes, &err) < 0 || decode_walk(req, &w, &err) < 0)
 		return sbx_op_fail(&err, out);
-	struct sbx_sandbox *sb = hold(a, id, &err);
-	if (sb == NULL || check_path(path, &err) < 0) {
-		if (sb != NULL)
-			sbx_registry_fs_end(a->reg, sb);
-		walk_free(&w);
+	cleanup_fs_hold struct fs_hold h = hold(a, id, &err);
+	if (h.sb == NULL || check_path(path, &err) < 0)
 		return sbx_op_fail(&err, out);
-	}
 	struct proto_msg m = { .type = PROTO_FS_GREP,
 			       .u.fs_grep = { (char *)path, (char *)pattern, walk_flags(&w), w.include, w.exclude,
 					      max_matches, max_line_bytes } };
-	int rc = run_call(a, sb, &m, out);
-	walk_free(&w);
-	return rc;
+	return run_call(&h, &m, out);
+}
+
+/* sed's target: exactly one of a non-empty `files` list or `path` (S210),
+ * checked before the lookup but after the id. */
+static int check_sed_target(const char *id, json_t *files, const char *path, sbx_error_t *err)
+{
+	char uuid[SBX_UUID_STRLEN + 1];
+	if (req_sandbox_uuid(id, uuid, err) < 0)
+		return -1;
+	/* An empty `files` list counts as not given. */
+	bool has_files = json_array_size(files) > 0;
+	if (has_files && path != NULL)
+		return sbx_error_scode(err, SBX_S_FS, "sed: provide exactly one of files or path, not both");
+	if (!has_files && path == NULL)
+		return sbx_error_scode(err, SBX_S_FS, "sed: must provide exactly one of files or path");
+	if (json_array_size(files) > PROTO_MAX_STRV)
+		return sbx_error_scode(err, SBX_S_FS, "sed: at most %u files", PROTO_MAX_STRV);
+	return 0;
 }
 
 int sbx_op_fs_sed(struct sbx_adapter *a, json_t *req, json_t **out)
@@ -312,49 +312,26 @@ int sbx_op_fs_sed(struct sbx_adapter *a, json_t *req, json_t **out)
 	const char *id, *path, *pattern, *replacement;
 	json_t *files;
 	bool regex, first_only;
-	struct walk w;
+	cleanup_walk struct walk w = { 0 };
 	if (decode_id_and(req, "pattern", &id, &pattern, &err) < 0 ||
 	    req_string(req, "replacement", true, &replacement, &err) < 0 ||
 	    req_string_array(req, "files", &files, &err) < 0 || req_string(req, "path", false, &path, &err) < 0 ||
 	    req_bool(req, "regex", true, &regex, &err) < 0 || req_bool(req, "first_only", false, &first_only, &err) < 0 ||
 	    decode_walk(req, &w, &err) < 0)
 		return sbx_op_fail(&err, out);
-	cleanup_free char **fv = NULL;
-	char uuid[SBX_UUID_STRLEN + 1];
-	/* An empty `files` list counts as not given; checked before the lookup. */
-	bool has_files = files != NULL && json_array_size(files) > 0;
-	if (req_sandbox_uuid(id, uuid, &err) == 0) {
-		if (has_files && path != NULL)
-			sbx_error_scode(&err, SBX_S_FS, "sed: provide exactly one of files or path, not both");
-		else if (!has_files && path == NULL)
-			sbx_error_scode(&err, SBX_S_FS, "sed: must provide exactly one of files or path");
-		else if (has_files && json_array_size(files) > PROTO_MAX_STRV)
-			sbx_error_scode(&err, SBX_S_FS, "sed: at most %u files", PROTO_MAX_STRV);
-	}
-	struct sbx_sandbox *sb = err == NULL ? hold(a, uuid, &err) : NULL;
-	if (sb != NULL && path != NULL)
-		check_path(path, &err);
-	if (sb != NULL && err == NULL) {
-		size_t n = json_array_size(files);
-		fv = calloc(n + 1, sizeof(*fv));
-		if (fv == NULL)
-			sbx_error_errno(&err, ENOMEM, "sed files");
-		for (size_t i = 0; fv != NULL && i < n; i++)
-			fv[i] = (char *)json_string_value(json_array_get(files, i));
-	}
-	if (err != NULL) {
-		if (sb != NULL)
-			sbx_registry_fs_end(a->reg, sb);
-		walk_free(&w);
+	if (check_sed_target(id, files, path, &err) < 0)
 		return sbx_op_fail(&err, out);
-	}
+	cleanup_fs_hold struct fs_hold h = hold(a, id, &err);
+	if (h.sb == NULL || (path != NULL && check_path(path, &err) < 0))
+		return sbx_op_fail(&err, out);
+	cleanup_free char **fv = req_strv_view(files, "sed files", &err);
+	if (fv == NULL)
+		return sbx_op_fail(&err, out);
 	uint32_t flags = walk_flags(&w) | (regex ? PROTO_FS_REGEX : 0) | (first_only ? PROTO_FS_FIRST_ONLY : 0);
 	struct proto_msg m = { .type = PROTO_FS_SED,
 			       .u.fs_sed = { fv, (char *)(path != NULL ? path : ""), (char *)pattern, (char *)replacement,
 					     flags, w.include, w.exclude } };
-	int rc = run_call(a, sb, &m, out);
-	walk_free(&w);
-	return rc;
+	return run_call(&h, &m, out);
 }
 
 /* `content` is a string or a StreamChannelRef {channel_id, access_key,
@@ -401,12 +378,11 @@ int sbx_op_fs_write(struct sbx_adapter *a, json_t *req, json_t **out)
 	struct sbx_fs_write_req w = { .path = path, .parents = parents };
 	cleanup_free unsigned char *bytes = NULL;
 	if (b64 != NULL) {
-		sbx_error_t berr = NULL;
+		cleanup_error sbx_error_t berr = NULL;
 		bytes = sbx_base64_decode(b64, strlen(b64), &w.len, &berr);
 		if (bytes == NULL) {
-			sbx_error_scode(&err, SBX_S_INVALID_REQUEST,
-					"content_b64 is not valid base64: %s", sbx_error_msg(berr));
-			sbx_error_free(&berr);
+			sbx_error_scode(&err, SBX_S_INVALID_REQUEST, "content_b64 is not valid base64: %s",
+					sbx_error_msg(berr));
 			return sbx_op_fail(&err, out);
 		}
 		w.data = bytes;
@@ -416,19 +392,18 @@ int sbx_op_fs_write(struct sbx_adapter *a, json_t *req, json_t **out)
 	} else {
 		w.channel = content;
 	}
-	struct sbx_sandbox *sb = hold(a, id, &err);
-	if (sb == NULL)
+	cleanup_fs_hold struct fs_hold h = hold(a, id, &err);
+	if (h.sb == NULL)
 		return sbx_op_fail(&err, out);
+	if (parse_mode(mode != NULL ? mode : "0644", &w.mode, &err) < 0)
+		return fs_fail(&err, PROTO_FS_WRITE, out);
+	if (check_path(path, &err) < 0)
+		return fs_fail(&err, PROTO_FS_WRITE, out);
+	if (need_vm(&h, &err) < 0)
+		return fs_fail(&err, PROTO_FS_WRITE, out);
 	uint64_t written = 0;
-	int rc = parse_mode(mode != NULL ? mode : "0644", &w.mode, &err) < 0 || check_path(path, &err) < 0 ||
-				 need_vm(a, sb, &err) < 0
-			 ? -1
-			 : a->fs.ops->write(a->fs.ctx, sb->vm, &w, &written, &err);
-	sbx_registry_fs_end(a->reg, sb);
-	if (rc < 0) {
-		fs_error_classify(&err, PROTO_FS_WRITE);
-		return sbx_op_fail(&err, out);
-	}
+	if (a->fs.ops->write(a->fs.ctx, h.sb->vm, &w, &written, &err) < 0)
+		return fs_fail(&err, PROTO_FS_WRITE, out);
 	*out = json_pack("{s:I, s:s}", "bytes_written", (json_int_t)written, "path", path);
 	return 0;
 }

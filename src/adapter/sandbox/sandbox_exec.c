@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "adapter/request.h"
 #include "adapter/sandbox/sandbox.h"
 #include "common/base64.h"
 #include "common/cleanup.h"
@@ -21,17 +22,6 @@ static bool cancelled(void *ud)
 }
 
 /* A NULL-terminated view of a JSON string array (strings borrowed). */
-static char **strv_view(json_t *arr, sbx_error_t *err)
-{
-	size_t n = json_array_size(arr);
-	char **v = calloc(n + 1, sizeof(*v));
-	if (v == NULL)
-		return sbx_error_errno(err, ENOMEM, "exec"), NULL;
-	for (size_t i = 0; i < n; i++)
-		v[i] = (char *)json_string_value(json_array_get(arr, i));
-	return v;
-}
-
 /* The guest wants an absolute cwd; a relative workdir resolves against the
  * supervisor cwd `/` like every guest path (contract §7.8), so "tmp" is
  * "/tmp".  "" is unset (*out NULL): the image's WorkingDir or `/`. */
@@ -85,8 +75,8 @@ static json_t *run_admitted(struct sbx_adapter *a, struct sbx_sandbox *sb, const
 	cleanup_free char *cwd = NULL;
 	if (guest_cwd(x->workdir, &cwd, err) < 0)
 		return NULL;
-	cleanup_free char **argv = strv_view(x->argv, err);
-	cleanup_free char **env = argv != NULL ? strv_view(x->env, err) : NULL;
+	cleanup_free char **argv = req_strv_view(x->argv, "argv", err);
+	cleanup_free char **env = argv != NULL ? req_strv_view(x->env, "env", err) : NULL;
 	if (env == NULL)
 		return NULL;
 	struct cancel_ctx cc = { a->reg, sb };
