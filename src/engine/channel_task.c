@@ -18,10 +18,7 @@ static void *task_main(void *p)
 	struct engine *e = t->e;
 	t->fn(t->arg);
 	free(t);
-	pthread_mutex_lock(&e->lock);
-	e->running--;
-	pthread_cond_broadcast(&e->cond);
-	pthread_mutex_unlock(&e->lock);
+	engine_thread_done(e);
 	return NULL;
 }
 
@@ -44,10 +41,7 @@ int engine_run_background(struct engine *e, void (*fn)(void *arg), void *arg, sb
 	if (r == 0)
 		return 0;
 	free(t);
-	pthread_mutex_lock(&e->lock);
-	e->running--;
-	pthread_cond_broadcast(&e->cond);
-	pthread_mutex_unlock(&e->lock);
+	engine_thread_done(e);
 	return sbx_error_errno(err, r, "starting a background task");
 }
 

@@ -103,10 +103,7 @@ static void *invocation_thread(void *arg)
 		json_decref(out);
 	job_free(j);
 
-	pthread_mutex_lock(&e->lock);
-	e->running--;
-	pthread_cond_broadcast(&e->cond);
-	pthread_mutex_unlock(&e->lock);
+	engine_thread_done(e);
 	return NULL;
 }
 
@@ -165,6 +162,14 @@ void engine_dispatch_refuse(struct engine *e, json_t *msg, const char *code, con
 	job_free(j);
 }
 
+void engine_thread_done(struct engine *e)
+{
+	pthread_mutex_lock(&e->lock);
+	e->running--;
+	pthread_cond_broadcast(&e->cond);
+	pthread_mutex_unlock(&e->lock);
+}
+
 void engine_dispatch_invocation(struct engine *e, json_t *msg)
 {
 	struct job *j = job_new(e, msg);
@@ -207,9 +212,6 @@ void engine_dispatch_invocation(struct engine *e, json_t *msg)
 		sbx_err("engine: cannot start a thread for %s: %s", fid, strerror(r));
 		reply_error(e, j, "invocation_failed", "the worker could not start the handler");
 		job_free(j);
-		pthread_mutex_lock(&e->lock);
-		e->running--;
-		pthread_cond_broadcast(&e->cond);
-		pthread_mutex_unlock(&e->lock);
+		engine_thread_done(e);
 	}
 }

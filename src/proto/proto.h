@@ -325,6 +325,12 @@ int proto_get_strv(struct proto_rbuf *r, char ***v, sbx_error_t *err);
 /* Returns a freshly allocated copy of at most `max` raw bytes (NULs
  * allowed); *p is NULL when *n is 0. */
 int proto_get_blob(struct proto_rbuf *r, uint8_t **p, size_t *n, size_t max, sbx_error_t *err);
+/* A path of 1..PROTO_MAX_PATH bytes; `what` names it in errors. */
+int proto_get_path(struct proto_rbuf *r, char **p, const char *what, sbx_error_t *err);
+/* A mode of at most 07777. */
+int proto_get_mode(struct proto_rbuf *r, uint32_t *mode, sbx_error_t *err);
+/* Flags within `allowed`; errors say "unknown <what> flags". */
+int proto_get_flags(struct proto_rbuf *r, uint32_t *flags, uint32_t allowed, const char *what, sbx_error_t *err);
 /* Fails when bytes are left over. */
 int proto_get_end(struct proto_rbuf *r, sbx_error_t *err);
 
