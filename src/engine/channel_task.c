@@ -32,12 +32,7 @@ int engine_run_background(struct engine *e, void (*fn)(void *arg), void *arg, sb
 	e->running++;
 	pthread_mutex_unlock(&e->lock);
 
-	pthread_attr_t attr;
-	pthread_attr_init(&attr);
-	pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
-	pthread_t th;
-	int r = pthread_create(&th, &attr, task_main, t);
-	pthread_attr_destroy(&attr);
+	int r = engine_thread_start(task_main, t);
 	if (r == 0)
 		return 0;
 	free(t);

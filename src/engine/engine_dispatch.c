@@ -162,6 +162,17 @@ void engine_dispatch_refuse(struct engine *e, json_t *msg, const char *code, con
 	job_free(j);
 }
 
+int engine_thread_start(void *(*fn)(void *), void *arg)
+{
+	pthread_attr_t attr;
+	pthread_attr_init(&attr);
+	pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+	pthread_t t;
+	int r = pthread_create(&t, &attr, fn, arg);
+	pthread_attr_destroy(&attr);
+	return r;
+}
+
 void engine_thread_done(struct engine *e)
 {
 	pthread_mutex_lock(&e->lock);
@@ -202,12 +213,7 @@ void engine_dispatch_invocation(struct engine *e, json_t *msg)
 		return;
 	}
 
-	pthread_attr_t attr;
-	pthread_attr_init(&attr);
-	pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
-	pthread_t t;
-	int r = pthread_create(&t, &attr, invocation_thread, j);
-	pthread_attr_destroy(&attr);
+	int r = engine_thread_start(invocation_thread, j);
 	if (r != 0) {
 		sbx_err("engine: cannot start a thread for %s: %s", fid, strerror(r));
 		reply_error(e, j, "invocation_failed", "the worker could not start the handler");
