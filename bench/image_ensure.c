@@ -7,7 +7,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "adapter/config_file.h"
+#include "adapter/config/config_file.h"
 #include "image/image_pull.h"
 
 static int cmp_long(const void *a, const void *b)

@@ -60,7 +60,7 @@ int main(int argc, char **argv)
 	sbx_error_t err = NULL;
 	struct sbx_vm_options opt = { .cpus = 1, .memory_mib = 512, .image = argv[1] };
 	struct sbx_vm *vm = sbx_vm_start(&opt, &err);
-	if (vm == NULL || sbx_vm_wait_ready(vm, sbx_vm_now_ms() + 120000, &err) < 0) {
+	if (vm == NULL || sbx_vm_wait_ready(vm, sbx_now_ms() + 120000, &err) < 0) {
 		fprintf(stderr, "vm_exec_bench: %s\n", sbx_error_msg(err));
 		sbx_error_free(&err);
 		if (vm != NULL)
@@ -71,7 +71,7 @@ int main(int argc, char **argv)
 	int rc = t != NULL ? 0 : 1;
 	char *cmd[] = { "true", NULL };
 	for (int i = 0; rc == 0 && i < runs; i++) {
-		int64_t t0 = sbx_vm_now_ms();
+		int64_t t0 = sbx_now_ms();
 		struct sbx_vm_proc *p = sbx_vm_spawn(vm, cmd, NULL, NULL, false, &err);
 		int status = -1;
 		if (p == NULL || sbx_vm_proc_wait(p, t0 + 60000, &status, &err) < 0 || status != 0) {
@@ -79,7 +79,7 @@ int main(int argc, char **argv)
 			rc = 1;
 		}
 		sbx_vm_proc_free(p);
-		t[i] = sbx_vm_now_ms() - t0;
+		t[i] = sbx_now_ms() - t0;
 	}
 	if (rc == 0) {
 		qsort(t, (size_t)runs, sizeof(*t), cmp);
@@ -88,6 +88,6 @@ int main(int argc, char **argv)
 	}
 	sbx_error_free(&err);
 	free(t);
-	sbx_vm_stop(vm, sbx_vm_now_ms() + 5000);
+	sbx_vm_stop(vm, sbx_now_ms() + 5000);
 	return rc;
 }

@@ -3,9 +3,9 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "adapter/image_conf.h"
-#include "adapter/run_cli.h"
-#include "adapter/serve.h"
+#include "adapter/config/image_conf.h"
+#include "adapter/host/run_cli.h"
+#include "adapter/host/serve.h"
 #include "vm/vm_cli.h"
 
 struct command {

@@ -7,8 +7,8 @@
 #include <jansson.h>
 
 #include "adapter/backend.h"
-#include "adapter/config.h"
-#include "adapter/fs_host.h"
+#include "adapter/config/config.h"
+#include "adapter/fs/fs_host.h"
 #include "adapter/mem_budget.h"
 #include "adapter/reaper.h"
 #include "adapter/registry.h"

@@ -1,8 +1,8 @@
 /* adapter::info, catalog::list and list: answered from memory, never
  * blocking on VM work (the router waits only 2 s for adapter::info). */
-#include "adapter/catalog.h"
 #include "adapter/handlers.h"
 #include "adapter/request.h"
+#include "adapter/sandbox/catalog.h"
 
 int sbx_op_adapter_info(struct sbx_adapter *a, json_t *req, json_t **out)
 {

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "common/cleanup.h"
+#include "common/scodes.h"
 
 void sbx_mem_budget_init(struct sbx_mem_budget *b, uint64_t limit_mib)
 {
@@ -34,7 +35,7 @@ int sbx_mem_budget_take(struct sbx_mem_budget *b, uint64_t need_mib, uint64_t gu
 	pthread_mutex_unlock(&b->lock);
 	if (fits)
 		return 0;
-	return sbx_error_scode(err, "S400",
+	return sbx_error_scode(err, SBX_S_LIMIT,
 			       "memory budget exceeded: this sandbox needs %" PRIu64 " MiB (%" PRIu64
 			       " MiB guest memory + %" PRIu64 " MiB for its VM), %" PRIu64 " of memory_budget_mb %" PRIu64
 			       " MiB are committed to %u sandbox%s; stop a sandbox, ask for less memory_mb, or raise "

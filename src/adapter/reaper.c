@@ -4,7 +4,8 @@
 #include <time.h>
 
 #include "adapter/adapter.h"
-#include "adapter/sandbox.h"
+#include "adapter/sandbox/sandbox.h"
+#include "common/clock.h"
 #include "common/log.h"
 
 unsigned reaper_scan(struct sbx_adapter *a, bool all)
@@ -36,9 +37,7 @@ static void *reaper_main(void *arg)
 	struct sbx_adapter *a = r->a;
 	pthread_mutex_lock(&r->lock);
 	while (!r->stopping) {
-		struct timespec until;
-		clock_gettime(CLOCK_MONOTONIC, &until);
-		until.tv_sec += REAPER_PERIOD_MS / 1000;
+		struct timespec until = sbx_ms_timespec(sbx_now_ms() + REAPER_PERIOD_MS);
 		while (!r->stopping && pthread_cond_timedwait(&r->wake, &r->lock, &until) != ETIMEDOUT)
 			;
 		if (r->stopping)
@@ -54,11 +53,7 @@ static void *reaper_main(void *arg)
 int reaper_start(struct reaper *r, struct sbx_adapter *a, sbx_error_t *err)
 {
 	r->a = a;
-	pthread_condattr_t ca;
-	pthread_condattr_init(&ca);
-	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
-	pthread_cond_init(&r->wake, &ca);
-	pthread_condattr_destroy(&ca);
+	sbx_cond_init_monotonic(&r->wake);
 	pthread_mutex_init(&r->lock, NULL);
 	r->stopping = false;
 	int rc = pthread_create(&r->thread, NULL, reaper_main, r);

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "adapter/reaper_policy.h"
+#include "common/scodes.h"
 
 struct sbx_registry {
 	pthread_mutex_t lock;
@@ -62,7 +63,7 @@ int sbx_registry_reserve(struct sbx_registry *reg, uint32_t max, sbx_error_t *er
 		reg->reserved++;
 	pthread_mutex_unlock(&reg->lock);
 	if (full)
-		return sbx_error_scode(err, "S400", "max_concurrent_sandboxes (%u) reached", max);
+		return sbx_error_scode(err, SBX_S_LIMIT, "max_concurrent_sandboxes (%u) reached", max);
 	return 0;
 }
 
@@ -133,9 +134,9 @@ static struct sbx_sandbox *acquire_locked(struct sbx_registry *reg, const char *
 {
 	struct sbx_sandbox *sb = find_locked(reg, id, NULL);
 	if (sb == NULL)
-		return sbx_error_scode(err, "S002", "%s", id), NULL;
+		return sbx_error_scode(err, SBX_S_NOT_FOUND, "%s", id), NULL;
 	if (sb->stopped)
-		return sbx_error_scode(err, "S004", "%s", id), NULL;
+		return sbx_error_scode(err, SBX_S_STOPPED, "%s", id), NULL;
 	sb->last_exec_at = now();
 	sb->refs++;
 	return sb;
@@ -157,7 +158,7 @@ struct sbx_sandbox *sbx_registry_exec_begin(struct sbx_registry *reg, const char
 	if (sb != NULL && sb->exec_in_flight >= (cap > 0 ? cap : 1)) {
 		unref(sb);
 		sb = NULL;
-		sbx_error_scode(err, "S003", "sandbox %s is at its exec concurrency cap (max_concurrent_exec_per_sandbox)",
+		sbx_error_scode(err, SBX_S_EXEC_CAP, "sandbox %s is at its exec concurrency cap (max_concurrent_exec_per_sandbox)",
 				id);
 	} else if (sb != NULL) {
 		sb->exec_in_flight++;
@@ -214,7 +215,7 @@ int sbx_registry_claim_stop(struct sbx_registry *reg, const char *id, bool *was_
 	}
 	pthread_mutex_unlock(&reg->lock);
 	if (sb == NULL)
-		return sbx_error_scode(err, "S002", "%s", id);
+		return sbx_error_scode(err, SBX_S_NOT_FOUND, "%s", id);
 	return 0;
 }
 

@@ -6,6 +6,7 @@
 
 #include "adapter/scode.h"
 #include "common/cleanup.h"
+#include "common/scodes.h"
 
 int req_object(json_t *req, sbx_error_t *err)
 {
@@ -58,7 +59,7 @@ int req_check_nul(json_t *v, const char *field, sbx_error_t *err)
 {
 	if (memchr(json_string_value(v), '\0', json_string_length(v)) == NULL)
 		return 0;
-	return sbx_error_scode(err, "S001", "%s contains a NUL byte", field);
+	return sbx_error_scode(err, SBX_S_INVALID_REQUEST, "%s contains a NUL byte", field);
 }
 
 int req_bytes(json_t *req, const char *field, bool required, const char **out, size_t *len, sbx_error_t *err)
@@ -150,9 +151,22 @@ int req_string_array(json_t *req, const char *field, json_t **out, sbx_error_t *
 	return 0;
 }
 
+char **req_strv_view(json_t *arr, const char *field, sbx_error_t *err)
+{
+	size_t n = json_array_size(arr);
+	char **v = calloc(n + 1, sizeof(*v));
+	if (v == NULL) {
+		sbx_error_errno(err, ENOMEM, "%s", field);
+		return NULL;
+	}
+	for (size_t i = 0; i < n; i++)
+		v[i] = (char *)json_string_value(json_array_get(arr, i));
+	return v;
+}
+
 int req_sandbox_uuid(const char *input, char out[SBX_UUID_STRLEN + 1], sbx_error_t *err)
 {
 	if (sbx_uuid_parse(input, out))
 		return 0;
-	return sbx_error_scode(err, "S001", "sandbox_id is not a valid UUID: %s", input);
+	return sbx_error_scode(err, SBX_S_INVALID_REQUEST, "sandbox_id is not a valid UUID: %s", input);
 }

@@ -32,6 +32,10 @@ int req_u32(json_t *req, const char *field, uint32_t def, uint32_t *out, sbx_err
 int req_u32_opt(json_t *req, const char *field, bool *present, uint32_t *out, sbx_error_t *err);
 /* An array of strings without NUL bytes; *out borrowed, NULL when absent. */
 int req_string_array(json_t *req, const char *field, json_t **out, sbx_error_t *err);
+/* A NULL-terminated view of a string array from req_string_array (NULL
+ * or empty gives an empty view): free the vector, not the strings, which
+ * stay the request's. */
+char **req_strv_view(json_t *arr, const char *field, sbx_error_t *err);
 
 /* S001 "<field> contains a NUL byte" when the string `v` holds one. */
 int req_check_nul(json_t *v, const char *field, sbx_error_t *err);

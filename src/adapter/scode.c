@@ -6,6 +6,8 @@
 #include <string.h>
 
 #include "common/cleanup.h"
+#include "common/scodes.h"
+#include "proto/proto.h"
 
 #define NOTE_GONE "the sandbox is gone; call sandbox::create first"
 #define NOTE_PLATFORM "platform-level failure; not auto-recoverable"
@@ -23,31 +25,34 @@
 	"command."
 
 static const struct sbx_scode table[] = {
-	{ "S001", "validation", false, "invalid request: ", "see message: examples are inline" },
-	{ "S002", "validation", false, "sandbox not found: ", NOTE_GONE },
-	{ "S003", "validation", false, "", NOTE_EXEC_CAP },
-	{ "S004", "validation", false, "sandbox already stopped: ", NOTE_GONE },
-	{ "S100", "config", false, "",
+	{ SBX_S_INVALID_REQUEST, "validation", false, "invalid request: ", "see message: examples are inline" },
+	{ SBX_S_NOT_FOUND, "validation", false, "sandbox not found: ", NOTE_GONE },
+	{ SBX_S_EXEC_CAP, "validation", false, "", NOTE_EXEC_CAP },
+	{ SBX_S_STOPPED, "validation", false, "sandbox already stopped: ", NOTE_GONE },
+	{ SBX_S_IMAGE_UNKNOWN, "config", false, "",
 	  "set `image` to a value listed in the message or add a custom_images entry in iii.config.yaml" },
-	{ "S101", "internal", false, "", "operator action required: run `iii worker add <image-ref>` on the host" },
-	{ "S102", "transient", true, "", "transient: retry after a short delay" },
-	{ "S200", "execution", false, "", "raise `timeout_ms` on the exec call or split the work into smaller steps" },
-	{ "S210", "filesystem", false, "", NULL },
-	{ "S211", "filesystem", false, "file not found: ", NULL },
-	{ "S212", "filesystem", false, "not a directory or wrong type: ", NULL },
-	{ "S213", "filesystem", false, "already exists: ", NULL },
-	{ "S214", "filesystem", false, "directory not empty: ", NULL },
-	{ "S215", "filesystem", false, "permission denied: ", NULL },
-	{ "S216", "filesystem", false, "fs i/o error: ", NULL },
-	{ "S217", "filesystem", false, "invalid regex pattern: ", NULL },
-	{ "S218", "transient", true, "fs channel aborted: ", NULL },
-	{ "S219", "filesystem", false, "", NULL },
-	{ "S300", "platform", false, "VM boot failed: ", NOTE_PLATFORM },
-	{ "S400", "config", false, "resource limit exceeded: ", NOTE_PLATFORM },
+	{ SBX_S_IMAGE_MISSING, "internal", false, "",
+	  "operator action required: run `iii worker add <image-ref>` on the host" },
+	{ SBX_S_TRANSIENT, "transient", true, "", "transient: retry after a short delay" },
+	{ SBX_S_EXEC_TIMEOUT, "execution", false, "",
+	  "raise `timeout_ms` on the exec call or split the work into smaller steps" },
+	{ SBX_S_FS, "filesystem", false, "", NULL },
+	{ SBX_S_FS_NOT_FOUND, "filesystem", false, "file not found: ", NULL },
+	{ SBX_S_FS_WRONG_TYPE, "filesystem", false, "not a directory or wrong type: ", NULL },
+	{ SBX_S_FS_EXISTS, "filesystem", false, "already exists: ", NULL },
+	{ SBX_S_FS_NOT_EMPTY, "filesystem", false, "directory not empty: ", NULL },
+	{ SBX_S_FS_PERMISSION, "filesystem", false, "permission denied: ", NULL },
+	{ SBX_S_FS_IO, "filesystem", false, "fs i/o error: ", NULL },
+	{ SBX_S_FS_BAD_REGEX, "filesystem", false, "invalid regex pattern: ", NULL },
+	{ SBX_S_FS_CHANNEL, "transient", true, "fs channel aborted: ", NULL },
+	{ SBX_S_FS_UNSUPPORTED, "filesystem", false, "", NULL },
+	{ SBX_S_VM_BOOT, "platform", false, "VM boot failed: ", NOTE_PLATFORM },
+	{ SBX_S_LIMIT, "config", false, "resource limit exceeded: ", NOTE_PLATFORM },
 	/* worker::* codes: type and retryable are the contract's inference (§3.3). */
-	{ "S501", "validation", false, "",
+	{ SBX_S_HOST_PATH, "validation", false, "",
 	  "set `host_path` to a directory under the Compose project directory or the package cache" },
-	{ "S505", "validation", false, "", "the `auth` field does not match the token the adapter was started with" },
+	{ SBX_S_AUTH, "validation", false, "",
+	  "the `auth` field does not match the token the adapter was started with" },
 };
 
 const struct sbx_scode *sbx_scode_find(const char *code)
@@ -62,7 +67,7 @@ const struct sbx_scode *sbx_scode_find(const char *code)
 /* The guest's parent-missing text is the one S211 with a mechanical fix. */
 static bool is_parent_missing(const char *detail)
 {
-	return strstr(detail, "parent not found") != NULL || strstr(detail, "parent directory not found") != NULL;
+	return strstr(detail, PROTO_TEXT_PARENT_MISSING) != NULL || strstr(detail, "parent directory not found") != NULL;
 }
 
 static json_t *nullable_string(const char *s)
@@ -74,11 +79,11 @@ json_t *sbx_envelope_new(const char *code, const char *detail)
 {
 	const struct sbx_scode *sc = sbx_scode_find(code);
 	if (sc == NULL)
-		sc = sbx_scode_find("S300");
+		sc = sbx_scode_find(SBX_S_VM_BOOT);
 	const char *prefix = sc->prefix;
 	const char *note = sc->fix_note;
 	json_t *fix = json_null();
-	if (strcmp(sc->code, "S211") == 0 && is_parent_missing(detail)) {
+	if (strcmp(sc->code, SBX_S_FS_NOT_FOUND) == 0 && is_parent_missing(detail)) {
 		prefix = "parent directory not found: ";
 		note = NOTE_PARENTS;
 		fix = json_pack("{s:b}", "parents", 1);
@@ -145,7 +150,7 @@ json_t *sbx_error_body_from_error(sbx_error_t e, const char *run_step, const cha
 	const char *detail = sbx_error_msg(e);
 	if (strcmp(code, SBX_SCODE_DECODE) == 0)
 		return sbx_error_body_decode(detail);
-	json_t *env = sbx_envelope_new(code[0] != '\0' ? code : "S300", detail);
+	json_t *env = sbx_envelope_new(code[0] != '\0' ? code : SBX_S_VM_BOOT, detail);
 	if (env != NULL && run_step != NULL) {
 		sbx_error_t werr = NULL;
 		if (sbx_envelope_wrap_run(env, run_step, sandbox_id, &werr) < 0) {

@@ -1,5 +1,7 @@
 #include "adapter/worker_auth.h"
 
+#include "common/scodes.h"
+
 #include <stdbool.h>
 #include <string.h>
 
@@ -24,7 +26,7 @@ int worker_auth_check(const char *token, json_t *req, sbx_error_t *err)
 	/* "<token>\0<anything>" must not pass as the token. */
 	if (token == NULL || token[0] == '\0' || auth == NULL || strlen(auth) != json_string_length(v) ||
 	    !equal_const_time(auth, token))
-		return sbx_error_scode(err, "S505",
+		return sbx_error_scode(err, SBX_S_AUTH,
 				       "worker auth failed: `auth` is missing or does not match the adapter's worker "
 				       "token (III_SANDBOX_WORKER_TOKEN)");
 	return 0;

@@ -31,10 +31,20 @@ static inline void sbx_closedirp(DIR **d)
 		closedir(*d);
 }
 
+/* Both ends of a socketpair or pipe; -1 ends are skipped. */
+static inline void sbx_close_pairp(int (*pair)[2])
+{
+	for (int i = 0; i < 2; i++) {
+		if ((*pair)[i] >= 0)
+			close((*pair)[i]);
+	}
+}
+
 #define cleanup_free __attribute__((cleanup(sbx_freep)))
 #define cleanup_close __attribute__((cleanup(sbx_closep)))
 #define cleanup_file __attribute__((cleanup(sbx_fclosep)))
 #define cleanup_dir __attribute__((cleanup(sbx_closedirp)))
+#define cleanup_fd_pair __attribute__((cleanup(sbx_close_pairp)))
 
 /* Hands ownership out of a cleanup-scoped variable. */
 #define sbx_steal_ptr(p) ({ __typeof__(p) _tmp = (p); (p) = NULL; _tmp; })

@@ -8,7 +8,8 @@
  * context with sbx_error_prefix() and returns -1 itself.
  *
  * `scode` lets a lower layer state the contract S-code a failure maps to
- * ("S300" for a VM that did not boot); the adapter decides when it is empty.
+ * (SBX_S_VM_BOOT, common/scodes.h, for a VM that did not boot); the adapter
+ * decides when it is empty.
  */
 #ifndef SBX_COMMON_ERROR_H
 #define SBX_COMMON_ERROR_H
@@ -34,5 +35,8 @@ int sbx_error_prefix(sbx_error_t *err, const char *fmt, ...)
 void sbx_error_default_scode(sbx_error_t *err, const char *scode);
 const char *sbx_error_msg(sbx_error_t err);
 void sbx_error_free(sbx_error_t *err);
+
+/* An error freed at scope end (sbx_error_free takes the address). */
+#define cleanup_error __attribute__((cleanup(sbx_error_free)))
 
 #endif

@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "common/cleanup.h"
+#include "common/path.h"
 
 int sbx_mkdir_p(const char *path, mode_t mode, sbx_error_t *err)
 {
@@ -39,8 +40,8 @@ int sbx_mkdir_p(const char *path, mode_t mode, sbx_error_t *err)
 
 static char *join(const char *a, const char *b, sbx_error_t *err)
 {
-	char *s = NULL;
-	if (asprintf(&s, "%s/%s", a, b) < 0) {
+	char *s = sbx_path_join(a, b);
+	if (s == NULL) {
 		sbx_error_errno(err, ENOMEM, "state directory path");
 		return NULL;
 	}

@@ -4,8 +4,9 @@
 #include <string.h>
 
 #include "common/cleanup.h"
+#include "common/scodes.h"
 #include "engine/channel.h"
-#include "engine/clock.h"
+#include "common/clock.h"
 #include "engine/engine_internal.h"
 #include "engine/transport.h"
 #include "engine/ws_url.h"
@@ -108,7 +109,7 @@ struct channel_reader *channel_reader_open(struct engine *e, const struct channe
 	/* The caller hands us a ref to read from, whatever its direction says. */
 	r->c = open_end(e, ref, "read", err);
 	if (r->c == NULL) {
-		sbx_error_default_scode(err, "S218");
+		sbx_error_default_scode(err, SBX_S_FS_CHANNEL);
 		free(r);
 		return NULL;
 	}
@@ -134,11 +135,11 @@ ssize_t channel_reader_next(struct channel_reader *r, const uint8_t **data, sbx_
 		int got = ws_conn_recv(r->c, &m, r->idle_ms, err);
 		if (got < 0) {
 			sbx_error_prefix(err, "channel connection lost");
-			sbx_error_default_scode(err, "S218");
+			sbx_error_default_scode(err, SBX_S_FS_CHANNEL);
 			return -1;
 		}
 		if (got == 0)
-			return sbx_error_scode(err, "S218", "no data on the channel for %d s", r->idle_ms / 1000);
+			return sbx_error_scode(err, SBX_S_FS_CHANNEL, "no data on the channel for %d s", r->idle_ms / 1000);
 		if (m.opcode == WS_OP_BINARY) {
 			if (m.len == 0)
 				continue;
@@ -148,13 +149,13 @@ ssize_t channel_reader_next(struct channel_reader *r, const uint8_t **data, sbx_
 		if (m.opcode == WS_OP_TEXT) {
 			cleanup_free char *text = error_frame_text(&m);
 			if (text != NULL)
-				return sbx_error_scode(err, "S218", "the writer failed: %s", text);
+				return sbx_error_scode(err, SBX_S_FS_CHANNEL, "the writer failed: %s", text);
 			continue;
 		}
 		/* Close: 1000 or no status is the normal end. */
 		uint16_t code = m.len >= 2 ? (uint16_t)((m.data[0] << 8) | m.data[1]) : 1000;
 		if (code != 1000)
-			return sbx_error_scode(err, "S218", "the channel closed with status %u before the end",
+			return sbx_error_scode(err, SBX_S_FS_CHANNEL, "the channel closed with status %u before the end",
 					       (unsigned)code);
 		r->ended = true;
 		return 0;

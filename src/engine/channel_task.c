@@ -18,10 +18,7 @@ static void *task_main(void *p)
 	struct engine *e = t->e;
 	t->fn(t->arg);
 	free(t);
-	pthread_mutex_lock(&e->lock);
-	e->running--;
-	pthread_cond_broadcast(&e->cond);
-	pthread_mutex_unlock(&e->lock);
+	engine_thread_done(e);
 	return NULL;
 }
 
@@ -35,19 +32,11 @@ int engine_run_background(struct engine *e, void (*fn)(void *arg), void *arg, sb
 	e->running++;
 	pthread_mutex_unlock(&e->lock);
 
-	pthread_attr_t attr;
-	pthread_attr_init(&attr);
-	pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
-	pthread_t th;
-	int r = pthread_create(&th, &attr, task_main, t);
-	pthread_attr_destroy(&attr);
+	int r = engine_thread_start(task_main, t);
 	if (r == 0)
 		return 0;
 	free(t);
-	pthread_mutex_lock(&e->lock);
-	e->running--;
-	pthread_cond_broadcast(&e->cond);
-	pthread_mutex_unlock(&e->lock);
+	engine_thread_done(e);
 	return sbx_error_errno(err, r, "starting a background task");
 }
 

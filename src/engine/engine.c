@@ -13,7 +13,7 @@
 
 #include "common/cleanup.h"
 #include "common/log.h"
-#include "engine/clock.h"
+#include "common/clock.h"
 #include "engine/engine_internal.h"
 #include "engine/transport.h"
 
@@ -41,17 +41,9 @@ const char *engine_json_str(json_t *obj, const char *key, size_t maxlen)
 
 void engine_wait_until(struct engine *e, int64_t deadline_ms)
 {
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	int64_t left = deadline_ms - sbx_now_ms();
-	if (left <= 0)
+	if (deadline_ms <= sbx_now_ms())
 		return;
-	ts.tv_sec += left / 1000;
-	ts.tv_nsec += (left % 1000) * 1000000;
-	if (ts.tv_nsec >= 1000000000) {
-		ts.tv_sec++;
-		ts.tv_nsec -= 1000000000;
-	}
+	struct timespec ts = sbx_ms_timespec(deadline_ms);
 	pthread_cond_timedwait(&e->cond, &e->lock, &ts);
 }
 
@@ -114,11 +106,7 @@ struct engine *engine_new(const struct engine_options *opts, sbx_error_t *err)
 	}
 	e->stop_fd = -1;
 	pthread_mutex_init(&e->lock, NULL);
-	pthread_condattr_t ca;
-	pthread_condattr_init(&ca);
-	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
-	pthread_cond_init(&e->cond, &ca);
-	pthread_condattr_destroy(&ca);
+	sbx_cond_init_monotonic(&e->cond);
 
 	const char *url = opts->url != NULL ? opts->url : engine_default_url();
 	struct ws_url check;

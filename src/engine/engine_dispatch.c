@@ -133,13 +133,11 @@ static void *invocation_thread(void *arg)
 			run_job(j);
 		pthread_mutex_lock(&e->lock);
 		j = next_job(e, pool);
-		if (j == NULL) {
+		if (j == NULL)
 			pool->busy--;
-			e->running--;
-			pthread_cond_broadcast(&e->cond);
-		}
 		pthread_mutex_unlock(&e->lock);
 	}
+	engine_thread_done(e);
 	return NULL;
 }
 
@@ -207,6 +205,25 @@ void engine_dispatch_refuse(struct engine *e, json_t *msg, const char *code, con
 	job_free(j);
 }
 
+int engine_thread_start(void *(*fn)(void *), void *arg)
+{
+	pthread_attr_t attr;
+	pthread_attr_init(&attr);
+	pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+	pthread_t t;
+	int r = pthread_create(&t, &attr, fn, arg);
+	pthread_attr_destroy(&attr);
+	return r;
+}
+
+void engine_thread_done(struct engine *e)
+{
+	pthread_mutex_lock(&e->lock);
+	e->running--;
+	pthread_cond_broadcast(&e->cond);
+	pthread_mutex_unlock(&e->lock);
+}
+
 void engine_dispatch_invocation(struct engine *e, json_t *msg)
 {
 	struct job *j = job_new(e, msg);
@@ -262,20 +279,14 @@ void engine_dispatch_invocation(struct engine *e, json_t *msg)
 		return;
 	}
 
-	pthread_attr_t attr;
-	pthread_attr_init(&attr);
-	pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
-	pthread_t t;
-	int r = pthread_create(&t, &attr, invocation_thread, j);
-	pthread_attr_destroy(&attr);
+	int r = engine_thread_start(invocation_thread, j);
 	if (r != 0) {
 		sbx_err("engine: cannot start a thread for %s: %s", fid, strerror(r));
 		reply_error(e, j, "invocation_failed", "the worker could not start the handler");
 		job_free(j);
 		pthread_mutex_lock(&e->lock);
 		pool->busy--;
-		e->running--;
-		pthread_cond_broadcast(&e->cond);
 		pthread_mutex_unlock(&e->lock);
+		engine_thread_done(e);
 	}
 }

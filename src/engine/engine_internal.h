@@ -84,6 +84,13 @@ void engine_session_run(struct engine *e, struct ws_conn *c);
 /* The registerfunction message for f (a new reference), NULL without memory. */
 json_t *engine_registerfunction_msg(const struct engine_function *f);
 
+/* Starts a detached handler or background thread; pthread_create's
+ * result. */
+int engine_thread_start(void *(*fn)(void *), void *arg);
+/* A handler or background thread ended: wakes whoever waits for e->running
+ * to drop (takes e->lock). */
+void engine_thread_done(struct engine *e);
+
 /* engine_dispatch.c */
 void engine_dispatch_invocation(struct engine *e, json_t *msg);
 /* Answers an invokefunction with an error without running any handler (a

@@ -5,7 +5,7 @@
 #include <string.h>
 
 #include "common/log.h"
-#include "engine/clock.h"
+#include "common/clock.h"
 #include "engine/engine_internal.h"
 
 static void unlink_call(struct engine *e, struct pending_call *pc)

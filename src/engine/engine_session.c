@@ -9,7 +9,7 @@
 
 #include "common/cleanup.h"
 #include "common/log.h"
-#include "engine/clock.h"
+#include "common/clock.h"
 #include "engine/engine_internal.h"
 
 json_t *engine_registerfunction_msg(const struct engine_function *f)

@@ -18,7 +18,7 @@
 #include <arpa/inet.h>
 
 #include "common/cleanup.h"
-#include "engine/clock.h"
+#include "common/clock.h"
 
 struct transport {
 	int fd;

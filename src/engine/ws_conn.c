@@ -9,7 +9,7 @@
 #include <string.h>
 
 #include "common/cleanup.h"
-#include "engine/clock.h"
+#include "common/clock.h"
 #include "engine/transport.h"
 #include "engine/ws_handshake.h"
 #include "engine/ws_url.h"

@@ -54,7 +54,7 @@ static void parent_missing(const char *path, sbx_error_t *err)
 		n--;
 	while (n > 1 && path[n - 1] == '/')
 		n--;
-	sbx_error_set(err, ENOENT, "parent not found: %.*s", (int)(n > 0 ? n : 1), n > 0 ? path : ".");
+	sbx_error_set(err, ENOENT, PROTO_TEXT_PARENT_MISSING ": %.*s", (int)(n > 0 ? n : 1), n > 0 ? path : ".");
 }
 
 struct fs_write *fs_write_open(const struct proto_fs_write *req, sbx_error_t *err)

@@ -45,7 +45,7 @@ char **spawn_merge_env(char *const *base, char *const *over, sbx_error_t *err)
 				j++;
 			char *copy = strdup(src[i]);
 			if (copy == NULL) {
-				proto_strv_free(env);
+				sbx_strv_free(env);
 				sbx_error_errno(err, ENOMEM, "environment");
 				return NULL;
 			}
@@ -96,7 +96,7 @@ static char **exec_candidates(const char *cmd, const char *path, sbx_error_t *er
 	}
 	return c;
 oom:
-	proto_strv_free(c);
+	sbx_strv_free(c);
 	sbx_error_errno(err, ENOMEM, "PATH");
 	return NULL;
 }
@@ -194,7 +194,7 @@ int spawn_process(const struct spawn_req *req, struct spawn_result *res, sbx_err
 		return -1;
 	char **cands = exec_candidates(req->argv[0], env_path(env), err);
 	if (cands == NULL) {
-		proto_strv_free(env);
+		sbx_strv_free(env);
 		return -1;
 	}
 	int in[2] = { -1, -1 }, out[2] = { -1, -1 }, errp[2] = { -1, -1 }, ep[2] = { -1, -1 };
@@ -247,7 +247,7 @@ out:
 	close_pair(out);
 	close_pair(errp);
 	close_pair(ep);
-	proto_strv_free(cands);
-	proto_strv_free(env);
+	sbx_strv_free(cands);
+	sbx_strv_free(env);
 	return rc;
 }

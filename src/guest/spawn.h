@@ -36,7 +36,7 @@ struct spawn_result {
 int spawn_process(const struct spawn_req *req, struct spawn_result *res, sbx_error_t *err);
 
 /* Returns a NULL-terminated copy of base with each "K=V" of over replacing
- * the same K (free with proto_strv_free). */
+ * the same K (free with sbx_strv_free). */
 char **spawn_merge_env(char *const *base, char *const *over, sbx_error_t *err);
 
 #endif

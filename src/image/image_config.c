@@ -71,7 +71,7 @@ static int parse_mirrors(struct sbx_image_config *c, json_t *v, sbx_error_t *err
 	const char *k;
 	json_t *item;
 	json_object_foreach(v, k, item) {
-		struct sbx_registry_mirror *m = &c->mirrors[c->n_mirrors++];
+		struct sbx_oci_registry_mirror *m = &c->mirrors[c->n_mirrors++];
 		if ((m->host = strdup(k)) == NULL)
 			return sbx_error_errno(err, ENOMEM, "config");
 		if (entry_string(item, "registry_mirrors", k, &m->url, err) < 0)
@@ -90,7 +90,7 @@ static int parse_creds(struct sbx_image_config *c, json_t *v, sbx_error_t *err)
 	const char *k;
 	json_t *item;
 	json_object_foreach(v, k, item) {
-		struct sbx_registry_cred *r = &c->creds[c->n_creds++];
+		struct sbx_oci_registry_cred *r = &c->creds[c->n_creds++];
 		if (!json_is_object(item))
 			return sbx_error_set(err, EINVAL, "config key `registry_auth.%s`: expected a map, got %s", k,
 					     sbx_config_json_kind(item));
@@ -188,7 +188,7 @@ const char *sbx_image_config_mirror(const struct sbx_image_config *c, const char
 	return NULL;
 }
 
-const struct sbx_registry_cred *sbx_image_config_cred(const struct sbx_image_config *c, const char *host)
+const struct sbx_oci_registry_cred *sbx_image_config_cred(const struct sbx_image_config *c, const char *host)
 {
 	for (size_t i = 0; i < c->n_creds; i++)
 		if (strcmp(c->creds[i].host, host) == 0)

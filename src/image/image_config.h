@@ -16,12 +16,12 @@
 
 #include "common/error.h"
 
-struct sbx_registry_mirror {
+struct sbx_oci_registry_mirror {
 	char *host; /* registry host as written in refs: "docker.io", "ghcr.io" */
 	char *url;  /* base URL serving the v2 API: "https://mirror.example", "http://127.0.0.1:5000" */
 };
 
-struct sbx_registry_cred {
+struct sbx_oci_registry_cred {
 	char *host; /* host[:port] the requests go to */
 	char *username, *password; /* literal, or "${VAR}" read from the environment when used */
 };
@@ -33,9 +33,9 @@ struct sbx_custom_image {
 
 struct sbx_image_config {
 	bool auto_install;
-	struct sbx_registry_mirror *mirrors;
+	struct sbx_oci_registry_mirror *mirrors;
 	size_t n_mirrors;
-	struct sbx_registry_cred *creds;
+	struct sbx_oci_registry_cred *creds;
 	size_t n_creds;
 	struct sbx_custom_image *custom; /* sorted by name (byte order) */
 	size_t n_custom;
@@ -54,7 +54,7 @@ void sbx_image_config_free(struct sbx_image_config *c);
 /* The mirror base URL for a registry host, or NULL. */
 const char *sbx_image_config_mirror(const struct sbx_image_config *c, const char *host);
 /* The credentials for a host[:port], or NULL. */
-const struct sbx_registry_cred *sbx_image_config_cred(const struct sbx_image_config *c, const char *host);
+const struct sbx_oci_registry_cred *sbx_image_config_cred(const struct sbx_image_config *c, const char *host);
 struct sbx_image_preset {
 	const char *name, *ref;
 };

@@ -11,6 +11,7 @@
 
 #include "common/cleanup.h"
 #include "common/log.h"
+#include "common/scodes.h"
 #include "image/digest.h"
 #include "image/image_index.h"
 #include "image/image_store.h"
@@ -22,7 +23,7 @@
 #define TOUCH_INTERVAL_S 60
 
 struct pull_ctx {
-	struct sbx_registry *reg;
+	struct sbx_oci_registry *reg;
 	const struct sbx_manifest *m;
 	const struct sbx_pull_progress *progress;
 	size_t current;
@@ -41,7 +42,7 @@ static int fetch_layer(void *ud, size_t i, int fd, sbx_error_t *err)
 	const struct sbx_descriptor *d = &c->m->entries[i];
 	if (c->progress != NULL && c->progress->layer != NULL)
 		c->progress->layer(c->progress->ud, i, c->m->n_entries, d->digest, 0, (uint64_t)d->size);
-	return sbx_registry_blob(c->reg, d, fd, c->progress && c->progress->layer ? on_progress : NULL, c, err);
+	return sbx_oci_registry_blob(c->reg, d, fd, c->progress && c->progress->layer ? on_progress : NULL, c, err);
 }
 
 static int record(const char *root, const char *ref, const char *digest, struct sbx_image_info *out,
@@ -82,10 +83,10 @@ int sbx_image_store(const char *root, const char *ref, const char *digest, const
 }
 
 /* Resolves the manifest to use: an index is narrowed to linux/<host arch>. */
-static int resolve_manifest(struct sbx_registry *reg, const struct sbx_image_ref *ref, struct sbx_manifest *m,
+static int resolve_manifest(struct sbx_oci_registry *reg, const struct sbx_image_ref *ref, struct sbx_manifest *m,
 			    char digest[SBX_DIGEST_LEN + 1], sbx_error_t *err)
 {
-	if (sbx_registry_manifest(reg, sbx_image_ref_manifest_key(ref), m, digest, err) < 0)
+	if (sbx_oci_registry_manifest(reg, sbx_image_ref_manifest_key(ref), m, digest, err) < 0)
 		return -1;
 	if (m->kind == SBX_MANIFEST_IMAGE)
 		return 0;
@@ -97,7 +98,7 @@ static int resolve_manifest(struct sbx_registry *reg, const struct sbx_image_ref
 	char chosen[SBX_DIGEST_LEN + 1];
 	snprintf(chosen, sizeof(chosen), "%s", m->entries[i].digest);
 	sbx_manifest_free(m);
-	if (sbx_registry_manifest(reg, chosen, m, digest, err) < 0)
+	if (sbx_oci_registry_manifest(reg, chosen, m, digest, err) < 0)
 		return -1;
 	if (m->kind != SBX_MANIFEST_IMAGE) {
 		sbx_manifest_free(m);
@@ -117,7 +118,7 @@ int sbx_image_pull(const char *ref_str, const struct sbx_image_config *cfg, cons
 	char *root = sbx_image_root(err);
 	if (root == NULL)
 		return -1;
-	struct sbx_registry *reg = sbx_registry_open(&ref, cfg, err);
+	struct sbx_oci_registry *reg = sbx_oci_registry_open(&ref, cfg, err);
 	struct sbx_manifest m = { 0 };
 	char digest[SBX_DIGEST_LEN + 1];
 	char *config = NULL;
@@ -126,7 +127,7 @@ int sbx_image_pull(const char *ref_str, const struct sbx_image_config *cfg, cons
 	if (reg == NULL)
 		goto out;
 	if (resolve_manifest(reg, &ref, &m, digest, err) < 0) {
-		sbx_error_prefix(err, "%s (from %s)", canonical, sbx_registry_base(reg));
+		sbx_error_prefix(err, "%s (from %s)", canonical, sbx_oci_registry_base(reg));
 		goto out;
 	}
 	for (size_t i = 0; i < m.n_entries; i++) {
@@ -136,7 +137,7 @@ int sbx_image_pull(const char *ref_str, const struct sbx_image_config *cfg, cons
 			goto out;
 		}
 	}
-	if (sbx_registry_blob_mem(reg, &m.config, &config, &config_len, err) < 0)
+	if (sbx_oci_registry_blob_mem(reg, &m.config, &config, &config_len, err) < 0)
 		goto out;
 	struct pull_ctx ctx = { .reg = reg, .m = &m, .progress = progress };
 	struct sbx_layer_source src = { .n_layers = m.n_entries, .fetch = fetch_layer, .ud = &ctx };
@@ -148,7 +149,7 @@ int sbx_image_pull(const char *ref_str, const struct sbx_image_config *cfg, cons
 out:
 	free(config);
 	sbx_manifest_free(&m);
-	sbx_registry_close(reg);
+	sbx_oci_registry_close(reg);
 	free(root);
 	return rc;
 }
@@ -162,12 +163,12 @@ char *sbx_image_ensure(const char *name, const char *ref_str, const struct sbx_i
 		if (*err == NULL)
 			sbx_error_set(err, 0, "reference too long");
 		sbx_error_prefix(err, "auto-install failed for image '%s'", name);
-		sbx_error_default_scode(err, "S102");
+		sbx_error_default_scode(err, SBX_S_TRANSIENT);
 		return NULL;
 	}
 	char *root = sbx_image_root(err);
 	if (root == NULL) {
-		sbx_error_default_scode(err, "S102");
+		sbx_error_default_scode(err, SBX_S_TRANSIENT);
 		return NULL;
 	}
 	struct sbx_index idx;
@@ -194,7 +195,7 @@ char *sbx_image_ensure(const char *name, const char *ref_str, const struct sbx_i
 	}
 	free(root);
 	if (!cfg->auto_install) {
-		sbx_error_scode(err, "S101",
+		sbx_error_scode(err, SBX_S_IMAGE_MISSING,
 				"rootfs missing on disk for image '%s'. Run: sandbox-libkrun image pull %s "
 				"(or, without network: sandbox-libkrun image import <oci-layout-dir|docker-save.tar> --ref %s) "
 				"(see S101 docs)",
@@ -204,7 +205,7 @@ char *sbx_image_ensure(const char *name, const char *ref_str, const struct sbx_i
 	struct sbx_image_info info;
 	if (sbx_image_pull(canonical, cfg, NULL, &info, err) < 0) {
 		sbx_error_prefix(err, "auto-install failed for image '%s'", name);
-		sbx_error_default_scode(err, "S102");
+		sbx_error_default_scode(err, SBX_S_TRANSIENT);
 		return NULL;
 	}
 	return info.path;

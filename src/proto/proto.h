@@ -195,6 +195,7 @@
 #include <stdint.h>
 
 #include "common/error.h"
+#include "common/strv.h"
 
 #define PROTO_VERSION 2 /* 2: CONFIG carries `user` */
 #define PROTO_HEADER_SIZE 9u
@@ -270,6 +271,12 @@ enum proto_type {
 #define PROTO_FS_SCAN_LINE (1024u * 1024u)  /* FS_GREP searches this much of a line */
 #define PROTO_MAX_PATH 4096u   /* PATH_MAX */
 
+/* Message texts the host recognises in the guest's answers: each side uses
+ * these names, so neither can drift from the other. */
+#define PROTO_TEXT_UNSUPPORTED "unsupported message type" /* ERROR: an op this guest lacks */
+#define PROTO_TEXT_UNEXPECTED "unexpected message"        /* ERROR: a message the stream cannot take */
+#define PROTO_TEXT_PARENT_MISSING "parent not found"      /* FS_ERROR ENOENT of FS_WRITE */
+
 struct proto_header {
 	uint32_t length;
 	uint32_t stream;
@@ -313,13 +320,18 @@ int proto_get_u64(struct proto_rbuf *r, uint64_t *v, sbx_error_t *err);
 /* Returns a freshly allocated NUL-terminated copy; rejects embedded NULs. */
 int proto_get_str(struct proto_rbuf *r, char **s, sbx_error_t *err);
 /* Returns a freshly allocated NULL-terminated vector (free with
- * proto_strv_free). */
+ * sbx_strv_free). */
 int proto_get_strv(struct proto_rbuf *r, char ***v, sbx_error_t *err);
 /* Returns a freshly allocated copy of at most `max` raw bytes (NULs
  * allowed); *p is NULL when *n is 0. */
 int proto_get_blob(struct proto_rbuf *r, uint8_t **p, size_t *n, size_t max, sbx_error_t *err);
+/* A path of 1..PROTO_MAX_PATH bytes; `what` names it in errors. */
+int proto_get_path(struct proto_rbuf *r, char **p, const char *what, sbx_error_t *err);
+/* A mode of at most 07777. */
+int proto_get_mode(struct proto_rbuf *r, uint32_t *mode, sbx_error_t *err);
+/* Flags within `allowed`; errors say "unknown <what> flags". */
+int proto_get_flags(struct proto_rbuf *r, uint32_t *flags, uint32_t allowed, const char *what, sbx_error_t *err);
 /* Fails when bytes are left over. */
 int proto_get_end(struct proto_rbuf *r, sbx_error_t *err);
-void proto_strv_free(char **v);
 
 #endif

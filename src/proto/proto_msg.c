@@ -98,26 +98,16 @@ static int decode_spawn(struct proto_rbuf *r, struct proto_spawn *s, sbx_error_t
 		return sbx_error_prefix(err, "cwd");
 	if (s->cwd[0] != '\0' && s->cwd[0] != '/')
 		return sbx_error_set(err, 0, "cwd is not absolute");
-	if (proto_get_u32(r, &s->flags, err) < 0)
-		return sbx_error_prefix(err, "flags");
-	if (s->flags & ~PROTO_SPAWN_STDIN)
-		return sbx_error_set(err, 0, "unknown spawn flags 0x%x", s->flags);
-	return 0;
+	return proto_get_flags(r, &s->flags, PROTO_SPAWN_STDIN, "spawn", err);
 }
 
 static int decode_fs_write(struct proto_rbuf *r, struct proto_fs_write *w, sbx_error_t *err)
 {
-	if (proto_get_str(r, &w->path, err) < 0)
-		return sbx_error_prefix(err, "path");
-	if (w->path[0] == '\0' || strlen(w->path) > PROTO_MAX_PATH)
-		return sbx_error_set(err, 0, "path empty or longer than %u bytes", PROTO_MAX_PATH);
-	if (proto_get_u32(r, &w->mode, err) < 0 || proto_get_u32(r, &w->flags, err) < 0)
-		return sbx_error_prefix(err, "mode/flags");
-	if (w->mode > 07777)
-		return sbx_error_set(err, 0, "mode 0%o out of range", w->mode);
-	if (w->flags & ~PROTO_FS_PARENTS)
-		return sbx_error_set(err, 0, "unknown fs flags 0x%x", w->flags);
-	return 0;
+	if (proto_get_path(r, &w->path, "path", err) < 0)
+		return -1;
+	if (proto_get_mode(r, &w->mode, err) < 0)
+		return -1;
+	return proto_get_flags(r, &w->flags, PROTO_FS_PARENTS, "fs", err);
 }
 
 static int decode_fs_error(struct proto_rbuf *r, struct proto_fs_error *e, sbx_error_t *err)
@@ -209,13 +199,13 @@ void proto_msg_free(struct proto_msg *m)
 	switch (m->type) {
 	case PROTO_CONFIG:
 		free(m->u.config.hostname);
-		proto_strv_free(m->u.config.env);
+		sbx_strv_free(m->u.config.env);
 		free(m->u.config.entropy);
 		free(m->u.config.user);
 		break;
 	case PROTO_SPAWN:
-		proto_strv_free(m->u.spawn.argv);
-		proto_strv_free(m->u.spawn.env);
+		sbx_strv_free(m->u.spawn.argv);
+		sbx_strv_free(m->u.spawn.env);
 		free(m->u.spawn.cwd);
 		break;
 	case PROTO_ERROR:

@@ -32,33 +32,6 @@ static int valid_path(const char *p)
 	return p != NULL && p[0] != '\0' && strlen(p) <= PROTO_MAX_PATH;
 }
 
-static int get_path(struct proto_rbuf *r, char **p, const char *what, sbx_error_t *err)
-{
-	if (proto_get_str(r, p, err) < 0)
-		return sbx_error_prefix(err, "%s", what);
-	if (!valid_path(*p))
-		return sbx_error_set(err, 0, "%s empty or longer than %u bytes", what, PROTO_MAX_PATH);
-	return 0;
-}
-
-static int get_flags(struct proto_rbuf *r, uint32_t *flags, uint32_t allowed, sbx_error_t *err)
-{
-	if (proto_get_u32(r, flags, err) < 0)
-		return sbx_error_prefix(err, "flags");
-	if (*flags & ~allowed)
-		return sbx_error_set(err, 0, "unknown fs flags 0x%x", *flags & ~allowed);
-	return 0;
-}
-
-static int get_mode(struct proto_rbuf *r, uint32_t *mode, sbx_error_t *err)
-{
-	if (proto_get_u32(r, mode, err) < 0)
-		return sbx_error_prefix(err, "mode");
-	if (*mode > 07777)
-		return sbx_error_set(err, 0, "mode 0%o out of range", *mode);
-	return 0;
-}
-
 static int get_i64(struct proto_rbuf *r, int64_t *v, sbx_error_t *err)
 {
 	uint64_t u;
@@ -68,19 +41,11 @@ static int get_i64(struct proto_rbuf *r, int64_t *v, sbx_error_t *err)
 	return 0;
 }
 
-static size_t strv_len(char **v)
-{
-	size_t n = 0;
-	while (v != NULL && v[n] != NULL)
-		n++;
-	return n;
-}
-
 static int get_globs(struct proto_rbuf *r, char ***v, const char *what, sbx_error_t *err)
 {
 	if (proto_get_strv(r, v, err) < 0)
 		return sbx_error_prefix(err, "%s", what);
-	if (strv_len(*v) > PROTO_FS_MAX_GLOBS)
+	if (sbx_strv_len(*v) > PROTO_FS_MAX_GLOBS)
 		return sbx_error_set(err, 0, "%s has more than %u patterns", what, PROTO_FS_MAX_GLOBS);
 	for (size_t i = 0; (*v)[i] != NULL; i++)
 		if (!valid_path((*v)[i]))
@@ -92,15 +57,15 @@ static int get_globs(struct proto_rbuf *r, char ***v, const char *what, sbx_erro
 
 static int decode_mkdir(struct proto_rbuf *r, struct proto_fs_mkdir *q, sbx_error_t *err)
 {
-	if (get_path(r, &q->path, "path", err) < 0 || get_mode(r, &q->mode, err) < 0)
+	if (proto_get_path(r, &q->path, "path", err) < 0 || proto_get_mode(r, &q->mode, err) < 0)
 		return -1;
-	return get_flags(r, &q->flags, PROTO_FS_PARENTS, err);
+	return proto_get_flags(r, &q->flags, PROTO_FS_PARENTS, "fs", err);
 }
 
 static int decode_chmod(struct proto_rbuf *r, struct proto_fs_chmod *q, sbx_error_t *err)
 {
-	if (get_path(r, &q->path, "path", err) < 0 || get_mode(r, &q->mode, err) < 0 ||
-	    get_flags(r, &q->flags, PROTO_FS_RECURSIVE | PROTO_FS_SET_UID | PROTO_FS_SET_GID, err) < 0)
+	if (proto_get_path(r, &q->path, "path", err) < 0 || proto_get_mode(r, &q->mode, err) < 0 ||
+	    proto_get_flags(r, &q->flags, PROTO_FS_RECURSIVE | PROTO_FS_SET_UID | PROTO_FS_SET_GID, "fs", err) < 0)
 		return -1;
 	if (proto_get_u32(r, &q->uid, err) < 0 || proto_get_u32(r, &q->gid, err) < 0)
 		return sbx_error_prefix(err, "uid/gid");
@@ -109,18 +74,18 @@ static int decode_chmod(struct proto_rbuf *r, struct proto_fs_chmod *q, sbx_erro
 
 static int decode_mv(struct proto_rbuf *r, struct proto_fs_mv *q, sbx_error_t *err)
 {
-	if (get_path(r, &q->src, "src", err) < 0 || get_path(r, &q->dst, "dst", err) < 0)
+	if (proto_get_path(r, &q->src, "src", err) < 0 || proto_get_path(r, &q->dst, "dst", err) < 0)
 		return -1;
-	return get_flags(r, &q->flags, PROTO_FS_OVERWRITE, err);
+	return proto_get_flags(r, &q->flags, PROTO_FS_OVERWRITE, "fs", err);
 }
 
 static int decode_grep(struct proto_rbuf *r, struct proto_fs_grep *q, sbx_error_t *err)
 {
-	if (get_path(r, &q->path, "path", err) < 0)
+	if (proto_get_path(r, &q->path, "path", err) < 0)
 		return -1;
 	if (proto_get_str(r, &q->pattern, err) < 0)
 		return sbx_error_prefix(err, "pattern");
-	if (get_flags(r, &q->flags, PROTO_FS_RECURSIVE | PROTO_FS_IGNORE_CASE, err) < 0 ||
+	if (proto_get_flags(r, &q->flags, PROTO_FS_RECURSIVE | PROTO_FS_IGNORE_CASE, "fs", err) < 0 ||
 	    get_globs(r, &q->include, "include", err) < 0 || get_globs(r, &q->exclude, "exclude", err) < 0)
 		return -1;
 	if (proto_get_u64(r, &q->max_matches, err) < 0 || proto_get_u64(r, &q->max_line_bytes, err) < 0)
@@ -146,7 +111,7 @@ static int decode_sed(struct proto_rbuf *r, struct proto_fs_sed *q, sbx_error_t 
 	if (proto_get_str(r, &q->replacement, err) < 0)
 		return sbx_error_prefix(err, "replacement");
 	uint32_t allowed = PROTO_FS_RECURSIVE | PROTO_FS_IGNORE_CASE | PROTO_FS_REGEX | PROTO_FS_FIRST_ONLY;
-	if (get_flags(r, &q->flags, allowed, err) < 0)
+	if (proto_get_flags(r, &q->flags, allowed, "fs", err) < 0)
 		return -1;
 	if (get_globs(r, &q->include, "include", err) < 0 || get_globs(r, &q->exclude, "exclude", err) < 0)
 		return -1;
@@ -182,8 +147,8 @@ static int decode_entries(struct proto_rbuf *r, struct proto_fs_batch *b, sbx_er
 		return -1;
 	for (uint32_t i = 0; i < b->n; i++) {
 		struct proto_fs_entry *e = &b->v.entries[i];
-		if (get_path(r, &e->name, "name", err) < 0 || get_mode(r, &e->mode, err) < 0 ||
-		    get_flags(r, &e->flags, PROTO_FS_ENTRY_DIR | PROTO_FS_ENTRY_SYMLINK, err) < 0 ||
+		if (proto_get_path(r, &e->name, "name", err) < 0 || proto_get_mode(r, &e->mode, err) < 0 ||
+		    proto_get_flags(r, &e->flags, PROTO_FS_ENTRY_DIR | PROTO_FS_ENTRY_SYMLINK, "fs", err) < 0 ||
 		    proto_get_u64(r, &e->size, err) < 0 || get_i64(r, &e->mtime, err) < 0)
 			return sbx_error_prefix(err, "entry %u", i);
 	}
@@ -197,7 +162,7 @@ static int decode_matches(struct proto_rbuf *r, struct proto_fs_batch *b, sbx_er
 		return -1;
 	for (uint32_t i = 0; i < b->n; i++) {
 		struct proto_fs_match *m = &b->v.matches[i];
-		if (get_path(r, &m->path, "path", err) < 0 || proto_get_u64(r, &m->line, err) < 0 ||
+		if (proto_get_path(r, &m->path, "path", err) < 0 || proto_get_u64(r, &m->line, err) < 0 ||
 		    proto_get_str(r, &m->content, err) < 0)
 			return sbx_error_prefix(err, "match %u", i);
 		if (m->line == 0 || strlen(m->content) > PROTO_FS_MAX_CONTENT)
@@ -214,7 +179,7 @@ static int decode_sed_files(struct proto_rbuf *r, struct proto_fs_batch *b, sbx_
 		return -1;
 	for (uint32_t i = 0; i < b->n; i++) {
 		struct proto_fs_sed_file *f = &b->v.files[i];
-		if (get_path(r, &f->path, "path", err) < 0 || proto_get_u64(r, &f->replacements, err) < 0 ||
+		if (proto_get_path(r, &f->path, "path", err) < 0 || proto_get_u64(r, &f->replacements, err) < 0 ||
 		    proto_get_i32(r, &f->errnum, err) < 0 || proto_get_str(r, &f->error, err) < 0)
 			return sbx_error_prefix(err, "file %u", i);
 		if (f->errnum < 0 || (f->errnum == 0) != (f->error[0] == '\0'))
@@ -229,13 +194,13 @@ int proto_fs_decode_body(struct proto_rbuf *r, struct proto_msg *m, sbx_error_t 
 	case PROTO_FS_LS:
 	case PROTO_FS_STAT:
 	case PROTO_FS_READ:
-		return get_path(r, &m->u.fs_path.path, "path", err);
+		return proto_get_path(r, &m->u.fs_path.path, "path", err);
 	case PROTO_FS_MKDIR:
 		return decode_mkdir(r, &m->u.fs_mkdir, err);
 	case PROTO_FS_RM:
-		if (get_path(r, &m->u.fs_rm.path, "path", err) < 0)
+		if (proto_get_path(r, &m->u.fs_rm.path, "path", err) < 0)
 			return -1;
-		return get_flags(r, &m->u.fs_rm.flags, PROTO_FS_RECURSIVE, err);
+		return proto_get_flags(r, &m->u.fs_rm.flags, PROTO_FS_RECURSIVE, "fs", err);
 	case PROTO_FS_CHMOD:
 		return decode_chmod(r, &m->u.fs_chmod, err);
 	case PROTO_FS_MV:
@@ -251,15 +216,15 @@ int proto_fs_decode_body(struct proto_rbuf *r, struct proto_msg *m, sbx_error_t 
 	case PROTO_FS_SED_FILES:
 		return decode_sed_files(r, &m->u.fs_batch, err);
 	case PROTO_FS_META:
-		if (proto_get_u64(r, &m->u.fs_meta.size, err) < 0 || get_mode(r, &m->u.fs_meta.mode, err) < 0)
+		if (proto_get_u64(r, &m->u.fs_meta.size, err) < 0 || proto_get_mode(r, &m->u.fs_meta.mode, err) < 0)
 			return -1;
 		return get_i64(r, &m->u.fs_meta.mtime, err);
 	case PROTO_FS_DONE:
 		if (proto_get_u64(r, &m->u.fs_done.count, err) < 0)
 			return -1;
-		return get_flags(r, &m->u.fs_done.flags, PROTO_FS_TRUNCATED, err);
+		return proto_get_flags(r, &m->u.fs_done.flags, PROTO_FS_TRUNCATED, "fs", err);
 	}
-	return sbx_error_set(err, 0, "unsupported message type 0x%02x", m->type);
+	return sbx_error_set(err, 0, PROTO_TEXT_UNSUPPORTED " 0x%02x", m->type);
 }
 
 void proto_fs_free(struct proto_msg *m)
@@ -286,16 +251,16 @@ void proto_fs_free(struct proto_msg *m)
 	case PROTO_FS_GREP:
 		free(m->u.fs_grep.path);
 		free(m->u.fs_grep.pattern);
-		proto_strv_free(m->u.fs_grep.include);
-		proto_strv_free(m->u.fs_grep.exclude);
+		sbx_strv_free(m->u.fs_grep.include);
+		sbx_strv_free(m->u.fs_grep.exclude);
 		break;
 	case PROTO_FS_SED:
-		proto_strv_free(m->u.fs_sed.files);
+		sbx_strv_free(m->u.fs_sed.files);
 		free(m->u.fs_sed.path);
 		free(m->u.fs_sed.pattern);
 		free(m->u.fs_sed.replacement);
-		proto_strv_free(m->u.fs_sed.include);
-		proto_strv_free(m->u.fs_sed.exclude);
+		sbx_strv_free(m->u.fs_sed.include);
+		sbx_strv_free(m->u.fs_sed.exclude);
 		break;
 	case PROTO_FS_ENTRIES:
 		for (uint32_t i = 0; m->u.fs_batch.v.entries != NULL && i < m->u.fs_batch.n; i++)
@@ -341,7 +306,7 @@ static int put_str(struct proto_wbuf *b, const char *s, size_t max, const char *
 
 static int put_globs(struct proto_wbuf *b, char **v, const char *what, sbx_error_t *err)
 {
-	size_t n = strv_len(v);
+	size_t n = sbx_strv_len(v);
 	if (n > PROTO_FS_MAX_GLOBS)
 		return sbx_error_set(err, 0, "%s has more than %u patterns", what, PROTO_FS_MAX_GLOBS);
 	proto_put_u32(b, (uint32_t)n);
@@ -432,9 +397,9 @@ int proto_fs_encode_body(struct proto_wbuf *b, const struct proto_msg *m, sbx_er
 	}
 	case PROTO_FS_SED: {
 		const struct proto_fs_sed *q = &m->u.fs_sed;
-		if (strv_len(q->files) > PROTO_MAX_STRV)
+		if (sbx_strv_len(q->files) > PROTO_MAX_STRV)
 			return sbx_error_set(err, 0, "more than %u files", PROTO_MAX_STRV);
-		proto_put_u32(b, (uint32_t)strv_len(q->files));
+		proto_put_u32(b, (uint32_t)sbx_strv_len(q->files));
 		for (size_t i = 0; q->files != NULL && q->files[i] != NULL; i++)
 			if (put_path(b, q->files[i], "files entry", err) < 0)
 				return -1;

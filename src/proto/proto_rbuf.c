@@ -103,15 +103,6 @@ int proto_get_blob(struct proto_rbuf *r, uint8_t **p, size_t *n, size_t max, sbx
 	return 0;
 }
 
-void proto_strv_free(char **v)
-{
-	if (v == NULL)
-		return;
-	for (char **p = v; *p != NULL; p++)
-		free(*p);
-	free(v);
-}
-
 int proto_get_strv(struct proto_rbuf *r, char ***v, sbx_error_t *err)
 {
 	uint32_t n;
@@ -128,7 +119,7 @@ int proto_get_strv(struct proto_rbuf *r, char ***v, sbx_error_t *err)
 		return sbx_error_errno(err, ENOMEM, "string vector");
 	for (uint32_t i = 0; i < n; i++) {
 		if (proto_get_str(r, &vec[i], err) < 0) {
-			proto_strv_free(vec);
+			sbx_strv_free(vec);
 			return sbx_error_prefix(err, "entry %u", i);
 		}
 	}
@@ -140,5 +131,32 @@ int proto_get_end(struct proto_rbuf *r, sbx_error_t *err)
 {
 	if (left(r) != 0)
 		return sbx_error_set(err, 0, "%zu trailing bytes", left(r));
+	return 0;
+}
+
+int proto_get_path(struct proto_rbuf *r, char **p, const char *what, sbx_error_t *err)
+{
+	if (proto_get_str(r, p, err) < 0)
+		return sbx_error_prefix(err, "%s", what);
+	if ((*p)[0] == '\0' || strlen(*p) > PROTO_MAX_PATH)
+		return sbx_error_set(err, 0, "%s empty or longer than %u bytes", what, PROTO_MAX_PATH);
+	return 0;
+}
+
+int proto_get_mode(struct proto_rbuf *r, uint32_t *mode, sbx_error_t *err)
+{
+	if (proto_get_u32(r, mode, err) < 0)
+		return sbx_error_prefix(err, "mode");
+	if (*mode > 07777)
+		return sbx_error_set(err, 0, "mode 0%o out of range", *mode);
+	return 0;
+}
+
+int proto_get_flags(struct proto_rbuf *r, uint32_t *flags, uint32_t allowed, const char *what, sbx_error_t *err)
+{
+	if (proto_get_u32(r, flags, err) < 0)
+		return sbx_error_prefix(err, "flags");
+	if (*flags & ~allowed)
+		return sbx_error_set(err, 0, "unknown %s flags 0x%x", what, *flags & ~allowed);
 	return 0;
 }

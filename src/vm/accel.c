@@ -10,6 +10,7 @@
 
 #include "common/cleanup.h"
 #include "common/log.h"
+#include "common/scodes.h"
 
 int sbx_accel_parse(const char *s, enum sbx_accel *out, sbx_error_t *err)
 {
@@ -61,7 +62,7 @@ int sbx_accel_decide(enum sbx_accel want, bool hwvirt, bool kvm_opens, enum sbx_
 {
 	bool kvm = hwvirt && kvm_opens;
 	if (want == SBX_ACCEL_KVM && !kvm)
-		return sbx_error_scode(err, "S300",
+		return sbx_error_scode(err, SBX_S_VM_BOOT,
 				       "accel kvm is unusable here: %s; use accel tcg (or auto)",
 				       !hwvirt ? "the CPU has no hardware virtualization (no vmx/svm in /proc/cpuinfo)"
 					       : "/dev/kvm cannot be opened (load kvm_intel/kvm_amd, check permissions)");

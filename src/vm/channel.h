@@ -5,7 +5,7 @@
  * different threads.
  *
  * Deadlines are absolute CLOCK_MONOTONIC times in milliseconds
- * (chan_now_ms() + timeout), or -1 for none; a missed deadline fails with
+ * (sbx_now_ms() + timeout, common/clock.h), or -1 for none; a missed deadline fails with
  * errnum ETIMEDOUT. */
 #ifndef SBX_VM_CHANNEL_H
 #define SBX_VM_CHANNEL_H
@@ -15,6 +15,7 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+#include "common/clock.h"
 #include "common/error.h"
 #include "proto/proto_msg.h"
 
@@ -22,8 +23,6 @@ struct chan;
 struct chan_stream;
 
 enum chan_output { CHAN_STDOUT = 1, CHAN_STDERR = 2 };
-
-int64_t chan_now_ms(void);
 
 /* Takes ownership of fd (a connected stream socket) and starts the reader. */
 struct chan *chan_open(int fd, sbx_error_t *err);

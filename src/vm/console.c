@@ -1,5 +1,7 @@
 #include "vm/console.h"
 
+#include "common/clock.h"
+
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -7,13 +9,6 @@
 #include <sys/socket.h>
 #include <time.h>
 #include <unistd.h>
-
-static int64_t now_ms(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
 
 static bool write_all(int fd, const char *p, size_t len)
 {
@@ -32,7 +27,7 @@ static bool write_all(int fd, const char *p, size_t len)
 /* A failed echo stops echoing; the log and the ring go on. */
 static void echo(struct console *c, const char *buf, size_t n)
 {
-	int64_t t = now_ms() - c->echo_t0;
+	int64_t t = sbx_now_ms() - c->echo_t0;
 	while (n > 0 && c->echo_fd >= 0) {
 		if (c->echo_bol) {
 			char prefix[40];

@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "common/cleanup.h"
+#include "common/scodes.h"
 #include "common/state_dir.h"
 #include "vm/pvh_elf.h"
 
@@ -37,7 +38,7 @@ static int hash_file(const char *path, char hex[65], sbx_error_t *err)
 {
 	cleanup_close int fd = open(path, O_RDONLY | O_CLOEXEC);
 	if (fd < 0)
-		return sbx_error_scode(err, "S300", "guest kernel library %s: %s; %s", path, strerror(errno),
+		return sbx_error_scode(err, SBX_S_VM_BOOT, "guest kernel library %s: %s; %s", path, strerror(errno),
 				       KRUNFW_FIX);
 	EVP_MD_CTX *ctx = EVP_MD_CTX_new();
 	if (ctx == NULL || EVP_DigestInit_ex(ctx, EVP_sha256(), NULL) != 1) {
@@ -72,7 +73,7 @@ static int write_wrapper(const char *tmp, const uint8_t *image, size_t size, siz
 	if (fd < 0)
 		return sbx_error_errno(err, errno, "create %s", tmp);
 	if (pvh_elf_write(fd, image, size, load, err) < 0) {
-		sbx_error_default_scode(err, "S300");
+		sbx_error_default_scode(err, SBX_S_VM_BOOT);
 		return -1;
 	}
 	if (fsync(fd) < 0)
@@ -85,14 +86,14 @@ static int build_wrapper(const char *lib, const char *tmp, sbx_error_t *err)
 {
 	void *h = dlopen(lib, RTLD_NOW | RTLD_LOCAL);
 	if (h == NULL)
-		return sbx_error_scode(err, "S300", "cannot load the guest kernel library %s: %s; %s", lib,
+		return sbx_error_scode(err, SBX_S_VM_BOOT, "cannot load the guest kernel library %s: %s; %s", lib,
 				       dlerror(), KRUNFW_FIX);
 	krunfw_get_kernel_fn get = (krunfw_get_kernel_fn)dlsym(h, "krunfw_get_kernel");
 	size_t load = 0, entry = 0, size = 0;
 	const uint8_t *image = get != NULL ? (const uint8_t *)get(&load, &entry, &size) : NULL;
 	int rc;
 	if (image == NULL || size == 0 || size > KERNEL_MAX_SIZE || load == 0)
-		rc = sbx_error_scode(err, "S300", "%s does not provide a usable kernel (krunfw_get_kernel); %s",
+		rc = sbx_error_scode(err, SBX_S_VM_BOOT, "%s does not provide a usable kernel (krunfw_get_kernel); %s",
 				     lib, KRUNFW_FIX);
 	else
 		rc = write_wrapper(tmp, image, size, load, err);

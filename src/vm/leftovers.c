@@ -12,6 +12,7 @@
 
 #include "common/cleanup.h"
 #include "common/log.h"
+#include "common/path.h"
 #include "common/state_dir.h"
 
 #define CMDLINE_MAX (64 * 1024)
@@ -134,8 +135,8 @@ unsigned sbx_vm_remove_leftovers(void)
 		pid_t owner;
 		if (!leftover_owner(de->d_name, &owner) || pid_alive(owner))
 			continue;
-		cleanup_free char *path = NULL;
-		if (asprintf(&path, "%s/%s", vms, de->d_name) < 0)
+		cleanup_free char *path = sbx_path_join(vms, de->d_name);
+		if (path == NULL)
 			continue;
 		kill_vm_processes(path);
 		if (remove_vm_dir(dirfd(d), de->d_name, path)) {

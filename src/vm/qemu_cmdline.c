@@ -163,12 +163,3 @@ char **qemu_cmdline(const struct qemu_config *c, sbx_error_t *err)
 	memcpy(v, b.v, b.n * sizeof(char *));
 	return v;
 }
-
-void sbx_strv_free(char **v)
-{
-	if (v == NULL)
-		return;
-	for (char **p = v; *p != NULL; p++)
-		free(*p);
-	free(v);
-}

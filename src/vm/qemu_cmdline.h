@@ -5,6 +5,7 @@
 #include <stdbool.h>
 
 #include "common/error.h"
+#include "common/strv.h"
 #include "vm/accel.h"
 
 #define SBX_KERNEL_CMDLINE "root=/dev/vda rootfstype=erofs ro init=/init console=hvc0 panic=-1 reboot=t"
@@ -46,6 +47,5 @@ struct qemu_config {
 
 /* Returns a NULL-terminated argv (free with sbx_strv_free). */
 char **qemu_cmdline(const struct qemu_config *c, sbx_error_t *err);
-void sbx_strv_free(char **v);
 
 #endif

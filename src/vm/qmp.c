@@ -1,5 +1,7 @@
 #include "vm/qmp.h"
 
+#include "common/clock.h"
+
 #include <errno.h>
 #include <poll.h>
 #include <stdbool.h>
@@ -7,13 +9,6 @@
 #include <sys/socket.h>
 #include <time.h>
 #include <unistd.h>
-
-static int64_t now_ms(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
 
 /* The next line into out (NUL-terminated, without the newline). */
 static int read_line(struct qmp *q, char *out, size_t cap, int64_t deadline, sbx_error_t *err)
@@ -32,7 +27,7 @@ static int read_line(struct qmp *q, char *out, size_t cap, int64_t deadline, sbx
 		}
 		if (q->len == sizeof(q->buf))
 			return sbx_error_set(err, EMSGSIZE, "qmp: line longer than %zu bytes", sizeof(q->buf));
-		int64_t left = deadline - now_ms();
+		int64_t left = deadline - sbx_now_ms();
 		if (left <= 0)
 			return sbx_error_set(err, ETIMEDOUT, "qmp: no answer");
 		struct pollfd p = { .fd = q->fd, .events = POLLIN };

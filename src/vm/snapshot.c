@@ -13,7 +13,9 @@
 #include <unistd.h>
 
 #include "common/cleanup.h"
+#include "common/clock.h"
 #include "common/log.h"
+#include "common/path.h"
 #include "common/state_dir.h"
 #include "vm/disk.h"
 
@@ -22,13 +24,6 @@
 
 /* Bumped when what a template holds changes meaning. */
 #define SNAPSHOT_FORMAT 2 /* 2: the balloon device */
-
-static int64_t now_ms(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
 
 /* A file's identity: path, device, inode, size and change times.  A
  * rebuilt or replaced file gets a new key without hashing its bytes. */
@@ -83,18 +78,12 @@ static char *key_path(const char *key, const char *suffix, sbx_error_t *err)
 	return p;
 }
 
-static char *join(const char *dir, const char *name)
-{
-	char *p = NULL;
-	return asprintf(&p, "%s/%s", dir, name) < 0 ? NULL : p;
-}
-
 char *snapshot_find(const char *key, sbx_error_t *err)
 {
 	char *dir = key_path(key, "", err);
 	if (dir == NULL)
 		return NULL;
-	cleanup_free char *state = join(dir, "state"), *scratch = join(dir, "scratch.ext4");
+	cleanup_free char *state = sbx_path_join(dir, "state"), *scratch = sbx_path_join(dir, "scratch.ext4");
 	struct stat a, b;
 	if (state == NULL || scratch == NULL || stat(state, &a) < 0 || stat(scratch, &b) < 0 || !S_ISREG(a.st_mode) ||
 	    !S_ISREG(b.st_mode)) {
@@ -106,7 +95,7 @@ char *snapshot_find(const char *key, sbx_error_t *err)
 
 int snapshot_restore_files(const char *dir, const char *scratch, int *state_fd, sbx_error_t *err)
 {
-	cleanup_free char *state = join(dir, "state"), *tpl = join(dir, "scratch.ext4");
+	cleanup_free char *state = sbx_path_join(dir, "state"), *tpl = sbx_path_join(dir, "scratch.ext4");
 	if (state == NULL || tpl == NULL)
 		return sbx_error_errno(err, ENOMEM, "snapshot path");
 	if (disk_clone(tpl, scratch, err) < 0)
@@ -139,7 +128,7 @@ int snapshot_lock(const char *key, sbx_error_t *err)
 /* Removes a template directory's two files and the directory. */
 static void remove_dir(const char *dir)
 {
-	cleanup_free char *state = join(dir, "state"), *scratch = join(dir, "scratch.ext4");
+	cleanup_free char *state = sbx_path_join(dir, "state"), *scratch = sbx_path_join(dir, "scratch.ext4");
 	if (state != NULL)
 		unlink(state);
 	if (scratch != NULL)
@@ -158,7 +147,7 @@ static int wait_migration(struct qmp *q, int64_t deadline, sbx_error_t *err)
 			return 0;
 		if (strstr(reply, "\"status\": \"failed\"") != NULL || strstr(reply, "\"status\": \"cancelled\"") != NULL)
 			return sbx_error_set(err, EIO, "migration failed");
-		if (now_ms() >= deadline)
+		if (sbx_now_ms() >= deadline)
 			return sbx_error_set(err, ETIMEDOUT, "migration did not finish");
 		usleep(MIGRATE_POLL_US);
 	}
@@ -166,7 +155,7 @@ static int wait_migration(struct qmp *q, int64_t deadline, sbx_error_t *err)
 
 static int save_into(struct qmp *q, const char *tmp, const char *scratch, int64_t deadline, sbx_error_t *err)
 {
-	cleanup_free char *state = join(tmp, "state"), *copy = join(tmp, "scratch.ext4");
+	cleanup_free char *state = sbx_path_join(tmp, "state"), *copy = sbx_path_join(tmp, "scratch.ext4");
 	if (state == NULL || copy == NULL)
 		return sbx_error_errno(err, ENOMEM, "snapshot path");
 	cleanup_close int fd = open(state, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600);
@@ -214,7 +203,7 @@ int snapshot_save(struct qmp *q, const char *key, const char *scratch, int64_t d
 	/* The VM goes on either way: after a completed migration `cont`
 	 * takes its disks back. */
 	sbx_error_t cerr = NULL;
-	if (qmp_call(q, "{\"execute\": \"cont\"}", -1, NULL, 0, now_ms() + 10000, &cerr) < 0) {
+	if (qmp_call(q, "{\"execute\": \"cont\"}", -1, NULL, 0, sbx_now_ms() + 10000, &cerr) < 0) {
 		if (rc == 0) {
 			sbx_error_free(err);
 			*err = cerr;

@@ -3,8 +3,8 @@
  *
  * All functions are thread-safe: many processes may run at once in one VM,
  * each driven from its own thread (one writer and one reader per process).
- * Deadlines are absolute CLOCK_MONOTONIC milliseconds (sbx_vm_now_ms() +
- * timeout) or -1 for none; a missed one fails with errnum ETIMEDOUT.
+ * Deadlines are absolute CLOCK_MONOTONIC milliseconds (sbx_now_ms() +
+ * timeout, common/clock.h) or -1 for none; a missed one fails with errnum ETIMEDOUT.
  * Errors that mean "the VM did not boot or cannot run" carry S-code S300. */
 #ifndef SBX_VM_VM_H
 #define SBX_VM_VM_H
@@ -14,6 +14,7 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+#include "common/clock.h"
 #include "common/error.h"
 #include "proto/proto_msg.h"
 #include "vm/accel.h"
@@ -54,8 +55,6 @@ struct sbx_vm_timings {
 	int64_t kernel, disks, qemu, hello, ready;
 	bool restored;
 };
-
-int64_t sbx_vm_now_ms(void);
 
 /* Boots a VM (returns once QEMU runs; the guest boots in the background). */
 struct sbx_vm *sbx_vm_start(const struct sbx_vm_options *opt, sbx_error_t *err);

@@ -137,7 +137,7 @@ static int run_command(struct sbx_vm *vm, char **cmd, bool verbose, int64_t t0)
 		if (n <= 0)
 			break;
 		if (first && verbose)
-			fprintf(stderr, "vm: first output at %lld ms\n", (long long)(sbx_vm_now_ms() - t0));
+			fprintf(stderr, "vm: first output at %lld ms\n", (long long)(sbx_now_ms() - t0));
 		first = false;
 		/* A closed stdout must not stop the command: keep draining. */
 		if (out_ok && write_all(fd, buf, (size_t)n) < 0)
@@ -155,7 +155,7 @@ static int run_command(struct sbx_vm *vm, char **cmd, bool verbose, int64_t t0)
 		pthread_join(th, NULL);
 	sbx_vm_proc_free(proc);
 	if (verbose)
-		fprintf(stderr, "vm: exit status %d at %lld ms\n", status, (long long)(sbx_vm_now_ms() - t0));
+		fprintf(stderr, "vm: exit status %d at %lld ms\n", status, (long long)(sbx_now_ms() - t0));
 	return status;
 }
 
@@ -230,7 +230,7 @@ static int vm_run(int argc, char **argv)
 	if (!verbose && sbx_log_get_level() < SBX_LOG_ERROR)
 		sbx_log_set_level(SBX_LOG_ERROR);
 	signal(SIGPIPE, SIG_IGN);
-	int64_t t0 = sbx_vm_now_ms();
+	int64_t t0 = sbx_now_ms();
 	struct sbx_vm *vm = sbx_vm_start(&opt, &err);
 	if (vm == NULL) {
 		fprintf(stderr, "sandbox-libkrun: %s\n", sbx_error_msg(err));
@@ -238,7 +238,7 @@ static int vm_run(int argc, char **argv)
 		return EXIT_CLI_FAILURE;
 	}
 	int status;
-	if (sbx_vm_wait_ready(vm, sbx_vm_now_ms() + READY_TIMEOUT_MS, &err) < 0) {
+	if (sbx_vm_wait_ready(vm, sbx_now_ms() + READY_TIMEOUT_MS, &err) < 0) {
 		fprintf(stderr, "sandbox-libkrun: %s\n", sbx_error_msg(err));
 		sbx_error_free(&err);
 		status = EXIT_CLI_FAILURE;
@@ -253,10 +253,10 @@ static int vm_run(int argc, char **argv)
 		}
 		status = run_command(vm, argv + optind, verbose, t0);
 	}
-	int64_t t_stop = sbx_vm_now_ms();
-	int qemu_status = sbx_vm_stop(vm, sbx_vm_now_ms() + STOP_TIMEOUT_MS);
+	int64_t t_stop = sbx_now_ms();
+	int qemu_status = sbx_vm_stop(vm, sbx_now_ms() + STOP_TIMEOUT_MS);
 	if (verbose)
-		fprintf(stderr, "vm: stopped in %lld ms (qemu status %d)\n", (long long)(sbx_vm_now_ms() - t_stop),
+		fprintf(stderr, "vm: stopped in %lld ms (qemu status %d)\n", (long long)(sbx_now_ms() - t_stop),
 			qemu_status);
 	return status;
 }

@@ -34,7 +34,7 @@ static char *sh(struct sbx_vm *vm, const char *cmd)
 	struct sbx_vm_proc *p = sbx_vm_spawn(vm, argv, NULL, NULL, false, &err);
 	char *out = calloc(1, 4096);
 	size_t len = 0;
-	int64_t deadline = sbx_vm_now_ms() + 30000;
+	int64_t deadline = sbx_now_ms() + 30000;
 	while (p != NULL && out != NULL) {
 		int fd;
 		ssize_t n = sbx_vm_proc_read(p, &fd, out + len, 4095 - len, deadline, &err);
@@ -62,7 +62,7 @@ static struct sbx_vm *boot(const char *image, const char *hostname, char *const 
 				      .env = env, .cold_boot = cold };
 	sbx_error_t err = NULL;
 	struct sbx_vm *vm = sbx_vm_start(&opt, &err);
-	if (vm != NULL && sbx_vm_wait_ready(vm, sbx_vm_now_ms() + READY_MS, &err) < 0) {
+	if (vm != NULL && sbx_vm_wait_ready(vm, sbx_now_ms() + READY_MS, &err) < 0) {
 		sbx_vm_stop(vm, 0);
 		vm = NULL;
 	}
@@ -152,7 +152,7 @@ int main(int argc, char **argv)
 	struct sbx_vm *vms[] = { a, b, c, cold, d };
 	for (size_t i = 0; i < sizeof(vms) / sizeof(vms[0]); i++) {
 		if (vms[i] != NULL)
-			sbx_vm_stop(vms[i], sbx_vm_now_ms() + 5000);
+			sbx_vm_stop(vms[i], sbx_now_ms() + 5000);
 	}
 	char *bufs[] = { ra, rb, rc, hb, hc, idb, idc, wb, wc, clock, hd };
 	for (size_t i = 0; i < sizeof(bufs) / sizeof(bufs[0]); i++)

@@ -3,8 +3,8 @@
 #include <stdint.h>
 #include <stdlib.h>
 
-#include "adapter/catalog.h"
-#include "adapter/config.h"
+#include "adapter/config/config.h"
+#include "adapter/sandbox/catalog.h"
 #include "common/log.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)

@@ -4,8 +4,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "adapter/exec_shape.h"
-#include "adapter/shlex.h"
+#include "adapter/sandbox/exec_shape.h"
+#include "adapter/sandbox/shlex.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {

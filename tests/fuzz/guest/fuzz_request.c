@@ -29,7 +29,7 @@ static void check_spawn(const struct proto_spawn *sp, char **boot_env)
 		if (found == NULL)
 			abort();
 	}
-	proto_strv_free(env);
+	sbx_strv_free(env);
 }
 
 /* Globs against the request's own path, as the walk would ask. */

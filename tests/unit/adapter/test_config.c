@@ -2,8 +2,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "adapter/catalog.h"
-#include "adapter/config.h"
+#include "adapter/config/config.h"
+#include "adapter/sandbox/catalog.h"
 #include "harness.h"
 
 static struct sbx_config *parse(const char *text, sbx_error_t *err)

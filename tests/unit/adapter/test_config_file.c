@@ -5,8 +5,8 @@
 #include <stdlib.h>
 #include <unistd.h>
 
-#include "adapter/config_file.h"
-#include "adapter/image_conf.h"
+#include "adapter/config/config_file.h"
+#include "adapter/config/image_conf.h"
 #include "harness.h"
 
 static char dir[] = "/tmp/sbx-config-file-XXXXXX";

@@ -2,12 +2,12 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "adapter/env.h"
-#include "adapter/exec_shape.h"
-#include "adapter/octal.h"
+#include "adapter/fs/octal.h"
 #include "adapter/request.h"
+#include "adapter/sandbox/env.h"
+#include "adapter/sandbox/exec_shape.h"
+#include "adapter/sandbox/shlex.h"
 #include "adapter/scode.h"
-#include "adapter/shlex.h"
 #include "common/base64.h"
 #include "harness.h"
 
@@ -391,5 +391,33 @@ TEST(request_nul_bytes)
 	sbx_error_free(&err);
 	CHECK_INT(req_string_array(req, "ok", &arr, &err), 0);
 	CHECK_INT(json_array_size(arr), 2);
+	json_decref(req);
+}
+
+TEST(strv_view_borrows_the_request_strings)
+{
+	json_t *req = json_loads("{\"argv\": [\"ls\", \"-l\", \"/tmp\"], \"none\": []}", 0, NULL);
+	CHECK(req != NULL);
+	json_t *arr = NULL;
+	sbx_error_t err = NULL;
+	CHECK_INT(req_string_array(req, "argv", &arr, &err), 0);
+	char **v = req_strv_view(arr, "argv", &err);
+	CHECK(v != NULL);
+	CHECK_STR(v[0], "ls");
+	CHECK_STR(v[2], "/tmp");
+	CHECK(v[3] == NULL);
+	CHECK(v[0] == json_string_value(json_array_get(arr, 0))); /* borrowed, not copied */
+	free(v);
+	/* An absent array and an empty one both give an empty view. */
+	CHECK_INT(req_string_array(req, "missing", &arr, &err), 0);
+	CHECK(arr == NULL);
+	v = req_strv_view(arr, "missing", &err);
+	CHECK(v != NULL && v[0] == NULL);
+	free(v);
+	CHECK_INT(req_string_array(req, "none", &arr, &err), 0);
+	v = req_strv_view(arr, "none", &err);
+	CHECK(v != NULL && v[0] == NULL);
+	free(v);
+	CHECK(err == NULL);
 	json_decref(req);
 }

@@ -8,12 +8,12 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "adapter/boot_env.h"
-#include "adapter/exec_output.h"
-#include "adapter/fs_errors.h"
-#include "adapter/lang.h"
+#include "adapter/fs/fs_errors.h"
 #include "adapter/mem_budget.h"
 #include "adapter/reaper_policy.h"
+#include "adapter/sandbox/boot_env.h"
+#include "adapter/sandbox/exec_output.h"
+#include "adapter/sandbox/lang.h"
 #include "harness.h"
 #include "proto/proto.h"
 

@@ -463,3 +463,60 @@ TEST(fs_write_is_atomic_exact_mode_and_parents)
 	snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
 	CHECK_INT(system(cmd), 0);
 }
+
+/* The next message on `stream` within T: 1 and *m (free it), or 0. */
+static int next_on(struct client *c, uint32_t stream, struct proto_msg *m)
+{
+	while (client_next(c, m, T) == 1) {
+		if (m->stream == stream)
+			return 1;
+		proto_msg_free(m);
+	}
+	return 0;
+}
+
+TEST(an_opener_on_a_stream_in_use_fails_that_stream_whatever_its_kind)
+{
+	char dir[] = "/tmp/sbx-coll-XXXXXX";
+	CHECK(mkdtemp(dir) != NULL);
+	char path[256];
+	snprintf(path, sizeof(path), "%s/f", dir);
+	struct client c;
+	CHECK_INT(client_start(&c, NULL), 0);
+	/* A SPAWN on a file write's stream ends the write with EBUSY. */
+	struct proto_msg w = { .stream = 21, .type = PROTO_FS_WRITE };
+	w.u.fs_write = (struct proto_fs_write){ path, 0644, 0 };
+	CHECK_INT(client_send(&c, &w), 0);
+	char *argv[] = { "sleep", "10", NULL };
+	CHECK_INT(client_spawn(&c, 21, argv, NULL, "", 0), 0);
+	struct proto_msg m;
+	CHECK_INT(next_on(&c, 21, &m), 1);
+	CHECK_INT(m.type, PROTO_FS_ERROR);
+	CHECK_INT(m.u.fs_error.errnum, EBUSY);
+	CHECK_STR(m.u.fs_error.message, "SPAWN on a stream already in use");
+	proto_msg_free(&m);
+	struct stat st;
+	CHECK(stat(path, &st) < 0 && errno == ENOENT); /* nothing was written */
+	/* An FS_WRITE on a process's stream kills the process. */
+	CHECK_INT(client_spawn(&c, 23, argv, NULL, "", 0), 0);
+	CHECK_INT(next_on(&c, 23, &m), 1);
+	CHECK_INT(m.type, PROTO_STARTED);
+	pid_t pid = (pid_t)m.u.pid;
+	proto_msg_free(&m);
+	w.stream = 23;
+	CHECK_INT(client_send(&c, &w), 0);
+	CHECK_INT(next_on(&c, 23, &m), 1);
+	CHECK_INT(m.type, PROTO_ERROR);
+	CHECK_STR(m.u.message, "FS_WRITE on a stream already in use");
+	proto_msg_free(&m);
+	CHECK(group_gone(pid));
+	/* A message no stream takes, on an unused stream, is refused. */
+	struct proto_msg bad = { .stream = 25, .type = PROTO_EXIT, .u.code = 0 };
+	CHECK_INT(client_send(&c, &bad), 0);
+	CHECK_INT(next_on(&c, 25, &m), 1);
+	CHECK_INT(m.type, PROTO_ERROR);
+	CHECK(strstr(m.u.message, PROTO_TEXT_UNEXPECTED) != NULL);
+	proto_msg_free(&m);
+	CHECK_INT(client_stop(&c), 11);
+	CHECK_INT(rmdir(dir), 0);
+}

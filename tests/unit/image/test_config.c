@@ -60,7 +60,7 @@ TEST(the_four_keys)
 	json_decref(v);
 	CHECK_STR(sbx_image_config_mirror(&c, "docker.io"), "http://127.0.0.1:5000");
 	CHECK(sbx_image_config_mirror(&c, "ghcr.io") == NULL);
-	const struct sbx_registry_cred *cred = sbx_image_config_cred(&c, "ghcr.io:443");
+	const struct sbx_oci_registry_cred *cred = sbx_image_config_cred(&c, "ghcr.io:443");
 	CHECK(cred != NULL);
 	CHECK_STR(cred->username, "u");
 	CHECK_STR(cred->password, "${P}");

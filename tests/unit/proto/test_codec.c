@@ -93,7 +93,7 @@ TEST(fields_roundtrip)
 	CHECK_STR(sv[1], "");
 	CHECK_STR(sv[2], "ccc");
 	CHECK(sv[3] == NULL);
-	proto_strv_free(sv);
+	sbx_strv_free(sv);
 	/* The last string holds a NUL: a str reader refuses it, a blob reader
 	 * takes it. */
 	size_t mark = r.off;

@@ -82,7 +82,7 @@ static void teardown(struct chan *c, struct guest *g)
 
 static int64_t soon(void)
 {
-	return chan_now_ms() + 5000;
+	return sbx_now_ms() + 5000;
 }
 
 TEST(boot_handshake_and_ping)
@@ -110,7 +110,7 @@ TEST(boot_handshake_and_ping)
 	CHECK_INT(guest_send(&g, &m), 0);
 	CHECK_INT(chan_wait_ready(c, soon(), &err), 0);
 	/* A ping times out without an answer... */
-	CHECK(chan_ping(c, chan_now_ms() + 50, &err) < 0);
+	CHECK(chan_ping(c, sbx_now_ms() + 50, &err) < 0);
 	CHECK_INT(err->errnum, ETIMEDOUT);
 	sbx_error_free(&err);
 	CHECK_INT(guest_recv(&g, &in), 0);
@@ -281,7 +281,7 @@ static void *write_lots(void *arg)
 	static uint8_t data[PROTO_WINDOW + 1000];
 	sbx_error_t err = NULL;
 	while (w->sent < sizeof(data)) {
-		ssize_t n = chan_stream_write(w->s, data + w->sent, sizeof(data) - w->sent, chan_now_ms() + 5000, &err);
+		ssize_t n = chan_stream_write(w->s, data + w->sent, sizeof(data) - w->sent, sbx_now_ms() + 5000, &err);
 		if (n <= 0)
 			break;
 		w->sent += (size_t)n;

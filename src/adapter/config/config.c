@@ -1,0 +1,224 @@
+#include "adapter/config/config.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/log.h"
+#include "vm/qemu_cmdline.h"
+
+struct sbx_config *sbx_config_defaults(sbx_error_t *err)
+{
+	struct sbx_config *cfg = calloc(1, sizeof(*cfg));
+	if (cfg == NULL)
+		return sbx_error_errno(err, ENOMEM, "config"), NULL;
+	sbx_image_config_init(&cfg->images);
+	cfg->default_idle_timeout_secs = 300;
+	cfg->max_concurrent_sandboxes = 32;
+	cfg->max_concurrent_exec_per_sandbox = 4;
+	cfg->max_exec_timeout_ms = 300000;
+	cfg->default_cpus = 1;
+	cfg->default_memory_mb = 512;
+	cfg->accel = SBX_ACCEL_AUTO;
+	cfg->tcg_cache_mb = SBX_VM_TCG_CACHE_DEFAULT_MIB;
+	return cfg;
+}
+
+void sbx_config_free(struct sbx_config *cfg)
+{
+	if (cfg == NULL)
+		return;
+	sbx_image_config_free(&cfg->images);
+	for (size_t i = 0; i < cfg->n_image_allowlist; i++)
+		free(cfg->image_allowlist[i]);
+	free(cfg->image_allowlist);
+	for (size_t i = 0; i < cfg->n_per_image_caps; i++)
+		free(cfg->per_image_caps[i].image);
+	free(cfg->per_image_caps);
+	free(cfg->krunfw_path);
+	free(cfg);
+}
+
+static int get_uint(json_t *v, const char *key, uint64_t max, uint64_t *out, sbx_error_t *err)
+{
+	if (!json_is_integer(v) || json_integer_value(v) < 0 || (uint64_t)json_integer_value(v) > max)
+		return sbx_config_type_error(err, key,
+					     max == UINT32_MAX ? "an unsigned 32-bit integer" : "an unsigned integer", v);
+	*out = (uint64_t)json_integer_value(v);
+	return 0;
+}
+
+static int get_u32(json_t *v, const char *key, uint32_t *out, sbx_error_t *err)
+{
+	uint64_t x = 0;
+	if (get_uint(v, key, UINT32_MAX, &x, err) < 0)
+		return -1;
+	*out = (uint32_t)x;
+	return 0;
+}
+
+static int parse_allowlist(struct sbx_config *cfg, json_t *v, sbx_error_t *err)
+{
+	if (!json_is_array(v))
+		return sbx_config_type_error(err, "image_allowlist", "a list of strings", v);
+	cfg->image_allowlist = calloc(json_array_size(v) + 1, sizeof(char *));
+	if (cfg->image_allowlist == NULL)
+		return sbx_error_errno(err, ENOMEM, "config");
+	size_t i;
+	json_t *item;
+	json_array_foreach(v, i, item) {
+		if (sbx_config_dup_string(item, "image_allowlist[]", &cfg->image_allowlist[i], err) < 0)
+			return -1;
+		cfg->n_image_allowlist++;
+	}
+	return 0;
+}
+
+static int parse_caps(struct sbx_config *cfg, json_t *v, sbx_error_t *err)
+{
+	if (!json_is_object(v))
+		return sbx_config_type_error(err, "per_image_caps", "a map of {max_cpus, max_memory_mb}", v);
+	cfg->per_image_caps = calloc(json_object_size(v) + 1, sizeof(*cfg->per_image_caps));
+	if (cfg->per_image_caps == NULL)
+		return sbx_error_errno(err, ENOMEM, "config");
+	const char *k;
+	json_t *item;
+	json_object_foreach(v, k, item) {
+		if (!json_is_object(item))
+			return sbx_error_set(err, EINVAL, "config key `per_image_caps.%s`: expected a map, got %s", k,
+					     sbx_config_json_kind(item));
+		/* [P] quirk kept on purpose: a field left out defaults to 0, so an
+		 * entry with only max_cpus rejects every create on memory. */
+		struct sbx_image_caps *c = &cfg->per_image_caps[cfg->n_per_image_caps];
+		json_t *cpus = json_object_get(item, "max_cpus");
+		json_t *mem = json_object_get(item, "max_memory_mb");
+		if ((cpus != NULL && get_u32(cpus, "per_image_caps.*.max_cpus", &c->max_cpus, err) < 0) ||
+		    (mem != NULL && get_u32(mem, "per_image_caps.*.max_memory_mb", &c->max_memory_mb, err) < 0))
+			return sbx_error_prefix(err, "image '%s'", k);
+		c->image = strdup(k);
+		if (c->image == NULL)
+			return sbx_error_errno(err, ENOMEM, "config");
+		cfg->n_per_image_caps++;
+	}
+	return 0;
+}
+
+static int parse_accel(struct sbx_config *cfg, json_t *v, sbx_error_t *err)
+{
+	static const char *const names[] = { [SBX_ACCEL_AUTO] = "auto", [SBX_ACCEL_KVM] = "kvm", [SBX_ACCEL_TCG] = "tcg" };
+	if (!json_is_string(v))
+		return sbx_config_type_error(err, "accel", "\"auto\", \"kvm\" or \"tcg\"", v);
+	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
+		if (strcmp(json_string_value(v), names[i]) == 0) {
+			cfg->accel = (enum sbx_accel)i;
+			return 0;
+		}
+	}
+	return sbx_error_set(err, EINVAL, "config key `accel`: expected \"auto\", \"kvm\" or \"tcg\", got '%s'",
+			     json_string_value(v));
+}
+
+static int parse_key(struct sbx_config *cfg, const char *k, json_t *v, sbx_error_t *err)
+{
+	uint64_t u;
+	int rc = sbx_image_config_parse_key(&cfg->images, k, v, err);
+	if (rc != 0)
+		return rc < 0 ? -1 : 0;
+	if (strcmp(k, "image_allowlist") == 0) {
+		return parse_allowlist(cfg, v, err);
+	} else if (strcmp(k, "default_idle_timeout_secs") == 0) {
+		return get_uint(v, k, UINT64_MAX, &cfg->default_idle_timeout_secs, err);
+	} else if (strcmp(k, "max_concurrent_sandboxes") == 0) {
+		return get_u32(v, k, &cfg->max_concurrent_sandboxes, err);
+	} else if (strcmp(k, "max_concurrent_exec_per_sandbox") == 0) {
+		if (get_uint(v, k, UINT32_MAX, &u, err) < 0)
+			return -1;
+		if (u == 0)
+			sbx_warn("config: max_concurrent_exec_per_sandbox is 0, which means 1 (execs run one at a "
+				 "time), not unlimited");
+		cfg->max_concurrent_exec_per_sandbox = u == 0 ? 1 : (uint32_t)u;
+	} else if (strcmp(k, "max_exec_timeout_ms") == 0) {
+		return get_uint(v, k, UINT64_MAX, &cfg->max_exec_timeout_ms, err);
+	} else if (strcmp(k, "default_cpus") == 0) {
+		return get_u32(v, k, &cfg->default_cpus, err);
+	} else if (strcmp(k, "default_memory_mb") == 0) {
+		return get_u32(v, k, &cfg->default_memory_mb, err);
+	} else if (strcmp(k, "per_image_caps") == 0) {
+		return parse_caps(cfg, v, err);
+	} else if (strcmp(k, "accel") == 0) {
+		return parse_accel(cfg, v, err);
+	} else if (strcmp(k, "tcg_cache_mb") == 0) {
+		if (get_uint(v, k, UINT32_MAX, &u, err) < 0)
+			return -1;
+		if (u == 0 || u > SBX_VM_TCG_CACHE_MAX_MIB)
+			return sbx_error_set(err, EINVAL, "config key `tcg_cache_mb`: must be 1..%d (MiB), got %llu",
+					     SBX_VM_TCG_CACHE_MAX_MIB, (unsigned long long)u);
+		cfg->tcg_cache_mb = (uint32_t)u;
+	} else if (strcmp(k, "memory_budget_mb") == 0) {
+		if (get_uint(v, k, UINT64_MAX / 2, &cfg->memory_budget_mb, err) < 0)
+			return -1;
+		if (cfg->memory_budget_mb == 0)
+			return sbx_error_set(err, EINVAL, "config key `memory_budget_mb`: must be at least 1 (MiB); "
+							  "leave it out for MemTotal less the host's reserve");
+	} else if (strcmp(k, "krunfw_path") == 0) {
+		return sbx_config_dup_string(v, k, &cfg->krunfw_path, err);
+	}
+	/* Unknown keys are ignored (contract §4.3). */
+	return 0;
+}
+
+struct sbx_config *sbx_config_parse(json_t *value, sbx_error_t *err)
+{
+	if (value == NULL || json_is_null(value))
+		return sbx_config_defaults(err);
+	json_t *map = value;
+	if (json_is_array(value)) {
+		if (json_array_size(value) != 1)
+			return sbx_error_set(err, EINVAL, "config: expected a map or a list holding one map, got a list "
+							  "of %zu entries",
+					     json_array_size(value)), NULL;
+		map = json_array_get(value, 0);
+	}
+	if (!json_is_object(map))
+		return sbx_error_set(err, EINVAL, "config: expected a map or a list holding one map, got %s",
+				     sbx_config_json_kind(map)), NULL;
+	if (json_object_get(map, "sandbox") != NULL)
+		return sbx_error_set(err, EINVAL,
+				     "legacy wrapped shape detected: move fields from `sandbox:` to the top level of "
+				     "the sandbox-libkrun configuration"), NULL;
+	struct sbx_config *cfg = sbx_config_defaults(err);
+	if (cfg == NULL)
+		return NULL;
+	const char *k;
+	json_t *v;
+	json_object_foreach(map, k, v) {
+		if (parse_key(cfg, k, v, err) < 0) {
+			sbx_config_free(cfg);
+			return NULL;
+		}
+	}
+	return cfg;
+}
+
+bool sbx_config_allows(const struct sbx_config *cfg, const char *image)
+{
+	for (size_t i = 0; i < cfg->n_image_allowlist; i++) {
+		if (strcmp(cfg->image_allowlist[i], image) == 0)
+			return true;
+	}
+	return false;
+}
+
+uint32_t sbx_config_tcg_cache_mib(const struct sbx_config *cfg)
+{
+	return cfg->accel == SBX_ACCEL_KVM ? 0 : cfg->tcg_cache_mb;
+}
+
+const struct sbx_image_caps *sbx_config_caps(const struct sbx_config *cfg, const char *image)
+{
+	for (size_t i = 0; i < cfg->n_per_image_caps; i++) {
+		if (strcmp(cfg->per_image_caps[i].image, image) == 0)
+			return &cfg->per_image_caps[i];
+	}
+	return NULL;
+}

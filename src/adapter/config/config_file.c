@@ -1,0 +1,49 @@
+#include "adapter/config/config_file.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "common/cleanup.h"
+
+/* The whole file, NUL-terminated, refusing more than SBX_CONFIG_FILE_MAX
+ * bytes before reading them all. */
+static char *read_capped(const char *path, size_t *len, sbx_error_t *err)
+{
+	cleanup_file FILE *f = fopen(path, "re");
+	if (f == NULL)
+		return sbx_error_errno(err, errno, "%s", path), NULL;
+	char *buf = malloc(SBX_CONFIG_FILE_MAX + 1);
+	if (buf == NULL)
+		return sbx_error_errno(err, ENOMEM, "%s", path), NULL;
+	/* One byte more than the cap tells a full file from an oversized one. */
+	size_t n = fread(buf, 1, SBX_CONFIG_FILE_MAX + 1, f);
+	if (ferror(f)) {
+		free(buf);
+		return sbx_error_errno(err, EIO, "%s", path), NULL;
+	}
+	if (n > SBX_CONFIG_FILE_MAX) {
+		free(buf);
+		return sbx_error_set(err, EFBIG, "%s: larger than %u bytes", path, SBX_CONFIG_FILE_MAX), NULL;
+	}
+	buf[n] = '\0';
+	*len = n;
+	return buf;
+}
+
+struct sbx_config *sbx_config_load_file(const char *path, sbx_error_t *err)
+{
+	size_t len;
+	cleanup_free char *text = read_capped(path, &len, err);
+	if (text == NULL)
+		return NULL;
+	json_error_t jerr;
+	json_t *v = json_loadb(text, len, JSON_REJECT_DUPLICATES | JSON_DECODE_ANY, &jerr);
+	if (v == NULL)
+		return sbx_error_set(err, EINVAL, "%s: %s (line %d)", path, jerr.text, jerr.line), NULL;
+	struct sbx_config *cfg = sbx_config_parse(v, err);
+	json_decref(v);
+	if (cfg == NULL)
+		sbx_error_prefix(err, "%s", path);
+	return cfg;
+}

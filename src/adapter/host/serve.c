@@ -1,0 +1,259 @@
+/* `sandbox-libkrun serve`: connect to the engine, read the configuration,
+ * register the 23 functions and serve them until SIGTERM/SIGINT.
+ *
+ * An engine that is not up yet is waited for (the engine client retries
+ * with its backoff and warns on every failed attempt): a worker started
+ * before its engine comes up when the engine does.  A stop asked for while
+ * waiting, or while the configuration is read, exits 0: it is not a
+ * configuration failure.
+ *
+ * III_DISABLE_TRACE_PAYLOADS is honoured trivially: this worker never sends
+ * request or reply payloads as telemetry, so auth tokens and guest env never
+ * reach the engine's trace store. */
+#include "adapter/host/serve.h"
+
+#include <errno.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "adapter/adapter.h"
+#include "adapter/config/config_fetch.h"
+#include "adapter/host/fs_vm.h"
+#include "adapter/host/vm_backend.h"
+#include "common/log.h"
+#include "common/scodes.h"
+#include "engine/engine.h"
+#include "vm/leftovers.h"
+#include "vm/oom_score.h"
+
+#define EXIT_CONFIG 2
+/* How often the wait for the first connection looks up from its sleep; the
+ * wait itself has no limit. */
+#define CONNECT_WAIT_SLICE_MS 60000
+
+/* III_WORKER_NAME (set by compose and iii-worker) else our own name: the
+ * name engine::workers::register reports.  Function ids do not change. */
+static const char *worker_name(void)
+{
+	const char *name = getenv("III_WORKER_NAME");
+	return name != NULL && name[0] != '\0' ? name : SBX_WORKER_NAME;
+}
+
+static void usage(FILE *out)
+{
+	fprintf(out, "usage: sandbox-libkrun serve [--help]\n\n"
+		     "Connects to the iii engine and serves sandbox-libkrun::* as worker '%s'.\n"
+		     "Until the engine is reachable it keeps retrying, with backoff.\n\n"
+		     "environment:\n"
+		     "  III_URL / III_ENGINE_URL   engine WebSocket URL (default ws://127.0.0.1:49134)\n"
+		     "  III_WORKER_NAME            worker name reported to the engine (default sandbox-libkrun)\n"
+		     "  III_CONFIG_NAME            configuration entry id (default sandbox-libkrun)\n"
+		     "  III_SANDBOX_WORKER_TOKEN   secret every worker::* request must carry in `auth`\n"
+		     "  SANDBOX_LOG                debug|info|warn|error (default info)\n\n"
+		     "exit status: 0 after SIGTERM/SIGINT, 1 on a fatal runtime error, 2 on a bad or\n"
+		     "unreadable configuration.\n",
+		worker_name());
+}
+
+static int handle(void *userdata, const struct engine_invocation *inv, json_t *data, json_t **out)
+{
+	struct sbx_adapter *a = userdata;
+	const char *prefix = SBX_WORKER_NAME "::";
+	const char *op = inv->function_id;
+	/* Only our own ids are registered; anything else is refused by name. */
+	if (strncmp(op, prefix, strlen(prefix)) == 0)
+		op += strlen(prefix);
+	return sbx_adapter_call(a, op, data, out);
+}
+
+struct signal_waiter {
+	sigset_t set;
+	struct engine *engine;
+	atomic_bool requested; /* SIGTERM/SIGINT arrived: a stop, not a failure */
+	atomic_bool wake_only; /* serve ends by itself and sends the SIGTERM that wakes the waiter */
+};
+
+/* Turns SIGTERM/SIGINT into engine_stop() from an ordinary thread, where it
+ * may lock and wake other threads. */
+static void *wait_signals(void *arg)
+{
+	struct signal_waiter *w = arg;
+	int sig;
+	if (sigwait(&w->set, &sig) != 0 || atomic_load(&w->wake_only))
+		return NULL;
+	atomic_store(&w->requested, true);
+	sbx_info("received %s: shutting down", strsignal(sig));
+	engine_stop(w->engine);
+	return NULL;
+}
+
+/* Waits for the first registered connection for as long as it takes; the
+ * engine client logs each failed attempt.  Returns 0 when connected, -1 with
+ * *err when the engine rejected us or a stop was asked for. */
+static int wait_engine(struct engine *e, struct signal_waiter *w, sbx_error_t *err)
+{
+	while (engine_wait_connected(e, CONNECT_WAIT_SLICE_MS, err) < 0) {
+		if (engine_fatally_rejected(e) || atomic_load(&w->requested))
+			return -1;
+		sbx_error_free(err);
+	}
+	return 0;
+}
+
+/* Calls that take milliseconds: they run in a pool of their own, so long
+ * execs and file transfers filling theirs never delay them. */
+static bool quick_op(const char *op)
+{
+	static const char *const quick[] = { "adapter::info", "catalog::list", "list", "stop" };
+	for (size_t i = 0; i < sizeof(quick) / sizeof(quick[0]); i++) {
+		if (strcmp(op, quick[i]) == 0)
+			return true;
+	}
+	return false;
+}
+
+/* A call refused because too many wait is a resource limit (S400). */
+static json_t *busy_error(const char *message)
+{
+	sbx_error_t err = NULL;
+	sbx_error_scode(&err, SBX_S_LIMIT, "%s", message);
+	json_t *out = NULL;
+	sbx_op_fail(&err, &out);
+	return out;
+}
+
+/* Calls beyond the running handlers wait rather than fail: room for every
+ * sandbox's execs plus a create and a stop each, and never under 1024. */
+static int queue_limit(const struct sbx_config *cfg)
+{
+	uint64_t n = (uint64_t)cfg->max_concurrent_sandboxes * ((uint64_t)cfg->max_concurrent_exec_per_sandbox + 2);
+	return n < 1024 ? 1024 : n > INT32_MAX / 2 ? INT32_MAX / 2 : (int)n;
+}
+
+static int register_ops(struct engine *e, struct sbx_adapter *a, sbx_error_t *err)
+{
+	size_t n;
+	const struct sbx_op *ops = sbx_ops(&n);
+	for (size_t i = 0; i < n; i++) {
+		char id[128];
+		snprintf(id, sizeof(id), "%s::%s", SBX_WORKER_NAME, ops[i].op);
+		json_error_t jerr;
+		json_t *req = json_loads(ops[i].request_schema, 0, &jerr);
+		json_t *resp = json_loads(ops[i].response_schema, 0, &jerr);
+		struct engine_function fn = { id, ops[i].description, req, resp, handle, a, quick_op(ops[i].op) };
+		int rc = req != NULL && resp != NULL ? engine_add_function(e, &fn, err)
+						     : sbx_error_set(err, EINVAL, "schema of %s: %s", id, jerr.text);
+		json_decref(req);
+		json_decref(resp);
+		if (rc < 0)
+			return sbx_error_prefix(err, "register %s", id);
+	}
+	return 0;
+}
+
+int sbx_cmd_serve(int argc, char **argv)
+{
+	for (int i = 1; i < argc; i++) {
+		if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
+			usage(stdout);
+			return 0;
+		}
+		fprintf(stderr, "sandbox-libkrun serve: unknown argument '%s'\n", argv[i]);
+		usage(stderr);
+		return 2;
+	}
+	if (sbx_log_init_from_env() < 0)
+		sbx_warn("SANDBOX_LOG has an unknown value; using info (expected debug, info, warn or error)");
+
+	/* Block the signals before any thread starts so that only the waiter
+	 * receives them. */
+	struct signal_waiter waiter = { .engine = NULL, .requested = false, .wake_only = false };
+	sigemptyset(&waiter.set);
+	sigaddset(&waiter.set, SIGTERM);
+	sigaddset(&waiter.set, SIGINT);
+	pthread_sigmask(SIG_BLOCK, &waiter.set, NULL);
+	signal(SIGPIPE, SIG_IGN);
+
+	sbx_error_t err = NULL;
+	struct engine_options opts = {
+		.url = engine_default_url(),
+		.worker_name = worker_name(),
+		.worker_version = SBX_VERSION,
+		.description = "libkrun-style microVM sandboxes (QEMU microvm) for the iii sandbox contract",
+		.busy_error = busy_error,
+	};
+	struct engine *e = engine_new(&opts, &err);
+	if (e == NULL) {
+		fprintf(stderr, "sandbox-libkrun serve: %s\n", sbx_error_msg(err));
+		sbx_error_free(&err);
+		return 1;
+	}
+	waiter.engine = e;
+	pthread_t sig_thread;
+	int status = 1;
+	struct sbx_adapter *a = NULL;
+	void *backend = NULL;
+	if (pthread_create(&sig_thread, NULL, wait_signals, &waiter) != 0) {
+		fprintf(stderr, "sandbox-libkrun serve: cannot start the signal thread\n");
+		engine_free(e);
+		return 1;
+	}
+	sbx_info("connecting to %s as worker '%s'", opts.url, opts.worker_name);
+	if (engine_start(e, &err) < 0 || wait_engine(e, &waiter, &err) < 0) {
+		if (atomic_load(&waiter.requested))
+			status = 0;
+		else
+			fprintf(stderr, "sandbox-libkrun serve: engine %s: %s\n", opts.url, sbx_error_msg(err));
+		goto out;
+	}
+	struct sbx_config *cfg = sbx_config_fetch(e, &err);
+	if (cfg == NULL) {
+		if (atomic_load(&waiter.requested)) {
+			status = 0;
+		} else {
+			fprintf(stderr, "sandbox-libkrun serve: configuration: %s\n", sbx_error_msg(err));
+			status = EXIT_CONFIG;
+		}
+		goto out;
+	}
+	engine_set_max_queued(e, queue_limit(cfg));
+	sbx_oom_protect_self();
+	unsigned stale = sbx_vm_remove_leftovers();
+	if (stale > 0)
+		sbx_info("removed %u VM director%s left by an earlier run", stale, stale == 1 ? "y" : "ies");
+	a = sbx_adapter_new(cfg, &err);
+	if (a != NULL && (backend = vm_backend_new(a->cfg, &err)) != NULL &&
+	    sbx_adapter_use_backend(a, &vm_backend_ops, backend, &err) < 0) {
+		fprintf(stderr, "sandbox-libkrun serve: %s\n", sbx_error_msg(err));
+		goto out;
+	}
+	if (a != NULL)
+		a->fs = (struct sbx_fs_host){ &fs_vm_ops, e };
+	if (a == NULL || backend == NULL || register_ops(e, a, &err) < 0) {
+		fprintf(stderr, "sandbox-libkrun serve: %s\n", sbx_error_msg(err));
+		goto out;
+	}
+	sbx_info("serving %s::* (version %s)", SBX_WORKER_NAME, SBX_VERSION);
+	engine_wait_stopped(e);
+	if (engine_fatally_rejected(e))
+		fprintf(stderr, "sandbox-libkrun serve: the engine rejected this worker; is another '%s' running?\n",
+			opts.worker_name);
+	else
+		status = 0;
+out:
+	sbx_error_free(&err);
+	engine_stop(e);
+	/* Wake the signal thread if no signal came, then reap it. */
+	atomic_store(&waiter.wake_only, true);
+	pthread_kill(sig_thread, SIGTERM);
+	pthread_join(sig_thread, NULL);
+	engine_free(e);
+	/* Stops every sandbox VM: SIGTERM ends serve, never the VMs' lives. */
+	sbx_adapter_free(a);
+	vm_backend_free(backend);
+	return status;
+}

@@ -1,0 +1,265 @@
+#include "adapter/host/vm_backend.h"
+
+#include <errno.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "adapter/sandbox/boot_env.h"
+#include "common/cleanup.h"
+#include "common/log.h"
+#include "common/scodes.h"
+#include "image/image_pull.h"
+#include "vm/vm.h"
+
+#define EXEC_POLL_MS 200    /* how often a running exec checks for a stop */
+#define EXEC_REAP_MS 5000   /* exit status after the output ended */
+#define WRITE_FILE_MS 60000 /* one file of run */
+#define DEATH_WAIT_MS 2000  /* QEMU's exit after the guest connection broke */
+
+struct backend {
+	const struct sbx_config *cfg;
+};
+
+struct sandbox_vm {
+	struct sbx_vm *vm;
+	char *workdir; /* the image's WorkingDir, or NULL */
+};
+
+void *vm_backend_new(const struct sbx_config *cfg, sbx_error_t *err)
+{
+	struct backend *b = calloc(1, sizeof(*b));
+	if (b == NULL)
+		return sbx_error_errno(err, ENOMEM, "backend"), NULL;
+	b->cfg = cfg;
+	return b;
+}
+
+void vm_backend_free(void *ctx)
+{
+	struct backend *b = ctx;
+	free(b);
+}
+
+static void *boot(void *ctx, const struct sbx_boot_request *req, sbx_error_t *err)
+{
+	struct backend *b = ctx;
+	cleanup_free char *image = sbx_image_ensure(req->image, req->oci_ref, &b->cfg->images, err);
+	if (image == NULL)
+		return NULL;
+	struct image_runtime rt;
+	if (image_runtime_load(image, &rt, err) < 0) {
+		sbx_error_prefix(err, "image %s", req->image);
+		sbx_error_default_scode(err, SBX_S_TRANSIENT);
+		return NULL;
+	}
+	char **env = boot_env_layer(rt.env, req->env, err);
+	struct sandbox_vm *s = env != NULL ? calloc(1, sizeof(*s)) : NULL;
+	if (s == NULL) {
+		if (env != NULL)
+			sbx_error_errno(err, ENOMEM, "sandbox");
+		goto fail;
+	}
+	struct sbx_vm_options opt = {
+		.cpus = req->cpus,
+		.memory_mib = req->memory_mb,
+		.accel = b->cfg->accel,
+		.image = image,
+		.env = env,
+		.user = rt.user,
+		.krunfw_path = b->cfg->krunfw_path,
+		.tcg_cache_mib = b->cfg->tcg_cache_mb,
+	};
+	s->vm = sbx_vm_start(&opt, err);
+	if (s->vm == NULL || sbx_vm_wait_ready(s->vm, sbx_now_ms() + VM_BACKEND_READY_MS, err) < 0) {
+		sbx_error_default_scode(err, SBX_S_VM_BOOT);
+		goto fail;
+	}
+	s->workdir = sbx_steal_ptr(rt.workdir);
+	boot_env_free(env);
+	image_runtime_free(&rt);
+	return s;
+fail:
+	if (s != NULL && s->vm != NULL)
+		sbx_vm_stop(s->vm, sbx_now_ms() + VM_BACKEND_STOP_MS);
+	free(s);
+	boot_env_free(env);
+	image_runtime_free(&rt);
+	return NULL;
+}
+
+struct sbx_vm *vm_backend_vm(void *sandbox_vm)
+{
+	return ((struct sandbox_vm *)sandbox_vm)->vm;
+}
+
+static bool alive(void *vm)
+{
+	return sbx_vm_alive(((struct sandbox_vm *)vm)->vm);
+}
+
+/* A call that failed because the VM went says so, and why, rather than
+ * what broke on the way (a lost connection, a refused spawn). */
+static void blame_death(struct sandbox_vm *s, sbx_error_t *err)
+{
+	if (sbx_vm_alive(s->vm))
+		return;
+	char cause[256];
+	sbx_vm_death_cause(s->vm, DEATH_WAIT_MS, cause, sizeof(cause));
+	sbx_error_free(err);
+	sbx_error_scode(err, SBX_S_VM_BOOT, "%s", cause);
+}
+
+static void stop(void *vm)
+{
+	struct sandbox_vm *s = vm;
+	sbx_vm_stop(s->vm, sbx_now_ms() + VM_BACKEND_STOP_MS);
+	free(s->workdir);
+	free(s);
+}
+
+/* Feeds stdin from its own thread: the guest's window may fill while the
+ * process is still producing output the exec thread must drain. */
+struct feeder {
+	struct sbx_vm_proc *p;
+	const uint8_t *data;
+	size_t len;
+	int64_t deadline;
+};
+
+static void *feed_stdin(void *arg)
+{
+	struct feeder *f = arg;
+	sbx_error_t err = NULL;
+	size_t off = 0;
+	while (off < f->len) {
+		ssize_t n = sbx_vm_proc_write(f->p, f->data + off, f->len - off, f->deadline, &err);
+		if (n < 0)
+			break;
+		off += (size_t)n;
+	}
+	/* A process that stopped reading is not an error of the exec. */
+	if (err == NULL)
+		sbx_vm_proc_close_stdin(f->p, &err);
+	sbx_error_free(&err);
+	return NULL;
+}
+
+/* Reads output until the process ends; 1 on the deadline, 2 when the
+ * sandbox is being stopped. */
+static int drain(struct sbx_vm_proc *p, const struct sbx_exec_request *req, int64_t deadline,
+		 struct sbx_exec_result *res, sbx_error_t *err)
+{
+	uint8_t buf[64 * 1024];
+	for (;;) {
+		int64_t now = sbx_now_ms();
+		if (now >= deadline)
+			return 1;
+		if (req->cancelled != NULL && req->cancelled(req->cancel_ud))
+			return 2;
+		int64_t slice = now + EXEC_POLL_MS < deadline ? now + EXEC_POLL_MS : deadline;
+		int fd;
+		sbx_error_t rerr = NULL;
+		ssize_t n = sbx_vm_proc_read(p, &fd, buf, sizeof(buf), slice, &rerr);
+		if (n == 0)
+			return 0;
+		if (n < 0 && rerr != NULL && rerr->errnum == ETIMEDOUT) {
+			sbx_error_free(&rerr);
+			continue;
+		}
+		if (n < 0) {
+			*err = rerr;
+			return -1;
+		}
+		if (exec_output_append(fd == 2 ? &res->err : &res->out, buf, (size_t)n, err) < 0)
+			return -1;
+	}
+}
+
+static int exec_proc(void *vm, const struct sbx_exec_request *req, struct sbx_exec_result *res, sbx_error_t *err)
+{
+	struct sandbox_vm *s = vm;
+	int64_t start = sbx_now_ms();
+	int64_t deadline = start + (req->timeout_ms > INT32_MAX ? INT32_MAX : (int64_t)req->timeout_ms);
+	if (req->timeout_ms == 0)
+		return sbx_error_scode(err, SBX_S_EXEC_TIMEOUT, "exec timed out after 0 ms");
+	const char *cwd = req->cwd != NULL ? req->cwd : s->workdir;
+	struct sbx_vm_proc *p = sbx_vm_spawn(s->vm, req->argv, req->env, cwd, req->stdin_data != NULL, err);
+	if (p == NULL) {
+		sbx_error_prefix(err, "shell run");
+		sbx_error_default_scode(err, SBX_S_VM_BOOT);
+		blame_death(s, err);
+		return -1;
+	}
+	struct feeder f = { p, req->stdin_data, req->stdin_len, deadline };
+	pthread_t feeder;
+	bool feeding = false;
+	int rc = -1;
+	if (req->stdin_data != NULL) {
+		int e = pthread_create(&feeder, NULL, feed_stdin, &f);
+		if (e != 0) {
+			sbx_error_errno(err, e, "stdin thread");
+			goto out;
+		}
+		feeding = true;
+	}
+	int r = drain(p, req, deadline, res, err);
+	if (r == 1 || r == 2) {
+		sbx_error_t kerr = NULL;
+		if (sbx_vm_proc_kill(p, SIGKILL, &kerr) < 0)
+			sbx_debug("exec: kill: %s", sbx_error_msg(kerr));
+		sbx_error_free(&kerr);
+		if (r == 1)
+			sbx_error_scode(err, SBX_S_EXEC_TIMEOUT, "exec timed out after %llu ms", (unsigned long long)req->timeout_ms);
+		else
+			sbx_error_scode(err, SBX_S_STOPPED, "the sandbox was stopped while the command ran");
+		goto out;
+	}
+	if (r < 0 || sbx_vm_proc_wait(p, sbx_now_ms() + EXEC_REAP_MS, &res->exit_code, err) < 0) {
+		sbx_error_prefix(err, "shell run");
+		sbx_error_default_scode(err, SBX_S_VM_BOOT);
+		blame_death(s, err);
+		goto out;
+	}
+	res->duration_ms = (uint64_t)(sbx_now_ms() - start);
+	rc = 0;
+out:
+	/* The feeder ends once the process has: kill it on every failure. */
+	if (feeding) {
+		sbx_error_t kerr = NULL;
+		if (rc < 0 && sbx_vm_proc_kill(p, SIGKILL, &kerr) < 0)
+			sbx_debug("exec: kill: %s", sbx_error_msg(kerr));
+		sbx_error_free(&kerr);
+		pthread_join(feeder, NULL);
+	}
+	sbx_vm_proc_free(p);
+	return rc;
+}
+
+static int write_file(void *vm, const char *path, uint32_t mode, bool parents, const void *data, size_t len,
+		      sbx_error_t *err)
+{
+	struct sandbox_vm *s = vm;
+	if (sbx_vm_write_file(s->vm, path, mode, parents, data, len, sbx_now_ms() + WRITE_FILE_MS, err) == 0)
+		return 0;
+	if (!sbx_vm_alive(s->vm)) {
+		blame_death(s, err);
+		return -1;
+	}
+	/* The fs S-codes of contract §3 by the guest's errno. */
+	int e = (*err)->errnum;
+	sbx_error_default_scode(err, e == ENOENT || e == ENOTDIR ? SBX_S_FS_NOT_FOUND
+				     : e == EISDIR		  ? SBX_S_FS_WRONG_TYPE
+				     : e == EACCES || e == EPERM ? SBX_S_FS_PERMISSION
+								  : SBX_S_FS_IO);
+	return -1;
+}
+
+const struct sbx_backend_ops vm_backend_ops = {
+	.boot = boot,
+	.exec = exec_proc,
+	.write_file = write_file,
+	.stop = stop,
+	.alive = alive,
+};

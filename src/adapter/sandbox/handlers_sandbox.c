@@ -1,0 +1,76 @@
+/* create, exec and stop: request decoding and the shape checks the
+ * contract orders before any sandbox is looked up (§7.3, §7.4, §7.5); the
+ * lifecycle itself is in sandbox_*.c. */
+#include <stdlib.h>
+
+#include "adapter/handlers.h"
+#include "adapter/request.h"
+#include "adapter/sandbox/env.h"
+#include "adapter/sandbox/exec_shape.h"
+#include "adapter/sandbox/sandbox.h"
+
+static int decode_create(json_t *req, struct sandbox_create_args *c, sbx_error_t *err)
+{
+	if (req_object(req, err) < 0 || req_string(req, "image", true, &c->image, err) < 0 ||
+	    req_u32_opt(req, "cpus", &c->has_cpus, &c->cpus, err) < 0 ||
+	    req_u32_opt(req, "memory_mb", &c->has_memory, &c->memory_mb, err) < 0 ||
+	    req_string(req, "name", false, &c->name, err) < 0 || req_bool(req, "network", false, &c->network, err) < 0 ||
+	    req_u64(req, "idle_timeout_secs", 0, &c->idle_timeout_secs, err) < 0 ||
+	    env_decode(req, "env", &c->env, err) < 0)
+		return -1;
+	json_t *idle = json_object_get(req, "idle_timeout_secs");
+	c->has_idle = idle != NULL && !json_is_null(idle);
+	return 0;
+}
+
+int sbx_op_create(struct sbx_adapter *a, json_t *req, json_t **out)
+{
+	sbx_error_t err = NULL;
+	struct sandbox_create_args c = { 0 };
+	char id[SBX_UUID_STRLEN + 1];
+	if (decode_create(req, &c, &err) < 0 || sandbox_create(a, &c, id, &err) < 0)
+		return sbx_op_fail(&err, out);
+	*out = json_pack("{s:s, s:s}", "sandbox_id", id, "image", c.image);
+	return 0;
+}
+
+int sbx_op_exec(struct sbx_adapter *a, json_t *req, json_t **out)
+{
+	sbx_error_t err = NULL;
+	const char *id, *cmd;
+	json_t *args, *argv, *env;
+	struct sandbox_exec_args x = { 0 };
+	if (req_object(req, &err) < 0 || req_string(req, "sandbox_id", true, &id, &err) < 0 ||
+	    req_string(req, "cmd", false, &cmd, &err) < 0 || req_string_array(req, "args", &args, &err) < 0 ||
+	    req_string_array(req, "argv", &argv, &err) < 0 || req_string(req, "stdin", false, &x.stdin_b64, &err) < 0 ||
+	    env_decode(req, "env", &env, &err) < 0 || req_u64(req, "timeout_ms", 300000, &x.timeout_ms, &err) < 0 ||
+	    req_string(req, "workdir", false, &x.workdir, &err) < 0)
+		return sbx_op_fail(&err, out);
+
+	char uuid[SBX_UUID_STRLEN + 1];
+	if (req_sandbox_uuid(id, uuid, &err) < 0)
+		return sbx_op_fail(&err, out);
+	if ((x.argv = exec_shape_resolve(cmd, args, argv, &err)) == NULL)
+		return sbx_op_fail(&err, out);
+	x.env = env_resolve(env, &err);
+	if (x.env != NULL)
+		*out = sandbox_exec(a, uuid, &x, &err);
+	json_decref(x.argv);
+	json_decref(x.env);
+	return *out != NULL ? 0 : sbx_op_fail(&err, out);
+}
+
+int sbx_op_stop(struct sbx_adapter *a, json_t *req, json_t **out)
+{
+	sbx_error_t err = NULL;
+	const char *id;
+	bool wait;
+	char uuid[SBX_UUID_STRLEN + 1];
+	/* `wait` is accepted and ignored: stop is always synchronous. */
+	if (req_object(req, &err) < 0 || req_string(req, "sandbox_id", true, &id, &err) < 0 ||
+	    req_bool(req, "wait", false, &wait, &err) < 0 || req_sandbox_uuid(id, uuid, &err) < 0 ||
+	    sandbox_stop(a, uuid, &err) < 0)
+		return sbx_op_fail(&err, out);
+	*out = json_pack("{s:s, s:b}", "sandbox_id", uuid, "stopped", 1);
+	return 0;
+}

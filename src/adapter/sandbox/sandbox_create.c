@@ -1,0 +1,91 @@
+/* create (contract §7.3). */
+#include <errno.h>
+#include <string.h>
+
+#include "adapter/sandbox/catalog.h"
+#include "adapter/sandbox/env.h"
+#include "adapter/sandbox/sandbox.h"
+#include "common/log.h"
+#include "common/scodes.h"
+
+/* Checks that need no slot: a bad request never consumes capacity. */
+static int check_request(const struct sandbox_create_args *c, uint32_t cpus, uint32_t mem, sbx_error_t *err)
+{
+	if (c->network)
+		return sbx_error_scode(err, SBX_S_INVALID_REQUEST,
+				       "network: true is not supported by this sandbox-libkrun build (the guest has "
+				       "no network device yet); omit `network` or set it to false");
+	if (cpus == 0)
+		return sbx_error_scode(err, SBX_S_INVALID_REQUEST, "cpus must be at least 1");
+	if (mem == 0)
+		return sbx_error_scode(err, SBX_S_INVALID_REQUEST, "memory_mb must be at least 1");
+	return 0;
+}
+
+static int boot_and_register(struct sbx_adapter *a, const struct sandbox_create_args *c, const char *ref,
+			     uint32_t cpus, uint32_t mem, uint64_t cost, json_t *env, char id[SBX_UUID_STRLEN + 1],
+			     sbx_error_t *err)
+{
+	const struct sbx_backend *be = &a->backend;
+	if (be->ops == NULL)
+		return sbx_error_scode(err, SBX_S_VM_BOOT, SBX_NO_VM_DETAIL);
+	struct sbx_boot_request br = { c->image, ref, cpus, mem, env };
+	void *vm = be->ops->boot(be->ctx, &br, err);
+	if (vm == NULL)
+		return -1;
+	uint64_t idle = c->has_idle ? c->idle_timeout_secs : a->cfg->default_idle_timeout_secs;
+	if (sbx_uuid_v4(id) < 0) {
+		be->ops->stop(vm);
+		return sbx_error_scode(err, SBX_S_VM_BOOT, "cannot generate a sandbox id");
+	}
+	if (sbx_registry_insert_vm(a->reg, id, c->name, c->image, idle, vm, cost, err) < 0) {
+		be->ops->stop(vm);
+		return -1;
+	}
+	sbx_info("sandbox %s created (image %s, %u cpus, %u MiB)", id, c->image, cpus, mem);
+	return 0;
+}
+
+int sandbox_create(struct sbx_adapter *a, const struct sandbox_create_args *c, char id[SBX_UUID_STRLEN + 1],
+		   sbx_error_t *err)
+{
+	const struct sbx_config *cfg = a->cfg;
+	uint32_t cpus = c->has_cpus ? c->cpus : cfg->default_cpus;
+	uint32_t mem = c->has_memory ? c->memory_mb : cfg->default_memory_mb;
+	if (check_request(c, cpus, mem, err) < 0)
+		return -1;
+	if (sbx_registry_reserve(a->reg, cfg->max_concurrent_sandboxes, err) < 0)
+		return -1;
+	int rc = -1;
+	uint64_t cost = 0;
+	json_t *env = NULL;
+	const char *ref = sbx_catalog_resolve(cfg, c->image, err);
+	if (ref == NULL)
+		goto out;
+	const struct sbx_image_caps *caps = sbx_config_caps(cfg, c->image);
+	if (caps != NULL && cpus > caps->max_cpus) {
+		sbx_error_scode(err, SBX_S_LIMIT, "cpus=%u exceeds per-image cap %u", cpus, caps->max_cpus);
+		goto out;
+	}
+	if (caps != NULL && mem > caps->max_memory_mb) {
+		sbx_error_scode(err, SBX_S_LIMIT, "memory_mb=%u exceeds per-image cap %u", mem, caps->max_memory_mb);
+		goto out;
+	}
+	if ((env = env_resolve(c->env, err)) == NULL)
+		goto out;
+	uint64_t need = sbx_vm_cost_mib(mem, sbx_config_tcg_cache_mib(cfg));
+	if (sbx_mem_budget_take(&a->mem, need, mem, err) < 0)
+		goto out;
+	cost = need;
+	/* The insert turns the reservation into the record, which then holds
+	 * the memory committed. */
+	rc = boot_and_register(a, c, ref, cpus, mem, cost, env, id, err);
+out:
+	json_decref(env);
+	if (rc < 0) {
+		if (cost > 0)
+			sbx_mem_budget_give(&a->mem, cost);
+		sbx_registry_unreserve(a->reg);
+	}
+	return rc;
+}

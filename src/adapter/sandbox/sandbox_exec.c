@@ -1,0 +1,134 @@
+/* exec (contract §7.4) and the file writes of run, on an admitted sandbox. */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "adapter/request.h"
+#include "adapter/sandbox/sandbox.h"
+#include "common/base64.h"
+#include "common/cleanup.h"
+#include "common/scodes.h"
+
+struct cancel_ctx {
+	struct sbx_registry *reg;
+	struct sbx_sandbox *sb;
+};
+
+static bool cancelled(void *ud)
+{
+	struct cancel_ctx *c = ud;
+	return sbx_registry_stopped(c->reg, c->sb);
+}
+
+/* A NULL-terminated view of a JSON string array (strings borrowed). */
+/* The guest wants an absolute cwd; a relative workdir resolves against the
+ * supervisor cwd `/` like every guest path (contract §7.8), so "tmp" is
+ * "/tmp".  "" is unset (*out NULL): the image's WorkingDir or `/`. */
+static int guest_cwd(const char *workdir, char **out, sbx_error_t *err)
+{
+	*out = NULL;
+	if (workdir == NULL || workdir[0] == '\0')
+		return 0;
+	if (asprintf(out, "%s%s", workdir[0] == '/' ? "" : "/", workdir) < 0) {
+		*out = NULL;
+		return sbx_error_errno(err, ENOMEM, "exec workdir");
+	}
+	return 0;
+}
+
+static json_t *reply(struct sbx_exec_result *r, sbx_error_t *err)
+{
+	/* Lengths, not strlen(): output may hold NUL bytes (U+0000 is valid
+	 * UTF-8) and must not be cut at the first one. */
+	size_t out_len = 0, err_len = 0;
+	cleanup_free char *out = utf8_lossy(r->out.data, r->out.len, &out_len, err);
+	cleanup_free char *errs = out != NULL ? utf8_lossy(r->err.data, r->err.len, &err_len, err) : NULL;
+	if (errs == NULL)
+		return NULL;
+	json_t *j = json_pack("{s:s%, s:s%, s:i, s:b, s:I, s:b, s:b, s:b}", "stdout", out, out_len, "stderr", errs,
+			      err_len, "exit_code", r->exit_code, "timed_out", 0, "duration_ms",
+			      (json_int_t)r->duration_ms, "success", r->exit_code == 0, "stdout_truncated",
+			      r->out.truncated, "stderr_truncated", r->err.truncated);
+	if (j == NULL)
+		sbx_error_errno(err, ENOMEM, "exec reply");
+	return j;
+}
+
+static json_t *run_admitted(struct sbx_adapter *a, struct sbx_sandbox *sb, const struct sandbox_exec_args *x,
+			    sbx_error_t *err)
+{
+	cleanup_free unsigned char *in = NULL;
+	size_t in_len = 0;
+	/* Checked after admission (contract order). */
+	if (x->stdin_b64 != NULL && x->stdin_b64[0] != '\0') {
+		sbx_error_t berr = NULL;
+		in = sbx_base64_decode(x->stdin_b64, strlen(x->stdin_b64), &in_len, &berr);
+		if (in == NULL) {
+			sbx_error_scode(err, SBX_S_INVALID_REQUEST, "stdin base64 decode: %s", sbx_error_msg(berr));
+			sbx_error_free(&berr);
+			return NULL;
+		}
+	}
+	if (a->backend.ops == NULL || sb->vm == NULL)
+		return sbx_error_scode(err, SBX_S_VM_BOOT, SBX_NO_VM_DETAIL), NULL;
+	cleanup_free char *cwd = NULL;
+	if (guest_cwd(x->workdir, &cwd, err) < 0)
+		return NULL;
+	cleanup_free char **argv = req_strv_view(x->argv, "argv", err);
+	cleanup_free char **env = argv != NULL ? req_strv_view(x->env, "env", err) : NULL;
+	if (env == NULL)
+		return NULL;
+	struct cancel_ctx cc = { a->reg, sb };
+	struct sbx_exec_request req = {
+		.argv = argv,
+		.env = env,
+		.cwd = cwd,
+		.stdin_data = in,
+		.stdin_len = in_len,
+		.timeout_ms = exec_effective_timeout_ms(x->timeout_ms, a->cfg->max_exec_timeout_ms),
+		.cancelled = cancelled,
+		.cancel_ud = &cc,
+	};
+	struct sbx_exec_result res;
+	exec_output_init(&res.out, EXEC_OUTPUT_CAP);
+	exec_output_init(&res.err, EXEC_OUTPUT_CAP);
+	json_t *j = NULL;
+	if (a->backend.ops->exec(sb->vm, &req, &res, err) == 0)
+		j = reply(&res, err);
+	exec_output_free(&res.out);
+	exec_output_free(&res.err);
+	return j;
+}
+
+json_t *sandbox_exec(struct sbx_adapter *a, const char *id, const struct sandbox_exec_args *x, sbx_error_t *err)
+{
+	struct sbx_sandbox *sb = sbx_registry_exec_begin(a->reg, id, a->cfg->max_concurrent_exec_per_sandbox, err);
+	if (sb == NULL)
+		return NULL;
+	json_t *j = run_admitted(a, sb, x, err);
+	/* Asked while the exec slot keeps the VM from being detached. */
+	bool dead = j == NULL && sandbox_vm_dead(a, sb);
+	sbx_registry_exec_end(a->reg, sb);
+	if (dead)
+		sandbox_remove_dead(a, id);
+	return j;
+}
+
+int sandbox_write_file(struct sbx_adapter *a, const char *id, const char *path, uint32_t mode, const char *data,
+		       size_t len, sbx_error_t *err)
+{
+	struct sbx_sandbox *sb = sbx_registry_exec_begin(a->reg, id, a->cfg->max_concurrent_exec_per_sandbox, err);
+	if (sb == NULL)
+		return -1;
+	int rc;
+	if (a->backend.ops == NULL || sb->vm == NULL)
+		rc = sbx_error_scode(err, SBX_S_VM_BOOT, SBX_NO_VM_DETAIL);
+	else
+		rc = a->backend.ops->write_file(sb->vm, path, mode, true, data, len, err);
+	bool dead = rc < 0 && sandbox_vm_dead(a, sb);
+	sbx_registry_exec_end(a->reg, sb);
+	if (dead)
+		sandbox_remove_dead(a, id);
+	return rc;
+}

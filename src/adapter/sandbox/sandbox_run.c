@@ -1,0 +1,116 @@
+/* run (contract §7.7): create, write the files and the code, exec the
+ * interpreter, stop unless kept.  A failing step is wrapped per §2.4. */
+#include <errno.h>
+#include <string.h>
+
+#include "adapter/handlers.h"
+#include "adapter/request.h"
+#include "adapter/sandbox/env.h"
+#include "adapter/sandbox/lang.h"
+#include "adapter/sandbox/sandbox.h"
+#include "common/log.h"
+
+struct run_args {
+	struct sandbox_create_args create;
+	const char *code, *lang, *stdin_b64;
+	json_t *files; /* NULL or an array of {path, content} */
+	uint64_t timeout_ms;
+	bool keep;
+};
+
+static int decode_files(json_t *req, json_t **files, sbx_error_t *err)
+{
+	*files = json_object_get(req, "files");
+	if (*files == NULL || json_is_null(*files)) {
+		*files = NULL;
+		return 0;
+	}
+	if (!json_is_array(*files))
+		return req_type_error(*files, "files", "a sequence of {path, content}", err);
+	size_t i;
+	json_t *f;
+	json_array_foreach(*files, i, f) {
+		const char *s;
+		size_t len;
+		if (!json_is_object(f))
+			return req_type_error(f, "files", "a {path, content} map", err);
+		/* The content is written by length: NUL bytes are data. */
+		if (req_string(f, "path", true, &s, err) < 0 || req_bytes(f, "content", true, &s, &len, err) < 0)
+			return -1;
+	}
+	return 0;
+}
+
+static int decode_run(json_t *req, struct run_args *r, sbx_error_t *err)
+{
+	return req_object(req, err) < 0 || req_string(req, "image", true, &r->create.image, err) < 0 ||
+			       req_string(req, "code", true, &r->code, err) < 0 ||
+			       req_string(req, "lang", true, &r->lang, err) < 0 || decode_files(req, &r->files, err) < 0 ||
+			       env_decode(req, "env", &r->create.env, err) < 0 ||
+			       req_string(req, "stdin", false, &r->stdin_b64, err) < 0 ||
+			       req_u64(req, "timeout_ms", 300000, &r->timeout_ms, err) < 0 ||
+			       req_bool(req, "keep_sandbox", false, &r->keep, err) < 0
+		       ? -1
+		       : 0;
+}
+
+/* Steps 2-4 on the created sandbox; on failure *step names the step. */
+static json_t *run_steps(struct sbx_adapter *a, const char *id, const struct run_args *r, const char **step,
+			 sbx_error_t *err)
+{
+	size_t i;
+	json_t *f;
+	*step = "fs::write (sibling file)";
+	json_array_foreach(r->files, i, f) {
+		json_t *content = json_object_get(f, "content");
+		if (sandbox_write_file(a, id, json_string_value(json_object_get(f, "path")), 0644,
+				       json_string_value(content), json_string_length(content), err) < 0)
+			return NULL;
+	}
+	struct run_lang l = run_lang_lookup(r->lang);
+	*step = "fs::write (code)";
+	if (sandbox_write_file(a, id, l.file, 0644, r->code, strlen(r->code), err) < 0)
+		return NULL;
+	*step = "exec";
+	json_t *env = env_resolve(r->create.env, err);
+	json_t *argv = json_pack("[s, s]", "", l.file);
+	json_t *reply = NULL;
+	if (env != NULL && argv != NULL && json_array_set_new(argv, 0, json_string(l.program)) == 0) {
+		struct sandbox_exec_args x = { argv, env, r->stdin_b64, NULL, r->timeout_ms };
+		reply = sandbox_exec(a, id, &x, err);
+	} else if (env != NULL) {
+		sbx_error_errno(err, ENOMEM, "run");
+	}
+	json_decref(env);
+	json_decref(argv);
+	return reply;
+}
+
+int sbx_op_run(struct sbx_adapter *a, json_t *req, json_t **out)
+{
+	sbx_error_t err = NULL;
+	struct run_args r = { 0 };
+	char id[SBX_UUID_STRLEN + 1];
+	if (decode_run(req, &r, &err) < 0)
+		return sbx_op_fail(&err, out);
+	/* run creates with the configured defaults: no cpus/memory overrides. */
+	if (sandbox_create(a, &r.create, id, &err) < 0)
+		return sbx_op_fail_run(&err, "create", "", out);
+	const char *step = "";
+	json_t *reply = run_steps(a, id, &r, &step, &err);
+	if (!r.keep) {
+		sbx_error_t serr = NULL;
+		if (sandbox_stop(a, id, &serr) < 0)
+			sbx_warn("run: cleanup of sandbox %s: %s", id, sbx_error_msg(serr));
+		sbx_error_free(&serr);
+	}
+	if (reply == NULL)
+		return sbx_op_fail_run(&err, step, id, out);
+	if (r.keep && json_object_set_new(reply, "sandbox_id", json_string(id)) < 0) {
+		json_decref(reply);
+		sbx_error_errno(&err, ENOMEM, "run reply");
+		return sbx_op_fail_run(&err, "exec", id, out);
+	}
+	*out = reply;
+	return 0;
+}

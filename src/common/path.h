@@ -1,0 +1,8 @@
+/* Building file system paths. */
+#ifndef SBX_COMMON_PATH_H
+#define SBX_COMMON_PATH_H
+
+/* "<dir>/<name>" (malloc'd), or NULL when out of memory. */
+char *sbx_path_join(const char *dir, const char *name);
+
+#endif

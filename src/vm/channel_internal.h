@@ -1,0 +1,95 @@
+/* The host end of the control channel, shared by its three files:
+ * channel.c (the connection: reader thread, framing, the boot handshake,
+ * sending under one lock), channel_stream.c (streams: ids, output buffers
+ * and CREDIT both ways) and channel_fs.c (assembling fs results). */
+#ifndef SBX_VM_CHANNEL_INTERNAL_H
+#define SBX_VM_CHANNEL_INTERNAL_H
+
+#include <pthread.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "vm/channel.h"
+
+/* Consumed output is acknowledged in batches, or at once when the buffer
+ * runs empty (so a guest stalled on a full window always gets credit). */
+#define CREDIT_BATCH (64u * 1024u)
+/* All result frames of one fs operation together; a guest that sends more
+ * fails that operation (a reply this large could not travel anyway). */
+#define FS_RESULT_MAX (16u * 1024u * 1024u)
+
+struct out_chunk {
+	struct out_chunk *next;
+	enum chan_output which;
+	size_t len, off;
+	uint8_t data[];
+};
+
+/* A result message of an fs operation, waiting for its reader. */
+struct fs_item {
+	struct fs_item *next;
+	struct proto_msg m;
+};
+
+struct chan_stream {
+	struct chan *c;
+	struct chan_stream *next;
+	uint32_t id;
+	uint32_t pid;
+	struct out_chunk *head, *tail;
+	size_t out_bytes;  /* buffered, <= PROTO_WINDOW */
+	size_t uncredited; /* consumed, not yet acknowledged */
+	size_t stdin_unacked;
+	bool stdin_open;
+	bool ended;
+	bool lost; /* ended because the connection did */
+	int code;
+	char *error; /* the guest's ERROR or FS_ERROR message */
+	int errnum;  /* FS_ERROR's errno, else 0 */
+	struct fs_item *fs_head, *fs_tail; /* FS_ENTRIES, FS_MATCHES, FS_SED_FILES, FS_META */
+	size_t fs_bytes;                   /* payload bytes of every result frame so far */
+	bool has_done;
+	struct proto_fs_done done;
+};
+
+struct chan {
+	int fd;
+	pthread_t reader;
+	pthread_mutex_t lock; /* everything below */
+	pthread_cond_t cond;  /* broadcast on every state change */
+	pthread_mutex_t wlock; /* one frame at a time on the socket */
+	bool dead;
+	char *dead_reason;
+	bool hello, ready;
+	char *boot_error;
+	uint64_t ping_next, pong_max;
+	uint32_t next_id;
+	struct chan_stream *streams;
+};
+
+/* channel.c; "lock held" means c->lock. */
+/* Waits on the condition (lock held); ETIMEDOUT once the deadline passed. */
+int chan_wait_until(struct chan *c, int64_t deadline);
+/* Ends the connection and every stream on it (lock held). */
+void chan_mark_dead(struct chan *c, const char *reason);
+/* The error of a lost connection (lock held). */
+int chan_dead_error(struct chan *c, sbx_error_t *err);
+/* Sends one frame (not under c->lock); a failed send kills the connection. */
+int chan_send(struct chan *c, const struct proto_msg *m, sbx_error_t *err);
+/* The open stream with this id, or NULL (lock held). */
+struct chan_stream *chan_find_stream(struct chan *c, uint32_t id);
+
+/* channel_stream.c */
+int chan_stream_output(struct chan_stream *s, const struct proto_msg *m, sbx_error_t *err);
+void chan_stream_free(struct chan_stream *s);
+/* Opens a stream whose first frame is `first` (its stream id is filled in). */
+struct chan_stream *chan_stream_open(struct chan *c, struct proto_msg *first, bool stdin_open, sbx_error_t *err);
+
+/* channel_fs.c (lock held) */
+/* Queues a result message of an fs operation, taking its contents (*taken)
+ * unless the stream already ended or the answer grew too large. */
+void chan_fs_queue(struct chan_stream *s, struct proto_msg *m, uint32_t length, bool *taken);
+void chan_fs_end(struct chan_stream *s, const struct proto_msg *m);
+
+#endif

@@ -1,0 +1,157 @@
+/* Host files of a VM (vm_internal.h): QEMU and the boot disk found on
+ * the host, the VM's own directory with its scratch disk, logs and built
+ * image. */
+#include <errno.h>
+#include <limits.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "common/cleanup.h"
+#include "common/path.h"
+#include "common/scodes.h"
+#include "common/state_dir.h"
+#include "vm/disk.h"
+#include "vm/vm_internal.h"
+
+#define QEMU_FIX "install qemu-system-x86 (scripts/setup) or set SANDBOX_QEMU"
+#define BOOT_DISK_FIX "build the boot_disk target (ninja -C build) or set SANDBOX_BOOT_DISK"
+
+char *vm_find_qemu(sbx_error_t *err)
+{
+	const char *env = getenv("SANDBOX_QEMU");
+	if (env != NULL && env[0] != '\0') {
+		if (env[0] == '/' && access(env, X_OK) == 0)
+			return strdup(env);
+		sbx_error_scode(err, SBX_S_VM_BOOT, "SANDBOX_QEMU=%s is not an executable absolute path", env);
+		return NULL;
+	}
+	const char *path = getenv("PATH");
+	cleanup_free char *copy = strdup(path != NULL ? path : "/usr/local/bin:/usr/bin:/bin");
+	char *save = NULL;
+	for (char *d = copy != NULL ? strtok_r(copy, ":", &save) : NULL; d != NULL; d = strtok_r(NULL, ":", &save)) {
+		if (d[0] != '/')
+			continue;
+		char *p = sbx_path_join(d, "qemu-system-x86_64");
+		if (p != NULL && access(p, X_OK) == 0)
+			return p;
+		free(p);
+	}
+	sbx_error_scode(err, SBX_S_VM_BOOT, "qemu-system-x86_64 not found in PATH; %s", QEMU_FIX);
+	return NULL;
+}
+
+/* The boot disk is a build product: look beside the executable and in its
+ * parent directories (test programs live deeper in the build tree). */
+char *vm_find_boot_disk(const char *explicit_path, sbx_error_t *err)
+{
+	const char *p = explicit_path != NULL ? explicit_path : getenv("SANDBOX_BOOT_DISK");
+	if (p != NULL && p[0] != '\0') {
+		if (access(p, R_OK) == 0)
+			return strdup(p);
+		sbx_error_scode(err, SBX_S_VM_BOOT, "boot disk %s: %s; %s", p, strerror(errno), BOOT_DISK_FIX);
+		return NULL;
+	}
+	char exe[PATH_MAX];
+	ssize_t n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
+	if (n > 0) {
+		exe[n] = '\0';
+		for (int up = 0; up < 4; up++) {
+			char *slash = strrchr(exe, '/');
+			if (slash == NULL)
+				break;
+			*slash = '\0';
+			char *cand = sbx_path_join(exe[0] != '\0' ? exe : "/", "src/guest/boot.erofs");
+			if (cand != NULL && access(cand, R_OK) == 0)
+				return cand;
+			free(cand);
+		}
+	}
+	sbx_error_scode(err, SBX_S_VM_BOOT, "boot disk src/guest/boot.erofs not found next to the executable; %s",
+			BOOT_DISK_FIX);
+	return NULL;
+}
+
+static char *make_vm_dir(sbx_error_t *err)
+{
+	cleanup_free char *vms = sbx_state_subdir("vms", err);
+	if (vms == NULL)
+		return NULL;
+	static atomic_uint counter;
+	uint32_t rnd = 0;
+	if (getrandom(&rnd, sizeof(rnd), 0) != sizeof(rnd))
+		rnd = (uint32_t)time(NULL);
+	char *dir = NULL;
+	if (asprintf(&dir, "%s/%ld-%u-%08x", vms, (long)getpid(), atomic_fetch_add(&counter, 1), rnd) < 0) {
+		sbx_error_errno(err, ENOMEM, "vm directory");
+		return NULL;
+	}
+	if (mkdir(dir, 0700) < 0) {
+		sbx_error_errno(err, errno, "mkdir %s", dir);
+		free(dir);
+		return NULL;
+	}
+	return dir;
+}
+
+void vm_free_files(struct sbx_vm *vm)
+{
+	for (size_t i = 0; i < sizeof(vm->files) / sizeof(vm->files[0]); i++) {
+		free(vm->files[i]);
+		vm->files[i] = NULL;
+	}
+	free(vm->dir);
+	vm->dir = NULL;
+}
+
+/* Before the keeper owns them: remove what start created so far. */
+void vm_remove_files(struct sbx_vm *vm)
+{
+	for (size_t i = 0; i < sizeof(vm->files) / sizeof(vm->files[0]); i++) {
+		if (vm->files[i] != NULL)
+			unlink(vm->files[i]);
+	}
+	if (vm->dir != NULL)
+		rmdir(vm->dir);
+}
+
+int vm_make_files(struct sbx_vm *vm, sbx_error_t *err)
+{
+	if ((vm->dir = make_vm_dir(err)) == NULL)
+		return -1;
+	vm->files[F_SCRATCH] = sbx_path_join(vm->dir, "scratch.ext4");
+	vm->files[F_CONSOLE] = sbx_path_join(vm->dir, "console.log");
+	vm->files[F_QEMU_LOG] = sbx_path_join(vm->dir, "qemu.log");
+	if (vm->files[F_SCRATCH] == NULL || vm->files[F_CONSOLE] == NULL || vm->files[F_QEMU_LOG] == NULL)
+		return sbx_error_errno(err, ENOMEM, "vm paths");
+	return 0;
+}
+
+int vm_prepare(struct sbx_vm *vm, const struct sbx_vm_options *opt, char **image, sbx_error_t *err)
+{
+	if (vm_make_files(vm, err) < 0)
+		return -1;
+	struct stat st;
+	if (opt->image == NULL || stat(opt->image, &st) < 0)
+		return sbx_error_scode(err, SBX_S_VM_BOOT, "image %s: %s", opt->image ? opt->image : "(none)",
+				       opt->image ? strerror(errno) : "no image given");
+	if (S_ISDIR(st.st_mode)) {
+		if ((vm->files[F_IMAGE] = sbx_path_join(vm->dir, "image.erofs")) == NULL)
+			return sbx_error_errno(err, ENOMEM, "vm paths");
+		if (disk_erofs_from_dir(opt->image, vm->files[F_IMAGE], err) < 0)
+			return -1;
+		*image = strdup(vm->files[F_IMAGE]);
+	} else if (S_ISREG(st.st_mode)) {
+		*image = strdup(opt->image);
+	} else {
+		return sbx_error_scode(err, SBX_S_VM_BOOT, "image %s is neither a file nor a directory", opt->image);
+	}
+	if (*image == NULL)
+		return sbx_error_errno(err, ENOMEM, "vm paths");
+	return 0;
+}

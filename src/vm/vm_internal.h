@@ -1,0 +1,76 @@
+/* struct sbx_vm and the parts of the VM layer that share it: vm.c (start,
+ * wait ready, stop, alive), vm_host.c (host files: QEMU, the boot disk, the
+ * VM's directory), vm_template.c (snapshot templates: save, restore, cold
+ * restart), vm_proc.c (process streams) and vm_fs.c (fs streams). */
+#ifndef SBX_VM_VM_INTERNAL_H
+#define SBX_VM_VM_INTERNAL_H
+
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "common/error.h"
+#include "vm/channel.h"
+#include "vm/console.h"
+#include "vm/keeper.h"
+#include "vm/snapshot.h"
+#include "vm/vm.h"
+
+struct sbx_vm {
+	char *dir;
+	char *files[4]; /* scratch, console log, qemu log, built image (or NULL) */
+	/* What a cold boot after a failed restore needs again. */
+	char *qemu, *kernel, *boot, *image;
+	enum sbx_accel accel;
+	unsigned cpus, memory_mib, tcg_cache_mib;
+	bool boot_log;
+	bool restored;          /* started from a snapshot: no HELLO comes */
+	char snap_key[SNAPSHOT_KEY_LEN + 1];
+	int snap_lock;          /* >= 0: this boot saves the key's template */
+	int qmp_fd;             /* our end of the monitor, -1 = none */
+	struct keeper keeper;
+	struct console console;
+	struct chan *chan;
+	pthread_mutex_t lock; /* keeper state */
+	int64_t t0;
+	struct sbx_vm_timings t;
+	char *hostname;
+	char **env;
+	char *user;
+	uint64_t memory_bytes, nofile;
+};
+
+enum { F_SCRATCH, F_CONSOLE, F_QEMU_LOG, F_IMAGE };
+
+/* vm.c: starts QEMU under its keeper for the VM's files (state_fd >= 0:
+ * restore that saved state); sends the guest its CONFIG. */
+int vm_launch(struct sbx_vm *vm, int state_fd, sbx_error_t *err);
+int vm_send_config(struct sbx_vm *vm, sbx_error_t *err);
+
+/* vm_host.c */
+char *vm_find_qemu(sbx_error_t *err);
+/* The boot disk: explicit_path, $SANDBOX_BOOT_DISK, else beside the
+ * executable or in its parent directories. */
+char *vm_find_boot_disk(const char *explicit_path, sbx_error_t *err);
+/* The VM's directory and the paths of its scratch disk and logs. */
+int vm_make_files(struct sbx_vm *vm, sbx_error_t *err);
+/* Makes the VM's files and sets *image: opt->image, or a private erofs
+ * built from it when it is a directory. */
+int vm_prepare(struct sbx_vm *vm, const struct sbx_vm_options *opt, char **image, sbx_error_t *err);
+/* Before the keeper owns them: remove what start created so far. */
+void vm_remove_files(struct sbx_vm *vm);
+void vm_free_files(struct sbx_vm *vm);
+
+/* vm_template.c */
+/* Creates the scratch disk and chooses how the VM starts: from the key's
+ * snapshot when one exists (*state_fd >= 0), else cold, saving the
+ * template when this VM wins its build lock. */
+int vm_choose_start(struct sbx_vm *vm, bool use_snapshot, int *state_fd, sbx_error_t *err);
+/* At HELLO of a VM that holds the build lock: saves the template. */
+void vm_save_template(struct sbx_vm *vm);
+/* A restored VM: 1 once ready, 0 after it fell back to a cold boot (wait
+ * for HELLO then), -1 with *err. */
+int vm_restored_ready(struct sbx_vm *vm, int64_t deadline, sbx_error_t *err);
+void vm_drop_snapshot_fds(struct sbx_vm *vm);
+
+#endif

@@ -1,0 +1,75 @@
+/* Processes in a VM (vm.h): each handle is one control stream. */
+#include <errno.h>
+#include <stdlib.h>
+
+#include "vm/vm_internal.h"
+
+struct sbx_vm_proc {
+	struct chan_stream *s;
+};
+
+struct sbx_vm_proc *sbx_vm_spawn(struct sbx_vm *vm, char *const *argv, char *const *env, const char *cwd,
+				 bool with_stdin, sbx_error_t *err)
+{
+	static char *const empty[] = { NULL };
+	if (argv == NULL || argv[0] == NULL || argv[0][0] == '\0') {
+		sbx_error_set(err, EINVAL, "empty command");
+		return NULL;
+	}
+	struct sbx_vm_proc *p = malloc(sizeof(*p));
+	if (p == NULL) {
+		sbx_error_set(err, ENOMEM, "process");
+		return NULL;
+	}
+	struct proto_spawn sp = {
+		.argv = (char **)argv,
+		.env = (char **)(env != NULL ? env : empty),
+		.cwd = (char *)(cwd != NULL ? cwd : ""),
+		.flags = with_stdin ? PROTO_SPAWN_STDIN : 0,
+	};
+	if ((p->s = chan_spawn(vm->chan, &sp, err)) == NULL) {
+		free(p);
+		return NULL;
+	}
+	return p;
+}
+
+ssize_t sbx_vm_proc_write(struct sbx_vm_proc *p, const void *buf, size_t len, int64_t deadline,
+			  sbx_error_t *err)
+{
+	return chan_stream_write(p->s, buf, len, deadline, err);
+}
+
+int sbx_vm_proc_close_stdin(struct sbx_vm_proc *p, sbx_error_t *err)
+{
+	return chan_stream_close_stdin(p->s, err);
+}
+
+ssize_t sbx_vm_proc_read(struct sbx_vm_proc *p, int *fd, void *buf, size_t len, int64_t deadline,
+			 sbx_error_t *err)
+{
+	enum chan_output which = CHAN_STDOUT;
+	ssize_t n = chan_stream_read(p->s, &which, buf, len, deadline, err);
+	*fd = which == CHAN_STDERR ? 2 : 1;
+	return n;
+}
+
+int sbx_vm_proc_kill(struct sbx_vm_proc *p, int sig, sbx_error_t *err)
+{
+	if (sig < 1 || sig > PROTO_MAX_SIGNAL)
+		return sbx_error_set(err, EINVAL, "bad signal %d", sig);
+	return chan_stream_kill(p->s, sig, err);
+}
+
+int sbx_vm_proc_wait(struct sbx_vm_proc *p, int64_t deadline, int *status, sbx_error_t *err)
+{
+	return chan_stream_wait(p->s, deadline, status, err);
+}
+
+void sbx_vm_proc_free(struct sbx_vm_proc *p)
+{
+	if (p == NULL)
+		return;
+	chan_stream_release(p->s);
+	free(p);
+}

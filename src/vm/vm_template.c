@@ -1,0 +1,157 @@
+/* Snapshot templates of a VM (vm_internal.h, snapshot.h): a cold boot
+ * that wins the key's build lock saves the template at HELLO; a later VM
+ * restores it and, when QEMU or the guest never answers, boots cold
+ * instead. */
+#include <errno.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "common/cleanup.h"
+#include "common/log.h"
+#include "vm/disk.h"
+#include "vm/qmp.h"
+#include "vm/tsc.h"
+#include "vm/vm_internal.h"
+
+/* A restored VM answers within about a second; past this, cold boot. */
+#define RESTORE_READY_MS 30000
+#define SNAPSHOT_SAVE_MS 60000
+
+void vm_drop_snapshot_fds(struct sbx_vm *vm)
+{
+	if (vm->snap_lock >= 0)
+		close(vm->snap_lock);
+	if (vm->qmp_fd >= 0)
+		close(vm->qmp_fd);
+	vm->snap_lock = vm->qmp_fd = -1;
+}
+
+/* The scratch disk, and how this VM starts: from the key's snapshot when
+ * one exists (*state_fd >= 0), else cold, saving the template when this
+ * VM wins its build lock.  Snapshot trouble is logged, never fatal. */
+int vm_choose_start(struct sbx_vm *vm, bool use_snapshot, int *state_fd, sbx_error_t *err)
+{
+	*state_fd = -1;
+	sbx_error_t serr = NULL;
+	struct snapshot_id id = { vm->qemu, vm->kernel, vm->boot, vm->image, vm->cpus, vm->memory_mib,
+				  /* in MHz: measurement noise must not split templates */
+				  vm->accel == SBX_ACCEL_TCG ? (sbx_host_tsc_khz() + 500) / 1000 : 0, (int)vm->accel,
+				  SBX_SCRATCH_SIZE };
+	if (use_snapshot && snapshot_key(&id, vm->snap_key, &serr) == 0) {
+		cleanup_free char *dir = snapshot_find(vm->snap_key, &serr);
+		if (dir != NULL && snapshot_restore_files(dir, vm->files[F_SCRATCH], state_fd, &serr) == 0) {
+			vm->restored = true;
+			return 0;
+		}
+		if (dir == NULL && serr == NULL)
+			vm->snap_lock = snapshot_lock(vm->snap_key, &serr);
+	}
+	if (serr != NULL && serr->errnum != EWOULDBLOCK)
+		sbx_warn("vm: snapshot: %s; booting without one", sbx_error_msg(serr));
+	sbx_error_free(&serr);
+	return disk_scratch_create(vm->files[F_SCRATCH], SBX_SCRATCH_SIZE, err);
+}
+
+/* After a failed restore: QEMU goes (the keeper removes the VM's files),
+ * the template goes, and the same VM boots cold. */
+static int cold_restart(struct sbx_vm *vm, sbx_error_t *err)
+{
+	pthread_mutex_lock(&vm->lock);
+	keeper_stop(&vm->keeper);
+	pthread_mutex_unlock(&vm->lock);
+	console_stop(&vm->console);
+	console_destroy(&vm->console);
+	console_init(&vm->console);
+	chan_close(vm->chan);
+	vm->chan = NULL;
+	vm->keeper.pid = -1;
+	vm->keeper.lifeline = -1;
+	vm_free_files(vm);
+	snapshot_invalidate(vm->snap_key);
+	vm->restored = vm->t.restored = false;
+	if (vm_make_files(vm, err) < 0 || disk_scratch_create(vm->files[F_SCRATCH], SBX_SCRATCH_SIZE, err) < 0) {
+		vm_remove_files(vm);
+		vm_free_files(vm);
+		return -1;
+	}
+	return vm_launch(vm, -1, err);
+}
+
+/* The template is saved while the guest waits for CONFIG; the VM then
+ * goes on.  A failed save costs only the template. */
+void vm_save_template(struct sbx_vm *vm)
+{
+	int64_t t = sbx_now_ms();
+	struct qmp q;
+	sbx_error_t serr = NULL;
+	int fd = vm->qmp_fd;
+	vm->qmp_fd = -1;
+	if (qmp_open(&q, fd, t + SNAPSHOT_SAVE_MS, &serr) == 0) {
+		if (snapshot_save(&q, vm->snap_key, vm->files[F_SCRATCH], t + SNAPSHOT_SAVE_MS, &serr) == 0)
+			sbx_info("vm: snapshot %.12s saved in %lld ms", vm->snap_key, (long long)(sbx_now_ms() - t));
+		qmp_close(&q);
+	}
+	if (serr != NULL)
+		sbx_warn("vm: snapshot not saved: %s", sbx_error_msg(serr));
+	sbx_error_free(&serr);
+	vm_drop_snapshot_fds(vm);
+}
+
+/* QEMU loads the saved state, then runs the VM. */
+static int wait_restored(struct sbx_vm *vm, int64_t limit, sbx_error_t *err)
+{
+	struct qmp q;
+	int fd = vm->qmp_fd;
+	vm->qmp_fd = -1;
+	if (qmp_open(&q, fd, limit, err) < 0)
+		return -1;
+	char reply[QMP_LINE_MAX];
+	int rc;
+	while ((rc = qmp_call(&q, "{\"execute\": \"query-status\"}", -1, reply, sizeof(reply), limit, err)) == 0 &&
+	       strstr(reply, "\"status\": \"running\"") == NULL) {
+		/* The template was saved stopped, and QEMU restores that. */
+		if (strstr(reply, "\"status\": \"paused\"") != NULL) {
+			if ((rc = qmp_call(&q, "{\"execute\": \"cont\"}", -1, NULL, 0, limit, err)) < 0)
+				break;
+			continue;
+		}
+		if (strstr(reply, "\"status\": \"inmigrate\"") == NULL) {
+			rc = sbx_error_set(err, EIO, "QEMU did not load the snapshot: %.200s", reply);
+			break;
+		}
+		if (sbx_now_ms() >= limit) {
+			rc = sbx_error_set(err, ETIMEDOUT, "QEMU still loading the snapshot");
+			break;
+		}
+		usleep(10000);
+	}
+	qmp_close(&q);
+	return rc;
+}
+
+/* QEMU loaded the state, the guest took CONFIG and is ready. */
+static int try_restored(struct sbx_vm *vm, int64_t deadline, sbx_error_t *err)
+{
+	int64_t limit = sbx_now_ms() + RESTORE_READY_MS;
+	if (wait_restored(vm, limit, err) < 0)
+		return -1;
+	if (vm_send_config(vm, err) < 0)
+		return -1;
+	return chan_wait_ready(vm->chan, deadline >= 0 && deadline < limit ? deadline : limit, err);
+}
+
+/* A restored VM gets CONFIG at once.  If QEMU or the guest never answers
+ * (the saved state did not load), it boots cold instead. */
+int vm_restored_ready(struct sbx_vm *vm, int64_t deadline, sbx_error_t *err)
+{
+	sbx_error_t rerr = NULL;
+	if (try_restored(vm, deadline, &rerr) == 0)
+		return 1;
+	if (chan_boot_failed(vm->chan) || (deadline >= 0 && sbx_now_ms() >= deadline)) {
+		*err = rerr; /* the guest's own verdict, or the caller's deadline */
+		return -1;
+	}
+	sbx_warn("vm: restore from snapshot %.12s failed (%s); booting cold", vm->snap_key, sbx_error_msg(rerr));
+	sbx_error_free(&rerr);
+	return cold_restart(vm, err);
+}
