@@ -7,7 +7,9 @@
 
 #include "common/error.h"
 
-#define SBX_SCRATCH_SIZE (2ull << 30) /* apparent size; sparse */
+#define SBX_SCRATCH_DEFAULT_MIB 2048 /* apparent size; sparse */
+#define SBX_SCRATCH_MIN_MIB 64
+#define SBX_SCRATCH_MAX_MIB (1024u * 1024u)
 
 /* Builds `out` (atomically: a temp sibling, then rename) from `dir`,
  * keeping owners, modes and times. */

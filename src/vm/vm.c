@@ -20,6 +20,7 @@
 #include "common/strv.h"
 #include "vm/channel.h"
 #include "vm/console.h"
+#include "vm/disk.h"
 #include "vm/keeper.h"
 #include "vm/kernel.h"
 #include "vm/oom_log.h"
@@ -135,6 +136,7 @@ static struct sbx_vm *vm_new(const struct sbx_vm_options *opt, sbx_error_t *err)
 	vm->memory_mib = opt->memory_mib ? opt->memory_mib : 512;
 	vm->boot_log = opt->boot_log;
 	vm->tcg_cache_mib = opt->tcg_cache_mib ? opt->tcg_cache_mib : SBX_VM_TCG_CACHE_DEFAULT_MIB;
+	vm->scratch_bytes = (uint64_t)(opt->scratch_mib ? opt->scratch_mib : SBX_SCRATCH_DEFAULT_MIB) << 20;
 	vm->memory_bytes = (uint64_t)vm->memory_mib << 20;
 	vm->nofile = opt->nofile;
 	vm->hostname = strdup(opt->hostname != NULL ? opt->hostname : "sandbox");

@@ -37,6 +37,8 @@ struct sbx_vm_options {
 				   unknown one fails sbx_vm_wait_ready (S300) */
 	uint64_t nofile;        /* RLIMIT_NOFILE in the guest, 0 = keep */
 	unsigned tcg_cache_mib; /* TCG translation cache, 0 = SBX_VM_TCG_CACHE_DEFAULT_MIB */
+	unsigned scratch_mib;   /* the scratch disk (all the sandbox may write),
+				   0 = SBX_SCRATCH_DEFAULT_MIB */
 	const char *krunfw_path; /* NULL: $SANDBOX_KRUNFW, else the default install */
 	const char *boot_disk;  /* NULL: $SANDBOX_BOOT_DISK, else next to the executable */
 	bool cold_boot;         /* never start from, nor save, a snapshot

@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "common/log.h"
+#include "vm/disk.h"
 #include "vm/qemu_cmdline.h"
 #include "vm/vm.h"
 
@@ -25,8 +26,8 @@ static void usage(FILE *out)
 {
 	fprintf(out,
 		"usage: sandbox-libkrun vm run [--cpus N] [--memory MiB] [--accel auto|kvm|tcg]\n"
-		"                              [--tcg-cache-mb MiB] --rootfs DIR|IMAGE.erofs [-v] [--boot-log] [--cold]\n"
-		"                              -- CMD [ARGS...]\n\n"
+		"                              [--tcg-cache-mb MiB] [--scratch-mb MiB] --rootfs DIR|IMAGE.erofs\n"
+		"                              [-v] [--boot-log] [--cold] -- CMD [ARGS...]\n\n"
 		"Boots a microVM with the given root filesystem, runs CMD in it with this\n"
 		"process's stdin, stdout and stderr, and exits with CMD's exit status\n"
 		"(125 when the VM itself fails).\n\n"
@@ -34,6 +35,7 @@ static void usage(FILE *out)
 		"  --memory MiB    guest memory (default 512)\n"
 		"  --accel A       auto (KVM where usable, else TCG), kvm or tcg\n"
 		"  --tcg-cache-mb MiB  TCG's translation cache (default 64, at most 2048)\n"
+		"  --scratch-mb MiB    the writable scratch disk (default 2048)\n"
 		"  --rootfs PATH   a root filesystem directory or an erofs image\n"
 		"  -v, --verbose   show the boot phases and their timings on stderr\n"
 		"  --boot-log      kernel messages on stderr, each console line prefixed\n"
@@ -166,7 +168,7 @@ static int vm_run(int argc, char **argv)
 		{ "accel", required_argument, NULL, 'a' },  { "rootfs", required_argument, NULL, 'r' },
 		{ "verbose", no_argument, NULL, 'v' },      { "help", no_argument, NULL, 'h' },
 		{ "boot-log", no_argument, NULL, 'b' },     { "cold", no_argument, NULL, 'C' },
-		{ "tcg-cache-mb", required_argument, NULL, 't' },
+		{ "tcg-cache-mb", required_argument, NULL, 't' }, { "scratch-mb", required_argument, NULL, 's' },
 		{ NULL, 0, NULL, 0 },
 	};
 	struct sbx_vm_options opt = { .cpus = 1, .memory_mib = 512 };
@@ -192,6 +194,14 @@ static int vm_run(int argc, char **argv)
 			if (parse_uint(optarg, SBX_VM_TCG_CACHE_MAX_MIB, &opt.tcg_cache_mib) < 0) {
 				fprintf(stderr, "sandbox-libkrun: --tcg-cache-mb must be 1..%d (MiB)\n",
 					SBX_VM_TCG_CACHE_MAX_MIB);
+				return 2;
+			}
+			break;
+		case 's':
+			if (parse_uint(optarg, SBX_SCRATCH_MAX_MIB, &opt.scratch_mib) < 0 ||
+			    opt.scratch_mib < SBX_SCRATCH_MIN_MIB) {
+				fprintf(stderr, "sandbox-libkrun: --scratch-mb must be %d..%u (MiB)\n", SBX_SCRATCH_MIN_MIB,
+					SBX_SCRATCH_MAX_MIB);
 				return 2;
 			}
 			break;

@@ -23,6 +23,7 @@ struct sbx_vm {
 	char *qemu, *kernel, *boot, *image;
 	enum sbx_accel accel;
 	unsigned cpus, memory_mib, tcg_cache_mib;
+	uint64_t scratch_bytes; /* the scratch disk's size: what its writes may take */
 	bool boot_log;
 	bool restored;          /* started from a snapshot: no HELLO comes */
 	char snap_key[SNAPSHOT_KEY_LEN + 1];

@@ -36,7 +36,7 @@ int vm_choose_start(struct sbx_vm *vm, bool use_snapshot, int *state_fd, sbx_err
 	struct snapshot_id id = { vm->qemu, vm->kernel, vm->boot, vm->image, vm->cpus, vm->memory_mib,
 				  /* in MHz: measurement noise must not split templates */
 				  vm->accel == SBX_ACCEL_TCG ? (sbx_host_tsc_khz() + 500) / 1000 : 0, (int)vm->accel,
-				  SBX_SCRATCH_SIZE };
+				  vm->scratch_bytes };
 	if (use_snapshot && snapshot_key(&id, vm->snap_key, &serr) == 0) {
 		cleanup_free char *dir = snapshot_find(vm->snap_key, &serr);
 		if (dir != NULL && snapshot_restore_files(dir, vm->files[F_SCRATCH], state_fd, &serr) == 0) {
@@ -49,7 +49,7 @@ int vm_choose_start(struct sbx_vm *vm, bool use_snapshot, int *state_fd, sbx_err
 	if (serr != NULL && serr->errnum != EWOULDBLOCK)
 		sbx_warn("vm: snapshot: %s; booting without one", sbx_error_msg(serr));
 	sbx_error_free(&serr);
-	return disk_scratch_create(vm->files[F_SCRATCH], SBX_SCRATCH_SIZE, err);
+	return disk_scratch_create(vm->files[F_SCRATCH], vm->scratch_bytes, err);
 }
 
 /* After a failed restore: QEMU goes (the keeper removes the VM's files),
@@ -69,7 +69,7 @@ static int cold_restart(struct sbx_vm *vm, sbx_error_t *err)
 	vm_free_files(vm);
 	snapshot_invalidate(vm->snap_key);
 	vm->restored = vm->t.restored = false;
-	if (vm_make_files(vm, err) < 0 || disk_scratch_create(vm->files[F_SCRATCH], SBX_SCRATCH_SIZE, err) < 0) {
+	if (vm_make_files(vm, err) < 0 || disk_scratch_create(vm->files[F_SCRATCH], vm->scratch_bytes, err) < 0) {
 		vm_remove_files(vm);
 		vm_free_files(vm);
 		return -1;

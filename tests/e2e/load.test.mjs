@@ -1,7 +1,8 @@
 // Cheap calls under load: 2000 concurrent adapter::info calls through the
 // engine are all answered (calls past the handler threads wait in the
-// daemon's queue instead of failing), and list keeps answering while long
-// calls hold the daemon's threads.  No VM is booted.
+// daemon's queue instead of failing).  And a create the host's disk cannot
+// hold a scratch disk for is S400 before anything is pulled or booted.
+// No VM is booted.
 import { describe, test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { startStack } from './daemon.mjs';
@@ -24,5 +25,20 @@ describe('a daemon under a burst of calls', () => {
 	test('the daemon still answers list after the burst, and exits cleanly', async () => {
 		assert.deepEqual(await s.call('list', {}), { sandboxes: [] });
 		await s.stopClean();
+	});
+});
+
+describe('a daemon whose scratch disks the host cannot hold', () => {
+	let s;
+	before(async () => {
+		s = await startStack({ config: { image_allowlist: ['python'], scratch_disk_mb: 1048576 } });
+	});
+	after(() => s?.stop());
+
+	test('create is S400 naming the state directory, its free space and scratch_disk_mb', async () => {
+		const e = await s.callError('create', { image: 'python' });
+		assert.equal(e.envelope?.code, 'S400', e.message);
+		assert.match(e.envelope.message, /^resource limit exceeded: the state directory \/.*\/vms has \d+ MiB free, less than one sandbox's scratch disk \(scratch_disk_mb 1048576\): free space there or lower scratch_disk_mb$/);
+		assert.deepEqual(await s.call('list', {}), { sandboxes: [] });
 	});
 });

@@ -2,7 +2,8 @@
 // is S400 with the numbers; a VM killed under an exec fails that exec with
 // S300 naming the cause, the sandbox leaves `list` and later calls get S002;
 // a VM killed by an out-of-memory killer (its QEMU moved into a small
-// memory cgroup of the test's own) is reported as such.  Every QEMU runs
+// memory cgroup of the test's own) is reported as such.  A sandbox cannot
+// write more than scratch_disk_mb.  Every QEMU runs
 // with oom_score_adj 1000.  Same setup as sandbox.test.mjs.
 import { describe, test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
@@ -63,7 +64,8 @@ describe('memory budget and dying VMs', { skip: skip ?? false }, () => {
 	let reg, s;
 	before(async () => {
 		reg = await startRegistry({ images: ['python'] });
-		s = await startSandboxStack({ registry: reg, config: { image_allowlist: ['python'], memory_budget_mb: BUDGET } });
+		s = await startSandboxStack({ registry: reg, config: { image_allowlist: ['python'], memory_budget_mb: BUDGET,
+			scratch_disk_mb: 128 } });
 	});
 	after(async () => {
 		await s?.stop();
@@ -80,6 +82,14 @@ describe('memory budget and dying VMs', { skip: skip ?? false }, () => {
 		const [qemu] = qemuPids(s.stateDir);
 		assert.equal(readFileSync(`/proc/${qemu}/oom_score_adj`, 'utf8').trim(), '1000');
 		assert.match(readFileSync(`/proc/${qemu}/cmdline`, 'utf8'), /tb-size=64\0/);
+	});
+
+	test('a sandbox writes at most scratch_disk_mb, then gets ENOSPC and still answers', async () => {
+		const r = await s.exec(a, { cmd: 'dd if=/dev/zero of=/fill bs=1M count=256' });
+		assert.notEqual(r.exit_code, 0);
+		assert.match(r.stderr, /No space left on device/);
+		const used = await s.exec(a, { cmd: "sh -c 'rm /fill && echo ok'" });
+		assert.equal(used.stdout, 'ok\n', JSON.stringify(used));
 	});
 
 	test('kill -9 of the QEMU under an exec: S300 with the cause, then S002, nothing left', async () => {

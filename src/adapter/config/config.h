@@ -38,6 +38,7 @@ struct sbx_config {
 	enum sbx_accel accel;
 	char *krunfw_path; /* NULL when not set */
 	uint32_t tcg_cache_mb;     /* TCG translation cache per VM */
+	uint32_t scratch_disk_mb;  /* what one sandbox may write */
 	uint64_t memory_budget_mb; /* 0: MemTotal less the host's reserve */
 };
 

@@ -1,15 +1,18 @@
 #include "adapter/host/vm_backend.h"
 
 #include <errno.h>
+#include <inttypes.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/statvfs.h>
 
 #include "adapter/sandbox/boot_env.h"
 #include "common/cleanup.h"
 #include "common/log.h"
 #include "common/scodes.h"
+#include "common/state_dir.h"
 #include "image/image_pull.h"
 #include "vm/vm.h"
 
@@ -42,9 +45,31 @@ void vm_backend_free(void *ctx)
 	free(b);
 }
 
+/* A sandbox may fill its whole scratch disk (a sparse file in the state
+ * directory): refuse one the host's disk cannot hold, rather than let a
+ * guest's writes fail for every sandbox at once. */
+static int check_free_space(uint32_t scratch_mib, sbx_error_t *err)
+{
+	cleanup_free char *dir = sbx_state_subdir("vms", err);
+	if (dir == NULL)
+		return -1;
+	struct statvfs st;
+	if (statvfs(dir, &st) < 0)
+		return sbx_error_errno(err, errno, "statvfs %s", dir);
+	uint64_t free_mib = (uint64_t)st.f_bavail * st.f_frsize >> 20;
+	if (free_mib < scratch_mib)
+		return sbx_error_scode(err, SBX_S_LIMIT,
+				       "the state directory %s has %" PRIu64 " MiB free, less than one sandbox's scratch "
+				       "disk (scratch_disk_mb %u): free space there or lower scratch_disk_mb",
+				       dir, free_mib, scratch_mib);
+	return 0;
+}
+
 static void *boot(void *ctx, const struct sbx_boot_request *req, sbx_error_t *err)
 {
 	struct backend *b = ctx;
+	if (check_free_space(b->cfg->scratch_disk_mb, err) < 0)
+		return NULL;
 	cleanup_free char *image = sbx_image_ensure(req->image, req->oci_ref, &b->cfg->images, err);
 	if (image == NULL)
 		return NULL;
@@ -70,6 +95,7 @@ static void *boot(void *ctx, const struct sbx_boot_request *req, sbx_error_t *er
 		.user = rt.user,
 		.krunfw_path = b->cfg->krunfw_path,
 		.tcg_cache_mib = b->cfg->tcg_cache_mb,
+		.scratch_mib = b->cfg->scratch_disk_mb,
 	};
 	s->vm = sbx_vm_start(&opt, err);
 	if (s->vm == NULL || sbx_vm_wait_ready(s->vm, sbx_now_ms() + VM_BACKEND_READY_MS, err) < 0) {

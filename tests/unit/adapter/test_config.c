@@ -42,6 +42,7 @@ TEST(config_defaults_for_null_and_absent)
 	CHECK(cfg->krunfw_path == NULL);
 	CHECK_INT(cfg->tcg_cache_mb, 64);
 	CHECK_INT(cfg->memory_budget_mb, 0);
+	CHECK_INT(cfg->scratch_disk_mb, 2048);
 	sbx_config_free(cfg);
 	cfg = parse("null", &err);
 	CHECK(cfg != NULL);
@@ -114,8 +115,9 @@ TEST(config_own_keys)
 	CHECK_INT(cfg->accel, SBX_ACCEL_TCG);
 	CHECK_STR(cfg->krunfw_path, "/opt/libkrunfw.so.5");
 	sbx_config_free(cfg);
-	cfg = parse("{\"tcg_cache_mb\":128,\"memory_budget_mb\":9000}", &err);
+	cfg = parse("{\"tcg_cache_mb\":128,\"memory_budget_mb\":9000,\"scratch_disk_mb\":512}", &err);
 	CHECK(cfg != NULL);
+	CHECK_INT(cfg->scratch_disk_mb, 512);
 	CHECK_INT(cfg->tcg_cache_mb, 128);
 	CHECK_INT(sbx_config_tcg_cache_mib(cfg), 128);
 	CHECK_INT(cfg->memory_budget_mb, 9000);
@@ -157,6 +159,8 @@ TEST(config_fatal_cases)
 	CHECK(fails_with("{\"tcg_cache_mb\":\"64\"}", "tcg_cache_mb"));
 	CHECK(fails_with("{\"memory_budget_mb\":0}", "config key `memory_budget_mb`: must be at least 1"));
 	CHECK(fails_with("{\"memory_budget_mb\":-5}", "memory_budget_mb"));
+	CHECK(fails_with("{\"scratch_disk_mb\":10}", "config key `scratch_disk_mb`: must be 64..1048576 (MiB), got 10"));
+	CHECK(fails_with("{\"scratch_disk_mb\":true}", "scratch_disk_mb"));
 	CHECK(fails_with("{\"krunfw_path\":\"/a\\u0000b\"}", "config key `krunfw_path`: the string holds a NUL byte"));
 	CHECK(fails_with("[]", "list of 0 entries"));
 	CHECK(fails_with("[{},{}]", "list of 2 entries"));
