@@ -21,12 +21,14 @@
 #include "vm/console.h"
 #include "vm/disk.h"
 #include "vm/keeper.h"
+#include "vm/net_link.h"
 #include "vm/kernel.h"
 #include "vm/qemu_cmdline.h"
 #include "vm/qmp.h"
 #include "vm/snapshot.h"
 #include "vm/tsc.h"
 #include "vm/vm_chan.h"
+#include "net/net_addr.h"
 
 #define QEMU_FIX "install qemu-system-x86 (scripts/setup) or set SANDBOX_QEMU"
 #define BOOT_DISK_FIX "build the boot_disk target (ninja -C build) or set SANDBOX_BOOT_DISK"
@@ -49,6 +51,8 @@ struct sbx_vm {
 	int snap_lock;          /* >= 0: this boot saves the key's template */
 	int qmp_fd;             /* our end of the monitor, -1 = none */
 	struct keeper keeper;
+	char **net_args;        /* NULL = no network */
+	struct net_link net;
 	struct console console;
 	struct chan *chan;
 	pthread_mutex_t lock; /* keeper state */
@@ -203,6 +207,8 @@ static void vm_free(struct sbx_vm *vm)
 	free(vm->image);
 	free(vm->hostname);
 	sbx_strv_free(vm->env);
+	sbx_strv_free(vm->net_args);
+	net_link_close(&vm->net);
 	free(vm->user);
 	console_destroy(&vm->console);
 	pthread_mutex_destroy(&vm->lock);
@@ -266,7 +272,7 @@ static int choose_start(struct sbx_vm *vm, bool use_snapshot, int *state_fd, sbx
 	struct snapshot_id id = { vm->qemu, vm->kernel, vm->boot, vm->image, vm->cpus, vm->memory_mib,
 				  /* in MHz: measurement noise must not split templates */
 				  vm->accel == SBX_ACCEL_TCG ? (sbx_host_tsc_khz() + 500) / 1000 : 0, (int)vm->accel,
-				  SBX_SCRATCH_SIZE };
+				  SBX_SCRATCH_SIZE, vm->net_args != NULL };
 	if (use_snapshot && snapshot_key(&id, vm->snap_key, &serr) == 0) {
 		cleanup_free char *dir = snapshot_find(vm->snap_key, &serr);
 		if (dir != NULL && snapshot_restore_files(dir, vm->files[F_SCRATCH], state_fd, &serr) == 0) {
@@ -302,8 +308,19 @@ static int launch(struct sbx_vm *vm, int state_fd, sbx_error_t *err)
 		close_pair(qmp);
 		return sbx_error_errno(err, e, "socketpair");
 	}
-	int fds[4] = { con[1], ctl[1] };
-	int nfds = 2, qmp_at = 0, state_at = 0;
+	int fds[KEEPER_MAX_FDS] = { con[1], ctl[1] };
+	int nfds = 2, qmp_at = 0, state_at = 0, net_at = 0;
+	if (vm->net_args != NULL) {
+		if (net_link_open(&vm->net, err) < 0) {
+			net_link_close(&vm->net);
+			close_pair(con);
+			close_pair(ctl);
+			close_pair(qmp);
+			return -1;
+		}
+		net_at = KEEPER_QEMU_FD_BASE + nfds;
+		fds[nfds++] = vm->net.qemu_fd;
+	}
 	if (qmp[1] >= 0) {
 		qmp_at = KEEPER_QEMU_FD_BASE + nfds;
 		fds[nfds++] = qmp[1];
@@ -316,7 +333,7 @@ static int launch(struct sbx_vm *vm, int state_fd, sbx_error_t *err)
 		.qemu = vm->qemu, .kernel = vm->kernel, .boot_disk = vm->boot, .image = vm->image,
 		.scratch = vm->files[F_SCRATCH], .cpus = vm->cpus, .memory_mib = vm->memory_mib, .accel = vm->accel,
 		.console_fd = KEEPER_QEMU_FD_BASE, .control_fd = KEEPER_QEMU_FD_BASE + 1,
-		.qmp_fd = qmp_at, .incoming_fd = state_at,
+		.qmp_fd = qmp_at, .incoming_fd = state_at, .net_fd = net_at,
 		.tsc_khz = vm->accel == SBX_ACCEL_TCG ? sbx_host_tsc_khz() : 0, .boot_log = vm->boot_log,
 	};
 	char **argv = qemu_cmdline(&qc, err);
@@ -332,6 +349,10 @@ static int launch(struct sbx_vm *vm, int state_fd, sbx_error_t *err)
 					    .files = files, .nfiles = nfiles, .dir = vm->dir };
 		rc = keeper_start(&vm->keeper, &spec, err);
 		sbx_strv_free(argv);
+	}
+	if (vm->net_args != NULL && (rc < 0 || net_link_spawn(&vm->net, vm->net_args, vm->keeper.pid, err) < 0)) {
+		net_link_close(&vm->net);
+		rc = -1;
 	}
 	close(con[1]);
 	close(ctl[1]);
@@ -379,8 +400,10 @@ struct sbx_vm *sbx_vm_start(const struct sbx_vm_options *opt, sbx_error_t *err)
 	vm->hostname = strdup(opt->hostname != NULL ? opt->hostname : "sandbox");
 	vm->env = strv_dup(opt->env);
 	vm->user = strdup(opt->user != NULL ? opt->user : "");
+	net_link_init(&vm->net);
+	vm->net_args = opt->net_args != NULL ? strv_dup(opt->net_args) : NULL;
 	int state_fd = -1;
-	if (vm->hostname == NULL || vm->env == NULL || vm->user == NULL) {
+	if (vm->hostname == NULL || vm->env == NULL || vm->user == NULL || (opt->net_args != NULL && vm->net_args == NULL)) {
 		sbx_error_set(err, ENOMEM, "vm");
 		goto fail;
 	}
@@ -424,6 +447,7 @@ static int cold_restart(struct sbx_vm *vm, sbx_error_t *err)
 	pthread_mutex_lock(&vm->lock);
 	keeper_stop(&vm->keeper);
 	pthread_mutex_unlock(&vm->lock);
+	net_link_close(&vm->net);
 	console_stop(&vm->console);
 	console_destroy(&vm->console);
 	console_init(&vm->console);
@@ -499,6 +523,12 @@ static int send_config(struct sbx_vm *vm, sbx_error_t *err)
 		.entropy_len = sizeof(entropy),
 		.user = vm->user,
 	};
+	if (vm->net_args != NULL) {
+		cfg.net_addr = NET_ADDR_GUEST;
+		cfg.net_prefix = NET_ADDR_PREFIX;
+		cfg.net_gateway = NET_ADDR_GATEWAY;
+		cfg.net_dns = NET_ADDR_DNS;
+	}
 	return chan_send_config(vm->chan, &cfg, err);
 }
 
@@ -606,6 +636,11 @@ bool sbx_vm_alive(struct sbx_vm *vm)
 const struct sbx_vm_timings *sbx_vm_timings(struct sbx_vm *vm)
 {
 	return &vm->t;
+}
+
+int64_t sbx_vm_net_activity_ms(struct sbx_vm *vm)
+{
+	return net_link_activity_ms(&vm->net);
 }
 
 int sbx_vm_stop(struct sbx_vm *vm, int64_t deadline)
