@@ -18,6 +18,7 @@ struct sbx_boot_request {
 	const char *oci_ref; /* its OCI reference */
 	uint32_t cpus, memory_mb;
 	json_t *env;         /* create-time "K=V" array, layered over the image's Env */
+	char *const *net_args; /* NULL: no network; else the network helper's options */
 };
 
 struct sbx_exec_request {

@@ -19,6 +19,7 @@ struct sbx_config *sbx_config_defaults(sbx_error_t *err)
 	cfg->default_cpus = 1;
 	cfg->default_memory_mb = 512;
 	cfg->accel = SBX_ACCEL_AUTO;
+	net_config_init(&cfg->net);
 	return cfg;
 }
 
@@ -34,6 +35,7 @@ void sbx_config_free(struct sbx_config *cfg)
 		free(cfg->per_image_caps[i].image);
 	free(cfg->per_image_caps);
 	free(cfg->krunfw_path);
+	net_config_free(&cfg->net);
 	free(cfg);
 }
 
@@ -147,6 +149,8 @@ static int parse_key(struct sbx_config *cfg, const char *k, json_t *v, sbx_error
 		return parse_accel(cfg, v, err);
 	} else if (strcmp(k, "krunfw_path") == 0) {
 		return sbx_config_dup_string(v, k, &cfg->krunfw_path, err);
+	} else if (strcmp(k, "network_policy") == 0) {
+		return net_config_parse(v, &cfg->net, err);
 	}
 	/* Unknown keys are ignored (contract §4.3). */
 	return 0;

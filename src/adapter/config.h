@@ -14,6 +14,7 @@
 
 #include "common/error.h"
 #include "image/image_config.h"
+#include "net/net_config.h"
 #include "vm/accel.h"
 
 struct sbx_image_caps {
@@ -37,6 +38,7 @@ struct sbx_config {
 	size_t n_per_image_caps;
 	enum sbx_accel accel;
 	char *krunfw_path; /* NULL when not set */
+	struct net_config net; /* network_policy */
 };
 
 /* Parses a configuration value: NULL or null gives the defaults; a flat map

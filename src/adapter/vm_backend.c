@@ -67,6 +67,7 @@ static void *boot(void *ctx, const struct sbx_boot_request *req, sbx_error_t *er
 		.env = env,
 		.user = rt.user,
 		.krunfw_path = b->cfg->krunfw_path,
+		.net_args = req->net_args,
 	};
 	s->vm = sbx_vm_start(&opt, err);
 	if (s->vm == NULL || sbx_vm_wait_ready(s->vm, sbx_vm_now_ms() + VM_BACKEND_READY_MS, err) < 0) {
