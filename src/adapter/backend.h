@@ -52,6 +52,9 @@ struct sbx_backend_ops {
 			  sbx_error_t *err);
 	/* Tears the VM down (short grace, then kill) and removes its files. */
 	void (*stop)(void *vm);
+	/* CLOCK_REALTIME ms of the last payload its network relayed, 0 = none
+	 * (optional). */
+	int64_t (*net_activity_ms)(void *vm);
 };
 
 struct sbx_backend {

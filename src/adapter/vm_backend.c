@@ -231,9 +231,15 @@ static int write_file(void *vm, const char *path, uint32_t mode, bool parents, c
 	return -1;
 }
 
+static int64_t net_activity_ms(void *vm)
+{
+	return sbx_vm_net_activity_ms(((struct sandbox_vm *)vm)->vm);
+}
+
 const struct sbx_backend_ops vm_backend_ops = {
 	.boot = boot,
 	.exec = exec_proc,
 	.write_file = write_file,
 	.stop = stop,
+	.net_activity_ms = net_activity_ms,
 };

@@ -101,7 +101,19 @@ static void fake_stop(void *vm)
 	free(vm);
 }
 
-static const struct sbx_backend_ops fake_ops = { fake_boot, fake_exec, fake_write, fake_stop };
+/* Every fake VM's network last moved data net_offset_ms from now (0 = never). */
+static int64_t net_offset_ms;
+
+static int64_t fake_net_activity(void *vm)
+{
+	if (net_offset_ms == 0)
+		return 0;
+	struct timespec ts;
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000 + net_offset_ms;
+}
+
+static const struct sbx_backend_ops fake_ops = { fake_boot, fake_exec, fake_write, fake_stop, fake_net_activity };
 
 static struct sbx_adapter *make(const char *config)
 {
@@ -456,5 +468,26 @@ TEST(idle_sandbox_is_reaped)
 	json_decref(r);
 	free(id);
 	free(keep);
+	sbx_adapter_free(a);
+}
+
+TEST(network_activity_keeps_a_sandbox_from_the_reaper)
+{
+	struct sbx_adapter *a = make(CFG "}");
+	CHECK(a != NULL);
+	char *id = create(a, "{\"image\":\"python\",\"idle_timeout_secs\":2}");
+	CHECK(id != NULL);
+	/* idle 3 s by its execs, but its network relayed data 1 s ago */
+	net_offset_ms = -1000;
+	sleep(3);
+	CHECK_INT(reaper_scan(a, false), 0);
+	/* a beacon in the future counts as active now */
+	net_offset_ms = 60000;
+	CHECK_INT(reaper_scan(a, false), 0);
+	/* the transfer stopped 3 s ago: idle past 2 s */
+	net_offset_ms = -3000;
+	CHECK_INT(reaper_scan(a, false), 1);
+	net_offset_ms = 0;
+	free(id);
 	sbx_adapter_free(a);
 }
