@@ -41,18 +41,20 @@ int net_name_normalize(char *name)
 	for (size_t i = 0; i < n; i++) {
 		unsigned char c = (unsigned char)name[i];
 		if (c == '.') {
-			if (label == 0)
+			if (label == 0 || name[i - 1] == '-')
 				return -1;
 			label = 0;
 			continue;
 		}
 		if (!isalnum(c) && c != '-' && c != '_')
 			return -1;
+		if (c == '-' && label == 0)
+			return -1; /* nor may a label start or end with a hyphen */
 		name[i] = (char)tolower(c);
 		if (++label > 63)
 			return -1;
 	}
-	return label == 0 ? -1 : 0;
+	return label == 0 || name[n - 1] == '-' ? -1 : 0;
 }
 
 static int parse_port(const char *s, uint16_t *port)
