@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "common/cleanup.h"
+#include "net/net_addr.h"
 
 #define NET_IF "eth0"
 
@@ -78,6 +79,9 @@ static int configure_eth0(int s, const struct proto_config *c, sbx_error_t *err)
 	set_sin(&ifr.ifr_netmask, c->net_prefix == 0 ? 0 : 0xffffffffu << (32 - c->net_prefix));
 	if (ioctl(s, SIOCSIFNETMASK, &ifr) < 0)
 		return sbx_error_errno(err, errno, NET_IF ": set netmask");
+	ifr.ifr_mtu = NET_MTU;
+	if (ioctl(s, SIOCSIFMTU, &ifr) < 0)
+		return sbx_error_errno(err, errno, NET_IF ": set MTU %d", NET_MTU);
 	if (link_up(s, NET_IF, err) < 0)
 		return -1;
 	struct rtentry rt = { 0 };

@@ -144,8 +144,8 @@ static Slirp *new_slirp(void)
 		.in6_enabled = false,
 		.vdhcp_start = in4(NET_ADDR_GUEST),
 		.vnameserver = in4(NET_ADDR_DNS),
-		.if_mtu = 1500,
-		.if_mru = 1500,
+		.if_mtu = NET_MTU,
+		.if_mru = NET_MTU,
 		.disable_host_loopback = false, /* the gateway reaches host loopback: net_policy allows host_ports only */
 		.enable_emu = false,
 		.disable_dns = true,
