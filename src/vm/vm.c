@@ -17,18 +17,18 @@
 #include "common/cleanup.h"
 #include "common/log.h"
 #include "common/state_dir.h"
+#include "net/net_addr.h"
 #include "vm/channel.h"
 #include "vm/console.h"
 #include "vm/disk.h"
 #include "vm/keeper.h"
-#include "vm/net_link.h"
 #include "vm/kernel.h"
+#include "vm/net_link.h"
 #include "vm/qemu_cmdline.h"
 #include "vm/qmp.h"
 #include "vm/snapshot.h"
 #include "vm/tsc.h"
 #include "vm/vm_chan.h"
-#include "net/net_addr.h"
 
 #define QEMU_FIX "install qemu-system-x86 (scripts/setup) or set SANDBOX_QEMU"
 #define BOOT_DISK_FIX "build the boot_disk target (ninja -C build) or set SANDBOX_BOOT_DISK"
@@ -403,7 +403,8 @@ struct sbx_vm *sbx_vm_start(const struct sbx_vm_options *opt, sbx_error_t *err)
 	net_link_init(&vm->net);
 	vm->net_args = opt->net_args != NULL ? strv_dup(opt->net_args) : NULL;
 	int state_fd = -1;
-	if (vm->hostname == NULL || vm->env == NULL || vm->user == NULL || (opt->net_args != NULL && vm->net_args == NULL)) {
+	if (vm->hostname == NULL || vm->env == NULL || vm->user == NULL ||
+	    (opt->net_args != NULL && vm->net_args == NULL)) {
 		sbx_error_set(err, ENOMEM, "vm");
 		goto fail;
 	}
