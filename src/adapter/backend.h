@@ -18,6 +18,7 @@ struct sbx_boot_request {
 	const char *oci_ref; /* its OCI reference */
 	uint32_t cpus, memory_mb;
 	json_t *env;         /* create-time "K=V" array, layered over the image's Env */
+	char *const *net_args; /* NULL: no network; else the network helper's options */
 };
 
 struct sbx_exec_request {
@@ -55,6 +56,9 @@ struct sbx_backend_ops {
 	 * stopped answering); calls on it then fail with S300 naming why.
 	 * Cheap and non-blocking.  NULL: always alive. */
 	bool (*alive)(void *vm);
+	/* CLOCK_REALTIME ms of the last payload its network relayed, 0 = none
+	 * (optional). */
+	int64_t (*net_activity_ms)(void *vm);
 };
 
 struct sbx_backend {

@@ -12,6 +12,7 @@
 #define T_U64 "{\"type\":\"integer\",\"minimum\":0}"
 #define T_I64 "{\"type\":\"integer\"}"
 #define T_STRS "{\"type\":\"array\",\"items\":" T_STR "}"
+#define T_NETWORK "{\"oneOf\":[" T_BOOL ",{\"type\":\"object\",\"properties\":{\"allow\":" T_STRS ",\"deny\":" T_STRS "},\"additionalProperties\":false}]}"
 #define T_ENV "{\"oneOf\":[" T_STRS ",{\"type\":\"object\",\"additionalProperties\":" T_STR "}]}"
 #define T_CHANNEL                                                                                            \
 	OBJ(F("channel_id", T_STR) "," F("access_key", T_STR) "," F("direction", "{\"type\":\"string\",\"enum\":[" \
@@ -47,7 +48,7 @@ static const struct sbx_op ops[] = {
 	      Q("images")),
 	  sbx_op_catalog_list },
 	{ "create", "Boot a sandbox microVM from a catalog image",
-	  OBJ(F("image", T_STR) "," F("cpus", T_U32) "," F("memory_mb", T_U32) "," F("name", T_STR) "," F("network", T_BOOL) "," F("idle_timeout_secs", T_U64) "," F("env", T_ENV),
+	  OBJ(F("image", T_STR) "," F("cpus", T_U32) "," F("memory_mb", T_U32) "," F("name", T_STR) "," F("network", T_NETWORK) "," F("idle_timeout_secs", T_U64) "," F("env", T_ENV),
 	      Q("image")),
 	  OBJ(ID "," F("image", T_STR), Q("sandbox_id") "," Q("image")), sbx_op_create },
 	{ "exec", "Run a command in a sandbox and return its output",

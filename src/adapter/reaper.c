@@ -20,6 +20,8 @@ unsigned reaper_scan(struct sbx_adapter *a, bool all)
 		sandbox_teardown(a, id);
 		n++;
 	}
+	if (!all && ops != NULL && ops->net_activity_ms != NULL)
+		sbx_registry_note_net_activity(a->reg, ops->net_activity_ms);
 	while (sbx_registry_claim_reapable(a->reg, all, a->cfg->max_exec_timeout_ms, id, &wedged)) {
 		if (wedged)
 			sbx_warn("sandbox %s: execs still counted in flight past the busy grace; reaping it anyway", id);

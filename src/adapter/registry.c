@@ -302,6 +302,36 @@ static uint64_t elapsed_ms(struct timespec from, struct timespec to)
 	return ms > 0 ? (uint64_t)ms : 0;
 }
 
+void sbx_registry_note_net_activity(struct sbx_registry *reg, int64_t (*activity)(void *vm))
+{
+	struct timespec wall, t = now();
+	clock_gettime(CLOCK_REALTIME, &wall);
+	int64_t wall_ms = (int64_t)wall.tv_sec * 1000 + wall.tv_nsec / 1000000;
+	pthread_mutex_lock(&reg->lock);
+	for (size_t i = 0; i < reg->n; i++) {
+		struct sbx_sandbox *sb = reg->items[i];
+		/* not stopped: its VM cannot be torn down while we hold the lock */
+		int64_t at = !sb->stopped && sb->vm != NULL ? activity(sb->vm) : 0;
+		if (at <= 0)
+			continue;
+		int64_t age_ms = wall_ms > at ? wall_ms - at : 0;
+		struct timespec net = t;
+		net.tv_sec -= age_ms / 1000;
+		net.tv_nsec -= (age_ms % 1000) * 1000000;
+		if (net.tv_nsec < 0) {
+			net.tv_nsec += 1000000000;
+			net.tv_sec--;
+		}
+		sb->last_net_at = net;
+	}
+	pthread_mutex_unlock(&reg->lock);
+}
+
+static struct timespec later(struct timespec a, struct timespec b)
+{
+	return a.tv_sec > b.tv_sec || (a.tv_sec == b.tv_sec && a.tv_nsec >= b.tv_nsec) ? a : b;
+}
+
 bool sbx_registry_claim_reapable(struct sbx_registry *reg, bool all, uint64_t max_exec_timeout_ms,
 				 char id[SBX_UUID_STRLEN + 1], bool *wedged)
 {
@@ -314,7 +344,8 @@ bool sbx_registry_claim_reapable(struct sbx_registry *reg, bool all, uint64_t ma
 		if (sb->stopped)
 			continue;
 		enum reap_decision d = all ? REAP_IDLE
-					   : reaper_decide(elapsed_ms(sb->last_exec_at, t), sb->idle_timeout_secs,
+					   : reaper_decide(elapsed_ms(later(sb->last_exec_at, sb->last_net_at), t),
+							   sb->idle_timeout_secs,
 							   sb->exec_in_flight, max_exec_timeout_ms);
 		if (d == REAP_KEEP)
 			continue;

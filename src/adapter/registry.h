@@ -18,6 +18,7 @@ struct sbx_sandbox {
 	char *image; /* catalog name */
 	struct timespec created_at;   /* CLOCK_MONOTONIC */
 	struct timespec last_exec_at; /* CLOCK_MONOTONIC */
+	struct timespec last_net_at;  /* CLOCK_MONOTONIC: payload the guest's network relayed */
 	uint64_t idle_timeout_secs;
 	uint32_t exec_in_flight;
 	uint32_t fs_in_flight; /* fs operations (and read pumps) using the VM */
@@ -78,6 +79,11 @@ bool sbx_registry_claim_reapable(struct sbx_registry *reg, bool all, uint64_t ma
 
 /* Claims one record not yet stopped whose VM `alive` says is gone. */
 bool sbx_registry_claim_dead(struct sbx_registry *reg, bool (*alive)(void *vm), char id[SBX_UUID_STRLEN + 1]);
+
+/* The network beacon (contract §6.4): activity(vm) is the CLOCK_REALTIME ms
+ * of the last payload a sandbox's network relayed (0 = none; a time in the
+ * future counts as now).  A sandbox moving data is not idle. */
+void sbx_registry_note_net_activity(struct sbx_registry *reg, int64_t (*activity)(void *vm));
 
 size_t sbx_registry_count(struct sbx_registry *reg);
 /* {sandboxes: [{sandbox_id, name, image, age_secs, exec_in_progress,

@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "common/cleanup.h"
+#include "guest/boot_net.h"
 #include "guest/spawn.h"
 
 static int seed_rng(const uint8_t *p, size_t n, sbx_error_t *err)
@@ -53,6 +54,8 @@ int boot_apply_config(const struct proto_config *c, sbx_error_t *err)
 		if (clock_settime(CLOCK_REALTIME, &ts) < 0)
 			return sbx_error_errno(err, errno, "set clock");
 	}
+	if (boot_net_configure(c, err) < 0)
+		return -1;
 	return seed_rng(c->entropy, c->entropy_len, err);
 }
 

@@ -1,5 +1,5 @@
-/* Applies CONFIG inside the VM: hostname, open-file limit, clock, kernel
- * RNG seed, and the identity processes run as. */
+/* Applies CONFIG inside the VM: hostname, open-file limit, clock, network
+ * (boot_net.h), kernel RNG seed, and the identity processes run as. */
 #ifndef SBX_GUEST_BOOT_CONFIG_H
 #define SBX_GUEST_BOOT_CONFIG_H
 

@@ -30,7 +30,10 @@
  *   host  -> CONFIG     {str hostname, strv env, u64 memory_bytes,
  *                        u64 nofile (0 = keep), u64 realtime_ns,
  *                        blob entropy (<= PROTO_MAX_ENTROPY bytes),
- *                        str user (<= PROTO_MAX_USER bytes, "" = root)}
+ *                        str user (<= PROTO_MAX_USER bytes, "" = root),
+ *                        u32 net_addr, u32 net_prefix, u32 net_gateway,
+ *                        u32 net_dns (IPv4, host byte order; net_addr 0
+ *                        = no network: the guest configures only lo)}
  *   guest -> READY      {}  or ERROR {str message} on stream 0
  * `user` is the image's OCI User: "name", "uid", "name:group", "uid:gid",
  * "name:gid" or "uid:group".  The guest resolves it against /etc/passwd and
@@ -197,7 +200,7 @@
 #include "common/error.h"
 #include "common/strv.h"
 
-#define PROTO_VERSION 2 /* 2: CONFIG carries `user` */
+#define PROTO_VERSION 3 /* 2: CONFIG carries `user`; 3: and the network */
 #define PROTO_HEADER_SIZE 9u
 #define PROTO_MAX_PAYLOAD (1024u * 1024u)
 #define PROTO_MAX_CHUNK (64u * 1024u)

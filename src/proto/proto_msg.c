@@ -81,6 +81,11 @@ static int decode_config(struct proto_rbuf *r, struct proto_config *c, sbx_error
 		return sbx_error_prefix(err, "user");
 	if (strlen(c->user) > PROTO_MAX_USER)
 		return sbx_error_set(err, 0, "user longer than %u bytes", PROTO_MAX_USER);
+	if (proto_get_u32(r, &c->net_addr, err) < 0 || proto_get_u32(r, &c->net_prefix, err) < 0 ||
+	    proto_get_u32(r, &c->net_gateway, err) < 0 || proto_get_u32(r, &c->net_dns, err) < 0)
+		return sbx_error_prefix(err, "network");
+	if (c->net_prefix > 32)
+		return sbx_error_set(err, 0, "network prefix /%u", c->net_prefix);
 	return 0;
 }
 
@@ -245,6 +250,10 @@ static int encode_body(struct proto_wbuf *b, const struct proto_msg *m, sbx_erro
 		proto_put_u32(b, (uint32_t)c->entropy_len);
 		proto_put_bytes(b, c->entropy, c->entropy_len);
 		proto_put_str(b, c->user != NULL ? c->user : "");
+		proto_put_u32(b, c->net_addr);
+		proto_put_u32(b, c->net_prefix);
+		proto_put_u32(b, c->net_gateway);
+		proto_put_u32(b, c->net_dns);
 		return 0;
 	}
 	case PROTO_READY:

@@ -21,6 +21,8 @@ struct proto_config {
 	uint8_t *entropy;
 	size_t entropy_len;
 	char *user; /* OCI User ("" or NULL when encoding = root), <= PROTO_MAX_USER */
+	/* eth0 (host byte order); net_addr 0 = no network */
+	uint32_t net_addr, net_prefix, net_gateway, net_dns;
 };
 
 struct proto_spawn {

@@ -23,7 +23,7 @@
 /* QEMU finds its inherited sockets at these descriptor numbers, in the
  * order passed to keeper_start. */
 #define KEEPER_QEMU_FD_BASE 4
-#define KEEPER_MAX_FDS 4
+#define KEEPER_MAX_FDS 5
 #define KEEPER_MAX_FILES 8
 
 struct keeper {

@@ -137,6 +137,13 @@ char **qemu_cmdline(const struct qemu_config *c, sbx_error_t *err)
 	 * by punching a hole in the file. */
 	add(&b, "-device");
 	add(&b, "virtio-balloon-device,free-page-reporting=on");
+	if (c->net_fd > 0) {
+		/* one Ethernet frame per datagram */
+		add(&b, "-netdev");
+		add(&b, "dgram,id=n0,local.type=fd,local.str=%d", c->net_fd);
+		add(&b, "-device");
+		add(&b, "virtio-net-device,netdev=n0");
+	}
 	if (c->qmp_fd > 0) {
 		add(&b, "-chardev");
 		add(&b, "socket,id=qmp,fd=%d", c->qmp_fd);

@@ -43,6 +43,8 @@ struct qemu_config {
 	int qmp_fd;           /* QMP monitor socket, 0 = none (inherited
 				 descriptors are never 0) */
 	int incoming_fd;      /* saved state to restore (-incoming), 0 = none */
+	int net_fd;           /* SOCK_DGRAM socket to the network helper
+				 (virtio-net-device eth0), 0 = no NIC */
 };
 
 /* Returns a NULL-terminated argv (free with sbx_strv_free). */

@@ -45,9 +45,9 @@ static int file_id(char *buf, size_t cap, size_t *len, const char *what, const c
 int snapshot_key(const struct snapshot_id *id, char key[SNAPSHOT_KEY_LEN + 1], sbx_error_t *err)
 {
 	char text[KEY_TEXT_MAX];
-	int n = snprintf(text, sizeof(text), "format=%d cpus=%u memory=%u accel=%d tsc=%u scratch=%llu\n",
+	int n = snprintf(text, sizeof(text), "format=%d cpus=%u memory=%u accel=%d tsc=%u scratch=%llu%s\n",
 			 SNAPSHOT_FORMAT, id->cpus, id->memory_mib, id->accel, id->tsc_khz,
-			 (unsigned long long)id->scratch_size);
+			 (unsigned long long)id->scratch_size, id->network ? " network" : "");
 	if (n < 0 || (size_t)n >= sizeof(text))
 		return sbx_error_set(err, EOVERFLOW, "snapshot key");
 	size_t len = (size_t)n;

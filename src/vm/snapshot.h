@@ -6,10 +6,12 @@
  * scratch disk, then get CONFIG (identity, env, clock, entropy; the guest
  * reseeds its CRNG).  The key covers everything the saved state depends
  * on: the QEMU, kernel, boot disk and image files, CPUs, memory, the
- * accelerator and the TSC rate on the kernel command line. */
+ * accelerator, the TSC rate on the kernel command line, and whether the
+ * device set has a NIC (a template per network mode). */
 #ifndef SBX_VM_SNAPSHOT_H
 #define SBX_VM_SNAPSHOT_H
 
+#include <stdbool.h>
 #include <stdint.h>
 
 #include "common/error.h"
@@ -22,6 +24,7 @@ struct snapshot_id {
 	unsigned cpus, memory_mib, tsc_khz;
 	int accel;
 	uint64_t scratch_size;
+	bool network; /* the device set includes the NIC */
 };
 
 int snapshot_key(const struct snapshot_id *id, char key[SNAPSHOT_KEY_LEN + 1], sbx_error_t *err);

@@ -18,11 +18,13 @@
 #include "common/log.h"
 #include "common/scodes.h"
 #include "common/strv.h"
+#include "net/net_addr.h"
 #include "vm/channel.h"
 #include "vm/console.h"
 #include "vm/disk.h"
 #include "vm/keeper.h"
 #include "vm/kernel.h"
+#include "vm/net_link.h"
 #include "vm/oom_log.h"
 #include "vm/qemu_cmdline.h"
 #include "vm/tsc.h"
@@ -41,6 +43,8 @@ static void vm_free(struct sbx_vm *vm)
 	free(vm->image);
 	free(vm->hostname);
 	sbx_strv_free(vm->env);
+	sbx_strv_free(vm->net_args);
+	net_link_close(&vm->net);
 	free(vm->user);
 	console_destroy(&vm->console);
 	pthread_mutex_destroy(&vm->lock);
@@ -67,8 +71,16 @@ int vm_launch(struct sbx_vm *vm, int state_fd, sbx_error_t *err)
 		return -1;
 	if ((vm->snap_lock >= 0 || state_fd >= 0) && vm_socketpair(qmp, err) < 0)
 		return -1;
-	int fds[4] = { con[1], ctl[1] };
-	int nfds = 2, qmp_at = 0, state_at = 0;
+	int fds[KEEPER_MAX_FDS] = { con[1], ctl[1] };
+	int nfds = 2, qmp_at = 0, state_at = 0, net_at = 0;
+	if (vm->net_args != NULL) {
+		if (net_link_open(&vm->net, err) < 0) {
+			net_link_close(&vm->net);
+			return -1;
+		}
+		net_at = KEEPER_QEMU_FD_BASE + nfds;
+		fds[nfds++] = vm->net.qemu_fd;
+	}
 	if (qmp[1] >= 0) {
 		qmp_at = KEEPER_QEMU_FD_BASE + nfds;
 		fds[nfds++] = qmp[1];
@@ -81,7 +93,7 @@ int vm_launch(struct sbx_vm *vm, int state_fd, sbx_error_t *err)
 		.qemu = vm->qemu, .kernel = vm->kernel, .boot_disk = vm->boot, .image = vm->image,
 		.scratch = vm->files[F_SCRATCH], .cpus = vm->cpus, .memory_mib = vm->memory_mib, .accel = vm->accel,
 		.console_fd = KEEPER_QEMU_FD_BASE, .control_fd = KEEPER_QEMU_FD_BASE + 1,
-		.qmp_fd = qmp_at, .incoming_fd = state_at,
+		.qmp_fd = qmp_at, .incoming_fd = state_at, .net_fd = net_at,
 		.tsc_khz = vm->accel == SBX_ACCEL_TCG ? sbx_host_tsc_khz() : 0, .boot_log = vm->boot_log,
 		.tcg_cache_mib = vm->tcg_cache_mib,
 	};
@@ -96,8 +108,14 @@ int vm_launch(struct sbx_vm *vm, int state_fd, sbx_error_t *err)
 	}
 	struct keeper_spec spec = { .argv = argv, .fds = fds, .nfds = nfds, .log = vm->files[F_QEMU_LOG],
 				    .files = files, .nfiles = nfiles, .dir = vm->dir };
-	if (keeper_start(&vm->keeper, &spec, err) < 0)
+	if (keeper_start(&vm->keeper, &spec, err) < 0) {
+		net_link_close(&vm->net);
 		return -1;
+	}
+	if (vm->net_args != NULL && net_link_spawn(&vm->net, vm->net_args, vm->keeper.pid, err) < 0) {
+		net_link_close(&vm->net);
+		return -1;
+	}
 	vm->qmp_fd = sbx_steal_fd(qmp[0]);
 	/* From here the keeper owns the files; failures go through stop. */
 	sbx_error_t cerr = NULL;
@@ -142,7 +160,10 @@ static struct sbx_vm *vm_new(const struct sbx_vm_options *opt, sbx_error_t *err)
 	vm->hostname = strdup(opt->hostname != NULL ? opt->hostname : "sandbox");
 	vm->env = sbx_strv_dup(opt->env);
 	vm->user = strdup(opt->user != NULL ? opt->user : "");
-	if (vm->hostname == NULL || vm->env == NULL || vm->user == NULL) {
+	net_link_init(&vm->net);
+	vm->net_args = opt->net_args != NULL ? sbx_strv_dup(opt->net_args) : NULL;
+	if (vm->hostname == NULL || vm->env == NULL || vm->user == NULL ||
+	    (opt->net_args != NULL && vm->net_args == NULL)) {
 		vm_free(vm);
 		sbx_error_set(err, ENOMEM, "vm");
 		return NULL;
@@ -269,6 +290,12 @@ int vm_send_config(struct sbx_vm *vm, sbx_error_t *err)
 		.entropy_len = sizeof(entropy),
 		.user = vm->user,
 	};
+	if (vm->net_args != NULL) {
+		cfg.net_addr = NET_ADDR_GUEST;
+		cfg.net_prefix = NET_ADDR_PREFIX;
+		cfg.net_gateway = NET_ADDR_GATEWAY;
+		cfg.net_dns = NET_ADDR_DNS;
+	}
 	return chan_send_config(vm->chan, &cfg, err);
 }
 
@@ -326,6 +353,11 @@ void sbx_vm_death_cause(struct sbx_vm *vm, int64_t wait_ms, char *buf, size_t le
 		snprintf(buf, len, "the sandbox's VM exited: its guest powered off");
 	else
 		snprintf(buf, len, "the sandbox's VM exited: QEMU failed with status %d", status);
+}
+
+int64_t sbx_vm_net_activity_ms(struct sbx_vm *vm)
+{
+	return net_link_activity_ms(&vm->net);
 }
 
 const struct sbx_vm_timings *sbx_vm_timings(struct sbx_vm *vm)

@@ -45,6 +45,9 @@ struct sbx_vm_options {
 				   (default: restore the image's template
 				   when one exists, else save one at HELLO;
 				   see vm/snapshot.h) */
+	char *const *net_args;  /* NULL: no NIC.  Else eth0 through a network
+				   helper (vm/net_link.h) started with these
+				   sandbox-net-helper options, NULL-terminated */
 	bool boot_log;          /* for measuring a boot: kernel messages with
 				   their guest timestamps instead of quiet, and
 				   every console line copied to stderr prefixed
@@ -72,6 +75,9 @@ bool sbx_vm_alive(struct sbx_vm *vm);
  * wait_ms for QEMU to finish exiting after its connection broke. */
 void sbx_vm_death_cause(struct sbx_vm *vm, int64_t wait_ms, char *buf, size_t len);
 const struct sbx_vm_timings *sbx_vm_timings(struct sbx_vm *vm);
+/* CLOCK_REALTIME ms when the guest's network last relayed payload (TCP
+ * data, UDP datagrams, DNS queries); 0 without a network or before any. */
+int64_t sbx_vm_net_activity_ms(struct sbx_vm *vm);
 /* Asks the guest to power off, waits until `deadline` at most, then kills
  * QEMU; removes the VM's files and frees vm.  Release every process handle
  * first.  Returns QEMU's exit status (0 after a clean power-off). */

@@ -13,6 +13,7 @@
 #include "vm/channel.h"
 #include "vm/console.h"
 #include "vm/keeper.h"
+#include "vm/net_link.h"
 #include "vm/snapshot.h"
 #include "vm/vm.h"
 
@@ -30,6 +31,8 @@ struct sbx_vm {
 	int snap_lock;          /* >= 0: this boot saves the key's template */
 	int qmp_fd;             /* our end of the monitor, -1 = none */
 	struct keeper keeper;
+	char **net_args;        /* NULL = no network */
+	struct net_link net;
 	struct console console;
 	struct chan *chan;
 	pthread_mutex_t lock; /* keeper state */

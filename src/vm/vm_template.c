@@ -36,7 +36,7 @@ int vm_choose_start(struct sbx_vm *vm, bool use_snapshot, int *state_fd, sbx_err
 	struct snapshot_id id = { vm->qemu, vm->kernel, vm->boot, vm->image, vm->cpus, vm->memory_mib,
 				  /* in MHz: measurement noise must not split templates */
 				  vm->accel == SBX_ACCEL_TCG ? (sbx_host_tsc_khz() + 500) / 1000 : 0, (int)vm->accel,
-				  vm->scratch_bytes };
+				  vm->scratch_bytes, vm->net_args != NULL };
 	if (use_snapshot && snapshot_key(&id, vm->snap_key, &serr) == 0) {
 		cleanup_free char *dir = snapshot_find(vm->snap_key, &serr);
 		if (dir != NULL && snapshot_restore_files(dir, vm->files[F_SCRATCH], state_fd, &serr) == 0) {
@@ -59,6 +59,7 @@ static int cold_restart(struct sbx_vm *vm, sbx_error_t *err)
 	pthread_mutex_lock(&vm->lock);
 	keeper_stop(&vm->keeper);
 	pthread_mutex_unlock(&vm->lock);
+	net_link_close(&vm->net);
 	console_stop(&vm->console);
 	console_destroy(&vm->console);
 	console_init(&vm->console);

@@ -23,6 +23,7 @@ struct sbx_config *sbx_config_defaults(sbx_error_t *err)
 	cfg->accel = SBX_ACCEL_AUTO;
 	cfg->tcg_cache_mb = SBX_VM_TCG_CACHE_DEFAULT_MIB;
 	cfg->scratch_disk_mb = SBX_SCRATCH_DEFAULT_MIB;
+	net_config_init(&cfg->net);
 	return cfg;
 }
 
@@ -38,6 +39,7 @@ void sbx_config_free(struct sbx_config *cfg)
 		free(cfg->per_image_caps[i].image);
 	free(cfg->per_image_caps);
 	free(cfg->krunfw_path);
+	net_config_free(&cfg->net);
 	free(cfg);
 }
 
@@ -171,6 +173,8 @@ static int parse_key(struct sbx_config *cfg, const char *k, json_t *v, sbx_error
 							  "leave it out for MemTotal less the host's reserve");
 	} else if (strcmp(k, "krunfw_path") == 0) {
 		return sbx_config_dup_string(v, k, &cfg->krunfw_path, err);
+	} else if (strcmp(k, "network_policy") == 0) {
+		return net_config_parse(v, &cfg->net, err);
 	}
 	/* Unknown keys are ignored (contract §4.3). */
 	return 0;

@@ -14,6 +14,7 @@
 
 #include "common/error.h"
 #include "image/image_config.h"
+#include "net/net_config.h"
 #include "vm/accel.h"
 
 struct sbx_image_caps {
@@ -40,6 +41,7 @@ struct sbx_config {
 	uint32_t tcg_cache_mb;     /* TCG translation cache per VM */
 	uint32_t scratch_disk_mb;  /* what one sandbox may write */
 	uint64_t memory_budget_mb; /* 0: MemTotal less the host's reserve */
+	struct net_config net; /* network_policy */
 };
 
 /* Parses a configuration value: NULL or null gives the defaults; a flat map

@@ -39,6 +39,8 @@ static void usage(FILE *out)
 		"                    in the image; default: the image name when it is python or node\n"
 		"  --stdin           pass our standard input to the code\n"
 		"  --timeout-ms N    deadline of the code (default 300000, capped by max_exec_timeout_ms)\n"
+		"  --network         give the sandbox eth0 (gateway 10.0.2.2 = the host, on the\n"
+		"                    config's network_policy.host_ports only); denials print on stderr\n"
 		"  --config FILE     JSON configuration with the engine config's keys.  Without it the\n"
 		"                    defaults apply, except image_allowlist, which is [python, node]\n"
 		"                    here (the engine's default is [], which denies everything)\n\n"
@@ -108,7 +110,7 @@ static struct sbx_config *cli_config(const char *path, sbx_error_t *err)
 
 struct cli {
 	const char *image, *code, *file, *lang, *config;
-	bool use_stdin;
+	bool use_stdin, network;
 	long long timeout_ms;
 };
 
@@ -119,6 +121,7 @@ static int parse_args(int argc, char **argv, struct cli *c)
 		{ "file", required_argument, NULL, 'f' },    { "lang", required_argument, NULL, 'l' },
 		{ "stdin", no_argument, NULL, 's' },         { "timeout-ms", required_argument, NULL, 't' },
 		{ "config", required_argument, NULL, 'C' }, { "help", no_argument, NULL, 'h' },
+		{ "network", no_argument, NULL, 'n' },
 		{ NULL, 0, NULL, 0 },
 	};
 	c->timeout_ms = -1;
@@ -132,6 +135,7 @@ static int parse_args(int argc, char **argv, struct cli *c)
 		case 'f': c->file = optarg; break;
 		case 'l': c->lang = optarg; break;
 		case 's': c->use_stdin = true; break;
+		case 'n': c->network = true; break;
 		case 'C': c->config = optarg; break;
 		case 't':
 			errno = 0;
@@ -180,6 +184,8 @@ static json_t *build_request(const struct cli *c, sbx_error_t *err)
 		return sbx_error_set(err, EINVAL, "the code is not valid UTF-8"), NULL;
 	if (c->timeout_ms >= 0)
 		json_object_set_new(req, "timeout_ms", json_integer(c->timeout_ms));
+	if (c->network)
+		json_object_set_new(req, "network", json_true());
 	if (c->use_stdin) {
 		size_t n;
 		cleanup_free char *in = read_all(stdin, &n, err);

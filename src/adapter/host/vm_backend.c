@@ -96,6 +96,7 @@ static void *boot(void *ctx, const struct sbx_boot_request *req, sbx_error_t *er
 		.krunfw_path = b->cfg->krunfw_path,
 		.tcg_cache_mib = b->cfg->tcg_cache_mb,
 		.scratch_mib = b->cfg->scratch_disk_mb,
+		.net_args = req->net_args,
 	};
 	s->vm = sbx_vm_start(&opt, err);
 	if (s->vm == NULL || sbx_vm_wait_ready(s->vm, sbx_now_ms() + VM_BACKEND_READY_MS, err) < 0) {
@@ -282,10 +283,16 @@ static int write_file(void *vm, const char *path, uint32_t mode, bool parents, c
 	return -1;
 }
 
+static int64_t net_activity_ms(void *vm)
+{
+	return sbx_vm_net_activity_ms(((struct sandbox_vm *)vm)->vm);
+}
+
 const struct sbx_backend_ops vm_backend_ops = {
 	.boot = boot,
 	.exec = exec_proc,
 	.write_file = write_file,
 	.stop = stop,
 	.alive = alive,
+	.net_activity_ms = net_activity_ms,
 };

@@ -8,13 +8,14 @@
 #include "adapter/sandbox/env.h"
 #include "adapter/sandbox/exec_shape.h"
 #include "adapter/sandbox/sandbox.h"
+#include "adapter/sandbox/sandbox_network.h"
 
 static int decode_create(json_t *req, struct sandbox_create_args *c, sbx_error_t *err)
 {
 	if (req_object(req, err) < 0 || req_string(req, "image", true, &c->image, err) < 0 ||
 	    req_u32_opt(req, "cpus", &c->has_cpus, &c->cpus, err) < 0 ||
 	    req_u32_opt(req, "memory_mb", &c->has_memory, &c->memory_mb, err) < 0 ||
-	    req_string(req, "name", false, &c->name, err) < 0 || req_bool(req, "network", false, &c->network, err) < 0 ||
+	    req_string(req, "name", false, &c->name, err) < 0 || sandbox_network_decode(req, c, err) < 0 ||
 	    req_u64(req, "idle_timeout_secs", 0, &c->idle_timeout_secs, err) < 0 ||
 	    env_decode(req, "env", &c->env, err) < 0)
 		return -1;

@@ -19,6 +19,7 @@ struct sandbox_create_args {
 	uint64_t idle_timeout_secs;
 	const char *name; /* may be NULL */
 	bool network;
+	json_t *network_rules; /* {allow, deny} narrowing, or NULL */
 	json_t *env;      /* as decoded: list, map or NULL */
 };
 

@@ -5,16 +5,13 @@
 #include "adapter/sandbox/catalog.h"
 #include "adapter/sandbox/env.h"
 #include "adapter/sandbox/sandbox.h"
+#include "adapter/sandbox/sandbox_network.h"
 #include "common/log.h"
 #include "common/scodes.h"
 
 /* Checks that need no slot: a bad request never consumes capacity. */
 static int check_request(const struct sandbox_create_args *c, uint32_t cpus, uint32_t mem, sbx_error_t *err)
 {
-	if (c->network)
-		return sbx_error_scode(err, SBX_S_INVALID_REQUEST,
-				       "network: true is not supported by this sandbox-libkrun build (the guest has "
-				       "no network device yet); omit `network` or set it to false");
 	if (cpus == 0)
 		return sbx_error_scode(err, SBX_S_INVALID_REQUEST, "cpus must be at least 1");
 	if (mem == 0)
@@ -29,20 +26,23 @@ static int boot_and_register(struct sbx_adapter *a, const struct sandbox_create_
 	const struct sbx_backend *be = &a->backend;
 	if (be->ops == NULL)
 		return sbx_error_scode(err, SBX_S_VM_BOOT, SBX_NO_VM_DETAIL);
-	struct sbx_boot_request br = { c->image, ref, cpus, mem, env };
+	if (sbx_uuid_v4(id) < 0)
+		return sbx_error_scode(err, SBX_S_VM_BOOT, "cannot generate a sandbox id");
+	char **net_args = NULL;
+	if (c->network && sandbox_network_prepare(a->cfg, c, id, env, &net_args, err) < 0)
+		return -1;
+	struct sbx_boot_request br = { c->image, ref, cpus, mem, env, net_args };
 	void *vm = be->ops->boot(be->ctx, &br, err);
+	net_args_free(net_args);
 	if (vm == NULL)
 		return -1;
 	uint64_t idle = c->has_idle ? c->idle_timeout_secs : a->cfg->default_idle_timeout_secs;
-	if (sbx_uuid_v4(id) < 0) {
-		be->ops->stop(vm);
-		return sbx_error_scode(err, SBX_S_VM_BOOT, "cannot generate a sandbox id");
-	}
 	if (sbx_registry_insert_vm(a->reg, id, c->name, c->image, idle, vm, cost, err) < 0) {
 		be->ops->stop(vm);
 		return -1;
 	}
-	sbx_info("sandbox %s created (image %s, %u cpus, %u MiB)", id, c->image, cpus, mem);
+	sbx_info("sandbox %s created (image %s, %u cpus, %u MiB%s)", id, c->image, cpus, mem,
+		 c->network ? ", network" : "");
 	return 0;
 }
 

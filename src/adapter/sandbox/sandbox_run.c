@@ -8,6 +8,7 @@
 #include "adapter/sandbox/env.h"
 #include "adapter/sandbox/lang.h"
 #include "adapter/sandbox/sandbox.h"
+#include "adapter/sandbox/sandbox_network.h"
 #include "common/log.h"
 
 struct run_args {
@@ -47,6 +48,7 @@ static int decode_run(json_t *req, struct run_args *r, sbx_error_t *err)
 			       req_string(req, "code", true, &r->code, err) < 0 ||
 			       req_string(req, "lang", true, &r->lang, err) < 0 || decode_files(req, &r->files, err) < 0 ||
 			       env_decode(req, "env", &r->create.env, err) < 0 ||
+			       sandbox_network_decode(req, &r->create, err) < 0 ||
 			       req_string(req, "stdin", false, &r->stdin_b64, err) < 0 ||
 			       req_u64(req, "timeout_ms", 300000, &r->timeout_ms, err) < 0 ||
 			       req_bool(req, "keep_sandbox", false, &r->keep, err) < 0

@@ -21,6 +21,8 @@ struct fake {
 	int n_written;
 	char stdin_seen[64];
 	bool in_exec;
+	char net_args[512]; /* the last boot's helper options, space-separated */
+	char env0[128];     /* and its first env entry */
 };
 
 static struct fake F = { .lock = PTHREAD_MUTEX_INITIALIZER };
@@ -32,6 +34,13 @@ static void *fake_boot(void *ctx, const struct sbx_boot_request *req, sbx_error_
 	if (!fail) {
 		F.boots++;
 		F.vms_live++;
+		F.net_args[0] = '\0';
+		for (size_t i = 0; req->net_args != NULL && req->net_args[i] != NULL; i++) {
+			size_t n = strlen(F.net_args);
+			snprintf(F.net_args + n, sizeof(F.net_args) - n, "%s%s", i ? " " : "", req->net_args[i]);
+		}
+		const char *e0 = json_string_value(json_array_get(req->env, 0));
+		snprintf(F.env0, sizeof(F.env0), "%s", e0 != NULL ? e0 : "");
 	}
 	pthread_mutex_unlock(&F.lock);
 	if (fail)
@@ -100,7 +109,20 @@ static void fake_stop(void *vm)
 	free(vm);
 }
 
-static const struct sbx_backend_ops fake_ops = { fake_boot, fake_exec, fake_write, fake_stop, fake_alive };
+/* Every fake VM's network last moved data net_offset_ms from now (0 = never). */
+static int64_t net_offset_ms;
+
+static int64_t fake_net_activity(void *vm)
+{
+	if (net_offset_ms == 0)
+		return 0;
+	struct timespec ts;
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000 + net_offset_ms;
+}
+
+static const struct sbx_backend_ops fake_ops = { fake_boot, fake_exec, fake_write, fake_stop, fake_alive,
+						  fake_net_activity };
 
 static struct sbx_adapter *make(const char *config)
 {
@@ -265,6 +287,48 @@ TEST(exec_nul_bytes_are_s001)
 	sbx_adapter_free(a);
 }
 
+TEST(create_network_rewrites_env_and_passes_the_policy)
+{
+	struct sbx_adapter *a = make(CFG ",\"network_policy\":{\"host_ports\":[8000],\"allow\":[\"203.0.113.0/24\","
+				     "\"*.example.org\"],\"dns_servers\":[\"127.0.0.1:5353\"]}}");
+	CHECK(a != NULL);
+	char *id = create(a, "{\"image\":\"python\",\"network\":true,\"env\":[\"U=ws://localhost:49134/x "
+			     "http://127.0.0.1:8000 ://localhost\"]}");
+	CHECK(id != NULL);
+	CHECK_STR(F.env0, "U=ws://10.0.2.2:49134/x http://10.0.2.2:8000 ://localhost");
+	char want[512];
+	snprintf(want, sizeof(want),
+		 "--sandbox %s --host-port 8000 --allow 203.0.113.0/24 --allow *.example.org --dns-servers "
+		 "127.0.0.1:5353",
+		 id);
+	CHECK_STR(F.net_args, want);
+	free(id);
+	/* without network: no NIC, no rewrite */
+	id = create(a, "{\"image\":\"python\",\"env\":[\"U=ws://localhost:1/\"]}");
+	CHECK(id != NULL);
+	CHECK_STR(F.net_args, "");
+	CHECK_STR(F.env0, "U=ws://localhost:1/");
+	free(id);
+	/* narrowing passes the sandbox's rules; widening is S001 naming the rule */
+	id = create(a, "{\"image\":\"python\",\"network\":{\"allow\":[\"203.0.113.8/29:443\",\"a.example.org\"],"
+		       "\"deny\":[\"b.example.org\"]}}");
+	CHECK(id != NULL);
+	CHECK(strstr(F.net_args, "--sandbox-allow 203.0.113.8/29:443 --sandbox-allow a.example.org --sandbox-deny "
+				 "b.example.org") != NULL);
+	free(id);
+	json_t *r = call(a, "create", "{\"image\":\"python\",\"network\":{\"allow\":[\"198.51.100.0/24\"]}}");
+	CHECK_STR(str(r, "code"), "S001");
+	CHECK(strstr(str(r, "message"), "198.51.100.0/24") != NULL);
+	json_decref(r);
+	r = call(a, "create", "{\"image\":\"python\",\"network\":{\"allow\":[\"example.org\"]}}");
+	CHECK_STR(str(r, "code"), "S001");
+	json_decref(r);
+	r = call(a, "create", "{\"image\":\"python\",\"network\":{\"allow\":[\"not a rule\"]}}");
+	CHECK_STR(str(r, "code"), "S001");
+	json_decref(r);
+	sbx_adapter_free(a);
+}
+
 TEST(create_rejections_and_limits)
 {
 	struct sbx_adapter *a = make(CFG ",\"max_concurrent_sandboxes\":1,\"max_exec_timeout_ms\":50}");
@@ -275,9 +339,9 @@ TEST(create_rejections_and_limits)
 	r = call(a, "create", "{\"image\":\"python\",\"memory_mb\":0}");
 	CHECK_STR(str(r, "code"), "S001");
 	json_decref(r);
-	r = call(a, "create", "{\"image\":\"python\",\"network\":true}");
-	CHECK_STR(str(r, "code"), "S001");
-	CHECK(strstr(str(r, "message"), "network") != NULL);
+	/* a wrongly typed `network` is a decode error, like every field's */
+	r = call(a, "create", "{\"image\":\"python\",\"network\":1}");
+	CHECK(str(r, "decode") != NULL && strstr(str(r, "decode"), "`network`") != NULL);
 	json_decref(r);
 	F.fail_boot = true;
 	r = call(a, "create", "{\"image\":\"python\"}");
@@ -504,5 +568,26 @@ TEST(dead_vm_leaves_the_registry)
 	CHECK(committed > 0);
 	free(busy);
 	free(idle);
+	sbx_adapter_free(a);
+}
+
+TEST(network_activity_keeps_a_sandbox_from_the_reaper)
+{
+	struct sbx_adapter *a = make(CFG "}");
+	CHECK(a != NULL);
+	char *id = create(a, "{\"image\":\"python\",\"idle_timeout_secs\":2}");
+	CHECK(id != NULL);
+	/* idle 3 s by its execs, but its network relayed data 1 s ago */
+	net_offset_ms = -1000;
+	sleep(3);
+	CHECK_INT(reaper_scan(a, false), 0);
+	/* a beacon in the future counts as active now */
+	net_offset_ms = 60000;
+	CHECK_INT(reaper_scan(a, false), 0);
+	/* the transfer stopped 3 s ago: idle past 2 s */
+	net_offset_ms = -3000;
+	CHECK_INT(reaper_scan(a, false), 1);
+	net_offset_ms = 0;
+	free(id);
 	sbx_adapter_free(a);
 }

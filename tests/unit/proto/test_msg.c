@@ -47,7 +47,7 @@ TEST(config_roundtrip_with_binary_entropy)
 		entropy[i] = (uint8_t)i; /* includes NULs */
 	struct proto_msg m = { .stream = 0, .type = PROTO_CONFIG };
 	m.u.config = (struct proto_config){ "box", env, 1ull << 30, 4096, 1700000000123456789ull, entropy,
-					    sizeof(entropy), "www-data:1234" };
+					    sizeof(entropy), "www-data:1234", 0x0a00020f, 24, 0x0a000202, 0x0a000203 };
 	struct proto_msg d;
 	CHECK_INT(roundtrip(&m, &d), 0);
 	CHECK_STR(d.u.config.user, "www-data:1234");
@@ -60,7 +60,18 @@ TEST(config_roundtrip_with_binary_entropy)
 	CHECK(d.u.config.realtime_ns == 1700000000123456789ull);
 	CHECK_INT(d.u.config.entropy_len, sizeof(entropy));
 	CHECK(memcmp(d.u.config.entropy, entropy, sizeof(entropy)) == 0);
+	CHECK(d.u.config.net_addr == 0x0a00020f && d.u.config.net_prefix == 24);
+	CHECK(d.u.config.net_gateway == 0x0a000202 && d.u.config.net_dns == 0x0a000203);
 	proto_msg_free(&d);
+}
+
+TEST(config_rejects_a_network_prefix_above_32)
+{
+	char *env[] = { NULL };
+	struct proto_msg m = { .stream = 0, .type = PROTO_CONFIG };
+	m.u.config = (struct proto_config){ .hostname = "h", .env = env, .net_addr = 1, .net_prefix = 33 };
+	struct proto_msg d;
+	CHECK(roundtrip(&m, &d) < 0);
 }
 
 TEST(config_user_defaults_to_root_and_is_capped)
@@ -108,6 +119,10 @@ TEST(config_user_defaults_to_root_and_is_capped)
 	CHECK_INT(decode_raw(PROTO_CONFIG, 0, &p), -1);
 	user[PROTO_MAX_USER] = '\0';
 	proto_put_str(&p, user);
+	/* nor one without the network fields */
+	CHECK_INT(decode_raw(PROTO_CONFIG, 0, &p), -1);
+	for (int i = 0; i < 4; i++)
+		proto_put_u32(&p, 0);
 	CHECK_INT(decode_raw(PROTO_CONFIG, 0, &p), 0);
 	proto_wbuf_free(&p);
 }

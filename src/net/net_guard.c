@@ -1,0 +1,134 @@
+/* Every frame between the guest and slirp passes here: the egress policy,
+ * the helper's own DNS server, and the activity beacon. */
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+
+#include "common/log.h"
+#include "net/net_addr.h"
+#include "net/net_helper.h"
+
+#define BEACON_EVERY_MS 1000
+
+void net_send_guest(struct net_helper *h, const uint8_t *buf, size_t len)
+{
+	/* A full socket drops the frame: TCP retransmits, as on a wire. */
+	if (send(h->frames_fd, buf, len, MSG_DONTWAIT) < 0 && errno != EAGAIN && errno != ENOBUFS)
+		sbx_debug("net: send to the guest: %s", strerror(errno));
+}
+
+void net_beacon(struct net_helper *h)
+{
+	int64_t now = net_now_ms();
+	if (h->beacon_fd < 0 || now - h->beacon_at_ms < BEACON_EVERY_MS)
+		return;
+	h->beacon_at_ms = now;
+	if (futimens(h->beacon_fd, NULL) < 0)
+		sbx_debug("net: beacon: %s", strerror(errno));
+}
+
+void net_denial(struct net_helper *h, const char *what, uint64_t key, const char *why)
+{
+	h->denials++;
+	key = key * 0x9e3779b97f4a7c15ull + 1; /* never 0: 0 marks a free slot */
+	size_t i = (size_t)(key % NET_DENIAL_SLOTS);
+	for (size_t probe = 0; probe < NET_DENIAL_SLOTS; probe++, i = (i + 1) % NET_DENIAL_SLOTS) {
+		if (h->denial_seen[i] == key)
+			return;
+		if (h->denial_seen[i] == 0) {
+			h->denial_seen[i] = key;
+			break;
+		}
+	}
+	sbx_warn("net: sandbox %s: denied %s (%s)", h->sandbox, what, why);
+}
+
+static const char *proto_name(uint8_t proto)
+{
+	return proto == NET_PROTO_TCP ? "tcp" : proto == NET_PROTO_UDP ? "udp" : "icmp";
+}
+
+static void refuse(struct net_helper *h, const struct net_frame *f, const char *why)
+{
+	char what[64];
+	uint32_t d = f->dst;
+	if (f->proto == NET_PROTO_ICMP)
+		snprintf(what, sizeof(what), "icmp %u.%u.%u.%u", d >> 24, (d >> 16) & 255, (d >> 8) & 255, d & 255);
+	else
+		snprintf(what, sizeof(what), "%s %u.%u.%u.%u:%u", proto_name(f->proto), d >> 24, (d >> 16) & 255,
+			 (d >> 8) & 255, d & 255, f->dport);
+	net_denial(h, what, (uint64_t)f->proto << 48 | (uint64_t)f->dport << 32 | d, why);
+	uint8_t out[NET_ETH_HLEN + 20 + 8 + 60 + 8];
+	size_t n = f->proto == NET_PROTO_TCP ? net_frame_tcp_rst(f, out, sizeof(out))
+					     : net_frame_icmp_unreach(f, NET_ICMP_UNREACH_FILTERED, out, sizeof(out));
+	if (n > 0)
+		net_send_guest(h, out, n);
+}
+
+/* Traffic to the helper's own DNS address: UDP 53 is answered here,
+ * anything else refused. */
+static void to_dns_address(struct net_helper *h, const struct net_frame *f)
+{
+	if (f->proto == NET_PROTO_UDP && f->dport == 53) {
+		net_beacon(h);
+		net_resolver_query(h, f);
+	} else if (f->proto == NET_PROTO_TCP || f->proto == NET_PROTO_UDP) {
+		refuse(h, f, "the DNS address answers UDP port 53 only");
+	}
+}
+
+void net_guard_input(struct net_helper *h, const uint8_t *buf, size_t len)
+{
+	struct net_frame f;
+	if (net_frame_parse(buf, len, &f) < 0)
+		return;
+	if (f.ethertype == NET_ETHERTYPE_ARP) {
+		slirp_input(h->slirp, buf, (int)len);
+		return;
+	}
+	/* IPv6 and everything else would bypass the rules; fragments carry no
+	 * ports to judge (and slirp's reassembly is where its CVEs were). */
+	if (!f.is_ipv4 || f.fragment || f.src != NET_ADDR_GUEST)
+		return;
+	if (f.dst == NET_ADDR_DNS) {
+		to_dns_address(h, &f);
+		return;
+	}
+	bool judge;
+	switch (f.proto) {
+	case NET_PROTO_TCP:
+		/* a new connection; slirp resets segments of flows it has not */
+		judge = (f.tcp_flags & (NET_TCP_SYN | NET_TCP_ACK)) == NET_TCP_SYN;
+		break;
+	case NET_PROTO_UDP:
+		judge = true;
+		break;
+	case NET_PROTO_ICMP:
+		judge = true;
+		break;
+	default:
+		return;
+	}
+	if (judge) {
+		struct net_verdict v;
+		net_policy_judge(&h->policy, h->pins, net_now_ms(), f.dst, f.proto, f.has_ports ? f.dport : 0, &v);
+		if (!v.allowed) {
+			refuse(h, &f, v.why);
+			return;
+		}
+	}
+	if (f.proto == NET_PROTO_UDP || f.payload_len > 0)
+		net_beacon(h);
+	slirp_input(h->slirp, buf, (int)len);
+}
+
+void net_guard_output(struct net_helper *h, const uint8_t *buf, size_t len)
+{
+	struct net_frame f;
+	if (net_frame_parse(buf, len, &f) == 0 && f.is_ipv4 && !f.fragment &&
+	    (f.proto == NET_PROTO_UDP || (f.proto == NET_PROTO_TCP && f.payload_len > 0)))
+		net_beacon(h);
+	net_send_guest(h, buf, len);
+}

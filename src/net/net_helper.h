@@ -1,0 +1,52 @@
+/* The network helper process: one per networked VM, single-threaded
+ * (libslirp is not thread-safe).  Its parts share this state. */
+#ifndef SBX_NET_HELPER_H
+#define SBX_NET_HELPER_H
+
+#include <ares.h>
+#include <slirp/libslirp.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "net/net_frame.h"
+#include "net/net_policy.h"
+
+#define NET_DENIAL_SLOTS 4096
+
+struct net_helper {
+	const char *sandbox;       /* id in log lines */
+	struct net_policy policy;
+	struct net_pins *pins;
+	Slirp *slirp;
+	int frames_fd;
+	int beacon_fd;
+	int64_t beacon_at_ms;
+	/* DNS */
+	ares_channel ares;
+	bool have_ares;
+	const char *dns_servers;   /* "host:port,..." or NULL = the host's resolv.conf */
+	unsigned dns_pending;
+	/* denials: a (kind, destination, port) key logged once */
+	uint64_t denial_seen[NET_DENIAL_SLOTS];
+	uint64_t denials;
+};
+
+int64_t net_now_ms(void);
+
+/* net_guard.c: a frame from the guest; passes it to slirp or answers it. */
+void net_guard_input(struct net_helper *h, const uint8_t *buf, size_t len);
+/* A frame to the guest (slirp's send_packet). */
+void net_guard_output(struct net_helper *h, const uint8_t *buf, size_t len);
+/* Sends one of the helper's own frames to the guest. */
+void net_send_guest(struct net_helper *h, const uint8_t *buf, size_t len);
+/* Records payload relayed now (the reaper's activity beacon). */
+void net_beacon(struct net_helper *h);
+/* Logs a denial once per key; counts every one. */
+void net_denial(struct net_helper *h, const char *what, uint64_t key, const char *why);
+
+/* net_resolver.c: the guest's DNS server. */
+int net_resolver_init(struct net_helper *h, sbx_error_t *err);
+void net_resolver_query(struct net_helper *h, const struct net_frame *f);
+void net_resolver_free(struct net_helper *h);
+
+#endif

@@ -1,0 +1,200 @@
+/* Spawning and reaping the network helper (see net_link.h). */
+#include "vm/net_link.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <signal.h>
+#include <spawn.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "common/cleanup.h"
+#include "common/scodes.h"
+#include "net/net_addr.h"
+
+#define HELPER_NAME "sandbox-net-helper"
+#define HELPER_FIX "build it (ninja -C build) or set SANDBOX_NET_HELPER"
+#define MAX_ARGS 4096
+
+extern char **environ;
+
+void net_link_init(struct net_link *l)
+{
+	*l = (struct net_link){ .pid = -1, .lifeline = -1, .beacon = -1, .qemu_fd = -1, .helper_fd = -1 };
+}
+
+static void close_fd(int *fd)
+{
+	if (*fd >= 0)
+		close(*fd);
+	*fd = -1;
+}
+
+int net_link_open(struct net_link *l, sbx_error_t *err)
+{
+	int sv[2];
+	if (socketpair(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0, sv) < 0)
+		return sbx_error_errno(err, errno, "network socketpair");
+	l->qemu_fd = sv[0];
+	l->helper_fd = sv[1];
+	if ((l->beacon = memfd_create("net-activity", MFD_CLOEXEC)) < 0)
+		return sbx_error_errno(err, errno, "memfd_create");
+	/* No payload yet: mtime 0. */
+	struct timespec zero[2] = { { 0, 0 }, { 0, 0 } };
+	if (futimens(l->beacon, zero) < 0)
+		return sbx_error_errno(err, errno, "beacon");
+	return 0;
+}
+
+/* SANDBOX_NET_HELPER, else beside the executable or in src/net/ of the
+ * build tree that holds it (test programs live deeper). */
+static char *find_helper(sbx_error_t *err)
+{
+	const char *env = getenv("SANDBOX_NET_HELPER");
+	if (env != NULL && env[0] != '\0') {
+		if (env[0] == '/' && access(env, X_OK) == 0)
+			return strdup(env);
+		sbx_error_scode(err, SBX_S_VM_BOOT, "SANDBOX_NET_HELPER=%s is not an executable absolute path", env);
+		return NULL;
+	}
+	char exe[PATH_MAX];
+	ssize_t n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
+	if (n > 0) {
+		exe[n] = '\0';
+		for (int up = 0; up < 4; up++) {
+			char *slash = strrchr(exe, '/');
+			if (slash == NULL)
+				break;
+			*slash = '\0';
+			for (int sub = 0; sub < 2; sub++) {
+				char *cand = NULL;
+				if (asprintf(&cand, "%s/%s%s", exe, sub ? "src/net/" : "", HELPER_NAME) < 0)
+					break;
+				if (access(cand, X_OK) == 0)
+					return cand;
+				free(cand);
+			}
+		}
+	}
+	sbx_error_scode(err, SBX_S_VM_BOOT, "network helper %s not found next to the executable; %s", HELPER_NAME, HELPER_FIX);
+	return NULL;
+}
+
+/* Lifts fd above the helper's fixed numbers, so no dup2 of the spawn
+ * overwrites a source still to be moved. */
+static int lift(int fd)
+{
+	return fcntl(fd, F_DUPFD_CLOEXEC, 16);
+}
+
+static int spawn(const char *path, char **argv, int frames, int life, int vm, int beacon, pid_t *pid, sbx_error_t *err)
+{
+	cleanup_close int f = lift(frames), l = lift(life), v = lift(vm), b = lift(beacon);
+	if (f < 0 || l < 0 || v < 0 || b < 0)
+		return sbx_error_errno(err, errno, "network helper descriptors");
+	/* Only the log level crosses over: never the daemon's secrets. */
+	const char *level = getenv("SANDBOX_LOG");
+	char *lenv = NULL;
+	if (level != NULL && asprintf(&lenv, "SANDBOX_LOG=%s", level) < 0)
+		return sbx_error_errno(err, ENOMEM, "network helper env");
+	char *envp[] = { lenv, NULL };
+	posix_spawn_file_actions_t fa;
+	posix_spawnattr_t at;
+	posix_spawn_file_actions_init(&fa);
+	posix_spawnattr_init(&at);
+	sigset_t none, all;
+	sigemptyset(&none);
+	sigfillset(&all);
+	posix_spawnattr_setsigmask(&at, &none);
+	posix_spawnattr_setsigdefault(&at, &all);
+	/* Its own session: a ^C to the daemon's terminal does not cut the
+	 * network of VMs still being stopped. */
+	posix_spawnattr_setflags(&at, POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF | POSIX_SPAWN_SETSID);
+	int rc = posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
+	rc = rc ? rc : posix_spawn_file_actions_addopen(&fa, 1, "/dev/null", O_WRONLY, 0);
+	rc = rc ? rc : posix_spawn_file_actions_adddup2(&fa, f, NET_HELPER_FD_FRAMES);
+	rc = rc ? rc : posix_spawn_file_actions_adddup2(&fa, l, NET_HELPER_FD_LIFELINE);
+	rc = rc ? rc : posix_spawn_file_actions_adddup2(&fa, v, NET_HELPER_FD_VM);
+	rc = rc ? rc : posix_spawn_file_actions_adddup2(&fa, b, NET_HELPER_FD_BEACON);
+	rc = rc ? rc : posix_spawn_file_actions_addclosefrom_np(&fa, NET_HELPER_FD_BEACON + 1);
+	rc = rc ? rc : posix_spawn(pid, path, &fa, &at, argv, level != NULL ? envp : envp + 1);
+	posix_spawn_file_actions_destroy(&fa);
+	posix_spawnattr_destroy(&at);
+	free(lenv);
+	if (rc != 0)
+		return sbx_error_errno(err, rc, "spawn %s", path);
+	return 0;
+}
+
+int net_link_spawn(struct net_link *l, char *const *args, pid_t keeper, sbx_error_t *err)
+{
+	int rc = -1;
+	cleanup_close int vm = -1;
+	int life[2] = { -1, -1 };
+	size_t n = 0;
+	while (args != NULL && args[n] != NULL)
+		n++;
+	cleanup_free char *path = find_helper(err);
+	cleanup_free char **argv = n < MAX_ARGS ? calloc(n + 2, sizeof(char *)) : NULL;
+	if (path == NULL)
+		goto out;
+	if (argv == NULL) {
+		sbx_error_set(err, n < MAX_ARGS ? ENOMEM : E2BIG, "network helper arguments");
+		goto out;
+	}
+	argv[0] = (char *)HELPER_NAME;
+	for (size_t i = 0; i < n; i++)
+		argv[i + 1] = args[i];
+	if ((vm = (int)syscall(SYS_pidfd_open, keeper, 0)) < 0) {
+		sbx_error_errno(err, errno, "pidfd_open");
+		goto out;
+	}
+	if (pipe2(life, O_CLOEXEC) < 0) {
+		sbx_error_errno(err, errno, "pipe");
+		goto out;
+	}
+	if (spawn(path, argv, l->helper_fd, life[0], vm, l->beacon, &l->pid, err) < 0) {
+		l->pid = -1;
+		goto out;
+	}
+	l->lifeline = life[1];
+	life[1] = -1;
+	rc = 0;
+out:
+	close_fd(&life[0]);
+	close_fd(&life[1]);
+	close_fd(&l->qemu_fd);
+	close_fd(&l->helper_fd);
+	if (rc < 0)
+		sbx_error_default_scode(err, SBX_S_VM_BOOT);
+	return rc;
+}
+
+void net_link_close(struct net_link *l)
+{
+	close_fd(&l->lifeline);
+	if (l->pid > 0) {
+		while (waitpid(l->pid, NULL, 0) < 0 && errno == EINTR)
+			;
+		l->pid = -1;
+	}
+	close_fd(&l->qemu_fd);
+	close_fd(&l->helper_fd);
+	close_fd(&l->beacon);
+}
+
+int64_t net_link_activity_ms(const struct net_link *l)
+{
+	struct stat st;
+	if (l->beacon < 0 || fstat(l->beacon, &st) < 0)
+		return 0;
+	return (int64_t)st.st_mtim.tv_sec * 1000 + st.st_mtim.tv_nsec / 1000000;
+}

@@ -1,0 +1,38 @@
+/* A networked VM's link to its network helper (src/net/, one process per
+ * VM): a SOCK_DGRAM socketpair carrying one Ethernet frame per datagram
+ * between QEMU's `-netdev dgram` and the helper, which runs the guest's
+ * TCP/IP peer (libslirp) and the egress policy.
+ *
+ * The helper is spawned with a lifeline pipe whose write end only the
+ * daemon holds, and a pidfd of the VM's keeper: it exits when the daemon
+ * closes the lifeline or dies (kill -9 included) and when the VM is gone.
+ * It stamps the mtime of a memfd when payload is relayed: the reaper's
+ * activity beacon. */
+#ifndef SBX_VM_NET_LINK_H
+#define SBX_VM_NET_LINK_H
+
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "common/error.h"
+
+struct net_link {
+	pid_t pid;     /* the helper, -1 = none */
+	int lifeline;  /* write end */
+	int beacon;    /* memfd whose mtime the helper stamps */
+	int qemu_fd;   /* QEMU's end until spawned */
+	int helper_fd; /* the helper's end until spawned */
+};
+
+void net_link_init(struct net_link *l);
+/* The socketpair and the beacon; l->qemu_fd goes to QEMU. */
+int net_link_open(struct net_link *l, sbx_error_t *err);
+/* Starts the helper with args (sandbox-net-helper options) once the
+ * keeper runs; closes both socket ends here either way. */
+int net_link_spawn(struct net_link *l, char *const *args, pid_t keeper, sbx_error_t *err);
+/* Closes the lifeline, reaps the helper and closes everything. */
+void net_link_close(struct net_link *l);
+/* CLOCK_REALTIME ms of the last relayed payload, 0 = none yet. */
+int64_t net_link_activity_ms(const struct net_link *l);
+
+#endif

@@ -1,0 +1,248 @@
+// Guest networking end to end (issue 9): `network: true` sandboxes behind the
+// stand-in engine, called through iii-sdk.  No packet leaves this machine:
+// the whole file re-executes itself in a fresh network namespace holding
+// only `lo`, where the engine, the registry, an HTTP server and a DNS server
+// run; the daemon's network helper sees nothing else.  Public addresses
+// appear only as destinations the policy denies, and the config carries an
+// `allow` list, so that a mistake is denied rather than sent.
+import { describe, test, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { spawnSync } from 'node:child_process';
+import dgram from 'node:dgram';
+import http from 'node:http';
+import { readdirSync, readFileSync } from 'node:fs';
+import { eventually, sleep } from './lib.mjs';
+import { ociLayout, registryUnavailable, startRegistry } from './lib/registry-fixture.mjs';
+import { assertScode, startSandboxStack } from './lib/sandbox-stack.mjs';
+
+if (!process.env.SBX_E2E_NETNS && process.getuid?.() === 0) {
+	// The python image is built (debootstrap) out here, where Debian's mirror is reachable.
+	if (!registryUnavailable()) ociLayout('python');
+	const r = spawnSync('unshare', ['-n', '--', 'sh', '-c', 'ip link set lo up && exec "$0" "$@"', process.execPath,
+		...process.execArgv, ...process.argv.slice(1)], { stdio: 'inherit', env: { ...process.env, SBX_E2E_NETNS: '1' } });
+	process.exit(r.status ?? 1);
+}
+
+const PAGE = 'served from the host\n\u00e9\0bytes';
+const DNS_ANSWERS = { 'good.test': ['203.0.113.10'], 'rebind.test': ['10.1.2.3'],
+	'mixed.test': ['192.168.7.7', '203.0.113.11'], 'denied.test': ['203.0.113.12'] };
+
+// A minimal DNS server for A queries: the names above, no answer at all for
+// silent.test, NXDOMAIN otherwise.
+function startDns() {
+	const sock = dgram.createSocket('udp4');
+	sock.on('message', (q, rinfo) => {
+		if (q.length < 17) return;
+		let off = 12;
+		const labels = [];
+		while (off < q.length && q[off] !== 0) {
+			labels.push(q.subarray(off + 1, off + 1 + q[off]).toString());
+			off += 1 + q[off];
+		}
+		const qend = off + 5;
+		if (labels.join('.') === 'silent.test') return;
+		const addrs = DNS_ANSWERS[labels.join('.').toLowerCase()];
+		const head = Buffer.from(q.subarray(0, qend));
+		head.writeUInt16BE(0x8180 | (addrs ? 0 : 3), 2);
+		head.writeUInt16BE(addrs ? addrs.length : 0, 6);
+		const answers = (addrs ?? []).map((a) => Buffer.from([0xc0, 0x0c, 0, 1, 0, 1, 0, 0, 0, 60, 0, 4,
+			...a.split('.').map(Number)]));
+		sock.send(Buffer.concat([head, ...answers]), rinfo.port, rinfo.address);
+	});
+	return new Promise((resolve) => sock.bind(0, '127.0.0.1', () => resolve(sock)));
+}
+
+// /page: PAGE; /slow?s=N: one chunk every 500 ms for N seconds.
+function startHttp() {
+	const server = http.createServer((req, res) => {
+		if (req.url === '/page') return res.end(PAGE);
+		const m = /^\/slow\?s=(\d+)$/.exec(req.url);
+		if (!m) return res.writeHead(404).end();
+		let left = Number(m[1]) * 2;
+		res.writeHead(200);
+		const t = setInterval(() => {
+			res.write('x'.repeat(1000));
+			if (--left === 0) {
+				clearInterval(t);
+				res.end();
+			}
+		}, 500);
+		req.on('close', () => clearInterval(t));
+	});
+	return new Promise((resolve) => server.listen(0, '127.0.0.1', () => resolve(server)));
+}
+
+// Python run in a sandbox; prints one JSON line.
+const PY_CONNECT = `
+import json, socket, sys, time
+out = {}
+for spec in sys.argv[1:]:
+    host, port = spec.rsplit(':', 1)
+    t = time.time()
+    s = socket.socket(); s.settimeout(10)
+    try:
+        s.connect((host, int(port))); r = 'connected'
+    except OSError as e:
+        r = e.__class__.__name__
+    out[spec] = [r, round(time.time() - t, 3)]
+print(json.dumps(out))
+`;
+const PY_DNS = `
+import json, socket, struct, sys
+def query(name):
+    q = struct.pack('>HHHHHH', 0x1234, 0x0100, 1, 0, 0, 0) + b''.join(bytes([len(l)]) + l.encode() for l in name.split('.')) + b'\\0' + struct.pack('>HH', 1, 1)
+    s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM); s.settimeout(15)
+    s.sendto(q, ('10.0.2.3', 53))
+    a = s.recv(512)
+    rcode = a[3] & 15; n = struct.unpack('>H', a[6:8])[0]
+    addrs = [socket.inet_ntoa(a[len(a) - 16 * (n - i) + 12:len(a) - 16 * (n - i) + 16]) for i in range(n)]
+    return [rcode, addrs]
+print(json.dumps({n: query(n) for n in sys.argv[1:]}))
+`;
+
+const skip = registryUnavailable() ?? (process.getuid?.() !== 0 ? 'needs root (a network namespace)' : null);
+
+describe('guest networking in a private network namespace', { skip: skip ?? false }, () => {
+	let reg, s, web, other, dns, net1, narrow, nonet;
+	const ids = [];
+	before(async () => {
+		[reg, web, other, dns] = await Promise.all([startRegistry({ images: ['python'] }), startHttp(), startHttp(), startDns()]);
+		s = await startSandboxStack({ registry: reg, config: {
+			image_allowlist: ['python'],
+			network_policy: {
+				host_ports: [web.address().port],
+				allow: ['203.0.113.0/24', '198.51.100.0/24', '*.test'],
+				deny: ['198.51.100.0/24', 'denied.test'],
+				dns_servers: [`127.0.0.1:${dns.address().port}`],
+			},
+		} });
+		net1 = await s.vm('create', { image: 'python', network: true,
+			env: { WEB: `http://localhost:${web.address().port}/page`, ENGINE: 'ws://127.0.0.1:49134/x' } });
+		narrow = await s.vm('create', { image: 'python', network: { allow: ['good.test', '203.0.113.20'] } });
+		nonet = await s.vm('create', { image: 'python', env: { WEB: 'http://localhost:1/' } });
+		ids.push(net1.sandbox_id, narrow.sandbox_id, nonet.sandbox_id);
+	});
+	after(async () => {
+		await s?.stop();
+		await reg?.stop();
+		web?.close();
+		other?.close();
+		dns?.close();
+		s?.cleanupState();
+	});
+
+	const py = async (id, code, args = []) => {
+		const r = await s.exec(id, { argv: ['python3', '-c', code, ...args] });
+		assert.equal(r.exit_code, 0, `python failed: ${r.stderr}`);
+		return JSON.parse(r.stdout);
+	};
+
+	test('a page from a host-loopback server through the gateway arrives byte for byte', async () => {
+		const r = await s.exec(net1.sandbox_id, { argv: ['python3', '-c',
+			'import os, sys, urllib.request; sys.stdout.buffer.write(urllib.request.urlopen(os.environ["WEB"]).read())'] });
+		assert.equal(r.exit_code, 0, r.stderr);
+		assert.equal(r.stdout, PAGE);
+	});
+
+	test('create env values naming localhost reach the gateway; exec env and network: false are not rewritten', async () => {
+		const port = web.address().port;
+		let r = await s.exec(net1.sandbox_id, { argv: ['sh', '-c', 'echo "$WEB $ENGINE $X"'], env: { X: 'http://localhost:5/' } });
+		assert.equal(r.stdout, `http://10.0.2.2:${port}/page ws://10.0.2.2:49134/x http://localhost:5/\n`);
+		r = await s.exec(nonet.sandbox_id, { argv: ['sh', '-c', 'echo "$WEB"'] });
+		assert.equal(r.stdout, 'http://localhost:1/\n');
+	});
+
+	test('network: false has no eth0; network: true has eth0 and the helper as resolver', async () => {
+		// (the kernel's dummy0 is never configured)
+		const ifaces = async (id) => (await s.exec(id, { argv: ['ls', '/sys/class/net'] })).stdout.split('\n');
+		assert.ok(!(await ifaces(nonet.sandbox_id)).includes('eth0'));
+		assert.ok((await ifaces(net1.sandbox_id)).includes('eth0'));
+		const r = await s.exec(net1.sandbox_id, { argv: ['cat', '/etc/resolv.conf', '/proc/sys/net/ipv6/conf/all/disable_ipv6'] });
+		assert.equal(r.stdout, 'nameserver 10.0.2.3\n1\n');
+	});
+
+	test('denied destinations are refused at once and logged once with the rule', async () => {
+		const unlisted = `10.0.2.2:${other.address().port}`;
+		const dests = [unlisted, '169.254.169.254:80', '10.0.0.1:22', '198.51.100.7:443', '192.0.2.1:80'];
+		const r = await py(net1.sandbox_id, PY_CONNECT, dests);
+		for (const d of dests) {
+			assert.equal(r[d][0], 'ConnectionRefusedError', `${d}: ${r[d]}`);
+			assert.ok(r[d][1] < 2, `${d} refused in ${r[d][1]} s`);
+		}
+		const id = net1.sandbox_id;
+		const out = s.daemon.output();
+		for (const [d, why] of [[unlisted, 'gateway port not in network_policy.host_ports'],
+			['169.254.169.254:80', 'always-denied range 169.254.0.0/16'], ['10.0.0.1:22', 'always-denied range 10.0.0.0/8'],
+			['198.51.100.7:443', 'deny rule 198.51.100.0/24'], ['192.0.2.1:80', 'no network_policy.allow rule matches']]) {
+			const line = `net: sandbox ${id}: denied tcp ${d} (${why})`;
+			assert.ok(out.includes(line), `log line: ${line}`);
+		}
+		// once per (sandbox, destination, port)
+		await py(id, PY_CONNECT, ['10.0.0.1:22']);
+		await sleep(200);
+		assert.equal(s.daemon.output().split(`denied tcp 10.0.0.1:22 `).length - 1, 1);
+	});
+
+	test('DNS: served names resolve, denied names are REFUSED, rebinding answers are dropped, silence is SERVFAIL', async () => {
+		const t0 = Date.now();
+		const r = await py(net1.sandbox_id, PY_DNS, ['good.test', 'denied.test', 'rebind.test', 'mixed.test', 'nosuch.test',
+			'silent.test']);
+		assert.deepEqual(r['silent.test'], [2, []]);
+		assert.ok(Date.now() - t0 < 12000, `answered in ${Date.now() - t0} ms`);
+		assert.match(s.daemon.output(), /resolving silent\.test failed/);
+		assert.deepEqual(r['good.test'], [0, ['203.0.113.10']]);
+		assert.deepEqual(r['denied.test'], [5, []]);
+		assert.deepEqual(r['rebind.test'], [0, []]);
+		assert.deepEqual(r['mixed.test'], [0, ['203.0.113.11']]);
+		assert.deepEqual(r['nosuch.test'], [3, []]);
+		const g = await s.exec(net1.sandbox_id, { argv: ['python3', '-c', 'import socket; print(socket.gethostbyname("good.test"))'] });
+		assert.equal(g.stdout, '203.0.113.10\n');
+		assert.match(s.daemon.output(), /denied dns denied\.test \(deny rule denied\.test\)/);
+		assert.match(s.daemon.output(), /dns answer rebind\.test -> 10\.1\.2\.3 \(answer into an always-denied range dropped/);
+	});
+
+	test('a sandbox narrows the policy: only its rules (names by what it resolved) pass; widening is S001', async () => {
+		const id = narrow.sandbox_id;
+		const d = await py(id, PY_DNS, ['good.test', 'other.test']);
+		assert.deepEqual(d['good.test'], [0, ['203.0.113.10']]);
+		assert.equal(d['other.test'][0], 5);
+		const r = await py(id, PY_CONNECT, ['203.0.113.10:80', '203.0.113.99:80', '203.0.113.20:80']);
+		assert.equal(r['203.0.113.99:80'][0], 'ConnectionRefusedError');
+		const out = s.daemon.output();
+		assert.ok(out.includes(`net: sandbox ${id}: denied tcp 203.0.113.99:80 (no rule of the sandbox's allow list matches)`));
+		assert.ok(!out.includes(`net: sandbox ${id}: denied tcp 203.0.113.10:80`), 'the resolved name passes');
+		assert.ok(!out.includes(`net: sandbox ${id}: denied tcp 203.0.113.20:80`), 'the listed address passes');
+		for (const rule of ['192.0.2.0/24', '10.0.0.0/8', 'example.com']) {
+			const err = await s.vmError('create', { image: 'python', network: { allow: [rule] } });
+			assertScode(err, 'S001', new RegExp(rule.replace(/\./g, '\\.')));
+		}
+	});
+
+	test('a sandbox kept busy only by a download is not reaped until the download stops', async () => {
+		const port = web.address().port;
+		const busy = await s.vm('create', { image: 'python', network: true, idle_timeout_secs: 4 });
+		ids.push(busy.sandbox_id);
+		await s.exec(busy.sandbox_id, { cmd: `setsid python3 -c 'import urllib.request; urllib.request.urlopen("http://10.0.2.2:${port}/slow?s=24").read()' >/dev/null 2>&1 &` });
+		const t0 = Date.now();
+		// two reaper scans (every 10 s) see it idle by its execs
+		await sleep(22000);
+		assert.ok(await s.listed(busy.sandbox_id), 'reaped while downloading');
+		await eventually(async () => assert.equal(await s.listed(busy.sandbox_id), undefined), 30000);
+		assert.ok(Date.now() - t0 >= 24000, 'reaped only after the download ended');
+	});
+
+	test('kill -9 of the daemon leaves no network helper', async () => {
+		const helpers = () => readdirSync('/proc').filter((p) => /^\d+$/.test(p)).filter((p) => {
+			try {
+				const cmd = readFileSync(`/proc/${p}/cmdline`, 'utf8');
+				return cmd.startsWith('sandbox-net-helper') && ids.some((id) => cmd.includes(id));
+			} catch {
+				return false;
+			}
+		});
+		assert.ok(helpers().length >= 2, 'the live networked sandboxes have helpers');
+		s.daemon.proc.kill('SIGKILL');
+		await s.daemon.exited;
+		await eventually(() => assert.deepEqual(helpers(), []), 10000);
+	});
+});
