@@ -4,6 +4,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/mount.h>
@@ -12,6 +13,7 @@
 #include <unistd.h>
 
 #include "common/cleanup.h"
+#include "common/log.h"
 
 #define CGROUP_DIR "/sys/fs/cgroup/sandbox"
 
@@ -111,12 +113,27 @@ static int write_file(const char *path, const char *text, sbx_error_t *err)
 	return 0;
 }
 
+/* The sandbox's processes get a small CPU weight beside init's (which stays
+ * in the root cgroup at the default 100): a CPU burner in an exec never
+ * keeps init from answering the host. */
+#define SANDBOX_CPU_WEIGHT "10"
+
 int boot_process_cgroup(uint64_t memory_bytes, sbx_error_t *err)
 {
 	if (write_file("/sys/fs/cgroup/cgroup.subtree_control", "+memory +pids", err) < 0)
 		return -1;
+	sbx_error_t cerr = NULL;
+	bool cpu = write_file("/sys/fs/cgroup/cgroup.subtree_control", "+cpu", &cerr) == 0;
+	if (!cpu)
+		sbx_warn("init: no cpu controller (%s): execs share the CPU with init", sbx_error_msg(cerr));
+	sbx_error_free(&cerr);
 	if (mkdir(CGROUP_DIR, 0755) < 0 && errno != EEXIST)
 		return sbx_error_errno(err, errno, "mkdir " CGROUP_DIR);
+	if (cpu && write_file(CGROUP_DIR "/cpu.weight", SANDBOX_CPU_WEIGHT, err) < 0)
+		return -1;
+	/* Each exec's own cgroup gets pids.max (and an equal CPU share). */
+	if (write_file(CGROUP_DIR "/cgroup.subtree_control", cpu ? "+pids +cpu" : "+pids", err) < 0)
+		return -1;
 	if (memory_bytes != 0) {
 		char v[32];
 		snprintf(v, sizeof(v), "%" PRIu64, memory_bytes);
@@ -125,8 +142,8 @@ int boot_process_cgroup(uint64_t memory_bytes, sbx_error_t *err)
 		if (write_file(CGROUP_DIR "/memory.max", v, err) < 0)
 			return -1;
 	}
-	int fd = open(CGROUP_DIR "/cgroup.procs", O_WRONLY | O_CLOEXEC);
+	int fd = open(CGROUP_DIR, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	if (fd < 0)
-		return sbx_error_errno(err, errno, "open " CGROUP_DIR "/cgroup.procs");
+		return sbx_error_errno(err, errno, "open " CGROUP_DIR);
 	return fd;
 }

@@ -5,6 +5,8 @@
 #ifndef SBX_GUEST_DISPATCH_H
 #define SBX_GUEST_DISPATCH_H
 
+#include <stdint.h>
+
 #include "common/error.h"
 #include "guest/user_resolve.h"
 
@@ -17,7 +19,9 @@
 
 struct dispatch_config {
 	char **boot_env;     /* environment under every process's own; may be NULL */
-	int cgroup_procs_fd; /* cgroup.procs every process joins, or -1 */
+	int cgroup_dir_fd;   /* the sandbox's cgroup: each exec gets a cgroup
+				in it (guest/exec_cgroup.h); -1 = none */
+	uint64_t exec_pids_max; /* pids.max of each exec's cgroup, 0 = none */
 	const struct guest_user *user; /* every process drops to it; NULL = run as ourselves */
 };
 

@@ -12,6 +12,7 @@
 #include "common/clock.h"
 #include "common/log.h"
 #include "guest/dispatch_internal.h"
+#include "guest/exec_cgroup.h"
 #include "guest/spawn.h"
 
 struct proc {
@@ -25,6 +26,8 @@ struct proc {
 	int in_eof;         /* STDIN_EOF received */
 	int exited, code;
 	int64_t drain_deadline;
+	struct exec_cgroup cg;
+	int cgroup_dir_fd;
 };
 
 static struct proc *as_proc(struct stream *st)
@@ -32,10 +35,14 @@ static struct proc *as_proc(struct stream *st)
 	return (struct proc *)st;
 }
 
+/* SIGKILL ends everything the exec started, its process group and what
+ * left it; other signals go to the process group. */
 static void proc_kill(struct proc *p, int sig)
 {
 	if (kill(-p->pid, sig) < 0 && errno != ESRCH)
 		sbx_warn("guest: kill group %d: %s", (int)p->pid, strerror(errno));
+	if (sig == SIGKILL)
+		exec_cgroup_kill(p->cgroup_dir_fd, &p->cg);
 }
 
 static void proc_end(struct server *s, struct proc *p)
@@ -43,6 +50,7 @@ static void proc_end(struct server *s, struct proc *p)
 	watch_close(s, &p->out);
 	watch_close(s, &p->err);
 	watch_close(s, &p->in);
+	exec_cgroup_release(p->cgroup_dir_fd, &p->cg);
 	stream_end(s, &p->st);
 }
 
@@ -278,19 +286,26 @@ void proc_open(struct server *s, struct proto_msg *m)
 		push_error(s, m->stream, "out of memory");
 		return;
 	}
+	p->cgroup_dir_fd = s->cfg->cgroup_dir_fd;
+	cleanup_error sbx_error_t err = NULL;
+	if (exec_cgroup_create(p->cgroup_dir_fd, s->cfg->exec_pids_max, &p->cg, &err) < 0) {
+		push_error(s, m->stream, sbx_error_msg(err));
+		free(p);
+		return;
+	}
 	struct spawn_req req = {
 		.argv = m->u.spawn.argv,
 		.boot_env = s->cfg->boot_env,
 		.env = m->u.spawn.env,
 		.cwd = m->u.spawn.cwd,
 		.want_stdin = (m->u.spawn.flags & PROTO_SPAWN_STDIN) != 0,
-		.cgroup_procs_fd = s->cfg->cgroup_procs_fd,
+		.cgroup_procs_fd = p->cg.procs_fd,
 		.user = s->cfg->user,
 	};
 	struct spawn_result res;
-	cleanup_error sbx_error_t err = NULL;
 	if (spawn_process(&req, &res, &err) < 0) {
 		push_error(s, m->stream, sbx_error_msg(err));
+		exec_cgroup_release(p->cgroup_dir_fd, &p->cg);
 		free(p);
 		return;
 	}
@@ -302,6 +317,7 @@ void proc_open(struct server *s, struct proto_msg *m)
 	p->in = (struct watch){ W_STDIN, &p->st, res.stdin_fd, 0 };
 	if (stream_add(s, &p->st) < 0) {
 		proc_kill(p, SIGKILL);
+		exec_cgroup_release(p->cgroup_dir_fd, &p->cg);
 		watch_close(s, &p->out);
 		watch_close(s, &p->err);
 		watch_close(s, &p->in);

@@ -176,7 +176,8 @@ int main(void)
 
 	/* The boot env and user live as long as PID 1: every process gets
 	 * them. */
-	struct dispatch_config cfg = { .boot_env = boot_env, .cgroup_procs_fd = cg, .user = &user };
+	struct dispatch_config cfg = { .boot_env = boot_env, .cgroup_dir_fd = cg, .exec_pids_max = m.u.config.pids_max,
+				       .user = &user };
 	int rc = dispatch_serve(port, &cfg, &err);
 	if (rc < 0) {
 		fprintf(stderr, "init: %s\n", sbx_error_msg(err));

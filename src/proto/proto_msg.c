@@ -86,6 +86,8 @@ static int decode_config(struct proto_rbuf *r, struct proto_config *c, sbx_error
 		return sbx_error_prefix(err, "network");
 	if (c->net_prefix > 32)
 		return sbx_error_set(err, 0, "network prefix /%u", c->net_prefix);
+	if (proto_get_u32(r, &c->pids_max, err) < 0)
+		return sbx_error_prefix(err, "pids_max");
 	return 0;
 }
 
@@ -254,6 +256,7 @@ static int encode_body(struct proto_wbuf *b, const struct proto_msg *m, sbx_erro
 		proto_put_u32(b, c->net_prefix);
 		proto_put_u32(b, c->net_gateway);
 		proto_put_u32(b, c->net_dns);
+		proto_put_u32(b, c->pids_max);
 		return 0;
 	}
 	case PROTO_READY:

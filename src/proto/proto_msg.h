@@ -23,6 +23,7 @@ struct proto_config {
 	char *user; /* OCI User ("" or NULL when encoding = root), <= PROTO_MAX_USER */
 	/* eth0 (host byte order); net_addr 0 = no network */
 	uint32_t net_addr, net_prefix, net_gateway, net_dns;
+	uint32_t pids_max; /* processes one exec may have at once, 0 = no limit */
 };
 
 struct proto_spawn {

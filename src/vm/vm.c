@@ -157,6 +157,7 @@ static struct sbx_vm *vm_new(const struct sbx_vm_options *opt, sbx_error_t *err)
 	vm->scratch_bytes = (uint64_t)(opt->scratch_mib ? opt->scratch_mib : SBX_SCRATCH_DEFAULT_MIB) << 20;
 	vm->memory_bytes = (uint64_t)vm->memory_mib << 20;
 	vm->nofile = opt->nofile;
+	vm->pids_max = opt->guest_pids_max;
 	vm->hostname = strdup(opt->hostname != NULL ? opt->hostname : "sandbox");
 	vm->env = sbx_strv_dup(opt->env);
 	vm->user = strdup(opt->user != NULL ? opt->user : "");
@@ -289,6 +290,7 @@ int vm_send_config(struct sbx_vm *vm, sbx_error_t *err)
 		.entropy = entropy,
 		.entropy_len = sizeof(entropy),
 		.user = vm->user,
+		.pids_max = vm->pids_max,
 	};
 	if (vm->net_args != NULL) {
 		cfg.net_addr = NET_ADDR_GUEST;

@@ -39,6 +39,8 @@ struct sbx_vm_options {
 	unsigned tcg_cache_mib; /* TCG translation cache, 0 = SBX_VM_TCG_CACHE_DEFAULT_MIB */
 	unsigned scratch_mib;   /* the scratch disk (all the sandbox may write),
 				   0 = SBX_SCRATCH_DEFAULT_MIB */
+	unsigned guest_pids_max; /* processes one exec may have at once in the
+				    guest, 0 = no limit */
 	const char *krunfw_path; /* NULL: $SANDBOX_KRUNFW, else the default install */
 	const char *boot_disk;  /* NULL: $SANDBOX_BOOT_DISK, else next to the executable */
 	bool cold_boot;         /* never start from, nor save, a snapshot

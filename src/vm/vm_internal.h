@@ -42,6 +42,7 @@ struct sbx_vm {
 	char **env;
 	char *user;
 	uint64_t memory_bytes, nofile;
+	unsigned pids_max;
 };
 
 enum { F_SCRATCH, F_CONSOLE, F_QEMU_LOG, F_IMAGE };

@@ -3,7 +3,8 @@
 // S300 naming the cause, the sandbox leaves `list` and later calls get S002;
 // a VM killed by an out-of-memory killer (its QEMU moved into a small
 // memory cgroup of the test's own) is reported as such.  A sandbox cannot
-// write more than scratch_disk_mb.  Every QEMU runs
+// write more than scratch_disk_mb.  A hostile exec (background processes,
+// a fork bomb) never keeps the next exec or stop from working.  Every QEMU runs
 // with oom_score_adj 1000.  Same setup as sandbox.test.mjs.
 import { describe, test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
@@ -90,6 +91,26 @@ describe('memory budget and dying VMs', { skip: skip ?? false }, () => {
 		assert.match(r.stderr, /No space left on device/);
 		const used = await s.exec(a, { cmd: "sh -c 'rm /fill && echo ok'" });
 		assert.equal(used.stdout, 'ok\n', JSON.stringify(used));
+	});
+
+	test('a timeout kills everything the exec started, background and setsid processes included', async () => {
+		assertScode(await s.vmError('exec', { sandbox_id: a, cmd: "sh -c 'sleep 300 & setsid sleep 301 & sleep 302'",
+			timeout_ms: 3000 }), 'S200');
+		const r = await s.exec(a, { cmd: "sh -c 'cat /proc/[0-9]*/comm'" });
+		assert.doesNotMatch(r.stdout, /^sleep$/m, r.stdout);
+	});
+
+	test('a fork bomb left by one exec: the next exec answers, the bomb stays under max_guest_pids, stop works', async () => {
+		const bomb = await s.exec(a, { cmd: "sh -c 'b() { b | b & }; b'", timeout_ms: 10000 });
+		assert.equal(bomb.exit_code, 0);
+		await sleep(3000);
+		const alive = await s.exec(a, { cmd: "sh -c 'echo alive; cat /sys/fs/cgroup/sandbox/e*/pids.max'" }, 120000);
+		assert.match(alive.stdout, /^alive\n/);
+		assert.match(alive.stdout, /^1024$/m, 'each exec\'s cgroup has pids.max max_guest_pids');
+		const t0 = Date.now();
+		assert.deepEqual(await s.vm('stop', { sandbox_id: a }), { sandbox_id: a, stopped: true });
+		assert.ok(Date.now() - t0 < 10000, `stop took ${Date.now() - t0} ms`);
+		a = (await s.vm('create', { image: 'python' })).sandbox_id;
 	});
 
 	test('kill -9 of the QEMU under an exec: S300 with the cause, then S002, nothing left', async () => {

@@ -23,6 +23,7 @@ struct sbx_config *sbx_config_defaults(sbx_error_t *err)
 	cfg->accel = SBX_ACCEL_AUTO;
 	cfg->tcg_cache_mb = SBX_VM_TCG_CACHE_DEFAULT_MIB;
 	cfg->scratch_disk_mb = SBX_SCRATCH_DEFAULT_MIB;
+	cfg->max_guest_pids = 1024;
 	net_config_init(&cfg->net);
 	return cfg;
 }
@@ -151,6 +152,8 @@ static int parse_key(struct sbx_config *cfg, const char *k, json_t *v, sbx_error
 		return parse_caps(cfg, v, err);
 	} else if (strcmp(k, "accel") == 0) {
 		return parse_accel(cfg, v, err);
+	} else if (strcmp(k, "max_guest_pids") == 0) {
+		return get_u32(v, k, &cfg->max_guest_pids, err);
 	} else if (strcmp(k, "scratch_disk_mb") == 0) {
 		if (get_uint(v, k, UINT32_MAX, &u, err) < 0)
 			return -1;

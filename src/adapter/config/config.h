@@ -40,6 +40,7 @@ struct sbx_config {
 	char *krunfw_path; /* NULL when not set */
 	uint32_t tcg_cache_mb;     /* TCG translation cache per VM */
 	uint32_t scratch_disk_mb;  /* what one sandbox may write */
+	uint32_t max_guest_pids;   /* processes one exec may have, 0 = no limit */
 	uint64_t memory_budget_mb; /* 0: MemTotal less the host's reserve */
 	struct net_config net; /* network_policy */
 };

@@ -33,7 +33,7 @@ int client_start_as(struct client *c, char **boot_env, const struct guest_user *
 		close(sv[0]);
 		/* Orphans come to the server, as they come to PID 1 in the VM. */
 		prctl(PR_SET_CHILD_SUBREAPER, 1);
-		struct dispatch_config cfg = { .boot_env = boot_env, .cgroup_procs_fd = -1, .user = user };
+		struct dispatch_config cfg = { .boot_env = boot_env, .cgroup_dir_fd = -1, .user = user };
 		sbx_error_t err = NULL;
 		int rc = dispatch_serve(sv[1], &cfg, &err);
 		sbx_error_free(&err);

@@ -47,7 +47,7 @@ TEST(config_roundtrip_with_binary_entropy)
 		entropy[i] = (uint8_t)i; /* includes NULs */
 	struct proto_msg m = { .stream = 0, .type = PROTO_CONFIG };
 	m.u.config = (struct proto_config){ "box", env, 1ull << 30, 4096, 1700000000123456789ull, entropy,
-					    sizeof(entropy), "www-data:1234", 0x0a00020f, 24, 0x0a000202, 0x0a000203 };
+					    sizeof(entropy), "www-data:1234", 0x0a00020f, 24, 0x0a000202, 0x0a000203, 1024 };
 	struct proto_msg d;
 	CHECK_INT(roundtrip(&m, &d), 0);
 	CHECK_STR(d.u.config.user, "www-data:1234");
@@ -62,6 +62,7 @@ TEST(config_roundtrip_with_binary_entropy)
 	CHECK(memcmp(d.u.config.entropy, entropy, sizeof(entropy)) == 0);
 	CHECK(d.u.config.net_addr == 0x0a00020f && d.u.config.net_prefix == 24);
 	CHECK(d.u.config.net_gateway == 0x0a000202 && d.u.config.net_dns == 0x0a000203);
+	CHECK_INT(d.u.config.pids_max, 1024);
 	proto_msg_free(&d);
 }
 
@@ -123,6 +124,9 @@ TEST(config_user_defaults_to_root_and_is_capped)
 	CHECK_INT(decode_raw(PROTO_CONFIG, 0, &p), -1);
 	for (int i = 0; i < 4; i++)
 		proto_put_u32(&p, 0);
+	/* nor one without pids_max */
+	CHECK_INT(decode_raw(PROTO_CONFIG, 0, &p), -1);
+	proto_put_u32(&p, 0);
 	CHECK_INT(decode_raw(PROTO_CONFIG, 0, &p), 0);
 	proto_wbuf_free(&p);
 }
