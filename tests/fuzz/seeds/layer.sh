@@ -1,12 +1,10 @@
 #!/usr/bin/env bash
 # Seeds for fuzz_image_layer, written into DIR (default
 # tests/fuzz/corpus/fuzz_image_layer): the three layers of a small image
-# built by the fixture builder (tests/fixtures/images/build-oci.sh: gzip,
-# zstd and plain tar; whiteouts, an opaque directory, ownership, hard and
-# symbolic links, a fifo), pairs of them joined by the target's layer
-# separator, and hostile layers (escapes through "..", symlinks and hard
-# links, long and sparse entries, device nodes, xattrs).  Needs root and
-# zstd, like the fixture.
+# built by the fixture builder (tiny-oci.sh), pairs of them joined by the
+# target's layer separator, and hostile layers (escapes through "..",
+# symlinks and hard links, long and sparse entries, device nodes, xattrs).
+# Needs root and zstd, like the fixture.
 set -euo pipefail
 repo=$(cd "$(dirname "$0")/../../.." && pwd)
 out=${1:-$repo/tests/fuzz/corpus/fuzz_image_layer}
@@ -14,17 +12,9 @@ work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 mkdir -p "$out"
 
-# A tiny root filesystem: the fixture adds its own layers 2 and 3.
-mkdir -p "$work/tiny/bin" "$work/tiny/etc" "$work/tiny/usr/lib"
-printf 'root:x:0:0:root:/root:/bin/sh\n' >"$work/tiny/etc/passwd"
-printf '#!/bin/sh\necho hi\n' >"$work/tiny/bin/hello"
-chmod 755 "$work/tiny/bin/hello"
-ln -s hello "$work/tiny/bin/sh"
-ln -s ../usr/lib "$work/tiny/lib"
-touch -d @1000000000 "$work/tiny/etc/passwd" "$work/tiny"
-"$repo/tests/fixtures/images/build-oci.sh" tiny "$work/tiny" "$work/oci" >/dev/null
+"$(dirname "$0")/tiny-oci.sh" "$work"
 
-python3 - "$work/oci/tiny" "$out" <<'PY'
+python3 - "$work/tiny" "$out" <<'PY'
 import io, json, os, sys, tarfile
 
 src, out = sys.argv[1], sys.argv[2]
