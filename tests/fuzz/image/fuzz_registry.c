@@ -183,6 +183,8 @@ static size_t keep_body(const char *p, size_t n)
 	size_t got = fake.on_body((char *)p, 1, n, fake.body_ud);
 	if (got > n)
 		fail("the body callback took more than it was given", NULL);
+	if (got == 0)
+		return 0;
 	if (fake.body_len + got > fake.body_cap) {
 		size_t cap = fake.body_cap ? fake.body_cap * 2 : 65536;
 		while (cap < fake.body_len + got)
