@@ -10,6 +10,7 @@
 #include <archive_entry.h>
 #include <dirent.h>
 #include <errno.h>
+#include <signal.h>
 #include <fcntl.h>
 #include <stdbool.h>
 #include <stdint.h>
@@ -323,6 +324,29 @@ static void remove_base(void)
 	rmdir(base);
 }
 
+/* A run that found something exits without atexit: its directory, named
+ * for its pid, goes when a later run sees that pid gone. */
+static void remove_stale(const char *tmp)
+{
+	DIR *d = opendir(tmp);
+	if (d == NULL)
+		return;
+	struct dirent *de;
+	while ((de = readdir(d)) != NULL) {
+		int pid;
+		if (sscanf(de->d_name, "sbx-fuzz-layer.%d.", &pid) != 1 || pid <= 0 || kill(pid, 0) == 0 ||
+		    errno != ESRCH)
+			continue;
+		int fd = openat(dirfd(d), de->d_name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+		if (fd < 0)
+			continue;
+		empty_dir(fd);
+		close(fd);
+		unlinkat(dirfd(d), de->d_name, AT_REMOVEDIR);
+	}
+	closedir(d);
+}
+
 size_t LLVMFuzzerMutate(uint8_t *data, size_t size, size_t max_size);
 
 /* Rewrites the checksum of every ustar header at a 512-byte boundary of
@@ -365,7 +389,9 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
 		setrlimit(RLIMIT_NOFILE, &rl);
 	}
 	const char *tmp = access("/dev/shm", W_OK) == 0 ? "/dev/shm" : getenv("TMPDIR");
-	snprintf(base, sizeof(base), "%s/sbx-fuzz-layer.XXXXXX", tmp != NULL ? tmp : "/tmp");
+	tmp = tmp != NULL ? tmp : "/tmp";
+	remove_stale(tmp);
+	snprintf(base, sizeof(base), "%s/sbx-fuzz-layer.%d.XXXXXX", tmp, (int)getpid());
 	if (mkdtemp(base) == NULL)
 		die("mkdtemp");
 	char p[400];
