@@ -8,8 +8,11 @@
  *                    next byte % 6: 0 spawn, 1 spawn with stdin, 2 fs
  *                    write, 3 fs ls, 4 fs read, 5 fs grep.  Stream ids
  *                    count from 1 in opening order.
- *   op & 7 in 1..3   guest bytes: length in the next byte (op & 8: the
+ *   op & 7 in 1..2   guest bytes: length in the next byte (op & 8: the
  *                    next two, big-endian), then that many bytes.
+ *   op & 7 == 3      the guest sends its last bytes again, as many times as
+ *                    the next byte says (op & 8: the next two), up to
+ *                    20 MiB in all: floods from a small input.
  *   op & 7 in 4..6   host step on slot (op >> 3) % 8; next byte % 6: 0 read
  *                    output (up to 1 + 16 * next byte bytes), 1 next fs
  *                    result, 2 write 1 + 1024 * next byte bytes of stdin,
@@ -183,6 +186,25 @@ int main(int argc, char **argv)
 	static char *env0[] = { NULL };
 	guest(MSG(PROTO_SPAWN, 1, .u.spawn = { .argv = argv0, .env = env0, .cwd = "" }));
 	save(dir, "host-only-message");
+
+	/* Floods: output past the window while the host does not read, and fs
+	 * results past their 16 MiB cap. */
+	static uint8_t chunk[4096];
+	open_stream(0);
+	guest(MSG(PROTO_STDOUT, 1, .u.data = { chunk, sizeof(chunk) }));
+	op(3, 70);
+	save(dir, "window-overrun");
+
+	static struct proto_fs_entry many[100];
+	for (size_t i = 0; i < 100; i++)
+		many[i] = (struct proto_fs_entry){ .name = "an-entry-name-of-some-length", .mode = 0644, .size = i };
+	open_stream(3);
+	guest(MSG(PROTO_FS_ENTRIES, 1, .u.fs_batch = { .n = 100, .v.entries = many }));
+	op(3 | 8, 0x12); /* 0x1200 times (the 0 below is the low byte) */
+	op(0, -1);
+	host(0, 1, -1);
+	host(0, 5, -1);
+	save(dir, "fs-results-over-cap");
 
 	/* A header promising more than the payload limit, and one cut short. */
 	static const uint8_t huge[] = { 0xff, 0xff, 0xff, 0xff, 0, 0, 0, 1, PROTO_STDOUT };

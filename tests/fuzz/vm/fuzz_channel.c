@@ -33,6 +33,9 @@
 /* Decoded fs results take more room than their frames (one allocation per
  * name); no more than this factor. */
 #define GROWTH 16
+/* Repeats stop once the guest sent this much: past the 16 MiB cap on an
+ * fs operation's results. */
+#define FLOOD_MAX (20u << 20)
 
 struct script {
 	const uint8_t *p;
@@ -108,6 +111,23 @@ static void settle(int host_fd, struct chan *c)
 		sched_yield();
 	}
 	fail("the reader never finished the guest's bytes");
+}
+
+/* Sends n bytes `times` times; returns the count sent (less when the host
+ * hung up on a protocol error). */
+static size_t guest_send(int fd, const uint8_t *p, size_t n, size_t times)
+{
+	size_t sent = 0;
+	for (size_t t = 0; t < times; t++) {
+		for (size_t off = 0; off < n;) {
+			ssize_t w = send(fd, p + off, n - off, MSG_NOSIGNAL);
+			if (w <= 0)
+				return sent;
+			off += (size_t)w;
+			sent += (size_t)w;
+		}
+	}
+	return sent;
 }
 
 static void check_heap(size_t base, size_t fed)
@@ -247,7 +267,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 
 	struct chan_stream *streams[MAX_STREAMS] = { 0 };
 	struct script s = { data, size };
-	size_t fed = 0;
+	size_t fed = 0, last_len = 0;
+	const uint8_t *last = NULL;
 	while (s.left > 0) {
 		uint8_t op = next_byte(&s);
 		switch (op & 7) {
@@ -261,21 +282,26 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			break;
 		}
 		case 1:
-		case 2:
-		case 3: { /* the guest writes raw bytes */
+		case 2: { /* the guest writes raw bytes */
 			size_t n = next_byte(&s);
 			if (op & 8)
 				n = n << 8 | next_byte(&s);
 			n = n < s.left ? n : s.left;
-			for (size_t off = 0; off < n;) {
-				ssize_t w = send(guest_fd, s.p + off, n - off, MSG_NOSIGNAL);
-				if (w <= 0)
-					break; /* the host hung up on a protocol error */
-				off += (size_t)w;
-			}
+			last = s.p;
+			last_len = n;
+			fed += guest_send(guest_fd, s.p, n, 1);
 			s.p += n;
 			s.left -= n;
-			fed += n;
+			settle(host_fd, c);
+			break;
+		}
+		case 3: { /* the guest repeats its last bytes: floods from a small input */
+			size_t times = next_byte(&s);
+			if (op & 8)
+				times = times << 8 | next_byte(&s);
+			if (last_len > 0 && times > (FLOOD_MAX - fed) / last_len)
+				times = fed < FLOOD_MAX ? (FLOOD_MAX - fed) / last_len : 0;
+			fed += guest_send(guest_fd, last, last_len, times);
 			settle(host_fd, c);
 			break;
 		}
