@@ -195,13 +195,16 @@ int main(int argc, char **argv)
 	op(3, 70);
 	save(dir, "window-overrun");
 
-	static struct proto_fs_entry many[100];
-	for (size_t i = 0; i < 100; i++)
-		many[i] = (struct proto_fs_entry){ .name = "an-entry-name-of-some-length", .mode = 0644, .size = i };
+	/* Few long names: the flood costs copies, not allocations. */
+	static char name[2001];
+	static struct proto_fs_entry many[8];
+	memset(name, 'n', sizeof(name) - 1);
+	for (size_t i = 0; i < 8; i++)
+		many[i] = (struct proto_fs_entry){ .name = name, .mode = 0644, .size = i };
 	open_stream(3);
-	guest(MSG(PROTO_FS_ENTRIES, 1, .u.fs_batch = { .n = 100, .v.entries = many }));
-	op(3 | 8, 0x12); /* 0x1200 times (the 0 below is the low byte) */
-	op(0, -1);
+	guest(MSG(PROTO_FS_ENTRIES, 1, .u.fs_batch = { .n = 8, .v.entries = many }));
+	op(3 | 8, 0x04); /* 0x0480 times: 18 MiB (0x80 is the low byte) */
+	op(0x80, -1);
 	host(0, 1, -1);
 	host(0, 5, -1);
 	save(dir, "fs-results-over-cap");
