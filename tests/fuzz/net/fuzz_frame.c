@@ -22,7 +22,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	struct net_frame f;
 	if (net_frame_parse(data, size, &f) < 0 || !f.is_ipv4)
 		return 0;
-	if (f.ip + f.ip_len > data + size || f.payload + f.payload_len > data + size)
+	/* No payload (not TCP or UDP) is a NULL pointer: no arithmetic on it. */
+	if (f.ip + f.ip_len > data + size || (f.payload != NULL && f.payload + f.payload_len > data + size))
 		abort();
 	uint8_t out[NET_ETH_HLEN + 20 + 8 + 65536];
 	check_answer(&f, out, net_frame_tcp_rst(&f, out, sizeof(out)));
