@@ -28,7 +28,7 @@ extern char **environ;
 
 void net_link_init(struct net_link *l)
 {
-	*l = (struct net_link){ .pid = -1, .lifeline = -1, .beacon = -1, .qemu_fd = -1, .helper_fd = -1 };
+	*l = (struct net_link){ .pid = -1, .status = -1, .lifeline = -1, .beacon = -1, .qemu_fd = -1, .helper_fd = -1 };
 }
 
 static void close_fd(int *fd)
@@ -189,6 +189,18 @@ void net_link_close(struct net_link *l)
 	close_fd(&l->qemu_fd);
 	close_fd(&l->helper_fd);
 	close_fd(&l->beacon);
+}
+
+bool net_link_exited(struct net_link *l)
+{
+	if (l->status >= 0)
+		return true;
+	int st;
+	if (l->pid <= 0 || waitpid(l->pid, &st, WNOHANG) != l->pid)
+		return false;
+	l->pid = -1;
+	l->status = WIFSIGNALED(st) ? 128 + WTERMSIG(st) : WEXITSTATUS(st);
+	return true;
 }
 
 int64_t net_link_activity_ms(const struct net_link *l)

@@ -11,6 +11,7 @@
 #ifndef SBX_VM_NET_LINK_H
 #define SBX_VM_NET_LINK_H
 
+#include <stdbool.h>
 #include <stdint.h>
 #include <sys/types.h>
 
@@ -18,6 +19,7 @@
 
 struct net_link {
 	pid_t pid;     /* the helper, -1 = none */
+	int status;    /* its exit status (128 + signal) once it exited, else -1 */
 	int lifeline;  /* write end */
 	int beacon;    /* memfd whose mtime the helper stamps */
 	int qemu_fd;   /* QEMU's end until spawned */
@@ -32,6 +34,9 @@ int net_link_open(struct net_link *l, sbx_error_t *err);
 int net_link_spawn(struct net_link *l, char *const *args, pid_t keeper, sbx_error_t *err);
 /* Closes the lifeline, reaps the helper and closes everything. */
 void net_link_close(struct net_link *l);
+/* Non-blocking: true once the helper exited on its own (l->status says
+ * how); false while it runs and for a VM without one.  Not thread-safe. */
+bool net_link_exited(struct net_link *l);
 /* CLOCK_REALTIME ms of the last relayed payload, 0 = none yet. */
 int64_t net_link_activity_ms(const struct net_link *l);
 

@@ -327,24 +327,39 @@ int sbx_vm_ping(struct sbx_vm *vm, int64_t deadline, sbx_error_t *err)
 	return chan_ping(vm->chan, deadline, err);
 }
 
+static bool helper_gone(struct sbx_vm *vm)
+{
+	pthread_mutex_lock(&vm->lock);
+	bool gone = net_link_exited(&vm->net);
+	pthread_mutex_unlock(&vm->lock);
+	return gone;
+}
+
 bool sbx_vm_alive(struct sbx_vm *vm)
 {
-	return !chan_dead(vm->chan) && !keeper_gone(vm);
+	return !chan_dead(vm->chan) && !keeper_gone(vm) && !helper_gone(vm);
 }
 
 void sbx_vm_death_cause(struct sbx_vm *vm, int64_t wait_ms, char *buf, size_t len)
 {
-	int64_t until = sbx_now_ms() + wait_ms;
+	/* A helper exits when its VM does: give QEMU's exit a moment to show
+	 * before blaming the helper. */
+	int64_t until = sbx_now_ms() + (helper_gone(vm) && wait_ms > 500 ? 500 : wait_ms);
 	while (!keeper_gone(vm) && sbx_now_ms() < until)
 		usleep(10000);
 	pthread_mutex_lock(&vm->lock);
 	bool gone = vm->keeper.pid <= 0 || keeper_exited(&vm->keeper);
 	int status = vm->keeper.status;
 	pid_t qemu = vm->keeper.qemu_pid;
+	bool helper = net_link_exited(&vm->net);
+	int helper_status = vm->net.status;
 	pthread_mutex_unlock(&vm->lock);
 	/* The kernel's clock may lag ours by a little: a second of slack. */
 	uint64_t since_us = vm->t0 > 1000 ? (uint64_t)(vm->t0 - 1000) * 1000 : 0;
-	if (!gone)
+	if (!gone && helper)
+		snprintf(buf, len, "the sandbox's network helper exited (status %d); the sandbox is stopped",
+			 helper_status);
+	else if (!gone)
 		snprintf(buf, len, "the sandbox's VM stopped answering: its control connection was lost");
 	else if (status == 128 + SIGKILL && oom_killed(qemu, since_us))
 		snprintf(buf, len, "the sandbox's VM was killed by the host's out-of-memory killer");

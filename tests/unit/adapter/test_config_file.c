@@ -1,6 +1,7 @@
 /* The one loader of --config files, and `image --config FILE` using it:
  * a file serve's parser refuses is refused with the same message, exit 2. */
 #include <fcntl.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <unistd.h>
@@ -15,8 +16,12 @@ static char dir[] = "/tmp/sbx-config-file-XXXXXX";
 static const char *write_file(const char *name, const char *text)
 {
 	static char path[128];
-	if (dir[sizeof(dir) - 2] == 'X' && mkdtemp(dir) == NULL)
+	/* Not "still ends in X": mkdtemp's own last letter is an X one time in
+	 * 62, and a second mkdtemp on the name then fails. */
+	static bool made;
+	if (!made && mkdtemp(dir) == NULL)
 		abort();
+	made = true;
 	snprintf(path, sizeof(path), "%s/%s", dir, name);
 	FILE *f = fopen(path, "we");
 	if (f == NULL || fputs(text, f) < 0 || fclose(f) != 0)
