@@ -9,6 +9,7 @@
 #include "adapter/request.h"
 #include "adapter/scode.h"
 #include "common/cleanup.h"
+#include "common/cleanup_json.h"
 #include "common/scodes.h"
 
 static bool all_strings(json_t *v)
@@ -104,8 +105,8 @@ json_t *env_resolve(json_t *env, sbx_error_t *err)
 	}
 	qsort(keys, n, sizeof(*keys), cmp_str);
 
-	json_t *out = json_array();
-	json_t *bad = json_array();
+	cleanup_json json_t *out = json_array();
+	cleanup_json json_t *bad = json_array();
 	for (i = 0; out != NULL && bad != NULL && i < n; i++) {
 		if (!env_name_is_valid(keys[i])) {
 			if (json_array_append_new(bad, json_string(keys[i])) < 0)
@@ -120,20 +121,14 @@ json_t *env_resolve(json_t *env, sbx_error_t *err)
 		if (rc < 0)
 			break;
 	}
-	if (out == NULL || bad == NULL || i < n) {
-		json_decref(out);
-		json_decref(bad);
+	if (out == NULL || bad == NULL || i < n)
 		return sbx_error_errno(err, ENOMEM, "env"), NULL;
-	}
 	if (json_array_size(bad) > 0) {
 		cleanup_free char *list = sbx_quote_list(bad);
-		json_decref(bad);
-		json_decref(out);
 		return sbx_error_scode(err, SBX_S_INVALID_REQUEST,
 				       "env contains invalid variable name(s): %s. Names must match "
 				       "`[A-Za-z_][A-Za-z0-9_]*`.",
 				       list != NULL ? list : "[...]"), NULL;
 	}
-	json_decref(bad);
-	return out;
+	return sbx_steal_ptr(out);
 }

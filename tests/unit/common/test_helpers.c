@@ -1,5 +1,7 @@
 /* The small shared helpers: string vectors, path_join, the clock. */
 #include <errno.h>
+#include <fcntl.h>
+#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -93,4 +95,26 @@ TEST(monotonic_condition_times_out_at_the_deadline)
 	CHECK_INT(rc, ETIMEDOUT);
 	int64_t waited = sbx_now_ms() - t0;
 	CHECK(waited >= 49 && waited < 5000);
+}
+
+static int pair_in_scope[2];
+
+static void pair_scope(bool keep_one)
+{
+	cleanup_fd_pair int p[2] = { -1, -1 };
+	if (pipe(p) < 0)
+		return;
+	pair_in_scope[0] = p[0];
+	pair_in_scope[1] = keep_one ? sbx_steal_fd(p[1]) : p[1];
+}
+
+TEST(cleanup_fd_pair_closes_both_ends_unless_stolen)
+{
+	pair_scope(false);
+	CHECK(fcntl(pair_in_scope[0], F_GETFD) < 0 && errno == EBADF);
+	CHECK(fcntl(pair_in_scope[1], F_GETFD) < 0 && errno == EBADF);
+	pair_scope(true);
+	CHECK(fcntl(pair_in_scope[0], F_GETFD) < 0 && errno == EBADF);
+	CHECK(fcntl(pair_in_scope[1], F_GETFD) >= 0); /* stolen: still ours */
+	close(pair_in_scope[1]);
 }
