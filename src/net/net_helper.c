@@ -242,9 +242,11 @@ static void loop(void)
 		slirp_pollfds_fill(H.slirp, &timeout, cb_add_poll, NULL);
 		int ares_from = npfd;
 		ares_socket_t socks[ARES_GETSOCK_MAXNUM];
-		int mask = H.have_ares ? ares_getsock(H.ares, socks, ARES_GETSOCK_MAXNUM) : 0;
+		/* c-ares's own bit macros shift a signed 1 into the sign bit */
+		unsigned mask = H.have_ares ? (unsigned)ares_getsock(H.ares, socks, ARES_GETSOCK_MAXNUM) : 0;
 		for (int i = 0; i < ARES_GETSOCK_MAXNUM && npfd < MAX_POLL; i++) {
-			short ev = (ARES_GETSOCK_READABLE(mask, i) ? POLLIN : 0) | (ARES_GETSOCK_WRITABLE(mask, i) ? POLLOUT : 0);
+			short ev = (short)(((mask & (1u << i)) ? POLLIN : 0) |
+					   ((mask & (1u << (i + ARES_GETSOCK_MAXNUM))) ? POLLOUT : 0));
 			if (ev != 0)
 				pfd[npfd++] = (struct pollfd){ .fd = socks[i], .events = ev };
 		}
