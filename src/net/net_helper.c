@@ -235,7 +235,7 @@ static void loop(void)
 {
 	for (;;) {
 		npfd = 0;
-		cb_add_poll(H.frames_fd, SLIRP_POLL_IN, NULL);
+		cb_add_poll(H.frames_fd, SLIRP_POLL_IN | (H.txq_n > 0 ? SLIRP_POLL_OUT : 0), NULL);
 		pfd[npfd++] = (struct pollfd){ .fd = NET_HELPER_FD_LIFELINE, .events = POLLIN };
 		pfd[npfd++] = (struct pollfd){ .fd = NET_HELPER_FD_VM, .events = POLLIN };
 		uint32_t timeout = (uint32_t)next_timer(net_now_ms());
@@ -262,6 +262,8 @@ static void loop(void)
 		}
 		if (rc > 0 && (pfd[1].revents != 0 || pfd[2].revents != 0))
 			return; /* the daemon or the VM is gone */
+		if (rc > 0 && (pfd[0].revents & POLLOUT))
+			net_txq_flush(&H);
 		if (rc > 0 && (pfd[0].revents & POLLIN))
 			read_frames();
 		slirp_pollfds_poll(H.slirp, rc < 0, cb_get_revents, NULL);
@@ -311,6 +313,7 @@ int main(int argc, char **argv)
 			 (unsigned long long)H.denials);
 	net_resolver_free(&H);
 	slirp_cleanup(H.slirp);
+	net_txq_free(&H);
 	net_policy_free(&H.policy);
 	free(H.pins);
 	return 0;
