@@ -13,6 +13,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <grp.h>
+#include <sys/prctl.h>
 #include <sys/socket.h>
 #include <time.h>
 #include <unistd.h>
@@ -25,6 +27,7 @@
 #define MAX_TIMERS 16
 #define FRAMES_PER_ROUND 64
 #define FRAME_MAX 65536
+#define NOBODY 65534
 
 struct timer {
 	bool used;
@@ -284,6 +287,17 @@ static void loop(void)
 	}
 }
 
+/* The helper needs no privilege at all once started (its sockets are
+ * ordinary connects, its descriptors inherited): root drops to nobody. */
+static int drop_privileges(void)
+{
+	if (geteuid() != 0)
+		return prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0);
+	if (setgroups(0, NULL) < 0 || setresgid(NOBODY, NOBODY, NOBODY) < 0 || setresuid(NOBODY, NOBODY, NOBODY) < 0)
+		return -1;
+	return prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0);
+}
+
 int main(int argc, char **argv)
 {
 	sbx_log_init_from_env();
@@ -306,6 +320,10 @@ int main(int argc, char **argv)
 			sbx_err("net: sandbox %s: %s", H.sandbox, sbx_error_msg(err));
 			return 2;
 		}
+	}
+	if (drop_privileges() < 0) {
+		sbx_err("net: sandbox %s: dropping privileges: %s", H.sandbox, strerror(errno));
+		return 1;
 	}
 	loop();
 	if (H.denials > 0)
