@@ -85,10 +85,16 @@ void net_denial(struct net_helper *h, const char *what, uint64_t key, const char
 			return;
 		if (h->denial_seen[i] == 0) {
 			h->denial_seen[i] = key;
-			break;
+			sbx_warn("net: sandbox %s: denied %s (%s)", h->sandbox, what, why);
+			return;
 		}
 	}
-	sbx_warn("net: sandbox %s: denied %s (%s)", h->sandbox, what, why);
+	/* A guest scanning ports must not flood the log: past the table, the
+	 * total at exit counts them. */
+	if (!h->denial_table_full)
+		sbx_warn("net: sandbox %s: more than %d distinct denials; logging only their count from here",
+			 h->sandbox, NET_DENIAL_SLOTS);
+	h->denial_table_full = true;
 }
 
 static const char *proto_name(uint8_t proto)
@@ -106,6 +112,9 @@ static void refuse(struct net_helper *h, const struct net_frame *f, const char *
 		snprintf(what, sizeof(what), "%s %u.%u.%u.%u:%u", proto_name(f->proto), d >> 24, (d >> 16) & 255,
 			 (d >> 8) & 255, d & 255, f->dport);
 	net_denial(h, what, (uint64_t)f->proto << 48 | (uint64_t)f->dport << 32 | d, why);
+	/* never an ICMP error about an ICMP error (RFC 1122) */
+	if (f->proto == NET_PROTO_ICMP && f->icmp_type != NET_ICMP_ECHO)
+		return;
 	uint8_t out[NET_ETH_HLEN + 20 + 8 + 60 + 8];
 	size_t n = f->proto == NET_PROTO_TCP ? net_frame_tcp_rst(f, out, sizeof(out))
 					     : net_frame_icmp_unreach(f, NET_ICMP_UNREACH_FILTERED, out, sizeof(out));

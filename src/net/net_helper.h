@@ -40,6 +40,7 @@ struct net_helper {
 	unsigned dns_pending;
 	/* denials: a (kind, destination, port) key logged once */
 	uint64_t denial_seen[NET_DENIAL_SLOTS];
+	bool denial_table_full;
 	uint64_t denials;
 };
 
