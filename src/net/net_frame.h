@@ -23,6 +23,7 @@
 #define NET_TCP_RST 0x04
 #define NET_TCP_ACK 0x10
 
+#define NET_ICMP_ECHO 8
 #define NET_ICMP_UNREACH 3
 #define NET_ICMP_UNREACH_FILTERED 13 /* "communication administratively prohibited" */
 

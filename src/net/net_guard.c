@@ -2,6 +2,7 @@
  * the helper's own DNS server, and the activity beacon. */
 #include <errno.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -12,11 +13,56 @@
 
 #define BEACON_EVERY_MS 1000
 
+/* 1 sent, 0 the socket is full, -1 failed (the frame is lost). */
+static int send_frame(struct net_helper *h, const uint8_t *buf, size_t len)
+{
+	if (send(h->frames_fd, buf, len, MSG_DONTWAIT) == (ssize_t)len)
+		return 1;
+	if (errno == EAGAIN || errno == ENOBUFS)
+		return 0;
+	sbx_debug("net: send to the guest: %s", strerror(errno));
+	return -1;
+}
+
+bool net_txq_flush(struct net_helper *h)
+{
+	while (h->txq_n > 0) {
+		struct net_txq_frame *f = &h->txq[h->txq_head];
+		if (send_frame(h, f->buf, f->len) == 0)
+			return true;
+		h->txq_bytes -= f->len;
+		free(f->buf);
+		f->buf = NULL;
+		h->txq_head = (h->txq_head + 1) % NET_TXQ_FRAMES;
+		h->txq_n--;
+	}
+	return false;
+}
+
+void net_txq_free(struct net_helper *h)
+{
+	while (h->txq_n > 0) {
+		free(h->txq[h->txq_head].buf);
+		h->txq_head = (h->txq_head + 1) % NET_TXQ_FRAMES;
+		h->txq_n--;
+	}
+	h->txq_bytes = 0;
+}
+
 void net_send_guest(struct net_helper *h, const uint8_t *buf, size_t len)
 {
-	/* A full socket drops the frame: TCP retransmits, as on a wire. */
-	if (send(h->frames_fd, buf, len, MSG_DONTWAIT) < 0 && errno != EAGAIN && errno != ENOBUFS)
-		sbx_debug("net: send to the guest: %s", strerror(errno));
+	if ((h->txq_n == 0 || !net_txq_flush(h)) && send_frame(h, buf, len) != 0)
+		return;
+	/* Full as well: TCP retransmits a frame lost here, as on a wire. */
+	if (h->txq_n == NET_TXQ_FRAMES || h->txq_bytes + len > NET_TXQ_BYTES)
+		return;
+	uint8_t *copy = malloc(len);
+	if (copy == NULL)
+		return;
+	memcpy(copy, buf, len);
+	h->txq[(h->txq_head + h->txq_n) % NET_TXQ_FRAMES] = (struct net_txq_frame){ copy, len };
+	h->txq_n++;
+	h->txq_bytes += len;
 }
 
 void net_beacon(struct net_helper *h)
@@ -39,10 +85,16 @@ void net_denial(struct net_helper *h, const char *what, uint64_t key, const char
 			return;
 		if (h->denial_seen[i] == 0) {
 			h->denial_seen[i] = key;
-			break;
+			sbx_warn("net: sandbox %s: denied %s (%s)", h->sandbox, what, why);
+			return;
 		}
 	}
-	sbx_warn("net: sandbox %s: denied %s (%s)", h->sandbox, what, why);
+	/* A guest scanning ports must not flood the log: past the table, the
+	 * total at exit counts them. */
+	if (!h->denial_table_full)
+		sbx_warn("net: sandbox %s: more than %d distinct denials; logging only their count from here",
+			 h->sandbox, NET_DENIAL_SLOTS);
+	h->denial_table_full = true;
 }
 
 static const char *proto_name(uint8_t proto)
@@ -60,6 +112,9 @@ static void refuse(struct net_helper *h, const struct net_frame *f, const char *
 		snprintf(what, sizeof(what), "%s %u.%u.%u.%u:%u", proto_name(f->proto), d >> 24, (d >> 16) & 255,
 			 (d >> 8) & 255, d & 255, f->dport);
 	net_denial(h, what, (uint64_t)f->proto << 48 | (uint64_t)f->dport << 32 | d, why);
+	/* never an ICMP error about an ICMP error (RFC 1122) */
+	if (f->proto == NET_PROTO_ICMP && f->icmp_type != NET_ICMP_ECHO)
+		return;
 	uint8_t out[NET_ETH_HLEN + 20 + 8 + 60 + 8];
 	size_t n = f->proto == NET_PROTO_TCP ? net_frame_tcp_rst(f, out, sizeof(out))
 					     : net_frame_icmp_unreach(f, NET_ICMP_UNREACH_FILTERED, out, sizeof(out));

@@ -13,6 +13,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <grp.h>
+#include <sys/prctl.h>
 #include <sys/socket.h>
 #include <time.h>
 #include <unistd.h>
@@ -25,6 +27,7 @@
 #define MAX_TIMERS 16
 #define FRAMES_PER_ROUND 64
 #define FRAME_MAX 65536
+#define NOBODY 65534
 
 struct timer {
 	bool used;
@@ -235,16 +238,18 @@ static void loop(void)
 {
 	for (;;) {
 		npfd = 0;
-		cb_add_poll(H.frames_fd, SLIRP_POLL_IN, NULL);
+		cb_add_poll(H.frames_fd, SLIRP_POLL_IN | (H.txq_n > 0 ? SLIRP_POLL_OUT : 0), NULL);
 		pfd[npfd++] = (struct pollfd){ .fd = NET_HELPER_FD_LIFELINE, .events = POLLIN };
 		pfd[npfd++] = (struct pollfd){ .fd = NET_HELPER_FD_VM, .events = POLLIN };
 		uint32_t timeout = (uint32_t)next_timer(net_now_ms());
 		slirp_pollfds_fill(H.slirp, &timeout, cb_add_poll, NULL);
 		int ares_from = npfd;
 		ares_socket_t socks[ARES_GETSOCK_MAXNUM];
-		int mask = H.have_ares ? ares_getsock(H.ares, socks, ARES_GETSOCK_MAXNUM) : 0;
+		/* c-ares's own bit macros shift a signed 1 into the sign bit */
+		unsigned mask = H.have_ares ? (unsigned)ares_getsock(H.ares, socks, ARES_GETSOCK_MAXNUM) : 0;
 		for (int i = 0; i < ARES_GETSOCK_MAXNUM && npfd < MAX_POLL; i++) {
-			short ev = (ARES_GETSOCK_READABLE(mask, i) ? POLLIN : 0) | (ARES_GETSOCK_WRITABLE(mask, i) ? POLLOUT : 0);
+			short ev = (short)(((mask & (1u << i)) ? POLLIN : 0) |
+					   ((mask & (1u << (i + ARES_GETSOCK_MAXNUM))) ? POLLOUT : 0));
 			if (ev != 0)
 				pfd[npfd++] = (struct pollfd){ .fd = socks[i], .events = ev };
 		}
@@ -260,6 +265,8 @@ static void loop(void)
 		}
 		if (rc > 0 && (pfd[1].revents != 0 || pfd[2].revents != 0))
 			return; /* the daemon or the VM is gone */
+		if (rc > 0 && (pfd[0].revents & POLLOUT))
+			net_txq_flush(&H);
 		if (rc > 0 && (pfd[0].revents & POLLIN))
 			read_frames();
 		slirp_pollfds_poll(H.slirp, rc < 0, cb_get_revents, NULL);
@@ -278,6 +285,17 @@ static void loop(void)
 		}
 		run_timers(net_now_ms());
 	}
+}
+
+/* The helper needs no privilege at all once started (its sockets are
+ * ordinary connects, its descriptors inherited): root drops to nobody. */
+static int drop_privileges(void)
+{
+	if (geteuid() != 0)
+		return prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0);
+	if (setgroups(0, NULL) < 0 || setresgid(NOBODY, NOBODY, NOBODY) < 0 || setresuid(NOBODY, NOBODY, NOBODY) < 0)
+		return -1;
+	return prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0);
 }
 
 int main(int argc, char **argv)
@@ -303,12 +321,17 @@ int main(int argc, char **argv)
 			return 2;
 		}
 	}
+	if (drop_privileges() < 0) {
+		sbx_err("net: sandbox %s: dropping privileges: %s", H.sandbox, strerror(errno));
+		return 1;
+	}
 	loop();
 	if (H.denials > 0)
 		sbx_warn("net: sandbox %s: %llu connection(s) or queries denied by the network policy", H.sandbox,
 			 (unsigned long long)H.denials);
 	net_resolver_free(&H);
 	slirp_cleanup(H.slirp);
+	net_txq_free(&H);
 	net_policy_free(&H.policy);
 	free(H.pins);
 	return 0;

@@ -12,6 +12,16 @@
 #include "net/net_policy.h"
 
 #define NET_DENIAL_SLOTS 4096
+/* Frames waiting for QEMU: an AF_UNIX datagram socket holds only
+ * net.unix.max_dgram_qlen (10) of them, and a dropped frame costs TCP a
+ * retransmission timeout. */
+#define NET_TXQ_FRAMES 2048
+#define NET_TXQ_BYTES (16u << 20)
+
+struct net_txq_frame {
+	uint8_t *buf;
+	size_t len;
+};
 
 struct net_helper {
 	const char *sandbox;       /* id in log lines */
@@ -19,6 +29,8 @@ struct net_helper {
 	struct net_pins *pins;
 	Slirp *slirp;
 	int frames_fd;
+	struct net_txq_frame txq[NET_TXQ_FRAMES];
+	size_t txq_head, txq_n, txq_bytes;
 	int beacon_fd;
 	int64_t beacon_at_ms;
 	/* DNS */
@@ -28,6 +40,7 @@ struct net_helper {
 	unsigned dns_pending;
 	/* denials: a (kind, destination, port) key logged once */
 	uint64_t denial_seen[NET_DENIAL_SLOTS];
+	bool denial_table_full;
 	uint64_t denials;
 };
 
@@ -37,8 +50,13 @@ int64_t net_now_ms(void);
 void net_guard_input(struct net_helper *h, const uint8_t *buf, size_t len);
 /* A frame to the guest (slirp's send_packet). */
 void net_guard_output(struct net_helper *h, const uint8_t *buf, size_t len);
-/* Sends one of the helper's own frames to the guest. */
+/* Sends a frame to the guest, or queues it while QEMU's socket is full
+ * (dropped only when the queue is). */
 void net_send_guest(struct net_helper *h, const uint8_t *buf, size_t len);
+/* Sends queued frames until the socket is full again; true while some
+ * remain (poll for POLLOUT). */
+bool net_txq_flush(struct net_helper *h);
+void net_txq_free(struct net_helper *h);
 /* Records payload relayed now (the reaper's activity beacon). */
 void net_beacon(struct net_helper *h);
 /* Logs a denial once per key; counts every one. */

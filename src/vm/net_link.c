@@ -100,12 +100,20 @@ static int spawn(const char *path, char **argv, int frames, int life, int vm, in
 	cleanup_close int f = lift(frames), l = lift(life), v = lift(vm), b = lift(beacon);
 	if (f < 0 || l < 0 || v < 0 || b < 0)
 		return sbx_error_errno(err, errno, "network helper descriptors");
-	/* Only the log level crosses over: never the daemon's secrets. */
-	const char *level = getenv("SANDBOX_LOG");
-	char *lenv = NULL;
-	if (level != NULL && asprintf(&lenv, "SANDBOX_LOG=%s", level) < 0)
-		return sbx_error_errno(err, ENOMEM, "network helper env");
-	char *envp[] = { lenv, NULL };
+	/* Only the log level (and a sanitizer build's options) cross over:
+	 * never the daemon's secrets. */
+	static const char *const keep[] = { "SANDBOX_LOG", "ASAN_OPTIONS", "UBSAN_OPTIONS", "LSAN_OPTIONS" };
+	char *envp[sizeof(keep) / sizeof(keep[0]) + 1] = { NULL };
+	size_t ne = 0;
+	for (size_t i = 0; i < sizeof(keep) / sizeof(keep[0]); i++) {
+		const char *value = getenv(keep[i]);
+		if (value != NULL && asprintf(&envp[ne++], "%s=%s", keep[i], value) < 0) {
+			envp[--ne] = NULL;
+			for (size_t j = 0; j < ne; j++)
+				free(envp[j]);
+			return sbx_error_errno(err, ENOMEM, "network helper env");
+		}
+	}
 	posix_spawn_file_actions_t fa;
 	posix_spawnattr_t at;
 	posix_spawn_file_actions_init(&fa);
@@ -125,10 +133,11 @@ static int spawn(const char *path, char **argv, int frames, int life, int vm, in
 	rc = rc ? rc : posix_spawn_file_actions_adddup2(&fa, v, NET_HELPER_FD_VM);
 	rc = rc ? rc : posix_spawn_file_actions_adddup2(&fa, b, NET_HELPER_FD_BEACON);
 	rc = rc ? rc : posix_spawn_file_actions_addclosefrom_np(&fa, NET_HELPER_FD_BEACON + 1);
-	rc = rc ? rc : posix_spawn(pid, path, &fa, &at, argv, level != NULL ? envp : envp + 1);
+	rc = rc ? rc : posix_spawn(pid, path, &fa, &at, argv, envp);
 	posix_spawn_file_actions_destroy(&fa);
 	posix_spawnattr_destroy(&at);
-	free(lenv);
+	for (size_t j = 0; j < ne; j++)
+		free(envp[j]);
 	if (rc != 0)
 		return sbx_error_errno(err, rc, "spawn %s", path);
 	return 0;

@@ -11,6 +11,7 @@ import { spawnSync } from 'node:child_process';
 import dgram from 'node:dgram';
 import http from 'node:http';
 import { readdirSync, readFileSync } from 'node:fs';
+import { assertNoSanitizerReport } from './daemon.mjs';
 import { eventually, sleep } from './lib.mjs';
 import { ociLayout, registryUnavailable, startRegistry } from './lib/registry-fixture.mjs';
 import { assertScode, startSandboxStack } from './lib/sandbox-stack.mjs';
@@ -244,5 +245,8 @@ describe('guest networking in a private network namespace', { skip: skip ?? fals
 		s.daemon.proc.kill('SIGKILL');
 		await s.daemon.exited;
 		await eventually(() => assert.deepEqual(helpers(), []), 10000);
+		// the helpers (their stderr is the daemon's) exited without a sanitizer report
+		await sleep(500);
+		assertNoSanitizerReport(s.daemon);
 	});
 });
