@@ -14,6 +14,9 @@
  * with busy python sandboxes (README "Memory"): heap, device state, I/O
  * buffers, libraries. */
 #define SBX_VM_QEMU_BASE_MIB 64
+/* A networked VM's helper (libslirp, c-ares): 3-4 MiB peak RSS measured
+ * by bench/net, doubled. */
+#define SBX_NET_HELPER_MIB 8
 /* Left to the host when the budget comes from MemTotal: the daemon, the
  * engine, page cache for the images. */
 #define SBX_MEM_RESERVE_MIN_MIB 1024
