@@ -167,15 +167,22 @@ struct sbx_sandbox *sbx_registry_exec_begin(struct sbx_registry *reg, const char
 	return sb;
 }
 
-void sbx_registry_exec_end(struct sbx_registry *reg, struct sbx_sandbox *sb)
+/* Ends one use counted in *in_flight and wakes a detach waiting for it. */
+static void end_use(struct sbx_registry *reg, struct sbx_sandbox *sb, uint32_t *in_flight, bool touch)
 {
 	pthread_mutex_lock(&reg->lock);
-	if (sb->exec_in_flight > 0)
-		sb->exec_in_flight--;
-	sb->last_exec_at = now();
+	if (*in_flight > 0)
+		(*in_flight)--;
+	if (touch)
+		sb->last_exec_at = now();
 	unref(sb);
 	pthread_cond_broadcast(&reg->exec_done);
 	pthread_mutex_unlock(&reg->lock);
+}
+
+void sbx_registry_exec_end(struct sbx_registry *reg, struct sbx_sandbox *sb)
+{
+	end_use(reg, sb, &sb->exec_in_flight, true);
 }
 
 struct sbx_sandbox *sbx_registry_fs_begin(struct sbx_registry *reg, const char *id, sbx_error_t *err)
@@ -190,12 +197,7 @@ struct sbx_sandbox *sbx_registry_fs_begin(struct sbx_registry *reg, const char *
 
 void sbx_registry_fs_end(struct sbx_registry *reg, struct sbx_sandbox *sb)
 {
-	pthread_mutex_lock(&reg->lock);
-	if (sb->fs_in_flight > 0)
-		sb->fs_in_flight--;
-	unref(sb);
-	pthread_cond_broadcast(&reg->exec_done);
-	pthread_mutex_unlock(&reg->lock);
+	end_use(reg, sb, &sb->fs_in_flight, false);
 }
 
 void sbx_registry_release(struct sbx_registry *reg, struct sbx_sandbox *sb)
@@ -332,10 +334,11 @@ static struct timespec later(struct timespec a, struct timespec b)
 	return a.tv_sec > b.tv_sec || (a.tv_sec == b.tv_sec && a.tv_nsec >= b.tv_nsec) ? a : b;
 }
 
-bool sbx_registry_claim_reapable(struct sbx_registry *reg, bool all, uint64_t max_exec_timeout_ms,
-				 char id[SBX_UUID_STRLEN + 1], bool *wedged)
+/* Claims (marks stopped) the first record not yet stopped that `decide`
+ * does not keep, copying its id; *wedged says why it was picked. */
+static bool claim_first(struct sbx_registry *reg, enum reap_decision (*decide)(const struct sbx_sandbox *, void *),
+			void *ctx, char id[SBX_UUID_STRLEN + 1], bool *wedged)
 {
-	struct timespec t = now();
 	bool found = false;
 	*wedged = false;
 	pthread_mutex_lock(&reg->lock);
@@ -343,10 +346,7 @@ bool sbx_registry_claim_reapable(struct sbx_registry *reg, bool all, uint64_t ma
 		struct sbx_sandbox *sb = reg->items[i];
 		if (sb->stopped)
 			continue;
-		enum reap_decision d = all ? REAP_IDLE
-					   : reaper_decide(elapsed_ms(later(sb->last_exec_at, sb->last_net_at), t),
-							   sb->idle_timeout_secs,
-							   sb->exec_in_flight, max_exec_timeout_ms);
+		enum reap_decision d = decide(sb, ctx);
 		if (d == REAP_KEEP)
 			continue;
 		sb->stopped = true;
@@ -358,18 +358,36 @@ bool sbx_registry_claim_reapable(struct sbx_registry *reg, bool all, uint64_t ma
 	return found;
 }
 
+struct reap_ctx {
+	bool all;
+	uint64_t max_exec_timeout_ms;
+	struct timespec now;
+};
+
+static enum reap_decision decide_idle(const struct sbx_sandbox *sb, void *arg)
+{
+	const struct reap_ctx *c = arg;
+	if (c->all)
+		return REAP_IDLE;
+	return reaper_decide(elapsed_ms(later(sb->last_exec_at, sb->last_net_at), c->now), sb->idle_timeout_secs,
+			     sb->exec_in_flight, c->max_exec_timeout_ms);
+}
+
+bool sbx_registry_claim_reapable(struct sbx_registry *reg, bool all, uint64_t max_exec_timeout_ms,
+				 char id[SBX_UUID_STRLEN + 1], bool *wedged)
+{
+	struct reap_ctx c = { all, max_exec_timeout_ms, now() };
+	return claim_first(reg, decide_idle, &c, id, wedged);
+}
+
+static enum reap_decision decide_dead(const struct sbx_sandbox *sb, void *arg)
+{
+	bool (*alive)(void *vm) = *(bool (**)(void *))arg;
+	return sb->vm != NULL && !alive(sb->vm) ? REAP_IDLE : REAP_KEEP;
+}
+
 bool sbx_registry_claim_dead(struct sbx_registry *reg, bool (*alive)(void *vm), char id[SBX_UUID_STRLEN + 1])
 {
-	bool found = false;
-	pthread_mutex_lock(&reg->lock);
-	for (size_t i = 0; i < reg->n && !found; i++) {
-		struct sbx_sandbox *sb = reg->items[i];
-		if (sb->stopped || sb->vm == NULL || alive(sb->vm))
-			continue;
-		sb->stopped = true;
-		memcpy(id, sb->id, SBX_UUID_STRLEN + 1);
-		found = true;
-	}
-	pthread_mutex_unlock(&reg->lock);
-	return found;
+	bool wedged;
+	return claim_first(reg, decide_dead, &alive, id, &wedged);
 }

@@ -3,7 +3,6 @@
 
 #include <errno.h>
 #include <fcntl.h>
-#include <limits.h>
 #include <signal.h>
 #include <spawn.h>
 #include <stdio.h>
@@ -19,6 +18,7 @@
 #include "common/cleanup.h"
 #include "common/scodes.h"
 #include "net/net_addr.h"
+#include "vm/exe_dir.h"
 
 #define HELPER_NAME "sandbox-net-helper"
 #define HELPER_FIX "build it (ninja -C build) or set SANDBOX_NET_HELPER"
@@ -65,25 +65,10 @@ static char *find_helper(sbx_error_t *err)
 		sbx_error_scode(err, SBX_S_VM_BOOT, "SANDBOX_NET_HELPER=%s is not an executable absolute path", env);
 		return NULL;
 	}
-	char exe[PATH_MAX];
-	ssize_t n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
-	if (n > 0) {
-		exe[n] = '\0';
-		for (int up = 0; up < 4; up++) {
-			char *slash = strrchr(exe, '/');
-			if (slash == NULL)
-				break;
-			*slash = '\0';
-			for (int sub = 0; sub < 2; sub++) {
-				char *cand = NULL;
-				if (asprintf(&cand, "%s/%s%s", exe, sub ? "src/net/" : "", HELPER_NAME) < 0)
-					break;
-				if (access(cand, X_OK) == 0)
-					return cand;
-				free(cand);
-			}
-		}
-	}
+	static const char *const names[] = { HELPER_NAME, "src/net/" HELPER_NAME, NULL };
+	char *found = vm_find_beside_exe(names, X_OK);
+	if (found != NULL)
+		return found;
 	sbx_error_scode(err, SBX_S_VM_BOOT, "network helper %s not found next to the executable; %s", HELPER_NAME, HELPER_FIX);
 	return NULL;
 }

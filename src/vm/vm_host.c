@@ -2,7 +2,6 @@
  * the host, the VM's own directory with its scratch disk, logs and built
  * image. */
 #include <errno.h>
-#include <limits.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -17,6 +16,7 @@
 #include "common/scodes.h"
 #include "common/state_dir.h"
 #include "vm/disk.h"
+#include "vm/exe_dir.h"
 #include "vm/vm_internal.h"
 
 #define QEMU_FIX "install qemu-system-x86 (scripts/setup) or set SANDBOX_QEMU"
@@ -57,21 +57,10 @@ char *vm_find_boot_disk(const char *explicit_path, sbx_error_t *err)
 		sbx_error_scode(err, SBX_S_VM_BOOT, "boot disk %s: %s; %s", p, strerror(errno), BOOT_DISK_FIX);
 		return NULL;
 	}
-	char exe[PATH_MAX];
-	ssize_t n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
-	if (n > 0) {
-		exe[n] = '\0';
-		for (int up = 0; up < 4; up++) {
-			char *slash = strrchr(exe, '/');
-			if (slash == NULL)
-				break;
-			*slash = '\0';
-			char *cand = sbx_path_join(exe[0] != '\0' ? exe : "/", "src/guest/boot.erofs");
-			if (cand != NULL && access(cand, R_OK) == 0)
-				return cand;
-			free(cand);
-		}
-	}
+	static const char *const names[] = { "src/guest/boot.erofs", NULL };
+	char *found = vm_find_beside_exe(names, R_OK);
+	if (found != NULL)
+		return found;
 	sbx_error_scode(err, SBX_S_VM_BOOT, "boot disk src/guest/boot.erofs not found next to the executable; %s",
 			BOOT_DISK_FIX);
 	return NULL;
