@@ -29,6 +29,7 @@
 #include "vm/snapshot.h"
 #include "vm/tsc.h"
 #include "vm/vm_chan.h"
+#include "vm/vm_jail.h"
 
 #define QEMU_FIX "install qemu-system-x86 (scripts/setup) or set SANDBOX_QEMU"
 #define BOOT_DISK_FIX "build the boot_disk target (ninja -C build) or set SANDBOX_BOOT_DISK"
@@ -50,6 +51,9 @@ struct sbx_vm {
 	char snap_key[SNAPSHOT_KEY_LEN + 1];
 	int snap_lock;          /* >= 0: this boot saves the key's template */
 	int qmp_fd;             /* our end of the monitor, -1 = none */
+	struct sbx_jail_host *jail_host;
+	uint64_t jail_memory_mib;
+	struct jail *jail;      /* QEMU's, NULL when unconfined */
 	struct keeper keeper;
 	struct console console;
 	struct chan *chan;
@@ -197,6 +201,7 @@ static void drop_snapshot_fds(struct sbx_vm *vm)
 
 static void vm_free(struct sbx_vm *vm)
 {
+	jail_release(vm->jail);
 	free_files(vm);
 	drop_snapshot_fds(vm);
 	free(vm->qemu);
@@ -294,6 +299,16 @@ static void close_pair(int p[2])
 
 static int launch(struct sbx_vm *vm, int state_fd, sbx_error_t *err)
 {
+	if (sbx_jail_host_active(vm->jail_host)) {
+		struct vm_jail_args ja = {
+			.dir = vm->dir, .qemu = vm->qemu, .kernel = vm->kernel, .boot = vm->boot, .image = vm->image,
+			.scratch = vm->files[F_SCRATCH], .cpus = vm->cpus, .memory_limit_mib = vm->jail_memory_mib,
+			.guest_mib = vm->memory_mib, .kvm = vm->accel == SBX_ACCEL_KVM,
+			.saves_template = vm->snap_lock >= 0,
+		};
+		if ((vm->jail = vm_jail_prepare(vm->jail_host, &ja, err)) == NULL)
+			return -1;
+	}
 	int con[2] = { -1, -1 }, ctl[2] = { -1, -1 }, qmp[2] = { -1, -1 };
 	if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, con) < 0 ||
 	    socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, ctl) < 0 ||
@@ -332,7 +347,7 @@ static int launch(struct sbx_vm *vm, int state_fd, sbx_error_t *err)
 				files[nfiles++] = vm->files[i];
 		}
 		struct keeper_spec spec = { .argv = argv, .fds = fds, .nfds = nfds, .log = vm->files[F_QEMU_LOG],
-					    .files = files, .nfiles = nfiles, .dir = vm->dir };
+					    .files = files, .nfiles = nfiles, .dir = vm->dir, .jail = vm->jail };
 		rc = keeper_start(&vm->keeper, &spec, err);
 		sbx_strv_free(argv);
 	}
@@ -379,6 +394,7 @@ struct sbx_vm *sbx_vm_start(const struct sbx_vm_options *opt, sbx_error_t *err)
 	vm->boot_log = opt->boot_log;
 	vm->tcg_cache_mib = opt->tcg_cache_mib ? opt->tcg_cache_mib : SBX_VM_TCG_CACHE_DEFAULT_MIB;
 	vm->memory_bytes = (uint64_t)vm->memory_mib << 20;
+	vm->jail_host = opt->jail;
 	vm->nofile = opt->nofile;
 	vm->hostname = strdup(opt->hostname != NULL ? opt->hostname : "sandbox");
 	vm->env = strv_dup(opt->env);
@@ -392,6 +408,9 @@ struct sbx_vm *sbx_vm_start(const struct sbx_vm_options *opt, sbx_error_t *err)
 	    (vm->kernel = sbx_kernel_elf(opt->krunfw_path, err)) == NULL ||
 	    (vm->boot = find_boot_disk(opt->boot_disk, err)) == NULL)
 		goto fail;
+	vm->jail_memory_mib = opt->jail_memory_mib ? opt->jail_memory_mib
+						  : vm->memory_mib + SBX_VM_JAIL_QEMU_MIB +
+							    (vm->accel == SBX_ACCEL_TCG ? vm->tcg_cache_mib : 0);
 	vm->t.kernel = sbx_vm_now_ms() - vm->t0;
 	/* A rootfs directory becomes a private image: nothing to key on. */
 	if (prepare(vm, opt, &vm->image, err) < 0 ||
@@ -428,6 +447,8 @@ static int cold_restart(struct sbx_vm *vm, sbx_error_t *err)
 	pthread_mutex_lock(&vm->lock);
 	keeper_stop(&vm->keeper);
 	pthread_mutex_unlock(&vm->lock);
+	jail_release(vm->jail);
+	vm->jail = NULL;
 	console_stop(&vm->console);
 	console_destroy(&vm->console);
 	console_init(&vm->console);

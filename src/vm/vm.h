@@ -15,6 +15,7 @@
 #include <sys/types.h>
 
 #include "common/error.h"
+#include "jail/jail.h"
 #include "proto/proto_msg.h"
 #include "vm/accel.h"
 
@@ -42,6 +43,10 @@ struct sbx_vm_options {
 				   (default: restore the image's template
 				   when one exists, else save one at HELLO;
 				   see vm/snapshot.h) */
+	struct sbx_jail_host *jail; /* QEMU's jail (jail/jail.h); NULL or
+				   inactive: QEMU runs unconfined */
+	unsigned jail_memory_mib; /* the jail's memory limit; 0 = memory_mib +
+				   SBX_VM_JAIL_QEMU_MIB + the TCG cache */
 	bool boot_log;          /* for measuring a boot: kernel messages with
 				   their guest timestamps instead of quiet, and
 				   every console line copied to stderr prefixed
