@@ -14,6 +14,7 @@
 
 #include "common/error.h"
 #include "image/image_config.h"
+#include "jail/jail.h"
 #include "vm/accel.h"
 
 struct sbx_image_caps {
@@ -39,6 +40,8 @@ struct sbx_config {
 	char *krunfw_path; /* NULL when not set */
 	uint32_t tcg_cache_mb;     /* TCG translation cache per VM */
 	uint64_t memory_budget_mb; /* 0: MemTotal less the host's reserve */
+	enum sbx_jail_mode jail;   /* QEMU's confinement (jail/jail.h) */
+	uint32_t jail_uid_base;    /* first uid of the jails' range */
 };
 
 /* Parses a configuration value: NULL or null gives the defaults; a flat map
