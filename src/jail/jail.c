@@ -39,8 +39,9 @@ struct jail {
 };
 
 /* What the jailed program opens by path besides its own files: itself, its
- * libraries and QEMU's data files. */
-static const char *const ro_dirs[] = { "/usr", "/lib", "/lib64" };
+ * libraries and QEMU's data files; /bin and /sbin for a program that is a
+ * script (SANDBOX_QEMU).  On a merged-/usr host all but /usr are symlinks. */
+static const char *const ro_dirs[] = { "/usr", "/lib", "/lib64", "/bin", "/sbin" };
 
 int sbx_jail_mode_parse(const char *s, enum sbx_jail_mode *out, sbx_error_t *err)
 {

@@ -4,7 +4,8 @@
  * and /etc/shadow and another VM's state directory, write outside its own
  * disk, regain root or a capability, find the host's processes.  The child
  * reports each verdict through a pipe; the parent checks them and that the
- * jail's cgroup is gone after jail_release. */
+ * jail's cgroup is gone after jail_release; and that the cgroup leaves of a
+ * daemon that is gone are removed at start. */
 #include <errno.h>
 #include <fcntl.h>
 #include <linux/capability.h>
@@ -21,6 +22,7 @@
 #include "common/error.h"
 #include "harness.h"
 #include "jail/jail.h"
+#include "jail/jail_cgroup.h"
 
 #define REPORT_FD 3
 
@@ -186,4 +188,50 @@ TEST(jailed_child_cannot_reach_the_host)
 	CHECK_INT(value(report, "chdir_up"), 1);
 	CHECK_INT(value(report, "hostname_jail"), 1);
 	CHECK(leaf_gone);
+}
+
+TEST(leftover_leaves_of_a_dead_daemon_are_removed)
+{
+	if (geteuid() != 0) {
+		sbx_test_skip("needs root");
+		return;
+	}
+	sbx_error_t err = NULL;
+	struct sbx_jail_host *h = sbx_jail_host_new(SBX_JAIL_AUTO, SBX_JAIL_UID_BASE_DEFAULT, &err);
+	CHECK(h != NULL);
+	if (!sbx_jail_host_active(h)) {
+		sbx_test_skip(sbx_jail_host_describe(h));
+		sbx_jail_host_free(h);
+		return;
+	}
+	/* A daemon that is gone: a child that exited and was reaped. */
+	pid_t dead = fork();
+	if (dead == 0)
+		_exit(0);
+	waitpid(dead, NULL, 0);
+	char why[512], name[64], live_name[64];
+	snprintf(name, sizeof(name), "%d-0-left", (int)dead);
+	snprintf(live_name, sizeof(live_name), "%d-0-live", (int)getpid());
+	struct jail_cg_host cgh;
+	CHECK_INT(jail_cg_probe(&cgh, why, sizeof(why)), 0);
+	struct jail_cg_limits l;
+	jail_cg_limits(64, 1, &l);
+	struct jail_cg left, live;
+	CHECK_INT(jail_cg_create(&cgh, name, &l, &left, &err), 0);
+	CHECK_INT(jail_cg_create(&cgh, live_name, &l, &live, &err), 0);
+	sbx_jail_remove_leftovers(h);
+	struct stat st;
+	bool left_gone = true, live_kept = true;
+	for (int i = 0; i < left.n; i++) {
+		left_gone = left_gone && stat(left.leaf[i], &st) < 0;
+		live_kept = live_kept && stat(live.leaf[i], &st) == 0;
+	}
+	jail_cg_kill(&left);
+	jail_cg_kill(&live);
+	jail_cg_free(&left);
+	jail_cg_free(&live);
+	jail_cg_host_free(&cgh);
+	sbx_jail_host_free(h);
+	CHECK(left_gone);
+	CHECK(live_kept); /* its daemon (this test) is alive */
 }
