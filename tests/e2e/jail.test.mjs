@@ -182,6 +182,11 @@ describe('the jail', { skip: skip ?? false }, () => {
 		assertNoVmLeft(s.stateDir, 'after stop');
 		assert.match(s.daemon.output(), /snapshot \w+ saved/);
 	});
+
+	test('SIGTERM: exit 0, no sanitizer report, nothing left', async () => {
+		await s.stopClean();
+		assertNoVmLeft(s.stateDir, 'after SIGTERM');
+	});
 });
 
 describe('jail: off, and a daemon that is not root', { skip: skip ?? false }, () => {
