@@ -6,8 +6,9 @@
 // memory (guest + QEMU + TCG cache), pids and CPU limits; with the rlimits
 // set.  A second sandbox restores the first one's snapshot template under
 // another uid.  Stopping removes the leaf.  `jail: off` runs QEMU as
-// before.  Without root, `required` refuses and `auto` warns.  Three VM
-// boots in all (one restored from a template).
+// before.  Without root, `required` refuses and `auto` warns, and a daemon
+// run as nobody still serves sandboxes.  Four VM boots in all (one restored
+// from a template).
 import { describe, test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
@@ -189,7 +190,7 @@ describe('the jail', { skip: skip ?? false }, () => {
 	});
 });
 
-describe('jail: off, and a daemon that is not root', { skip: skip ?? false }, () => {
+describe('jail: off, and vm run without root', { skip: skip ?? false }, () => {
 	let reg, s;
 	before(async () => {
 		reg = await startRegistry({ images: ['python'] });
@@ -220,5 +221,33 @@ describe('jail: off, and a daemon that is not root', { skip: skip ?? false }, ()
 		const auto = spawnSync('setpriv', [...nobody, BIN, 'vm', 'run', '-v', '--jail', 'auto', '--rootfs', '/nonexistent', '--', 'true'], { encoding: 'utf8' });
 		assert.match(auto.stderr, /jail: not in force: the daemon is not root; .*to enable it, run the daemon as root/);
 		assert.match(auto.stderr, /state directory|image \/nonexistent/); // it went on to start the VM
+	});
+});
+
+describe('a daemon that is not root', { skip: skip ?? false }, () => {
+	const NOBODY = 65534;
+	let reg, s;
+	before(async () => {
+		reg = await startRegistry({ images: ['python'] });
+		s = await startSandboxStack({ registry: reg, config: { image_allowlist: ['python'] },
+			spawnOptions: { uid: NOBODY, gid: NOBODY } });
+	});
+	after(async () => {
+		await s?.stop();
+		s?.cleanupState();
+		await reg?.stop();
+	});
+
+	test('jail: auto warns once, naming what is missing, and sandboxes still work', async () => {
+		const warnings = s.daemon.output().match(/jail: not in force: the daemon is not root; .*to enable it, run the daemon as root/g);
+		assert.equal(warnings?.length, 1, s.daemon.output());
+		const id = (await s.vm('create', { image: 'python' })).sandbox_id;
+		const qemu = qemuOf(s.stateDir);
+		assert.equal(statusFields(`/proc/${qemu}/status`).Uid.split(/\s+/)[0], String(NOBODY));
+		const r = await s.exec(id, { cmd: "python3 -c 'print(6*7)'" });
+		assert.equal(r.stdout, '42\n');
+		await s.vm('stop', { sandbox_id: id });
+		await s.stopClean();
+		assertNoVmLeft(s.stateDir, 'after SIGTERM');
 	});
 });
