@@ -63,8 +63,13 @@ void jail_cg_host_free(struct jail_cg_host *h);
 
 /* From /proc/self/mountinfo text: the mount point of the cgroup hierarchy
  * of `fstype` ("cgroup2", or "cgroup" with `controller` among its
- * options), or NULL. */
-char *jail_cg_mount_point(const char *mountinfo, const char *fstype, const char *controller);
+ * options), and in *root the directory of the hierarchy mounted there; or
+ * NULL. */
+char *jail_cg_mount_point(const char *mountinfo, const char *fstype, const char *controller, char **root);
+/* The directory of this process's cgroup `own` (from /proc/self/cgroup) in
+ * a hierarchy mounted at `mnt` from its directory `root`; NULL when `own`
+ * is not below that root. */
+char *jail_cg_own_dir(const char *mnt, const char *root, const char *own);
 /* From /proc/self/cgroup text: this process's path in the hierarchy of
  * `controller` (NULL: the v2 line "0::"), or NULL. */
 char *jail_cg_own_path(const char *proc_cgroup, const char *controller);

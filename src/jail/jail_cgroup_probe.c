@@ -31,7 +31,7 @@ static bool has_word(const char *list, size_t len, const char *word, const char 
 	return false;
 }
 
-char *jail_cg_mount_point(const char *mountinfo, const char *fstype, const char *controller)
+char *jail_cg_mount_point(const char *mountinfo, const char *fstype, const char *controller, char **root)
 {
 	for (const char *line = mountinfo; line != NULL && *line != '\0';) {
 		const char *eol = strchr(line, '\n');
@@ -48,16 +48,24 @@ char *jail_cg_mount_point(const char *mountinfo, const char *fstype, const char 
 		if (dash == NULL)
 			continue;
 		*dash = '\0';
-		char *save = NULL, *mnt = NULL, *tok = strtok_r(copy, " ", &save);
-		for (int i = 0; tok != NULL && i < 4; i++)
+		char *save = NULL, *mnt = NULL, *mroot = NULL, *tok = strtok_r(copy, " ", &save);
+		for (int i = 0; tok != NULL && i < 4; i++) {
+			mroot = mnt;
 			mnt = tok = strtok_r(NULL, " ", &save);
+		}
 		char *type = strtok_r(dash + 3, " ", &save);
 		char *src = type != NULL ? strtok_r(NULL, " ", &save) : NULL;
 		char *opts = src != NULL ? strtok_r(NULL, " ", &save) : NULL;
 		if (mnt == NULL || type == NULL || strcmp(type, fstype) != 0)
 			continue;
-		if (controller == NULL || (opts != NULL && has_word(opts, strlen(opts), controller, ",")))
-			return strdup(mnt);
+		if (controller == NULL || (opts != NULL && has_word(opts, strlen(opts), controller, ","))) {
+			char *m = strdup(mnt);
+			if (m != NULL && (*root = strdup(mroot != NULL ? mroot : "/")) == NULL) {
+				free(m);
+				m = NULL;
+			}
+			return m;
+		}
 	}
 	return NULL;
 }
@@ -79,6 +87,22 @@ char *jail_cg_own_path(const char *proc_cgroup, const char *controller)
 		line = eol != NULL ? eol + 1 : NULL;
 	}
 	return NULL;
+}
+
+char *jail_cg_own_dir(const char *mnt, const char *root, const char *own)
+{
+	const char *rest = NULL;
+	size_t rl = strlen(root);
+	if (strcmp(root, "/") == 0)
+		rest = own;
+	else if (strncmp(own, root, rl) == 0 && (own[rl] == '/' || own[rl] == '\0'))
+		rest = own + rl;
+	else if (strcmp(own, "/") == 0)
+		rest = own; /* a cgroup namespace: its root is the mount's */
+	if (rest == NULL)
+		return NULL;
+	char *dir = NULL;
+	return asprintf(&dir, "%s%s", mnt, strcmp(rest, "/") == 0 ? "" : rest) < 0 ? NULL : dir;
 }
 
 static char *read_text(const char *path)
@@ -108,11 +132,11 @@ static int write_text(const char *path, const char *value)
 	return -1;
 }
 
-/* <mount><own>/sandbox-libkrun, created. */
-static char *make_parent(const char *mnt, const char *own, char *why, size_t len)
+/* <dir>/sandbox-libkrun, created. */
+static char *make_parent(const char *dir, char *why, size_t len)
 {
 	char *p = NULL;
-	if (asprintf(&p, "%s%s/%s", mnt, strcmp(own, "/") == 0 ? "" : own, JAIL_CG_SUBDIR) < 0) {
+	if (asprintf(&p, "%s/%s", dir, JAIL_CG_SUBDIR) < 0) {
 		snprintf(why, len, "out of memory");
 		return NULL;
 	}
@@ -127,13 +151,16 @@ static char *make_parent(const char *mnt, const char *own, char *why, size_t len
 static int probe_v1(struct jail_cg_host *h, const char *mi, const char *pc, char *why, size_t len)
 {
 	for (int i = 0; i < JAIL_CG_MAX_DIRS; i++) {
-		cleanup_free char *mnt = jail_cg_mount_point(mi, "cgroup", v1_controllers[i]);
+		cleanup_free char *root = NULL;
+		cleanup_free char *mnt = jail_cg_mount_point(mi, "cgroup", v1_controllers[i], &root);
 		cleanup_free char *own = jail_cg_own_path(pc, v1_controllers[i]);
-		if (mnt == NULL || own == NULL) {
-			snprintf(why, len, "no cgroup v1 hierarchy with the %s controller is mounted", v1_controllers[i]);
+		cleanup_free char *dir = mnt != NULL && own != NULL ? jail_cg_own_dir(mnt, root, own) : NULL;
+		if (dir == NULL) {
+			snprintf(why, len, "no cgroup v1 hierarchy with the %s controller holding the daemon is mounted",
+				 v1_controllers[i]);
 			return -1;
 		}
-		if ((h->parent[i] = make_parent(mnt, own, why, len)) == NULL)
+		if ((h->parent[i] = make_parent(dir, why, len)) == NULL)
 			return -1;
 		h->n = i + 1;
 	}
@@ -166,15 +193,16 @@ static int enable_controllers(const char *dir, char *why, size_t len)
 
 static int probe_v2(struct jail_cg_host *h, const char *mi, const char *pc, char *why, size_t len)
 {
-	cleanup_free char *mnt = jail_cg_mount_point(mi, "cgroup2", NULL);
+	cleanup_free char *root = NULL;
+	cleanup_free char *mnt = jail_cg_mount_point(mi, "cgroup2", NULL, &root);
 	cleanup_free char *own = jail_cg_own_path(pc, NULL);
-	if (mnt == NULL || own == NULL) {
-		snprintf(why, len, "no cgroup v2 hierarchy is mounted");
+	cleanup_free char *dir = mnt != NULL && own != NULL ? jail_cg_own_dir(mnt, root, own) : NULL;
+	if (dir == NULL) {
+		snprintf(why, len, "no cgroup v2 hierarchy holding the daemon is mounted");
 		return -1;
 	}
-	cleanup_free char *dir = NULL, *list = NULL;
-	if (asprintf(&dir, "%s%s", mnt, strcmp(own, "/") == 0 ? "" : own) < 0 ||
-	    asprintf(&list, "%s/cgroup.controllers", dir) < 0) {
+	cleanup_free char *list = NULL;
+	if (asprintf(&list, "%s/cgroup.controllers", dir) < 0) {
 		snprintf(why, len, "out of memory");
 		return -1;
 	}
@@ -190,7 +218,7 @@ static int probe_v2(struct jail_cg_host *h, const char *mi, const char *pc, char
 			 own, have);
 		return -1;
 	}
-	if (enable_controllers(dir, why, len) < 0 || (h->parent[0] = make_parent(dir, "/", why, len)) == NULL)
+	if (enable_controllers(dir, why, len) < 0 || (h->parent[0] = make_parent(dir, why, len)) == NULL)
 		return -1;
 	h->n = 1;
 	cleanup_free char *sub = NULL;

@@ -1,6 +1,6 @@
 /* The cgroup of a jail (jail/jail_cgroup.h): its limits, the files that
  * carry them on v1 and v2, where the hierarchies are mounted, this
- * process's path in them, and leaf names. */
+ * process's path and directory in them, and leaf names. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -71,22 +71,50 @@ static const char mountinfo[] =
 	"32 31 0:27 / /sys/fs/cgroup/cpu rw,relatime shared:9 - cgroup cgroup rw,cpu,cpuacct\n"
 	"33 31 0:28 / /sys/fs/cgroup/memory rw,relatime - cgroup cgroup rw,memory\n"
 	"34 31 0:29 / /sys/fs/cgroup/pids rw,relatime - cgroup cgroup rw,pids\n"
-	"35 31 0:30 / /sys/fs/cgroup/unified rw,relatime - cgroup2 cgroup2 rw\n";
+	"35 31 0:30 /docker/c1 /sys/fs/cgroup/unified rw,relatime - cgroup2 cgroup2 rw\n";
 
 TEST(mount_points)
 {
-	char *p = jail_cg_mount_point(mountinfo, "cgroup", "memory");
+	char *root = NULL;
+	char *p = jail_cg_mount_point(mountinfo, "cgroup", "memory", &root);
 	CHECK_STR(p, "/sys/fs/cgroup/memory");
 	free(p);
-	p = jail_cg_mount_point(mountinfo, "cgroup", "cpu");
+	free(root);
+	p = jail_cg_mount_point(mountinfo, "cgroup", "cpu", &root);
 	CHECK_STR(p, "/sys/fs/cgroup/cpu"); /* cpu among cpu,cpuacct */
+	CHECK_STR(root, "/");
 	free(p);
-	p = jail_cg_mount_point(mountinfo, "cgroup2", NULL);
+	free(root);
+	p = jail_cg_mount_point(mountinfo, "cgroup2", NULL, &root);
 	CHECK_STR(p, "/sys/fs/cgroup/unified");
+	CHECK_STR(root, "/docker/c1");
 	free(p);
-	CHECK(jail_cg_mount_point(mountinfo, "cgroup", "cpuset") == NULL);
-	CHECK(jail_cg_mount_point(mountinfo, "cgroup", "cpua") == NULL); /* a prefix is no match */
-	CHECK(jail_cg_mount_point("garbage without separator\n", "cgroup", "memory") == NULL);
+	free(root);
+	CHECK(jail_cg_mount_point(mountinfo, "cgroup", "cpuset", &root) == NULL);
+	CHECK(jail_cg_mount_point(mountinfo, "cgroup", "cpua", &root) == NULL); /* a prefix is no match */
+	CHECK(jail_cg_mount_point("garbage without separator\n", "cgroup", "memory", &root) == NULL);
+}
+
+TEST(own_dirs)
+{
+	char *d = jail_cg_own_dir("/sys/fs/cgroup/memory", "/", "/process_api/abc");
+	CHECK_STR(d, "/sys/fs/cgroup/memory/process_api/abc");
+	free(d);
+	d = jail_cg_own_dir("/sys/fs/cgroup", "/", "/");
+	CHECK_STR(d, "/sys/fs/cgroup");
+	free(d);
+	/* A container's hierarchy mounted from its own cgroup. */
+	d = jail_cg_own_dir("/sys/fs/cgroup", "/docker/c1", "/docker/c1/sub");
+	CHECK_STR(d, "/sys/fs/cgroup/sub");
+	free(d);
+	d = jail_cg_own_dir("/sys/fs/cgroup", "/docker/c1", "/docker/c1");
+	CHECK_STR(d, "/sys/fs/cgroup");
+	free(d);
+	d = jail_cg_own_dir("/sys/fs/cgroup", "/docker/c1", "/");
+	CHECK_STR(d, "/sys/fs/cgroup"); /* in a cgroup namespace */
+	free(d);
+	CHECK(jail_cg_own_dir("/sys/fs/cgroup", "/docker/c1", "/docker/c10") == NULL);
+	CHECK(jail_cg_own_dir("/sys/fs/cgroup", "/docker/c1", "/other") == NULL);
 }
 
 static const char proc_cgroup[] = "9:name=systemd:/\n"
