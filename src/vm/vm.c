@@ -118,8 +118,9 @@ static char *find_boot_disk(const char *explicit_path, sbx_error_t *err)
 {
 	const char *p = explicit_path != NULL ? explicit_path : getenv("SANDBOX_BOOT_DISK");
 	if (p != NULL && p[0] != '\0') {
-		if (access(p, R_OK) == 0)
-			return strdup(p);
+		char *abs = access(p, R_OK) == 0 ? realpath(p, NULL) : NULL;
+		if (abs != NULL)
+			return abs;
 		sbx_error_scode(err, "S300", "boot disk %s: %s; %s", p, strerror(errno), BOOT_DISK_FIX);
 		return NULL;
 	}
@@ -254,7 +255,9 @@ static int prepare(struct sbx_vm *vm, const struct sbx_vm_options *opt, char **i
 			return -1;
 		*image = strdup(vm->files[F_IMAGE]);
 	} else if (S_ISREG(st.st_mode)) {
-		*image = strdup(opt->image);
+		/* Absolute: a jailed QEMU finds it at the same path in its root. */
+		if ((*image = realpath(opt->image, NULL)) == NULL)
+			return sbx_error_scode(err, "S300", "image %s: %s", opt->image, strerror(errno));
 	} else {
 		return sbx_error_scode(err, "S300", "image %s is neither a file nor a directory", opt->image);
 	}
