@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
@@ -245,7 +246,12 @@ static void report(const char *step, int e)
 
 int jail_enter(const struct jail *j, int keep_fds)
 {
-	const char *step = "cgroup";
+	/* A change of uid clears the parent-death signal: kept to set again. */
+	int pdeath = 0;
+	const char *step = "parent-death signal";
+	if (prctl(PR_GET_PDEATHSIG, &pdeath, 0, 0, 0) < 0)
+		goto fail;
+	step = "cgroup";
 	if (jail_cg_join(&j->cg) < 0)
 		goto fail;
 	step = "rlimit";
@@ -264,6 +270,9 @@ int jail_enter(const struct jail *j, int keep_fds)
 	if (syscall(SYS_close_range, keep_fds, ~0u, 0) < 0)
 		goto fail;
 	if (jail_drop_privileges(j->uid, j->uid, &step) < 0)
+		goto fail;
+	step = "parent-death signal";
+	if (pdeath != 0 && prctl(PR_SET_PDEATHSIG, pdeath, 0, 0, 0) < 0)
 		goto fail;
 	umask(077);
 	return 0;

@@ -73,8 +73,11 @@ uid_t jail_uid(const struct jail *j);
  * children's from then on). */
 pid_t jail_fork(const struct jail *j);
 /* In the child, before exec: everything else.  Descriptors from
- * `keep_fds` up are closed.  On failure writes "jail: <step>: <reason>" to
- * fd 2 and returns -1 (the child must then _exit). */
+ * `keep_fds` up are closed.  The parent-death signal, which the change of
+ * uid clears, is set again: the caller must then check that its parent
+ * still lives (a pidfd of it, below `keep_fds`; getppid() is 0 in the new
+ * PID namespace).  On failure writes "jail: <step>: <reason>" to fd 2 and
+ * returns -1 (the child must then _exit). */
 int jail_enter(const struct jail *j, int keep_fds);
 /* Kills whatever still runs in the jail's cgroup and removes the leaf. */
 void jail_kill(const struct jail *j);

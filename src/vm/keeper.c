@@ -40,9 +40,16 @@ static void exec_qemu(const struct keeper_spec *s, pid_t keeper, int keeper_fd)
 	prctl(PR_SET_PDEATHSIG, SIGKILL);
 	if (keeper_died(keeper, keeper_fd))
 		_exit(127);
-	if (keeper_fd >= 0)
+	/* The keeper's pidfd takes the lifeline's place, below the
+	 * descriptors the jail closes, until exec closes it. */
+	if (keeper_fd >= 0) {
+		if (dup3(keeper_fd, LIFELINE_FD, O_CLOEXEC) < 0)
+			_exit(127);
 		close(keeper_fd);
-	close(LIFELINE_FD);
+		keeper_fd = LIFELINE_FD;
+	} else {
+		close(LIFELINE_FD);
+	}
 	/* Raising one's own score needs no privilege; a failure leaves the
 	 * default, which is no reason not to run. */
 	int adj = open("/proc/self/oom_score_adj", O_WRONLY | O_CLOEXEC);
@@ -56,7 +63,9 @@ static void exec_qemu(const struct keeper_spec *s, pid_t keeper, int keeper_fd)
 	sigprocmask(SIG_SETMASK, &none, NULL);
 	if (s->jail != NULL) {
 		static char *const no_env[] = { NULL };
-		if (jail_enter(s->jail, KEEPER_QEMU_FD_BASE + s->nfds) < 0)
+		/* The new uid cleared the parent-death signal; jail_enter set
+		 * it again, which is only good if the keeper still lives. */
+		if (jail_enter(s->jail, KEEPER_QEMU_FD_BASE + s->nfds) < 0 || keeper_died(keeper, keeper_fd))
 			_exit(127);
 		execve(s->argv[0], s->argv, no_env);
 	} else {

@@ -60,6 +60,9 @@ static void inside(const char *own_disk, const char *other_vm, const char *other
 	say("caps", caps);
 	say("bounding_sys_admin", (long)prctl(PR_CAPBSET_READ, CAP_SYS_ADMIN, 0, 0, 0));
 	say("no_new_privs", (long)prctl(PR_GET_NO_NEW_PRIVS, 0, 0, 0, 0));
+	int pdeath = 0;
+	prctl(PR_GET_PDEATHSIG, &pdeath, 0, 0, 0);
+	say("pdeath", pdeath); /* set again after the change of uid cleared it */
 	say("home", open_errno("/home", O_RDONLY));
 	say("shadow", open_errno("/etc/shadow", O_RDONLY));
 	say("other_vm", open_errno(other_vm, O_RDONLY));
@@ -133,6 +136,7 @@ TEST(jailed_child_cannot_reach_the_host)
 	if (forker == 0) {
 		pid_t child = jail_fork(j);
 		if (child == 0) {
+			prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0);
 			if (dup2(p[1], REPORT_FD) < 0 || jail_enter(j, REPORT_FD + 1) < 0)
 				_exit(121);
 			inside(disk, other, other_file);
@@ -173,6 +177,7 @@ TEST(jailed_child_cannot_reach_the_host)
 	CHECK_INT(value(report, "caps"), 0);
 	CHECK_INT(value(report, "bounding_sys_admin"), 0);
 	CHECK_INT(value(report, "no_new_privs"), 1);
+	CHECK_INT(value(report, "pdeath"), SIGKILL);
 	CHECK_INT(value(report, "home"), ENOENT);
 	CHECK_INT(value(report, "shadow"), ENOENT);
 	CHECK_INT(value(report, "other_vm"), ENOENT);
