@@ -4,6 +4,7 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
+#include <stdbool.h>
 #include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/syscall.h>
@@ -22,13 +23,33 @@ static int status_code(int status)
 	return 255;
 }
 
+/* Whether the keeper died before PR_SET_PDEATHSIG took hold.  A jailed
+ * QEMU is PID 1 of its namespace, where getppid() is always 0: it asks
+ * the keeper's pidfd instead. */
+static bool keeper_died(pid_t keeper, int keeper_fd)
+{
+	if (keeper_fd < 0)
+		return getppid() != keeper;
+	struct pollfd p = { .fd = keeper_fd, .events = POLLIN };
+	return poll(&p, 1, 0) != 0;
+}
+
 /* In the QEMU child: only async-signal-safe calls until execv. */
-static void exec_qemu(const struct keeper_spec *s, pid_t keeper)
+static void exec_qemu(const struct keeper_spec *s, pid_t keeper, int keeper_fd)
 {
 	prctl(PR_SET_PDEATHSIG, SIGKILL);
-	if (getppid() != keeper)
+	if (keeper_died(keeper, keeper_fd))
 		_exit(127);
-	close(LIFELINE_FD);
+	/* The keeper's pidfd takes the lifeline's place, below the
+	 * descriptors the jail closes, until exec closes it. */
+	if (keeper_fd >= 0) {
+		if (dup3(keeper_fd, LIFELINE_FD, O_CLOEXEC) < 0)
+			_exit(127);
+		close(keeper_fd);
+		keeper_fd = LIFELINE_FD;
+	} else {
+		close(LIFELINE_FD);
+	}
 	/* Raising one's own score needs no privilege; a failure leaves the
 	 * default, which is no reason not to run. */
 	int adj = open("/proc/self/oom_score_adj", O_WRONLY | O_CLOEXEC);
@@ -40,7 +61,16 @@ static void exec_qemu(const struct keeper_spec *s, pid_t keeper)
 	sigset_t none;
 	sigemptyset(&none);
 	sigprocmask(SIG_SETMASK, &none, NULL);
-	execv(s->argv[0], s->argv);
+	if (s->jail != NULL) {
+		static char *const no_env[] = { NULL };
+		/* The new uid cleared the parent-death signal; jail_enter set
+		 * it again, which is only good if the keeper still lives. */
+		if (jail_enter(s->jail, KEEPER_QEMU_FD_BASE + s->nfds) < 0 || keeper_died(keeper, keeper_fd))
+			_exit(127);
+		execve(s->argv[0], s->argv, no_env);
+	} else {
+		execv(s->argv[0], s->argv);
+	}
 	_exit(127);
 }
 
@@ -67,13 +97,20 @@ static void keeper_main(const struct keeper_spec *s)
 	signal(SIGHUP, SIG_IGN);
 	signal(SIGPIPE, SIG_IGN);
 	pid_t self = getpid();
-	pid_t qemu = fork();
+	int self_fd = s->jail != NULL ? (int)syscall(SYS_pidfd_open, self, 0) : -1;
+	if (s->jail != NULL && self_fd < 0) {
+		cleanup_files(s);
+		_exit(126);
+	}
+	pid_t qemu = s->jail != NULL ? jail_fork(s->jail) : fork();
 	if (qemu < 0) {
 		cleanup_files(s);
 		_exit(126);
 	}
 	if (qemu == 0)
-		exec_qemu(s, self);
+		exec_qemu(s, self, self_fd);
+	if (self_fd >= 0)
+		close(self_fd);
 	for (int i = 0; i < s->nfds; i++)
 		close(KEEPER_QEMU_FD_BASE + i);
 	ssize_t w = write(LIFELINE_FD, &qemu, sizeof(qemu));
@@ -93,6 +130,8 @@ static void keeper_main(const struct keeper_spec *s)
 	int status = 0;
 	while (waitpid(qemu, &status, 0) < 0 && errno == EINTR)
 		;
+	if (s->jail != NULL)
+		jail_kill(s->jail);
 	cleanup_files(s);
 	_exit(status_code(status));
 }

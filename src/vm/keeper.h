@@ -9,7 +9,9 @@
  * means the daemon closed it or died: the keeper kills QEMU.  Either way it
  * then removes the VM's files and exits with QEMU's status.  The keeper
  * sends QEMU's pid up the lifeline once, so the daemon can tell later how
- * QEMU died.  QEMU runs with oom_score_adj 1000: a host out of memory loses
+ * QEMU died.  With a jail, QEMU is forked into it (jail/jail.h), with an
+ * empty environment, and its cgroup is killed and removed after it.
+ * QEMU runs with oom_score_adj 1000: a host out of memory loses
  * a VM first, never the daemon or the keeper that cleans up after it.
  * Between fork and exit it calls only async-signal-safe functions. */
 #ifndef SBX_VM_KEEPER_H
@@ -19,6 +21,7 @@
 #include <sys/types.h>
 
 #include "common/error.h"
+#include "jail/jail.h"
 
 /* QEMU finds its inherited sockets at these descriptor numbers, in the
  * order passed to keeper_start. */
@@ -42,6 +45,7 @@ struct keeper_spec {
 	const char *const *files; /* removed after QEMU is gone */
 	int nfiles;
 	const char *dir;     /* removed last (must then be empty) */
+	const struct jail *jail; /* QEMU runs in it (NULL: unconfined) */
 };
 
 int keeper_start(struct keeper *k, const struct keeper_spec *spec, sbx_error_t *err);

@@ -29,12 +29,14 @@
 #include "vm/qemu_cmdline.h"
 #include "vm/tsc.h"
 #include "vm/vm_internal.h"
+#include "vm/vm_jail.h"
 
 #define SHUTDOWN_GRACE_MS 3000
 #define QEMU_LOG_TAIL 1024
 
 static void vm_free(struct sbx_vm *vm)
 {
+	jail_release(vm->jail);
 	vm_free_files(vm);
 	vm_drop_snapshot_fds(vm);
 	free(vm->qemu);
@@ -62,6 +64,16 @@ static int vm_socketpair(int pair[2], sbx_error_t *err)
  * keeper holds its own copies. */
 int vm_launch(struct sbx_vm *vm, int state_fd, sbx_error_t *err)
 {
+	if (sbx_jail_host_active(vm->jail_host)) {
+		struct vm_jail_args ja = {
+			.dir = vm->dir, .qemu = vm->qemu, .kernel = vm->kernel, .boot = vm->boot, .image = vm->image,
+			.scratch = vm->files[F_SCRATCH], .cpus = vm->cpus, .memory_limit_mib = vm->jail_memory_mib,
+			.guest_mib = vm->memory_mib, .kvm = vm->accel == SBX_ACCEL_KVM,
+			.saves_template = vm->snap_lock >= 0, .scratch_bytes = vm->scratch_bytes,
+		};
+		if ((vm->jail = vm_jail_prepare(vm->jail_host, &ja, err)) == NULL)
+			return -1;
+	}
 	cleanup_fd_pair int con[2] = { -1, -1 };
 	cleanup_fd_pair int ctl[2] = { -1, -1 };
 	cleanup_fd_pair int qmp[2] = { -1, -1 };
@@ -107,7 +119,7 @@ int vm_launch(struct sbx_vm *vm, int state_fd, sbx_error_t *err)
 			files[nfiles++] = vm->files[i];
 	}
 	struct keeper_spec spec = { .argv = argv, .fds = fds, .nfds = nfds, .log = vm->files[F_QEMU_LOG],
-				    .files = files, .nfiles = nfiles, .dir = vm->dir };
+				    .files = files, .nfiles = nfiles, .dir = vm->dir, .jail = vm->jail };
 	if (keeper_start(&vm->keeper, &spec, err) < 0) {
 		net_link_close(&vm->net);
 		return -1;
@@ -156,6 +168,7 @@ static struct sbx_vm *vm_new(const struct sbx_vm_options *opt, sbx_error_t *err)
 	vm->tcg_cache_mib = opt->tcg_cache_mib ? opt->tcg_cache_mib : SBX_VM_TCG_CACHE_DEFAULT_MIB;
 	vm->scratch_bytes = (uint64_t)(opt->scratch_mib ? opt->scratch_mib : SBX_SCRATCH_DEFAULT_MIB) << 20;
 	vm->memory_bytes = (uint64_t)vm->memory_mib << 20;
+	vm->jail_host = opt->jail;
 	vm->nofile = opt->nofile;
 	vm->pids_max = opt->guest_pids_max;
 	vm->hostname = strdup(opt->hostname != NULL ? opt->hostname : "sandbox");
@@ -181,8 +194,12 @@ static int find_host_parts(struct sbx_vm *vm, const struct sbx_vm_options *opt, 
 		return -1;
 	if ((vm->kernel = sbx_kernel_elf(opt->krunfw_path, err)) == NULL)
 		return -1;
-	vm->boot = vm_find_boot_disk(opt->boot_disk, err);
-	return vm->boot != NULL ? 0 : -1;
+	if ((vm->boot = vm_find_boot_disk(opt->boot_disk, err)) == NULL)
+		return -1;
+	vm->jail_memory_mib = opt->jail_memory_mib ? opt->jail_memory_mib
+						  : vm->memory_mib + SBX_VM_JAIL_QEMU_MIB +
+							    (vm->accel == SBX_ACCEL_TCG ? vm->tcg_cache_mib : 0);
+	return 0;
 }
 
 /* The VM's files and scratch disk, and how it starts (*state_fd >= 0: from

@@ -16,6 +16,7 @@
 
 #include "common/clock.h"
 #include "common/error.h"
+#include "jail/jail.h"
 #include "proto/proto_msg.h"
 #include "vm/accel.h"
 
@@ -50,6 +51,10 @@ struct sbx_vm_options {
 	char *const *net_args;  /* NULL: no NIC.  Else eth0 through a network
 				   helper (vm/net_link.h) started with these
 				   sandbox-net-helper options, NULL-terminated */
+	struct sbx_jail_host *jail; /* QEMU's jail (jail/jail.h); NULL or
+				   inactive: QEMU runs unconfined */
+	unsigned jail_memory_mib; /* the jail's memory limit; 0 = memory_mib +
+				   SBX_VM_JAIL_QEMU_MIB + the TCG cache */
 	bool boot_log;          /* for measuring a boot: kernel messages with
 				   their guest timestamps instead of quiet, and
 				   every console line copied to stderr prefixed

@@ -26,8 +26,8 @@ static void usage(FILE *out)
 {
 	fprintf(out,
 		"usage: sandbox-libkrun vm run [--cpus N] [--memory MiB] [--accel auto|kvm|tcg]\n"
-		"                              [--tcg-cache-mb MiB] [--scratch-mb MiB] --rootfs DIR|IMAGE.erofs\n"
-		"                              [-v] [--boot-log] [--cold] -- CMD [ARGS...]\n\n"
+		"                              [--tcg-cache-mb MiB] [--scratch-mb MiB] [--jail auto|required|off]\n"
+		"                              --rootfs DIR|IMAGE.erofs [-v] [--boot-log] [--cold] -- CMD [ARGS...]\n\n"
 		"Boots a microVM with the given root filesystem, runs CMD in it with this\n"
 		"process's stdin, stdout and stderr, and exits with CMD's exit status\n"
 		"(125 when the VM itself fails).\n\n"
@@ -37,6 +37,8 @@ static void usage(FILE *out)
 		"  --tcg-cache-mb MiB  TCG's translation cache (default 64, at most 2048)\n"
 		"  --scratch-mb MiB    the writable scratch disk (default 2048)\n"
 		"  --rootfs PATH   a root filesystem directory or an erofs image\n"
+		"  --jail MODE     confine QEMU (README \"Security\"): auto (default: where\n"
+		"                  the host allows it), required or off\n"
 		"  -v, --verbose   show the boot phases and their timings on stderr\n"
 		"  --boot-log      kernel messages on stderr, each console line prefixed\n"
 		"                  with its arrival in ms since the start\n"
@@ -169,9 +171,11 @@ static int vm_run(int argc, char **argv)
 		{ "verbose", no_argument, NULL, 'v' },      { "help", no_argument, NULL, 'h' },
 		{ "boot-log", no_argument, NULL, 'b' },     { "cold", no_argument, NULL, 'C' },
 		{ "tcg-cache-mb", required_argument, NULL, 't' }, { "scratch-mb", required_argument, NULL, 's' },
+		{ "jail", required_argument, NULL, 'j' },
 		{ NULL, 0, NULL, 0 },
 	};
 	struct sbx_vm_options opt = { .cpus = 1, .memory_mib = 512 };
+	enum sbx_jail_mode jail_mode = SBX_JAIL_AUTO;
 	bool verbose = false;
 	sbx_error_t err = NULL;
 	int c;
@@ -215,6 +219,13 @@ static int vm_run(int argc, char **argv)
 		case 'r':
 			opt.image = optarg;
 			break;
+		case 'j':
+			if (sbx_jail_mode_parse(optarg, &jail_mode, &err) < 0) {
+				fprintf(stderr, "sandbox-libkrun: --%s\n", sbx_error_msg(err));
+				sbx_error_free(&err);
+				return 2;
+			}
+			break;
 		case 'v':
 			verbose = true;
 			break;
@@ -241,10 +252,17 @@ static int vm_run(int argc, char **argv)
 		sbx_log_set_level(SBX_LOG_ERROR);
 	signal(SIGPIPE, SIG_IGN);
 	int64_t t0 = sbx_now_ms();
+	if ((opt.jail = sbx_jail_host_new(jail_mode, SBX_JAIL_UID_BASE_DEFAULT, &err)) == NULL) {
+		fprintf(stderr, "sandbox-libkrun: %s\n", sbx_error_msg(err));
+		sbx_error_free(&err);
+		return 2;
+	}
+	sbx_jail_remove_leftovers(opt.jail);
 	struct sbx_vm *vm = sbx_vm_start(&opt, &err);
 	if (vm == NULL) {
 		fprintf(stderr, "sandbox-libkrun: %s\n", sbx_error_msg(err));
 		sbx_error_free(&err);
+		sbx_jail_host_free(opt.jail);
 		return EXIT_CLI_FAILURE;
 	}
 	int status;
@@ -268,6 +286,7 @@ static int vm_run(int argc, char **argv)
 	if (verbose)
 		fprintf(stderr, "vm: stopped in %lld ms (qemu status %d)\n", (long long)(sbx_now_ms() - t_stop),
 			qemu_status);
+	sbx_jail_host_free(opt.jail);
 	return status;
 }
 

@@ -52,8 +52,10 @@ char *vm_find_boot_disk(const char *explicit_path, sbx_error_t *err)
 {
 	const char *p = explicit_path != NULL ? explicit_path : getenv("SANDBOX_BOOT_DISK");
 	if (p != NULL && p[0] != '\0') {
-		if (access(p, R_OK) == 0)
-			return strdup(p);
+		/* Absolute: a jailed QEMU finds it at the same path in its root. */
+		char *abs = access(p, R_OK) == 0 ? realpath(p, NULL) : NULL;
+		if (abs != NULL)
+			return abs;
 		sbx_error_scode(err, SBX_S_VM_BOOT, "boot disk %s: %s; %s", p, strerror(errno), BOOT_DISK_FIX);
 		return NULL;
 	}
@@ -136,7 +138,9 @@ int vm_prepare(struct sbx_vm *vm, const struct sbx_vm_options *opt, char **image
 			return -1;
 		*image = strdup(vm->files[F_IMAGE]);
 	} else if (S_ISREG(st.st_mode)) {
-		*image = strdup(opt->image);
+		/* Absolute: a jailed QEMU finds it at the same path in its root. */
+		if ((*image = realpath(opt->image, NULL)) == NULL)
+			return sbx_error_scode(err, SBX_S_VM_BOOT, "image %s: %s", opt->image, strerror(errno));
 	} else {
 		return sbx_error_scode(err, SBX_S_VM_BOOT, "image %s is neither a file nor a directory", opt->image);
 	}

@@ -30,6 +30,9 @@ struct sbx_vm {
 	char snap_key[SNAPSHOT_KEY_LEN + 1];
 	int snap_lock;          /* >= 0: this boot saves the key's template */
 	int qmp_fd;             /* our end of the monitor, -1 = none */
+	struct sbx_jail_host *jail_host;
+	uint64_t jail_memory_mib;
+	struct jail *jail;      /* QEMU's, NULL when unconfined */
 	struct keeper keeper;
 	char **net_args;        /* NULL = no network */
 	struct net_link net;

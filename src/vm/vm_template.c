@@ -11,6 +11,7 @@
 #include "vm/disk.h"
 #include "vm/qmp.h"
 #include "vm/tsc.h"
+#include "jail/jail.h"
 #include "vm/vm_internal.h"
 
 /* A restored VM answers within about a second; past this, cold boot. */
@@ -59,6 +60,8 @@ static int cold_restart(struct sbx_vm *vm, sbx_error_t *err)
 	pthread_mutex_lock(&vm->lock);
 	keeper_stop(&vm->keeper);
 	pthread_mutex_unlock(&vm->lock);
+	jail_release(vm->jail);
+	vm->jail = NULL;
 	net_link_close(&vm->net);
 	console_stop(&vm->console);
 	console_destroy(&vm->console);

@@ -25,6 +25,8 @@ struct sbx_config *sbx_config_defaults(sbx_error_t *err)
 	cfg->scratch_disk_mb = SBX_SCRATCH_DEFAULT_MIB;
 	cfg->max_guest_pids = 1024;
 	net_config_init(&cfg->net);
+	cfg->jail = SBX_JAIL_AUTO;
+	cfg->jail_uid_base = SBX_JAIL_UID_BASE_DEFAULT;
 	return cfg;
 }
 
@@ -123,6 +125,22 @@ static int parse_accel(struct sbx_config *cfg, json_t *v, sbx_error_t *err)
 			     json_string_value(v));
 }
 
+static int parse_jail(struct sbx_config *cfg, json_t *v, sbx_error_t *err)
+{
+	static const char *const names[] = { [SBX_JAIL_AUTO] = "auto", [SBX_JAIL_REQUIRED] = "required",
+					     [SBX_JAIL_OFF] = "off" };
+	if (!json_is_string(v))
+		return sbx_config_type_error(err, "jail", "\"auto\", \"required\" or \"off\"", v);
+	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
+		if (strcmp(json_string_value(v), names[i]) == 0) {
+			cfg->jail = (enum sbx_jail_mode)i;
+			return 0;
+		}
+	}
+	return sbx_error_set(err, EINVAL, "config key `jail`: expected \"auto\", \"required\" or \"off\", got '%s'",
+			     json_string_value(v));
+}
+
 static int parse_key(struct sbx_config *cfg, const char *k, json_t *v, sbx_error_t *err)
 {
 	uint64_t u;
@@ -174,6 +192,14 @@ static int parse_key(struct sbx_config *cfg, const char *k, json_t *v, sbx_error
 		if (cfg->memory_budget_mb == 0)
 			return sbx_error_set(err, EINVAL, "config key `memory_budget_mb`: must be at least 1 (MiB); "
 							  "leave it out for MemTotal less the host's reserve");
+	} else if (strcmp(k, "jail") == 0) {
+		return parse_jail(cfg, v, err);
+	} else if (strcmp(k, "jail_uid_base") == 0) {
+		if (get_uint(v, k, UINT32_MAX - 1 - SBX_JAIL_UID_COUNT, &u, err) < 0)
+			return -1;
+		if (u == 0)
+			return sbx_error_set(err, EINVAL, "config key `jail_uid_base`: must be at least 1 (uid 0 is root)");
+		cfg->jail_uid_base = (uint32_t)u;
 	} else if (strcmp(k, "krunfw_path") == 0) {
 		return sbx_config_dup_string(v, k, &cfg->krunfw_path, err);
 	} else if (strcmp(k, "network_policy") == 0) {

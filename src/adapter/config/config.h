@@ -15,6 +15,7 @@
 #include "common/error.h"
 #include "image/image_config.h"
 #include "net/net_config.h"
+#include "jail/jail.h"
 #include "vm/accel.h"
 
 struct sbx_image_caps {
@@ -43,6 +44,8 @@ struct sbx_config {
 	uint32_t max_guest_pids;   /* processes one exec may have, 0 = no limit */
 	uint64_t memory_budget_mb; /* 0: MemTotal less the host's reserve */
 	struct net_config net; /* network_policy */
+	enum sbx_jail_mode jail;   /* QEMU's confinement (jail/jail.h) */
+	uint32_t jail_uid_base;    /* first uid of the jails' range */
 };
 
 /* Parses a configuration value: NULL or null gives the defaults; a flat map

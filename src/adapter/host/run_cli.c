@@ -250,9 +250,20 @@ int sbx_cmd_run(int argc, char **argv)
 		sbx_config_free(cfg);
 		return cfg == NULL && c.config != NULL ? EXIT_USAGE : EXIT_FAILED;
 	}
+	struct sbx_jail_host *jail = sbx_jail_host_new(cfg->jail, cfg->jail_uid_base, &err);
+	if (jail == NULL) {
+		fprintf(stderr, "sandbox-libkrun run: %s\n", sbx_error_msg(err));
+		sbx_error_free(&err);
+		sbx_config_free(cfg);
+		json_decref(req);
+		return EXIT_USAGE;
+	}
 	sbx_vm_remove_leftovers();
+	sbx_jail_remove_leftovers(jail);
 	struct sbx_adapter *a = sbx_adapter_new(cfg, &err);
-	void *backend = a != NULL ? vm_backend_new(a->cfg, &err) : NULL;
+	if (a == NULL)
+		sbx_jail_host_free(jail);
+	void *backend = a != NULL ? vm_backend_new(a->cfg, jail, &err) : NULL;
 	int status = EXIT_FAILED;
 	if (backend == NULL || sbx_adapter_use_backend(a, &vm_backend_ops, backend, &err) < 0) {
 		fprintf(stderr, "sandbox-libkrun run: %s\n", sbx_error_msg(err));

@@ -221,12 +221,22 @@ int sbx_cmd_serve(int argc, char **argv)
 		goto out;
 	}
 	engine_set_max_queued(e, queue_limit(cfg));
+	struct sbx_jail_host *jail = sbx_jail_host_new(cfg->jail, cfg->jail_uid_base, &err);
+	if (jail == NULL) {
+		fprintf(stderr, "sandbox-libkrun serve: configuration: %s\n", sbx_error_msg(err));
+		sbx_config_free(cfg);
+		status = EXIT_CONFIG;
+		goto out;
+	}
 	sbx_oom_protect_self();
 	unsigned stale = sbx_vm_remove_leftovers();
 	if (stale > 0)
 		sbx_info("removed %u VM director%s left by an earlier run", stale, stale == 1 ? "y" : "ies");
+	sbx_jail_remove_leftovers(jail);
 	a = sbx_adapter_new(cfg, &err);
-	if (a != NULL && (backend = vm_backend_new(a->cfg, &err)) != NULL &&
+	if (a == NULL)
+		sbx_jail_host_free(jail);
+	if (a != NULL && (backend = vm_backend_new(a->cfg, jail, &err)) != NULL &&
 	    sbx_adapter_use_backend(a, &vm_backend_ops, backend, &err) < 0) {
 		fprintf(stderr, "sandbox-libkrun serve: %s\n", sbx_error_msg(err));
 		goto out;

@@ -9,6 +9,7 @@
 #include <sys/statvfs.h>
 
 #include "adapter/sandbox/boot_env.h"
+#include "adapter/mem_budget.h"
 #include "common/cleanup.h"
 #include "common/log.h"
 #include "common/scodes.h"
@@ -23,6 +24,7 @@
 
 struct backend {
 	const struct sbx_config *cfg;
+	struct sbx_jail_host *jail;
 };
 
 struct sandbox_vm {
@@ -30,18 +32,23 @@ struct sandbox_vm {
 	char *workdir; /* the image's WorkingDir, or NULL */
 };
 
-void *vm_backend_new(const struct sbx_config *cfg, sbx_error_t *err)
+void *vm_backend_new(const struct sbx_config *cfg, struct sbx_jail_host *jail, sbx_error_t *err)
 {
 	struct backend *b = calloc(1, sizeof(*b));
-	if (b == NULL)
+	if (b == NULL) {
+		sbx_jail_host_free(jail);
 		return sbx_error_errno(err, ENOMEM, "backend"), NULL;
+	}
 	b->cfg = cfg;
+	b->jail = jail;
 	return b;
 }
 
 void vm_backend_free(void *ctx)
 {
 	struct backend *b = ctx;
+	if (b != NULL)
+		sbx_jail_host_free(b->jail);
 	free(b);
 }
 
@@ -98,6 +105,11 @@ static void *boot(void *ctx, const struct sbx_boot_request *req, sbx_error_t *er
 		.scratch_mib = b->cfg->scratch_disk_mb,
 		.guest_pids_max = b->cfg->max_guest_pids,
 		.net_args = req->net_args,
+		.jail = b->jail,
+		/* The admission's worst case is also the cgroup's limit. */
+		.jail_memory_mib = req->memory_mb > 0 ? (unsigned)sbx_vm_cost_mib(req->memory_mb,
+										   sbx_config_tcg_cache_mib(b->cfg))
+						      : 0,
 	};
 	s->vm = sbx_vm_start(&opt, err);
 	if (s->vm == NULL || sbx_vm_wait_ready(s->vm, sbx_now_ms() + VM_BACKEND_READY_MS, err) < 0) {

@@ -5,6 +5,7 @@
 #include "adapter/backend.h"
 #include "adapter/config/config.h"
 #include "common/error.h"
+#include "jail/jail.h"
 
 #define VM_BACKEND_READY_MS 30000 /* guest ready, else S300 (contract §6.3) */
 #define VM_BACKEND_STOP_MS 200    /* grace before the VM is killed */
@@ -12,8 +13,9 @@
 extern const struct sbx_backend_ops vm_backend_ops;
 
 /* The backend's context: the image config derived from `cfg` (borrowed;
- * must outlive the context). */
-void *vm_backend_new(const struct sbx_config *cfg, sbx_error_t *err);
+ * must outlive the context) and the jail of its VMs (owned from here on,
+ * even on failure; NULL: unconfined). */
+void *vm_backend_new(const struct sbx_config *cfg, struct sbx_jail_host *jail, sbx_error_t *err);
 void vm_backend_free(void *ctx);
 /* The VM of a sandbox this backend booted (for fs_vm.c). */
 struct sbx_vm *vm_backend_vm(void *sandbox_vm);

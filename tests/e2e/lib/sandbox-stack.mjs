@@ -4,7 +4,7 @@
 // processes and VM files of one state directory).
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
-import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import { chownSync, existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { parseEnvelope, startStack } from '../daemon.mjs';
@@ -41,15 +41,18 @@ export const UUID_V4 = /^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-
 // for the leftover checks), with the registry as docker.io mirror.  With
 // seedFrom, the image cache of that state directory is hard-linked in first,
 // so this daemon does not pull again.  stack.boots counts successful VM boots
-// (create, run) made through stack.vm.
-export async function startSandboxStack({ registry, config = {}, seedFrom } = {}) {
+// (create, run) made through stack.vm.  With spawnOptions {uid, gid} the
+// daemon runs as that user, owning its state directory.
+export async function startSandboxStack({ registry, config = {}, seedFrom, spawnOptions } = {}) {
 	const stateDir = mkdtempSync(path.join(tmpdir(), 'sbx-e2e-vmstate-'));
+	if (spawnOptions?.uid !== undefined) chownSync(stateDir, spawnOptions.uid, spawnOptions.gid);
 	if (seedFrom && existsSync(path.join(seedFrom, 'images'))) {
 		execFileSync('cp', ['-al', path.join(seedFrom, 'images'), path.join(stateDir, 'images')]);
 	}
 	const s = await startStack({
 		config: { registry_mirrors: registry.mirrors, ...config },
 		env: { III_SANDBOX_STATE_DIR: stateDir },
+		spawnOptions,
 	});
 	s.stateDir = stateDir;
 	s.boots = 0;

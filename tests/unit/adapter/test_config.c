@@ -43,6 +43,8 @@ TEST(config_defaults_for_null_and_absent)
 	CHECK_INT(cfg->tcg_cache_mb, 64);
 	CHECK_INT(cfg->memory_budget_mb, 0);
 	CHECK_INT(cfg->scratch_disk_mb, 2048);
+	CHECK_INT(cfg->jail, SBX_JAIL_AUTO);
+	CHECK_INT(cfg->jail_uid_base, 900000);
 	sbx_config_free(cfg);
 	cfg = parse("null", &err);
 	CHECK(cfg != NULL);
@@ -127,6 +129,15 @@ TEST(config_own_keys)
 	CHECK(cfg != NULL);
 	CHECK_INT(sbx_config_tcg_cache_mib(cfg), 0);
 	sbx_config_free(cfg);
+	cfg = parse("{\"jail\":\"required\",\"jail_uid_base\":500000}", &err);
+	CHECK(cfg != NULL);
+	CHECK_INT(cfg->jail, SBX_JAIL_REQUIRED);
+	CHECK_INT(cfg->jail_uid_base, 500000);
+	sbx_config_free(cfg);
+	cfg = parse("{\"jail\":\"off\"}", &err);
+	CHECK(cfg != NULL);
+	CHECK_INT(cfg->jail, SBX_JAIL_OFF);
+	sbx_config_free(cfg);
 }
 
 TEST(config_fatal_cases)
@@ -157,6 +168,11 @@ TEST(config_fatal_cases)
 	CHECK(fails_with("{\"tcg_cache_mb\":0}", "config key `tcg_cache_mb`: must be 1..2048 (MiB), got 0"));
 	CHECK(fails_with("{\"tcg_cache_mb\":4096}", "must be 1..2048 (MiB), got 4096"));
 	CHECK(fails_with("{\"tcg_cache_mb\":\"64\"}", "tcg_cache_mb"));
+	CHECK(fails_with("{\"jail\":\"maybe\"}",
+			 "config key `jail`: expected \"auto\", \"required\" or \"off\", got 'maybe'"));
+	CHECK(fails_with("{\"jail\":true}", "jail"));
+	CHECK(fails_with("{\"jail_uid_base\":0}", "config key `jail_uid_base`: must be at least 1 (uid 0 is root)"));
+	CHECK(fails_with("{\"jail_uid_base\":4294967295}", "jail_uid_base"));
 	CHECK(fails_with("{\"memory_budget_mb\":0}", "config key `memory_budget_mb`: must be at least 1"));
 	CHECK(fails_with("{\"memory_budget_mb\":-5}", "memory_budget_mb"));
 	CHECK(fails_with("{\"scratch_disk_mb\":10}", "config key `scratch_disk_mb`: must be 64..1048576 (MiB), got 10"));

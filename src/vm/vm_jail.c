@@ -1,0 +1,30 @@
+#include "vm/vm_jail.h"
+
+#include <string.h>
+
+#include "common/scodes.h"
+
+struct jail *vm_jail_prepare(struct sbx_jail_host *h, const struct vm_jail_args *a, sbx_error_t *err)
+{
+	const char *slash = strrchr(a->dir, '/');
+	const char *ro[] = { a->qemu, a->kernel, a->boot, a->image };
+	const char *rw[] = { a->scratch };
+	/* Writes go to the scratch disk and, when this boot saves a template,
+	 * the guest's RAM goes to the template's state file. */
+	uint64_t fsize = a->scratch_bytes;
+	if (a->saves_template && (a->guest_mib << 20) + (64ull << 20) > fsize)
+		fsize = (a->guest_mib << 20) + (64ull << 20);
+	struct jail_request r = {
+		.name = slash != NULL ? slash + 1 : a->dir,
+		.memory_mib = a->memory_limit_mib,
+		.cpus = a->cpus,
+		.fsize_bytes = fsize,
+		.ro_files = ro, .n_ro = 4,
+		.rw_files = rw, .n_rw = 1,
+		.kvm = a->kvm,
+	};
+	struct jail *j = jail_prepare(h, &r, err);
+	if (j == NULL)
+		sbx_error_default_scode(err, SBX_S_VM_BOOT);
+	return j;
+}

@@ -1,0 +1,30 @@
+/* The jail of one VM's QEMU (jail/jail.h), from what the VM is: its files,
+ * its size and its accelerator. */
+#ifndef SBX_VM_VM_JAIL_H
+#define SBX_VM_VM_JAIL_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "common/error.h"
+#include "jail/jail.h"
+
+/* QEMU's own memory beside guest RAM and the TCG cache when the caller
+ * gives no limit: the adapter's cost model (adapter/mem_budget.h). */
+#define SBX_VM_JAIL_QEMU_MIB 64
+
+struct vm_jail_args {
+	const char *dir; /* the VM directory: its name names the cgroup leaf */
+	const char *qemu, *kernel, *boot, *image, *scratch;
+	unsigned cpus;
+	uint64_t memory_limit_mib; /* guest RAM + QEMU + TCG cache */
+	uint64_t guest_mib;
+	bool kvm;
+	bool saves_template; /* QEMU writes the guest's RAM to a template file */
+	uint64_t scratch_bytes; /* the scratch disk: the most QEMU writes to a file */
+};
+
+/* S300 on failure: the VM must not run unconfined when a jail is in force. */
+struct jail *vm_jail_prepare(struct sbx_jail_host *h, const struct vm_jail_args *a, sbx_error_t *err);
+
+#endif
