@@ -130,9 +130,11 @@ static void keeper_main(const struct keeper_spec *s)
 	int status = 0;
 	while (waitpid(qemu, &status, 0) < 0 && errno == EINTR)
 		;
+	cleanup_files(s);
+	/* After the files: removing a cgroup may wait for the kernel to let go
+	 * of it, and the VM's files should be gone as soon as QEMU is. */
 	if (s->jail != NULL)
 		jail_kill(s->jail);
-	cleanup_files(s);
 	_exit(status_code(status));
 }
 
