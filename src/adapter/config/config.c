@@ -110,35 +110,41 @@ static int parse_caps(struct sbx_config *cfg, json_t *v, sbx_error_t *err)
 	return 0;
 }
 
-static int parse_accel(struct sbx_config *cfg, json_t *v, sbx_error_t *err)
+/* A string naming one of `names` (indexed by value): *out is its index. */
+static int parse_enum(json_t *v, const char *key, const char *const *names, size_t n, const char *expected, int *out,
+		      sbx_error_t *err)
 {
-	static const char *const names[] = { [SBX_ACCEL_AUTO] = "auto", [SBX_ACCEL_KVM] = "kvm", [SBX_ACCEL_TCG] = "tcg" };
 	if (!json_is_string(v))
-		return sbx_config_type_error(err, "accel", "\"auto\", \"kvm\" or \"tcg\"", v);
-	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
+		return sbx_config_type_error(err, key, expected, v);
+	for (size_t i = 0; i < n; i++) {
 		if (strcmp(json_string_value(v), names[i]) == 0) {
-			cfg->accel = (enum sbx_accel)i;
+			*out = (int)i;
 			return 0;
 		}
 	}
-	return sbx_error_set(err, EINVAL, "config key `accel`: expected \"auto\", \"kvm\" or \"tcg\", got '%s'",
+	return sbx_error_set(err, EINVAL, "config key `%s`: expected %s, got '%s'", key, expected,
 			     json_string_value(v));
+}
+
+static int parse_accel(struct sbx_config *cfg, json_t *v, sbx_error_t *err)
+{
+	static const char *const names[] = { [SBX_ACCEL_AUTO] = "auto", [SBX_ACCEL_KVM] = "kvm", [SBX_ACCEL_TCG] = "tcg" };
+	int i;
+	if (parse_enum(v, "accel", names, 3, "\"auto\", \"kvm\" or \"tcg\"", &i, err) < 0)
+		return -1;
+	cfg->accel = (enum sbx_accel)i;
+	return 0;
 }
 
 static int parse_jail(struct sbx_config *cfg, json_t *v, sbx_error_t *err)
 {
 	static const char *const names[] = { [SBX_JAIL_AUTO] = "auto", [SBX_JAIL_REQUIRED] = "required",
 					     [SBX_JAIL_OFF] = "off" };
-	if (!json_is_string(v))
-		return sbx_config_type_error(err, "jail", "\"auto\", \"required\" or \"off\"", v);
-	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
-		if (strcmp(json_string_value(v), names[i]) == 0) {
-			cfg->jail = (enum sbx_jail_mode)i;
-			return 0;
-		}
-	}
-	return sbx_error_set(err, EINVAL, "config key `jail`: expected \"auto\", \"required\" or \"off\", got '%s'",
-			     json_string_value(v));
+	int i;
+	if (parse_enum(v, "jail", names, 3, "\"auto\", \"required\" or \"off\"", &i, err) < 0)
+		return -1;
+	cfg->jail = (enum sbx_jail_mode)i;
+	return 0;
 }
 
 static int parse_key(struct sbx_config *cfg, const char *k, json_t *v, sbx_error_t *err)
