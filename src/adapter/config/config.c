@@ -130,7 +130,7 @@ static int parse_accel(struct sbx_config *cfg, json_t *v, sbx_error_t *err)
 {
 	static const char *const names[] = { [SBX_ACCEL_AUTO] = "auto", [SBX_ACCEL_KVM] = "kvm", [SBX_ACCEL_TCG] = "tcg" };
 	int i;
-	if (parse_enum(v, "accel", names, 3, "\"auto\", \"kvm\" or \"tcg\"", &i, err) < 0)
+	if (parse_enum(v, "accel", names, sizeof(names) / sizeof(names[0]), "\"auto\", \"kvm\" or \"tcg\"", &i, err) < 0)
 		return -1;
 	cfg->accel = (enum sbx_accel)i;
 	return 0;
@@ -141,7 +141,7 @@ static int parse_jail(struct sbx_config *cfg, json_t *v, sbx_error_t *err)
 	static const char *const names[] = { [SBX_JAIL_AUTO] = "auto", [SBX_JAIL_REQUIRED] = "required",
 					     [SBX_JAIL_OFF] = "off" };
 	int i;
-	if (parse_enum(v, "jail", names, 3, "\"auto\", \"required\" or \"off\"", &i, err) < 0)
+	if (parse_enum(v, "jail", names, sizeof(names) / sizeof(names[0]), "\"auto\", \"required\" or \"off\"", &i, err) < 0)
 		return -1;
 	cfg->jail = (enum sbx_jail_mode)i;
 	return 0;
