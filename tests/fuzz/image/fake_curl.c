@@ -115,8 +115,9 @@ static bool is_loopback_url(const char *url)
 {
 	static const char *const prefixes[] = { "http://127.", "http://localhost:", "http://localhost/",
 						"http://[::1]", NULL };
+	/* Schemes and host names are case-insensitive ("hTtp://LOCALHOST:"). */
 	for (size_t i = 0; prefixes[i]; i++)
-		if (strncmp(url, prefixes[i], strlen(prefixes[i])) == 0)
+		if (strncasecmp(url, prefixes[i], strlen(prefixes[i])) == 0)
 			return true;
 	return false;
 }
