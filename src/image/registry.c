@@ -2,6 +2,7 @@
  * manifests and blobs; the HTTP exchanges are in registry_http.c. */
 #include "image/registry.h"
 
+#include <arpa/inet.h>
 #include <curl/curl.h>
 #include <errno.h>
 #include <jansson.h>
@@ -20,10 +21,14 @@
 #define ACCEPT_MANIFESTS \
 	"Accept: " SBX_MT_OCI_INDEX ", " SBX_MT_OCI_MANIFEST ", " SBX_MT_DOCKER_LIST ", " SBX_MT_DOCKER_MANIFEST
 
+/* A name that starts "127." ("127.0.0.1.example.com") is not loopback:
+ * only an IPv4 literal in 127/8 is. */
 static int loopback_host(const char *host)
 {
-	return strcmp(host, "localhost") == 0 || strncmp(host, "127.", 4) == 0 || strcmp(host, "::1") == 0 ||
-	       strcmp(host, "[::1]") == 0;
+	struct in_addr a;
+	if (inet_pton(AF_INET, host, &a) == 1)
+		return (ntohl(a.s_addr) >> 24) == 127;
+	return strcasecmp(host, "localhost") == 0 || strcmp(host, "::1") == 0 || strcmp(host, "[::1]") == 0;
 }
 
 int sbx_url_check_transport(const char *url, sbx_error_t *err)

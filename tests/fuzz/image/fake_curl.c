@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <arpa/inet.h>
 #include <time.h>
 
 #define PAUSE_MAX_MS 60000 /* registry.c's RETRY_AFTER_MAX_S */
@@ -111,15 +112,33 @@ static bool next_response(const uint8_t **r, size_t *len)
 	return true;
 }
 
+/* The host of a URL as libcurl reads it: after the scheme and any
+ * userinfo, up to the port, path, query or fragment; an IPv6 literal in
+ * brackets whole.  Host names are case-insensitive. */
 static bool is_loopback_url(const char *url)
 {
-	static const char *const prefixes[] = { "http://127.", "http://localhost:", "http://localhost/",
-						"http://[::1]", NULL };
-	/* Schemes and host names are case-insensitive ("hTtp://LOCALHOST:"). */
-	for (size_t i = 0; prefixes[i]; i++)
-		if (strncasecmp(url, prefixes[i], strlen(prefixes[i])) == 0)
-			return true;
-	return false;
+	const char *h = strstr(url, "://");
+	if (h == NULL)
+		return false;
+	h += 3;
+	size_t auth = strcspn(h, "/?#");
+	const char *at = memchr(h, '@', auth);
+	if (at != NULL) {
+		auth -= (size_t)(at + 1 - h);
+		h = at + 1;
+	}
+	size_t n = h[0] == '[' ? strcspn(h, "]") + 1 : strcspn(h, ":/?#");
+	if (n > auth)
+		n = auth;
+	char host[64];
+	if (n >= sizeof(host))
+		return false;
+	memcpy(host, h, n);
+	host[n] = '\0';
+	struct in_addr a;
+	if (inet_pton(AF_INET, host, &a) == 1)
+		return (ntohl(a.s_addr) >> 24) == 127;
+	return strcasecmp(host, "localhost") == 0 || strcmp(host, "[::1]") == 0;
 }
 
 /* libcurl's rule: the scheme must be in the comma-separated list. */

@@ -3,8 +3,10 @@
 #include "harness.h"
 
 #include <stdlib.h>
+#include <string.h>
 
 #include "image/image_config.h"
+#include "image/registry.h"
 
 /* Parses `text` as the value of `key` into a fresh config; returns the
  * parser's answer and leaves the error, if any, in *err. */
@@ -116,4 +118,25 @@ TEST(credentials_never_in_messages)
 	CHECK(strstr(sbx_error_msg(err), "SECRETPW") == NULL);
 	sbx_error_free(&err);
 	sbx_image_config_free(&c);
+}
+
+/* Plain http only to loopback: an IPv4 literal in 127/8, localhost, ::1;
+ * never a name that merely starts with "127.". */
+TEST(plain_http_only_to_loopback)
+{
+	static const char *const ok[] = { "http://127.0.0.1:5000/v2/", "http://127.1.2.3/token", "http://LOCALHOST:1/",
+					  "http://[::1]:5000/", "https://registry.example.com/token", NULL };
+	static const char *const refused[] = { "http://127.0.0.1.example.com/token", "http://127.evil/",
+					       "http://registry.example.com/", "http://128.0.0.1/", "ftp://127.0.0.1/",
+					       NULL };
+	sbx_error_t err = NULL;
+	for (size_t i = 0; ok[i] != NULL; i++) {
+		CHECK_INT(sbx_url_check_transport(ok[i], &err), 0);
+		sbx_error_free(&err);
+	}
+	for (size_t i = 0; refused[i] != NULL; i++) {
+		CHECK_INT(sbx_url_check_transport(refused[i], &err), -1);
+		CHECK(err != NULL && strstr(sbx_error_msg(err), "only https://") != NULL);
+		sbx_error_free(&err);
+	}
 }
