@@ -135,8 +135,9 @@ static bool is_loopback_url(const char *url)
 		return false;
 	memcpy(host, h, n);
 	host[n] = '\0';
+	/* libcurl reads IPv4 shorthands ("127.1", "127.0.00") as inet_aton does. */
 	struct in_addr a;
-	if (inet_pton(AF_INET, host, &a) == 1)
+	if (inet_aton(host, &a) != 0)
 		return (ntohl(a.s_addr) >> 24) == 127;
 	return strcasecmp(host, "localhost") == 0 || strcmp(host, "[::1]") == 0;
 }
