@@ -121,6 +121,9 @@ static bool is_loopback_url(const char *url)
 	if (h == NULL)
 		return false;
 	h += 3;
+	/* libcurl skips extra slashes: "http:///127.0.0.1/" is 127.0.0.1. */
+	while (*h == '/')
+		h++;
 	size_t auth = strcspn(h, "/?#");
 	const char *at = memchr(h, '@', auth);
 	if (at != NULL) {
