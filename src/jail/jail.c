@@ -37,6 +37,7 @@ struct jail {
 	struct jail_cg cg;
 	struct jail_mounts mounts;
 	struct rlimit nofile, fsize, core;
+	bool host_net;
 };
 
 /* What the jailed program opens by path besides its own files: itself, its
@@ -166,8 +167,11 @@ static int hand_over(const struct jail_request *r, uid_t uid, sbx_error_t *err)
 		if (chown(r->rw_files[i], uid, uid) < 0 || chmod(r->rw_files[i], 0600) < 0)
 			return sbx_error_errno(err, errno, "jail: give %s to uid %u", r->rw_files[i], (unsigned)uid);
 	}
+	struct stat st;
+	if (r->exe != NULL && (stat(r->exe, &st) < 0 || (st.st_mode & (S_IROTH | S_IXOTH)) != (S_IROTH | S_IXOTH)))
+		return sbx_error_set(err, EACCES, "jail: %s is not readable and executable by the VM's uid %u", r->exe,
+				     (unsigned)uid);
 	for (int i = 0; i < r->n_ro; i++) {
-		struct stat st;
 		if (stat(r->ro_files[i], &st) < 0)
 			return sbx_error_errno(err, errno, "jail: %s", r->ro_files[i]);
 		if (!(st.st_mode & S_IROTH))
@@ -203,6 +207,7 @@ struct jail *jail_prepare(struct sbx_jail_host *h, const struct jail_request *r,
 		.ro_dirs = ro_dirs, .n_ro_dirs = sizeof(ro_dirs) / sizeof(ro_dirs[0]),
 		.ro_files = r->ro_files, .n_ro_files = (size_t)r->n_ro,
 		.rw_files = r->rw_files, .n_rw_files = (size_t)r->n_rw,
+		.exe = r->exe,
 		.devices = dev, .n_devices = r->kvm ? 3 : 2,
 		.uid = j->uid, .gid = j->uid,
 	};
@@ -213,6 +218,7 @@ struct jail *jail_prepare(struct sbx_jail_host *h, const struct jail_request *r,
 	limit(&j->nofile, RLIMIT_NOFILE, JAIL_NOFILE);
 	limit(&j->fsize, RLIMIT_FSIZE, r->fsize_bytes);
 	j->core.rlim_cur = j->core.rlim_max = 0;
+	j->host_net = r->host_net;
 	return j;
 }
 
@@ -259,7 +265,7 @@ int jail_enter(const struct jail *j, int keep_fds)
 	    setrlimit(RLIMIT_CORE, &j->core) < 0)
 		goto fail;
 	step = "unshare";
-	if (unshare(CLONE_NEWNS | CLONE_NEWIPC | CLONE_NEWUTS | CLONE_NEWNET) < 0)
+	if (unshare(CLONE_NEWNS | CLONE_NEWIPC | CLONE_NEWUTS | (j->host_net ? 0 : CLONE_NEWNET)) < 0)
 		goto fail;
 	step = "sethostname";
 	if (sethostname("jail", 4) < 0)

@@ -61,7 +61,12 @@ struct jail_request {
 	int n_ro;
 	const char *const *rw_files; /* opened by path, read-write: given to the jail's uid */
 	int n_rw;
+	const char *exe;         /* the program when it lies outside /usr (a build
+				    tree's helper): bound read-only, executable */
 	bool kvm;                /* /dev/kvm in its /dev */
+	bool host_net;           /* keeps the host's network namespace: the
+				    network helper's sockets are the guest's
+				    connections out */
 };
 
 struct jail;

@@ -130,7 +130,7 @@ static int add_dir(struct jail_mounts *m, const char *dir, sbx_error_t *err)
 	return 0;
 }
 
-static int add_file(struct jail_mounts *m, const char *file, bool rw, sbx_error_t *err)
+static int add_file(struct jail_mounts *m, const char *file, bool rw, bool exec, sbx_error_t *err)
 {
 	if (!clean_path(file))
 		return sbx_error_set(err, EINVAL, "jail: bad path %s", file);
@@ -144,9 +144,12 @@ static int add_file(struct jail_mounts *m, const char *file, bool rw, sbx_error_
 			return sbx_error_set(err, EINVAL, "jail: %s is inside a read-only directory", file);
 		return 0;
 	}
-	return parents(m, file, err) < 0 || add(m, rw ? JAIL_BIND_RW : JAIL_BIND_RO, file, strlen(file), file, err) == NULL
-		       ? -1
-		       : 0;
+	struct jail_step *step;
+	if (parents(m, file, err) < 0 ||
+	    (step = add(m, rw ? JAIL_BIND_RW : JAIL_BIND_RO, file, strlen(file), file, err)) == NULL)
+		return -1;
+	step->exec = exec;
+	return 0;
 }
 
 int jail_mounts_build(struct jail_mounts *m, const char *root, const struct jail_mount_request *r,
@@ -160,13 +163,15 @@ int jail_mounts_build(struct jail_mounts *m, const char *root, const struct jail
 			goto fail;
 	}
 	for (size_t i = 0; i < r->n_rw_files; i++) {
-		if (add_file(m, r->rw_files[i], true, err) < 0)
+		if (add_file(m, r->rw_files[i], true, false, err) < 0)
 			goto fail;
 	}
 	for (size_t i = 0; i < r->n_ro_files; i++) {
-		if (add_file(m, r->ro_files[i], false, err) < 0)
+		if (add_file(m, r->ro_files[i], false, false, err) < 0)
 			goto fail;
 	}
+	if (r->exe != NULL && add_file(m, r->exe, false, true, err) < 0)
+		goto fail;
 	if (r->n_devices > 0 && !has_dir(m, "/dev", 4) && add(m, JAIL_MKDIR, "/dev", 4, NULL, err) == NULL)
 		goto fail;
 	for (size_t i = 0; i < r->n_devices; i++) {
@@ -209,7 +214,7 @@ static int bind(const struct jail_step *s)
 	unsigned long flags = MS_REMOUNT | MS_BIND | MS_NOSUID | MS_NODEV;
 	if (s->kind == JAIL_BIND_RO)
 		flags |= MS_RDONLY;
-	if (!s->dir)
+	if (!s->dir && !s->exec)
 		flags |= MS_NOEXEC; /* disks and kernels are data */
 	return mount(NULL, s->target, NULL, flags, NULL);
 }

@@ -22,6 +22,7 @@ struct jail_step {
 	char *target; /* under the root mount point, what the child touches */
 	char *source; /* bind: the host path; symlink: its contents */
 	bool dir;     /* bind: of a directory */
+	bool exec;    /* bind of a file: the program itself, executable */
 	unsigned major, minor;
 	mode_t mode;  /* mknod */
 	bool owned;   /* mknod: owned by the jail's uid */
@@ -49,6 +50,7 @@ struct jail_mount_request {
 	size_t n_ro_files;
 	const char *const *rw_files;
 	size_t n_rw_files;
+	const char *exe; /* the program, when outside the bound directories (NULL: inside) */
 	const struct jail_device *devices;
 	size_t n_devices;
 	uid_t uid;

@@ -80,7 +80,8 @@ static int lift(int fd)
 	return fcntl(fd, F_DUPFD_CLOEXEC, 16);
 }
 
-static int spawn(const char *path, char **argv, int frames, int life, int vm, int beacon, pid_t *pid, sbx_error_t *err)
+static int spawn(const struct jail *jail, const char *path, char **argv, int frames, int life, int vm, int beacon,
+		 pid_t *pid, sbx_error_t *err)
 {
 	cleanup_close int f = lift(frames), l = lift(life), v = lift(vm), b = lift(beacon);
 	if (f < 0 || l < 0 || v < 0 || b < 0)
@@ -98,6 +99,13 @@ static int spawn(const char *path, char **argv, int frames, int life, int vm, in
 				free(envp[j]);
 			return sbx_error_errno(err, ENOMEM, "network helper env");
 		}
+	}
+	if (jail != NULL) {
+		const int fds[4] = { f, l, v, b };
+		int rc = net_link_jail_spawn(jail, path, argv, envp, fds, pid, err);
+		for (size_t k = 0; k < ne; k++)
+			free(envp[k]);
+		return rc;
 	}
 	posix_spawn_file_actions_t fa;
 	posix_spawnattr_t at;
@@ -128,7 +136,8 @@ static int spawn(const char *path, char **argv, int frames, int life, int vm, in
 	return 0;
 }
 
-int net_link_spawn(struct net_link *l, char *const *args, pid_t keeper, sbx_error_t *err)
+int net_link_spawn(struct net_link *l, char *const *args, pid_t keeper, struct sbx_jail_host *jail_host,
+		   const char *vm_dir, sbx_error_t *err)
 {
 	int rc = -1;
 	cleanup_close int vm = -1;
@@ -155,7 +164,9 @@ int net_link_spawn(struct net_link *l, char *const *args, pid_t keeper, sbx_erro
 		sbx_error_errno(err, errno, "pipe");
 		goto out;
 	}
-	if (spawn(path, argv, l->helper_fd, life[0], vm, l->beacon, &l->pid, err) < 0) {
+	if (sbx_jail_host_active(jail_host) && (l->jail = net_link_jail_prepare(jail_host, vm_dir, path, err)) == NULL)
+		goto out;
+	if (spawn(l->jail, path, argv, l->helper_fd, life[0], vm, l->beacon, &l->pid, err) < 0) {
 		l->pid = -1;
 		goto out;
 	}
@@ -180,6 +191,9 @@ void net_link_close(struct net_link *l)
 			;
 		l->pid = -1;
 	}
+	/* Whatever the helper left in its cgroup goes with the leaf. */
+	jail_release(l->jail);
+	l->jail = NULL;
 	close_fd(&l->qemu_fd);
 	close_fd(&l->helper_fd);
 	close_fd(&l->beacon);

@@ -2,7 +2,7 @@
 // iii-sdk caller on the same engine.  SANDBOX_LIBKRUN_BIN picks the binary
 // (default build/sandbox-libkrun), so the ASan build runs the same tests.
 import { spawn } from 'node:child_process';
-import { existsSync, mkdtempSync, rmSync } from 'node:fs';
+import { appendFileSync, existsSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -37,6 +37,8 @@ export function spawnDaemon(url, env = {}, spawnOptions = {}) {
 	let out = '';
 	proc.stdout.on('data', (d) => { out += d; });
 	proc.stderr.on('data', (d) => { out += d; });
+	// To read a daemon's log while debugging a test: SBX_E2E_DAEMON_LOG=FILE.
+	if (process.env.SBX_E2E_DAEMON_LOG) proc.stderr.on('data', (d) => appendFileSync(process.env.SBX_E2E_DAEMON_LOG, d));
 	const exited = new Promise((resolve) => {
 		proc.on('exit', (code, signal) => {
 			rmSync(stateDir, { recursive: true, force: true });

@@ -10,7 +10,7 @@ import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
 import dgram from 'node:dgram';
 import http from 'node:http';
-import { readdirSync, readFileSync } from 'node:fs';
+import { readdirSync, readFileSync, readlinkSync } from 'node:fs';
 import { assertNoSanitizerReport } from './daemon.mjs';
 import { eventually, sleep } from './lib.mjs';
 import { ociLayout, registryUnavailable, startRegistry } from './lib/registry-fixture.mjs';
@@ -103,6 +103,18 @@ print(json.dumps({n: query(n) for n in sys.argv[1:]}))
 
 const skip = registryUnavailable() ?? (process.getuid?.() !== 0 ? 'needs root (a network namespace)' : null);
 
+// The network helpers of a sandbox, by their command line.
+function helperPids(id) {
+	return readdirSync('/proc').filter((p) => /^\d+$/.test(p)).filter((p) => {
+		try {
+			const cmd = readFileSync(`/proc/${p}/cmdline`, 'utf8');
+			return cmd.startsWith('sandbox-net-helper') && cmd.includes(id);
+		} catch {
+			return false;
+		}
+	});
+}
+
 describe('guest networking in a private network namespace', { skip: skip ?? false }, () => {
 	let reg, s, web, other, dns, net1, narrow, nonet;
 	const ids = [];
@@ -160,6 +172,32 @@ describe('guest networking in a private network namespace', { skip: skip ?? fals
 		assert.ok((await ifaces(net1.sandbox_id)).includes('eth0'));
 		const r = await s.exec(net1.sandbox_id, { argv: ['cat', '/etc/resolv.conf', '/proc/sys/net/ipv6/conf/all/disable_ipv6'] });
 		assert.equal(r.stdout, 'nameserver 10.0.2.3\n1\n');
+	});
+
+	test('the network helper runs jailed: its own uid, no capabilities, its own namespaces but the host network, a cgroup leaf', {
+		skip: process.getuid() !== 0 ? 'the jail needs root' : false }, () => {
+		const pid = helperPids(net1.sandbox_id);
+		assert.equal(pid.length, 1, 'one helper for the sandbox');
+		const f = {};
+		for (const line of readFileSync(`/proc/${pid[0]}/status`, 'utf8').split('\n')) {
+			const i = line.indexOf(':');
+			if (i > 0) f[line.slice(0, i)] = line.slice(i + 1).trim();
+		}
+		const [uid] = f.Uid.split(/\s+/);
+		assert.ok(Number(uid) >= 900000, `uid ${f.Uid}`);
+		assert.deepEqual(f.Uid.split(/\s+/), Array(4).fill(uid));
+		assert.deepEqual(f.Gid.split(/\s+/), Array(4).fill(uid));
+		assert.equal(f.Groups, '');
+		for (const c of ['CapInh', 'CapPrm', 'CapEff', 'CapBnd', 'CapAmb']) assert.equal(f[c], '0000000000000000', c);
+		assert.equal(f.NoNewPrivs, '1');
+		const ns = (p, n) => readlinkSync(`/proc/${p}/ns/${n}`);
+		const daemon = s.daemon.proc.pid;
+		for (const n of ['mnt', 'pid', 'ipc', 'uts']) assert.notEqual(ns(pid[0], n), ns(daemon, n), n);
+		assert.equal(ns(pid[0], 'net'), ns(daemon, 'net'), 'its sockets are the guest\'s connections out');
+		const root = `/proc/${pid[0]}/root`;
+		assert.ok(!readdirSync(root).includes('home') && !readdirSync(root).includes('root'), readdirSync(root).join(' '));
+		assert.deepEqual(readdirSync(`${root}/etc`), ['resolv.conf']);
+		assert.match(readFileSync(`/proc/${pid[0]}/cgroup`, 'utf8'), /\/sandbox-libkrun\/[0-9]+-[^/\n]*-net\n/);
 	});
 
 	test('denied destinations are refused at once and logged once with the rule', async () => {
@@ -233,14 +271,7 @@ describe('guest networking in a private network namespace', { skip: skip ?? fals
 	});
 
 	test('kill -9 of the daemon leaves no network helper', async () => {
-		const helpers = () => readdirSync('/proc').filter((p) => /^\d+$/.test(p)).filter((p) => {
-			try {
-				const cmd = readFileSync(`/proc/${p}/cmdline`, 'utf8');
-				return cmd.startsWith('sandbox-net-helper') && ids.some((id) => cmd.includes(id));
-			} catch {
-				return false;
-			}
-		});
+		const helpers = () => ids.flatMap(helperPids);
 		assert.ok(helpers().length >= 2, 'the live networked sandboxes have helpers');
 		s.daemon.proc.kill('SIGKILL');
 		await s.daemon.exited;

@@ -14,7 +14,7 @@
 #include "jail/jail_mounts.h"
 
 static char base[64];
-static char p_usr[128], p_lib[128], p_qemu[128], p_kernel[128], p_scratch[128], p_missing[128];
+static char p_usr[128], p_lib[128], p_qemu[128], p_kernel[128], p_scratch[128], p_missing[128], p_exe[128];
 
 static void make_tree(void)
 {
@@ -27,6 +27,7 @@ static void make_tree(void)
 	snprintf(p_kernel, sizeof(p_kernel), "%s/k/vmlinux", base);
 	snprintf(p_scratch, sizeof(p_scratch), "%s/vms/1-0-a/scratch.ext4", base);
 	snprintf(p_missing, sizeof(p_missing), "%s/lib64", base);
+	snprintf(p_exe, sizeof(p_exe), "%s/k/helper", base);
 	char d[160];
 	mkdir(p_usr, 0755);
 	snprintf(d, sizeof(d), "%s/k", base);
@@ -37,8 +38,8 @@ static void make_tree(void)
 	mkdir(d, 0755);
 	if (symlink("usr/lib", p_lib) < 0)
 		abort();
-	const char *files[] = { p_qemu, p_kernel, p_scratch };
-	for (int i = 0; i < 3; i++)
+	const char *files[] = { p_qemu, p_kernel, p_scratch, p_exe };
+	for (int i = 0; i < 4; i++)
 		close(open(files[i], O_WRONLY | O_CREAT, 0644));
 }
 
@@ -71,7 +72,9 @@ TEST(mount_list)
 	const char *ro[] = { p_qemu, p_kernel };
 	const char *rw[] = { p_scratch };
 	struct jail_device dev[] = { { "null", 1, 3, 0666, false }, { "kvm", 10, 232, 0600, true } };
-	struct jail_mount_request r = { dirs, 3, ro, 2, rw, 1, dev, 2, 900001, 900001 };
+	struct jail_mount_request r = { .ro_dirs = dirs, .n_ro_dirs = 3, .ro_files = ro, .n_ro_files = 2,
+					.rw_files = rw, .n_rw_files = 1, .exe = p_exe, .devices = dev, .n_devices = 2,
+					.uid = 900001, .gid = 900001 };
 	struct jail_mounts m;
 	sbx_error_t err = NULL;
 	int rc = jail_mounts_build(&m, "/jr", &r, &err);
@@ -87,8 +90,12 @@ TEST(mount_list)
 	CHECK(find(&m, p_missing) == NULL); /* absent on the host: nothing */
 	CHECK(find(&m, p_qemu) == NULL);    /* inside the bound usr */
 	const struct jail_step *k = find(&m, p_kernel), *s = find(&m, p_scratch);
-	CHECK(k != NULL && k->kind == JAIL_BIND_RO && !k->dir);
-	CHECK(s != NULL && s->kind == JAIL_BIND_RW && !s->dir);
+	CHECK(k != NULL && k->kind == JAIL_BIND_RO && !k->dir && !k->exec);
+	CHECK(s != NULL && s->kind == JAIL_BIND_RW && !s->dir && !s->exec);
+	/* The program outside the bound directories: read-only, the one file
+	 * bound executable. */
+	const struct jail_step *exe = find(&m, p_exe);
+	CHECK(exe != NULL && exe->kind == JAIL_BIND_RO && !exe->dir && exe->exec);
 	/* Every directory above a file is made once, before it. */
 	char vms[160];
 	snprintf(vms, sizeof(vms), "%s/vms/1-0-a", base);

@@ -1,0 +1,126 @@
+/* Starting the network helper inside its jail (see net_link.h).
+ *
+ * posix_spawn cannot enter a jail, and jail_fork must run in a process
+ * that forks nothing else (the new PID namespace is its children's), so a
+ * small intermediate process does it: it forks the jailed helper as PID 1
+ * of its own namespace, waits for it, and exits with its status, so that
+ * the daemon reaps and reads it as it reads an unjailed helper's. */
+#include "vm/net_link.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "net/net_addr.h"
+
+/* Measured 3-4 MiB; the rest is room for slirp's socket buffers under a
+ * guest that opens many connections. */
+#define NET_JAIL_MIB 64
+
+static const char *const resolv_conf = "/etc/resolv.conf";
+
+struct jail *net_link_jail_prepare(struct sbx_jail_host *h, const char *vm_dir, const char *helper,
+				   sbx_error_t *err)
+{
+	const char *slash = strrchr(vm_dir, '/');
+	char name[256];
+	int n = snprintf(name, sizeof(name), "%s-net", slash != NULL ? slash + 1 : vm_dir);
+	if (n < 0 || (size_t)n >= sizeof(name))
+		return sbx_error_set(err, ENAMETOOLONG, "network helper jail name"), NULL;
+	/* c-ares reads the host's resolvers when no dns_servers are set. */
+	const char *ro[1] = { resolv_conf };
+	struct stat st;
+	int n_ro = stat(resolv_conf, &st) == 0 && S_ISREG(st.st_mode) ? 1 : 0;
+	struct jail_request r = {
+		.name = name,
+		.memory_mib = NET_JAIL_MIB,
+		.cpus = 1,
+		/* It writes no file; its stderr is the daemon's, which may be
+		 * a large log file: a limit would kill it there. */
+		.fsize_bytes = UINT64_MAX,
+		.ro_files = ro, .n_ro = n_ro,
+		.exe = helper,
+		.host_net = true,
+	};
+	return jail_prepare(h, &r, err);
+}
+
+/* "network helper: exec <path>: <reason>\n" on fd 2, without malloc or
+ * stdio (a child of a threaded process). */
+static void report_exec(const char *path, int e)
+{
+	char buf[512];
+	size_t n = 0;
+	const char *parts[] = { "network helper: exec ", path, ": ", strerrordesc_np(e), "\n" };
+	for (size_t i = 0; i < sizeof(parts) / sizeof(parts[0]); i++) {
+		const char *p = parts[i] != NULL ? parts[i] : "?";
+		while (*p != '\0' && n < sizeof(buf) - 1)
+			buf[n++] = *p++;
+	}
+	ssize_t w = write(STDERR_FILENO, buf, n);
+	(void)w;
+}
+
+/* In the forked child: never returns.  fds[] are above NET_HELPER_FD_BEACON
+ * (lifted by the caller), so no dup2 overwrites one still to be moved. */
+static void intermediate(const struct jail *j, const char *path, char *const *argv, char *const *envp,
+			 const int fds[4])
+{
+	sigset_t none;
+	sigemptyset(&none);
+	for (int sig = 1; sig < NSIG; sig++) {
+		if (sig != SIGKILL && sig != SIGSTOP)
+			signal(sig, SIG_DFL);
+	}
+	sigprocmask(SIG_SETMASK, &none, NULL);
+	setsid();
+	int null = open("/dev/null", O_RDWR | O_CLOEXEC);
+	if (null < 0 || dup2(null, STDIN_FILENO) < 0 || dup2(null, STDOUT_FILENO) < 0)
+		_exit(126);
+	static const int at[4] = { NET_HELPER_FD_FRAMES, NET_HELPER_FD_LIFELINE, NET_HELPER_FD_VM,
+				   NET_HELPER_FD_BEACON };
+	for (int i = 0; i < 4; i++) {
+		if (dup2(fds[i], at[i]) < 0)
+			_exit(126);
+	}
+	if (syscall(SYS_close_range, NET_HELPER_FD_BEACON + 1, ~0u, 0) < 0)
+		_exit(126);
+	pid_t pid = jail_fork(j);
+	if (pid < 0)
+		_exit(126);
+	if (pid == 0) {
+		if (jail_enter(j, NET_HELPER_FD_BEACON + 1) == 0) {
+			execve(path, argv, envp);
+			report_exec(path, errno);
+		}
+		_exit(127);
+	}
+	/* Only the helper holds the link now: its end of the lifeline and
+	 * the frames socket must close when it exits. */
+	syscall(SYS_close_range, 3, ~0u, 0);
+	int st;
+	while (waitpid(pid, &st, 0) < 0) {
+		if (errno != EINTR)
+			_exit(126);
+	}
+	_exit(WIFSIGNALED(st) ? 128 + WTERMSIG(st) : WEXITSTATUS(st));
+}
+
+int net_link_jail_spawn(const struct jail *j, const char *path, char *const *argv, char *const *envp,
+			const int fds[4], pid_t *pid, sbx_error_t *err)
+{
+	pid_t child = fork();
+	if (child < 0)
+		return sbx_error_errno(err, errno, "fork the network helper");
+	if (child == 0)
+		intermediate(j, path, argv, envp, fds);
+	*pid = child;
+	return 0;
+}
