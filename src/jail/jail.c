@@ -208,6 +208,7 @@ struct jail *jail_prepare(struct sbx_jail_host *h, const struct jail_request *r,
 		.ro_files = r->ro_files, .n_ro_files = (size_t)r->n_ro,
 		.rw_files = r->rw_files, .n_rw_files = (size_t)r->n_rw,
 		.exe = r->exe,
+		.proc = r->proc,
 		.devices = dev, .n_devices = r->kvm ? 3 : 2,
 		.uid = j->uid, .gid = j->uid,
 	};

@@ -64,6 +64,8 @@ struct jail_request {
 	const char *exe;         /* the program when it lies outside /usr (a build
 				    tree's helper): bound read-only, executable */
 	bool kvm;                /* /dev/kvm in its /dev */
+	bool proc;               /* a /proc of its own PID namespace (sanitizer
+				    builds: LeakSanitizer reads /proc/self/task) */
 	bool host_net;           /* keeps the host's network namespace: the
 				    network helper's sockets are the guest's
 				    connections out */

@@ -172,6 +172,8 @@ int jail_mounts_build(struct jail_mounts *m, const char *root, const struct jail
 	}
 	if (r->exe != NULL && add_file(m, r->exe, false, true, err) < 0)
 		goto fail;
+	if (r->proc && add(m, JAIL_PROC, "/proc", 5, NULL, err) == NULL)
+		goto fail;
 	if (r->n_devices > 0 && !has_dir(m, "/dev", 4) && add(m, JAIL_MKDIR, "/dev", 4, NULL, err) == NULL)
 		goto fail;
 	for (size_t i = 0; i < r->n_devices; i++) {
@@ -229,6 +231,11 @@ static int play(const struct jail_mounts *m, const struct jail_step *s)
 		return bind(s);
 	case JAIL_SYMLINK:
 		return symlink(s->source, s->target);
+	case JAIL_PROC:
+		/* Shows only the jail's own PID namespace. */
+		if (mkdir(s->target, 0555) < 0)
+			return -1;
+		return mount("proc", s->target, "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, NULL);
 	case JAIL_MKNOD:
 		if (mknod(s->target, S_IFCHR | s->mode, makedev(s->major, s->minor)) < 0 ||
 		    chmod(s->target, s->mode) < 0)

@@ -14,7 +14,7 @@
 
 #include "common/error.h"
 
-enum jail_step_kind { JAIL_MKDIR, JAIL_BIND_RO, JAIL_BIND_RW, JAIL_SYMLINK, JAIL_MKNOD };
+enum jail_step_kind { JAIL_MKDIR, JAIL_BIND_RO, JAIL_BIND_RW, JAIL_SYMLINK, JAIL_MKNOD, JAIL_PROC };
 
 struct jail_step {
 	enum jail_step_kind kind;
@@ -51,6 +51,7 @@ struct jail_mount_request {
 	const char *const *rw_files;
 	size_t n_rw_files;
 	const char *exe; /* the program, when outside the bound directories (NULL: inside) */
+	bool proc;       /* a /proc of its own PID namespace */
 	const struct jail_device *devices;
 	size_t n_devices;
 	uid_t uid;

@@ -22,6 +22,7 @@
 #include "common/log.h"
 #include "net/net_addr.h"
 #include "net/net_helper.h"
+#include "net/net_seccomp.h"
 
 #define MAX_POLL 512
 #define MAX_TIMERS 16
@@ -323,6 +324,12 @@ int main(int argc, char **argv)
 	}
 	if (drop_privileges() < 0) {
 		sbx_err("net: sandbox %s: dropping privileges: %s", H.sandbox, strerror(errno));
+		return 1;
+	}
+	const char *failed;
+	int rc = net_seccomp_install(&failed);
+	if (rc < 0) {
+		sbx_err("net: sandbox %s: seccomp filter (%s): %s", H.sandbox, failed, strerror(-rc));
 		return 1;
 	}
 	loop();

@@ -47,6 +47,11 @@ struct jail *net_link_jail_prepare(struct sbx_jail_host *h, const char *vm_dir, 
 		.fsize_bytes = UINT64_MAX,
 		.ro_files = ro, .n_ro = n_ro,
 		.exe = helper,
+#ifdef __SANITIZE_ADDRESS__
+		/* The helper is a sanitizer build too: its leak check at exit
+		 * reads /proc/self. */
+		.proc = true,
+#endif
 		.host_net = true,
 	};
 	return jail_prepare(h, &r, err);

@@ -174,7 +174,7 @@ describe('guest networking in a private network namespace', { skip: skip ?? fals
 		assert.equal(r.stdout, 'nameserver 10.0.2.3\n1\n');
 	});
 
-	test('the network helper runs jailed: its own uid, no capabilities, its own namespaces but the host network, a cgroup leaf', {
+	test('the network helper runs jailed: its own uid, no capabilities, a seccomp filter, its own namespaces but the host network, a cgroup leaf', {
 		skip: process.getuid() !== 0 ? 'the jail needs root' : false }, () => {
 		const pid = helperPids(net1.sandbox_id);
 		assert.equal(pid.length, 1, 'one helper for the sandbox');
@@ -190,6 +190,7 @@ describe('guest networking in a private network namespace', { skip: skip ?? fals
 		assert.equal(f.Groups, '');
 		for (const c of ['CapInh', 'CapPrm', 'CapEff', 'CapBnd', 'CapAmb']) assert.equal(f[c], '0000000000000000', c);
 		assert.equal(f.NoNewPrivs, '1');
+		assert.equal(f.Seccomp, '2', 'its own seccomp filter');
 		const ns = (p, n) => readlinkSync(`/proc/${p}/ns/${n}`);
 		const daemon = s.daemon.proc.pid;
 		for (const n of ['mnt', 'pid', 'ipc', 'uts']) assert.notEqual(ns(pid[0], n), ns(daemon, n), n);

@@ -73,7 +73,7 @@ TEST(mount_list)
 	const char *rw[] = { p_scratch };
 	struct jail_device dev[] = { { "null", 1, 3, 0666, false }, { "kvm", 10, 232, 0600, true } };
 	struct jail_mount_request r = { .ro_dirs = dirs, .n_ro_dirs = 3, .ro_files = ro, .n_ro_files = 2,
-					.rw_files = rw, .n_rw_files = 1, .exe = p_exe, .devices = dev, .n_devices = 2,
+					.rw_files = rw, .n_rw_files = 1, .exe = p_exe, .proc = true, .devices = dev, .n_devices = 2,
 					.uid = 900001, .gid = 900001 };
 	struct jail_mounts m;
 	sbx_error_t err = NULL;
@@ -96,6 +96,8 @@ TEST(mount_list)
 	 * bound executable. */
 	const struct jail_step *exe = find(&m, p_exe);
 	CHECK(exe != NULL && exe->kind == JAIL_BIND_RO && !exe->dir && exe->exec);
+	const struct jail_step *proc = find(&m, "/proc");
+	CHECK(proc != NULL && proc->kind == JAIL_PROC);
 	/* Every directory above a file is made once, before it. */
 	char vms[160];
 	snprintf(vms, sizeof(vms), "%s/vms/1-0-a", base);
