@@ -161,11 +161,18 @@ static bool protocol_allowed(const char *url, const char *list)
 	return false;
 }
 
-/* The scheme, host and port of a URL: its length up to the path. */
+/* The scheme, host and port of a URL: its length up to the path.  The
+ * extra slashes libcurl skips before the host belong to the origin
+ * ("http:///127.0.0.1/a" is 127.0.0.1's, not a host-less one's). */
 static size_t origin_len(const char *url)
 {
 	const char *host = strstr(url, "://");
-	return host != NULL ? strcspn(host + 3, "/?#") + (size_t)(host + 3 - url) : strlen(url);
+	if (host == NULL)
+		return strlen(url);
+	host += 3;
+	while (*host == '/')
+		host++;
+	return strcspn(host, "/?#") + (size_t)(host - url);
 }
 
 /* libcurl (7.58 on) sends a custom Authorization header, and basic
