@@ -129,6 +129,19 @@ describe('memory budget and dying VMs', { skip: skip ?? false }, () => {
 		assertNoVmLeft(s.stateDir, 'after the kill');
 	});
 
+	test('kill -9 of an idle QEMU, then fs calls: S300 with the cause at once, the sandbox leaves, then S002', async () => {
+		const id = (await s.vm('create', { image: 'python' })).sandbox_id;
+		process.kill(qemuPids(s.stateDir)[0], 'SIGKILL');
+		await sleep(500);
+		const t0 = Date.now();
+		const err = await s.vmError('fs::ls', { sandbox_id: id, path: '/' });
+		assert.ok(Date.now() - t0 < 5000, `fs::ls failed ${Date.now() - t0} ms after the kill`);
+		assertScode(err, 'S300', /^VM boot failed: the sandbox's VM exited: killed by signal 9 \(Killed\)$/);
+		await untilUnlisted(s, id, 2000);
+		assertScode(await s.vmError('fs::stat', { sandbox_id: id, path: '/' }), 'S002');
+		assertNoVmLeft(s.stateDir, 'after the kill');
+	});
+
 	test('a VM killed idle leaves the list at the reaper\'s next scan (10 s)', async () => {
 		const id = (await s.vm('create', { image: 'python' })).sandbox_id;
 		process.kill(qemuPids(s.stateDir)[0], 'SIGKILL');

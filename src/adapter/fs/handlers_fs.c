@@ -12,6 +12,7 @@
 #include "adapter/fs/octal.h"
 #include "adapter/handlers.h"
 #include "adapter/request.h"
+#include "adapter/sandbox/sandbox.h"
 #include "adapter/scode.h"
 #include "common/base64.h"
 #include "common/cleanup.h"
@@ -46,21 +47,28 @@ static int parse_mode(const char *mode, uint32_t *out, sbx_error_t *err)
 struct fs_hold {
 	struct sbx_adapter *a;
 	struct sbx_sandbox *sb; /* NULL: not held */
+	char id[SBX_UUID_STRLEN + 1];
 };
 
+/* A sandbox whose VM went during the call leaves at once, as after an
+ * exec: later calls get S002 rather than wait for the reaper. */
 static void fs_hold_release(struct fs_hold *h)
 {
-	if (h->sb != NULL)
-		sbx_registry_fs_end(h->a->reg, sbx_steal_ptr(h->sb));
+	if (h->sb == NULL)
+		return;
+	/* Asked while the hold keeps the VM from being detached. */
+	bool dead = sandbox_vm_dead(h->a, h->sb);
+	sbx_registry_fs_end(h->a->reg, sbx_steal_ptr(h->sb));
+	if (dead)
+		sandbox_remove_dead(h->a, h->id);
 }
 #define cleanup_fs_hold __attribute__((cleanup(fs_hold_release)))
 
 static struct fs_hold hold(struct sbx_adapter *a, const char *id, sbx_error_t *err)
 {
-	struct fs_hold h = { a, NULL };
-	char uuid[SBX_UUID_STRLEN + 1];
-	if (req_sandbox_uuid(id, uuid, err) == 0)
-		h.sb = sbx_registry_fs_begin(a->reg, uuid, err);
+	struct fs_hold h = { .a = a };
+	if (req_sandbox_uuid(id, h.id, err) == 0)
+		h.sb = sbx_registry_fs_begin(a->reg, h.id, err);
 	return h;
 }
 
@@ -144,7 +152,7 @@ int sbx_op_fs_read(struct sbx_adapter *a, json_t *req, json_t **out)
 		sbx_error_errno(&err, ENOMEM, "fs::read");
 		return sbx_op_fail(&err, out);
 	}
-	*pumped = (struct fs_hold){ a, sbx_steal_ptr(h.sb) };
+	*pumped = (struct fs_hold){ .a = a, .sb = sbx_steal_ptr(h.sb) };
 	*out = a->fs.ops->read(a->fs.ctx, pumped->sb->vm, path, read_done, pumped, &err);
 	if (*out != NULL)
 		return 0;

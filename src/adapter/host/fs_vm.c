@@ -10,7 +10,7 @@
 #include "engine/channel.h"
 #include "vm/vm.h"
 
-static json_t *call(void *ctx, void *vm, const struct proto_msg *req, sbx_error_t *err)
+static json_t *run_call(void *vm, const struct proto_msg *req, sbx_error_t *err)
 {
 	struct sbx_vm_fs *op = sbx_vm_fs_start(vm_backend_vm(vm), req, err);
 	if (op == NULL)
@@ -68,7 +68,7 @@ static int write_from_channel(struct engine *e, struct sbx_vm_fs *op, json_t *re
 	return rc;
 }
 
-static int write(void *ctx, void *vm, const struct sbx_fs_write_req *w, uint64_t *written, sbx_error_t *err)
+static int run_write(void *ctx, void *vm, const struct sbx_fs_write_req *w, uint64_t *written, sbx_error_t *err)
 {
 	*written = 0;
 	struct sbx_vm_fs *op = sbx_vm_fs_write_open(vm_backend_vm(vm), w->path, w->mode, w->parents, err);
@@ -88,8 +88,35 @@ static int write(void *ctx, void *vm, const struct sbx_fs_write_req *w, uint64_t
 	return rc;
 }
 
+/* Each operation that fails because the VM went answers S300 with the
+ * cause, as exec does, not the S216 of a lost connection. */
+static json_t *call(void *ctx, void *vm, const struct proto_msg *req, sbx_error_t *err)
+{
+	(void)ctx;
+	json_t *out = run_call(vm, req, err);
+	if (out == NULL)
+		vm_backend_blame_death(vm, err);
+	return out;
+}
+
+static int write(void *ctx, void *vm, const struct sbx_fs_write_req *w, uint64_t *written, sbx_error_t *err)
+{
+	int rc = run_write(ctx, vm, w, written, err);
+	if (rc < 0)
+		vm_backend_blame_death(vm, err);
+	return rc;
+}
+
+static json_t *read_file(void *ctx, void *vm, const char *path, void (*done)(void *ud), void *done_ud, sbx_error_t *err)
+{
+	json_t *out = fs_vm_read(ctx, vm, path, done, done_ud, err);
+	if (out == NULL)
+		vm_backend_blame_death(vm, err);
+	return out;
+}
+
 const struct sbx_fs_ops fs_vm_ops = {
 	.call = call,
 	.write = write,
-	.read = fs_vm_read,
+	.read = read_file,
 };

@@ -143,12 +143,19 @@ static bool alive(void *vm)
  * what broke on the way (a lost connection, a refused spawn). */
 static void blame_death(struct sandbox_vm *s, sbx_error_t *err)
 {
+	if (*err == NULL)
+		return;
 	if (sbx_vm_alive(s->vm))
 		return;
 	char cause[256];
 	sbx_vm_death_cause(s->vm, DEATH_WAIT_MS, cause, sizeof(cause));
 	sbx_error_free(err);
 	sbx_error_scode(err, SBX_S_VM_BOOT, "%s", cause);
+}
+
+void vm_backend_blame_death(void *sandbox_vm, sbx_error_t *err)
+{
+	blame_death(sandbox_vm, err);
 }
 
 static void stop(void *vm)

@@ -19,5 +19,8 @@ void *vm_backend_new(const struct sbx_config *cfg, struct sbx_jail_host *jail, s
 void vm_backend_free(void *ctx);
 /* The VM of a sandbox this backend booted (for fs_vm.c). */
 struct sbx_vm *vm_backend_vm(void *sandbox_vm);
+/* After a failed call: when the VM is gone, *err becomes S300 naming why
+ * ("the sandbox's VM exited: killed by signal 9 (Killed)"). */
+void vm_backend_blame_death(void *sandbox_vm, sbx_error_t *err);
 
 #endif
