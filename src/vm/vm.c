@@ -43,6 +43,9 @@ static void vm_free(struct sbx_vm *vm)
 	free(vm->kernel);
 	free(vm->boot);
 	free(vm->image);
+	free(vm->data_disk);
+	if (vm->data_lock >= 0)
+		close(vm->data_lock);
 	free(vm->hostname);
 	sbx_strv_free(vm->env);
 	sbx_strv_free(vm->net_args);
@@ -67,7 +70,7 @@ int vm_launch(struct sbx_vm *vm, int state_fd, sbx_error_t *err)
 	if (sbx_jail_host_active(vm->jail_host)) {
 		struct vm_jail_args ja = {
 			.dir = vm->dir, .qemu = vm->qemu, .kernel = vm->kernel, .boot = vm->boot, .image = vm->image,
-			.scratch = vm->files[F_SCRATCH], .cpus = vm->cpus, .memory_limit_mib = vm->jail_memory_mib,
+			.scratch = vm_upper_disk(vm), .cpus = vm->cpus, .memory_limit_mib = vm->jail_memory_mib,
 			.guest_mib = vm->memory_mib, .kvm = vm->accel == SBX_ACCEL_KVM,
 			.saves_template = vm->snap_lock >= 0, .scratch_bytes = vm->scratch_bytes,
 		};
@@ -103,7 +106,7 @@ int vm_launch(struct sbx_vm *vm, int state_fd, sbx_error_t *err)
 	}
 	struct qemu_config qc = {
 		.qemu = vm->qemu, .kernel = vm->kernel, .boot_disk = vm->boot, .image = vm->image,
-		.scratch = vm->files[F_SCRATCH], .cpus = vm->cpus, .memory_mib = vm->memory_mib, .accel = vm->accel,
+		.scratch = vm_upper_disk(vm), .cpus = vm->cpus, .memory_mib = vm->memory_mib, .accel = vm->accel,
 		.console_fd = KEEPER_QEMU_FD_BASE, .control_fd = KEEPER_QEMU_FD_BASE + 1,
 		.qmp_fd = qmp_at, .incoming_fd = state_at, .net_fd = net_at,
 		.tsc_khz = vm->accel == SBX_ACCEL_TCG ? sbx_host_tsc_khz() : 0, .boot_log = vm->boot_log,
@@ -161,7 +164,7 @@ static struct sbx_vm *vm_new(const struct sbx_vm_options *opt, sbx_error_t *err)
 	console_init(&vm->console);
 	vm->keeper.pid = -1;
 	vm->keeper.lifeline = -1;
-	vm->snap_lock = vm->qmp_fd = -1;
+	vm->snap_lock = vm->qmp_fd = vm->data_lock = -1;
 	vm->cpus = opt->cpus ? opt->cpus : 1;
 	vm->memory_mib = opt->memory_mib ? opt->memory_mib : 512;
 	vm->boot_log = opt->boot_log;
@@ -206,10 +209,15 @@ static int find_host_parts(struct sbx_vm *vm, const struct sbx_vm_options *opt, 
  * a template); what was made is removed again on failure. */
 static int make_disks(struct sbx_vm *vm, const struct sbx_vm_options *opt, int *state_fd, sbx_error_t *err)
 {
+	*state_fd = -1;
+	if (opt->data_disk != NULL && vm_open_data_disk(vm, opt->data_disk, err) < 0)
+		return -1;
 	if (vm_prepare(vm, opt, &vm->image, err) < 0) {
 		vm_remove_files(vm);
 		return -1;
 	}
+	if (vm->data_disk != NULL)
+		return 0; /* a template's scratch disk cannot stand in for it: cold */
 	/* A rootfs directory becomes a private image: nothing to key on. */
 	bool use_snapshot = !opt->cold_boot && vm->files[F_IMAGE] == NULL;
 	if (vm_choose_start(vm, use_snapshot, state_fd, err) < 0) {

@@ -55,6 +55,12 @@ struct sbx_vm_options {
 				   inactive: QEMU runs unconfined */
 	unsigned jail_memory_mib; /* the jail's memory limit; 0 = memory_mib +
 				   SBX_VM_JAIL_QEMU_MIB + the TCG cache */
+	const char *data_disk;  /* NULL: a fresh scratch disk, deleted at stop.
+				   Else an existing ext4 file (made with
+				   disk_scratch_create) used as the overlay
+				   upper like the scratch disk and kept at
+				   stop; implies cold_boot; one VM at a time
+				   (a second one fails to start) */
 	bool boot_log;          /* for measuring a boot: kernel messages with
 				   their guest timestamps instead of quiet, and
 				   every console line copied to stderr prefixed
