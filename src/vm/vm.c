@@ -44,6 +44,7 @@ static void vm_free(struct sbx_vm *vm)
 	free(vm->boot);
 	free(vm->image);
 	free(vm->data_disk);
+	free(vm->console_log);
 	if (vm->data_lock >= 0)
 		close(vm->data_lock);
 	free(vm->hostname);
@@ -136,7 +137,8 @@ int vm_launch(struct sbx_vm *vm, int state_fd, sbx_error_t *err)
 	sbx_error_t cerr = NULL;
 	if (vm->boot_log)
 		console_echo(&vm->console, STDERR_FILENO, vm->t0);
-	if (console_start(&vm->console, sbx_steal_fd(con[0]), vm->files[F_CONSOLE], &cerr) < 0) {
+	const char *log = vm->console_log != NULL ? vm->console_log : vm->files[F_CONSOLE];
+	if (console_start(&vm->console, sbx_steal_fd(con[0]), log, vm->console_log != NULL, &cerr) < 0) {
 		/* Not fatal: the VM runs without a console log. */
 		sbx_warn("vm: %s", sbx_error_msg(cerr));
 		sbx_error_free(&cerr);
@@ -179,8 +181,9 @@ static struct sbx_vm *vm_new(const struct sbx_vm_options *opt, sbx_error_t *err)
 	vm->user = strdup(opt->user != NULL ? opt->user : "");
 	net_link_init(&vm->net);
 	vm->net_args = opt->net_args != NULL ? sbx_strv_dup(opt->net_args) : NULL;
+	vm->console_log = opt->console_log != NULL ? strdup(opt->console_log) : NULL;
 	if (vm->hostname == NULL || vm->env == NULL || vm->user == NULL ||
-	    (opt->net_args != NULL && vm->net_args == NULL)) {
+	    (opt->net_args != NULL && vm->net_args == NULL) || (opt->console_log != NULL && vm->console_log == NULL)) {
 		vm_free(vm);
 		sbx_error_set(err, ENOMEM, "vm");
 		return NULL;

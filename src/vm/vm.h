@@ -61,6 +61,10 @@ struct sbx_vm_options {
 				   upper like the scratch disk and kept at
 				   stop; implies cold_boot; one VM at a time
 				   (a second one fails to start) */
+	const char *console_log; /* NULL: the VM's own directory (deleted at
+				    stop).  Else this file, appended to,
+				    capped like the default one (vm/console.h)
+				    and kept at stop */
 	bool boot_log;          /* for measuring a boot: kernel messages with
 				   their guest timestamps instead of quiet, and
 				   every console line copied to stderr prefixed

@@ -27,7 +27,7 @@ static void usage(FILE *out)
 	fprintf(out,
 		"usage: sandbox-libkrun vm run [--cpus N] [--memory MiB] [--accel auto|kvm|tcg]\n"
 		"                              [--tcg-cache-mb MiB] [--scratch-mb MiB] [--jail auto|required|off]\n"
-		"                              [--data-disk FILE]\n"
+		"                              [--data-disk FILE] [--console-log FILE]\n"
 		"                              --rootfs DIR|IMAGE.erofs [-v] [--boot-log] [--cold] -- CMD [ARGS...]\n\n"
 		"Boots a microVM with the given root filesystem, runs CMD in it with this\n"
 		"process's stdin, stdout and stderr, and exits with CMD's exit status\n"
@@ -40,6 +40,7 @@ static void usage(FILE *out)
 		"  --data-disk FILE    a persistent ext4 disk in place of the scratch disk,\n"
 		"                  kept after the VM (created with --scratch-mb's size\n"
 		"                  when missing); implies --cold\n"
+		"  --console-log FILE  append the guest console to FILE (kept)\n"
 		"  --rootfs PATH   a root filesystem directory or an erofs image\n"
 		"  --jail MODE     confine QEMU (README \"Security\"): auto (default: where\n"
 		"                  the host allows it), required or off\n"
@@ -176,6 +177,7 @@ static int vm_run(int argc, char **argv)
 		{ "boot-log", no_argument, NULL, 'b' },     { "cold", no_argument, NULL, 'C' },
 		{ "tcg-cache-mb", required_argument, NULL, 't' }, { "scratch-mb", required_argument, NULL, 's' },
 		{ "jail", required_argument, NULL, 'j' }, { "data-disk", required_argument, NULL, 'D' },
+		{ "console-log", required_argument, NULL, 'L' },
 		{ NULL, 0, NULL, 0 },
 	};
 	struct sbx_vm_options opt = { .cpus = 1, .memory_mib = 512 };
@@ -225,6 +227,9 @@ static int vm_run(int argc, char **argv)
 			break;
 		case 'D':
 			opt.data_disk = optarg;
+			break;
+		case 'L':
+			opt.console_log = optarg;
 			break;
 		case 'j':
 			if (sbx_jail_mode_parse(optarg, &jail_mode, &err) < 0) {

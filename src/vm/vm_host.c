@@ -117,12 +117,14 @@ int vm_make_files(struct sbx_vm *vm, sbx_error_t *err)
 {
 	if ((vm->dir = make_vm_dir(err)) == NULL)
 		return -1;
-	/* A data disk is the caller's: never in the list the keeper removes. */
+	/* A data disk and a console log of the caller's are never in the list
+	 * the keeper removes. */
 	if (vm->data_disk == NULL && (vm->files[F_SCRATCH] = sbx_path_join(vm->dir, "scratch.ext4")) == NULL)
 		return sbx_error_errno(err, ENOMEM, "vm paths");
-	vm->files[F_CONSOLE] = sbx_path_join(vm->dir, "console.log");
+	if (vm->console_log == NULL && (vm->files[F_CONSOLE] = sbx_path_join(vm->dir, "console.log")) == NULL)
+		return sbx_error_errno(err, ENOMEM, "vm paths");
 	vm->files[F_QEMU_LOG] = sbx_path_join(vm->dir, "qemu.log");
-	if (vm->files[F_CONSOLE] == NULL || vm->files[F_QEMU_LOG] == NULL)
+	if (vm->files[F_QEMU_LOG] == NULL)
 		return sbx_error_errno(err, ENOMEM, "vm paths");
 	return 0;
 }

@@ -27,6 +27,7 @@ struct sbx_vm {
 	uint64_t scratch_bytes; /* the scratch disk's size: what its writes may take */
 	char *data_disk;        /* the caller's disk in place of the scratch disk, or NULL */
 	int data_lock;          /* its flock while the VM lives, -1 = none */
+	char *console_log;      /* the caller's console log, or NULL */
 	bool boot_log;
 	bool restored;          /* started from a snapshot: no HELLO comes */
 	char snap_key[SNAPSHOT_KEY_LEN + 1];
