@@ -223,6 +223,40 @@ struct jail *jail_prepare(struct sbx_jail_host *h, const struct jail_request *r,
 	return j;
 }
 
+static void report(const char *step, int e);
+
+struct jail *jail_prepare_limits(struct sbx_jail_host *h, const struct jail_request *r, sbx_error_t *err)
+{
+	if (!sbx_jail_host_active(h))
+		return sbx_error_set(err, EINVAL, "jail: not in force"), NULL;
+	struct jail *j = calloc(1, sizeof(*j));
+	if (j == NULL)
+		return sbx_error_errno(err, ENOMEM, "jail"), NULL;
+	j->uid_lock = -1;
+	struct jail_cg_limits l;
+	jail_cg_limits(r->memory_mib, r->cpus, &l);
+	if (jail_cg_create(&h->cg, r->name, &l, &j->cg, err) < 0) {
+		free(j);
+		return NULL;
+	}
+	j->core.rlim_cur = j->core.rlim_max = 0;
+	return j;
+}
+
+int jail_enter_limits(const struct jail *j)
+{
+	const char *step = "cgroup";
+	if (jail_cg_join(&j->cg) < 0)
+		goto fail;
+	step = "rlimit";
+	if (setrlimit(RLIMIT_CORE, &j->core) < 0)
+		goto fail;
+	return 0;
+fail:
+	report(step, errno);
+	return -1;
+}
+
 uid_t jail_uid(const struct jail *j)
 {
 	return j->uid;

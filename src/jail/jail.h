@@ -74,6 +74,13 @@ struct jail_request {
 struct jail;
 
 struct jail *jail_prepare(struct sbx_jail_host *h, const struct jail_request *r, sbx_error_t *err);
+/* For a helper that confines itself and needs root to do it (virtiofsd's
+ * own namespace sandbox): only the cgroup leaf with r's memory, pids and
+ * CPU limits, and RLIMIT_CORE 0; no uid, namespaces or mounts of ours.
+ * The child calls jail_enter_limits before exec (async-signal-safe);
+ * jail_kill and jail_release as for a full jail. */
+struct jail *jail_prepare_limits(struct sbx_jail_host *h, const struct jail_request *r, sbx_error_t *err);
+int jail_enter_limits(const struct jail *j);
 uid_t jail_uid(const struct jail *j);
 /* fork(), with the child as PID 1 of a new PID namespace.  Call it in a
  * process of its own that forks only this child (the namespace is its

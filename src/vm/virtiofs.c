@@ -179,10 +179,33 @@ void virtiofs_close_fds(struct virtiofs *fs)
 	}
 }
 
+/* Measured 12 MiB with 2000 files looked up (an O_PATH descriptor each);
+ * room for a worker's dependency tree. */
+#define VIRTIOFSD_JAIL_MIB 128
+
+int virtiofs_jail(struct virtiofs *fs, struct sbx_jail_host *h, const char *vm_dir, unsigned cpus,
+		  sbx_error_t *err)
+{
+	if (!sbx_jail_host_active(h))
+		return 0;
+	const char *slash = strrchr(vm_dir, '/');
+	for (size_t i = 0; i < fs->n; i++) {
+		char name[256];
+		int n = snprintf(name, sizeof(name), "%s-fs%zu", slash != NULL ? slash + 1 : vm_dir, i);
+		if (n < 0 || (size_t)n >= sizeof(name))
+			return sbx_error_set(err, ENAMETOOLONG, "virtiofsd jail name");
+		struct jail_request r = { .name = name, .memory_mib = VIRTIOFSD_JAIL_MIB, .cpus = cpus };
+		if ((fs->v[i].jail = jail_prepare_limits(h, &r, err)) == NULL)
+			return -1;
+	}
+	return 0;
+}
+
 void virtiofs_free(struct virtiofs *fs)
 {
 	virtiofs_close_fds(fs);
 	for (size_t i = 0; i < fs->n; i++) {
+		jail_release(fs->v[i].jail);
 		free(fs->v[i].host_dir);
 		free(fs->v[i].guest_path);
 		sbx_strv_free(fs->v[i].argv);
@@ -195,6 +218,8 @@ void virtiofs_free(struct virtiofs *fs)
 int virtiofs_enter(const void *share)
 {
 	const struct virtiofs_share *s = share;
+	if (s->jail != NULL && jail_enter_limits(s->jail) < 0)
+		return -1;
 	if (!s->read_only)
 		return 0;
 	/* Nothing of this reaches the host's mount table. */

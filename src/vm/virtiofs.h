@@ -18,6 +18,7 @@
 #include <stddef.h>
 
 #include "common/error.h"
+#include "jail/jail.h"
 #include "proto/proto_msg.h"
 #include "vm/keeper.h"
 #include "vm/qemu_cmdline.h"
@@ -36,6 +37,7 @@ struct virtiofs_share {
 	char **argv;      /* virtiofsd's */
 	int listen_fd;    /* virtiofsd's end, -1 once handed over */
 	int qemu_fd;      /* QEMU's connected end, -1 once handed over */
+	struct jail *jail; /* its cgroup leaf and limits, NULL without a jail */
 };
 
 struct virtiofs {
@@ -59,11 +61,19 @@ int virtiofs_open(struct virtiofs *fs, const char *dir, sbx_error_t *err);
 void virtiofs_plan(const struct virtiofs *fs, int *fds, int *nfds, struct qemu_share *qs, struct keeper_side *sides);
 /* The shares as CONFIG carries them (out holds fs->n; borrows). */
 void virtiofs_config(const struct virtiofs *fs, struct proto_share *out);
+/* With an active jail host: each virtiofsd's cgroup leaf "<vm>-fs<i>"
+ * (memory, pids, CPU) and rlimits.  virtiofsd needs root for its own
+ * namespace sandbox (as an unprivileged uid its seccomp allowlist kills
+ * it), so it keeps its uid and confines itself; the leaf caps what it
+ * may take from the host. */
+int virtiofs_jail(struct virtiofs *fs, struct sbx_jail_host *h, const char *vm_dir, unsigned cpus,
+		  sbx_error_t *err);
 /* Closes the daemon's copies of the sockets (the keeper has its own). */
 void virtiofs_close_fds(struct virtiofs *fs);
 void virtiofs_free(struct virtiofs *fs);
 /* The keeper's hook in virtiofsd's process before exec (a struct
- * virtiofs_share): the read-only bind above.  Async-signal-safe. */
+ * virtiofs_share): its cgroup leaf, then the read-only bind above.
+ * Async-signal-safe. */
 int virtiofs_enter(const void *share);
 
 #endif

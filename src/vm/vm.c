@@ -101,7 +101,8 @@ int vm_launch(struct sbx_vm *vm, int state_fd, sbx_error_t *err)
 	}
 	struct qemu_share qs[SBX_VM_MAX_SHARES];
 	struct keeper_side sides[SBX_VM_MAX_SHARES];
-	if (virtiofs_open(&vm->fs, vm->dir, err) < 0) {
+	if (virtiofs_open(&vm->fs, vm->dir, err) < 0 ||
+	    virtiofs_jail(&vm->fs, vm->jail_host, vm->dir, vm->cpus, err) < 0) {
 		net_link_close(&vm->net);
 		return -1;
 	}
