@@ -4,7 +4,7 @@
 
 #include "common/scodes.h"
 
-#define NOT_YET "worker VMs cannot be started by this sandbox-libkrun build yet (worker::prepare works)"
+#define NOT_YET "worker VMs cannot be started by this sandbox-libkrun build yet (worker::prepare does)"
 
 static int not_yet(json_t **out)
 {
@@ -34,11 +34,6 @@ int worker_op_stop(struct sbx_adapter *a, json_t *req, json_t **out)
 }
 
 int worker_op_destroy(struct sbx_adapter *a, json_t *req, json_t **out)
-{
-	return not_yet(out);
-}
-
-int worker_op_prepare(struct sbx_adapter *a, json_t *req, json_t **out)
 {
 	return not_yet(out);
 }
