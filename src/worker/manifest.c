@@ -114,7 +114,7 @@ static int resources(json_t *v, struct worker_resources *out, sbx_error_t *err)
 {
 	if (json_is_null(v))
 		return 0;
-	if (worker_resources_parse(v, "resources", out, err) < 0) {
+	if (worker_resources_parse(v, "resources", true, out, err) < 0) {
 		sbx_error_prefix(err, WORKER_MANIFEST_FILE);
 		sbx_error_default_scode(err, SBX_S_MANIFEST);
 		return -1;
