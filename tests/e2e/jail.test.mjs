@@ -15,6 +15,7 @@ import { spawnSync } from 'node:child_process';
 import { existsSync, readdirSync, readFileSync, readlinkSync } from 'node:fs';
 import path from 'node:path';
 import { BIN } from './daemon.mjs';
+import { eventually } from './lib.mjs';
 import { registryUnavailable, startRegistry } from './lib/registry-fixture.mjs';
 import { assertNoVmLeft, processesMentioning, startSandboxStack } from './lib/sandbox-stack.mjs';
 
@@ -79,7 +80,8 @@ describe('the jail', { skip: skip ?? false }, () => {
 
 	let a, qemu, leaf;
 	test('the start log says which jail is in force', async () => {
-		assert.match(s.daemon.output(), /jail: uid\/gid 900000-965535 \(one per VM\), cgroup v[12] under \S+sandbox-libkrun, mount\/PID\/IPC\/UTS\/network namespaces/);
+		// The log line may reach the pipe after the functions registered.
+		await eventually(() => assert.match(s.daemon.output(), /jail: uid\/gid 900000-965535 \(one per VM\), cgroup v[12] under \S+sandbox-libkrun, mount\/PID\/IPC\/UTS\/network namespaces/), 5000);
 	});
 
 	test('every thread of a sandbox\'s QEMU: own uid and gid, no groups, no capabilities, NO_NEW_PRIVS, seccomp', async () => {
