@@ -61,6 +61,8 @@ struct jail_request {
 	int n_ro;
 	const char *const *rw_files; /* opened by path, read-write: given to the jail's uid */
 	int n_rw;
+	const char *const *shared_rw_files; /* bound read-write, left to their owner and mode */
+	int n_shared_rw;
 	bool kvm;                /* /dev/kvm in its /dev */
 };
 

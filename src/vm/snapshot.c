@@ -18,12 +18,14 @@
 #include "common/path.h"
 #include "common/state_dir.h"
 #include "vm/disk.h"
+#include "vm/template_cow.h"
 
 #define KEY_TEXT_MAX 8192
 #define MIGRATE_POLL_US 20000
 
 /* Bumped when what a template holds changes meaning. */
-#define SNAPSHOT_FORMAT 2 /* 2: the balloon device */
+#define SNAPSHOT_FORMAT 3 /* 2: the balloon device; 3: copy-on-write RAM files */
+#define RAM_DESC_MAX 4200
 
 /* A file's identity: path, device, inode, size and change times.  A
  * rebuilt or replaced file gets a new key without hashing its bytes. */
@@ -45,9 +47,9 @@ static int file_id(char *buf, size_t cap, size_t *len, const char *what, const c
 int snapshot_key(const struct snapshot_id *id, char key[SNAPSHOT_KEY_LEN + 1], sbx_error_t *err)
 {
 	char text[KEY_TEXT_MAX];
-	int n = snprintf(text, sizeof(text), "format=%d cpus=%u memory=%u accel=%d tsc=%u scratch=%llu%s\n",
+	int n = snprintf(text, sizeof(text), "format=%d cpus=%u memory=%u accel=%d tsc=%u scratch=%llu%s%s\n",
 			 SNAPSHOT_FORMAT, id->cpus, id->memory_mib, id->accel, id->tsc_khz,
-			 (unsigned long long)id->scratch_size, id->network ? " network" : "");
+			 (unsigned long long)id->scratch_size, id->network ? " network" : "", id->cow ? " cow" : "");
 	if (n < 0 || (size_t)n >= sizeof(text))
 		return sbx_error_set(err, EOVERFLOW, "snapshot key");
 	size_t len = (size_t)n;
@@ -93,6 +95,38 @@ char *snapshot_find(const char *key, sbx_error_t *err)
 	return dir;
 }
 
+/* The template's "ram" file: its RAM file's description (empty when the
+ * template is streamed). */
+static int read_ram_desc(const char *dir, char *buf, size_t cap, sbx_error_t *err)
+{
+	buf[0] = '\0';
+	cleanup_free char *p = sbx_path_join(dir, "ram");
+	if (p == NULL)
+		return sbx_error_errno(err, ENOMEM, "snapshot path");
+	cleanup_close int fd = open(p, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+	if (fd < 0)
+		return errno == ENOENT ? 0 : sbx_error_errno(err, errno, "open %s", p);
+	ssize_t n = read(fd, buf, cap - 1);
+	if (n < 0)
+		return sbx_error_errno(err, errno, "read %s", p);
+	if ((size_t)n == cap - 1)
+		return sbx_error_set(err, EOVERFLOW, "%s too long", p);
+	buf[n] = '\0';
+	return 0;
+}
+
+int snapshot_ram(const char *dir, unsigned memory_mib, char **ram, sbx_error_t *err)
+{
+	*ram = NULL;
+	char desc[RAM_DESC_MAX];
+	if (read_ram_desc(dir, desc, sizeof(desc), err) < 0)
+		return -1;
+	if (desc[0] == '\0')
+		return 0;
+	*ram = template_ram_verify(desc, memory_mib, err);
+	return *ram != NULL ? 0 : -1;
+}
+
 int snapshot_restore_files(const char *dir, const char *scratch, int *state_fd, sbx_error_t *err)
 {
 	cleanup_free char *state = sbx_path_join(dir, "state"), *tpl = sbx_path_join(dir, "scratch.ext4");
@@ -125,15 +159,39 @@ int snapshot_lock(const char *key, sbx_error_t *err)
 	return fd;
 }
 
-/* Removes a template directory's two files and the directory. */
+/* Removes a template directory's files, its RAM file and the directory. */
 static void remove_dir(const char *dir)
 {
+	char desc[RAM_DESC_MAX];
+	sbx_error_t err = NULL;
+	if (read_ram_desc(dir, desc, sizeof(desc), &err) == 0 && desc[0] != '\0')
+		template_ram_remove(desc);
+	sbx_error_free(&err);
 	cleanup_free char *state = sbx_path_join(dir, "state"), *scratch = sbx_path_join(dir, "scratch.ext4");
+	cleanup_free char *ram = sbx_path_join(dir, "ram");
 	if (state != NULL)
 		unlink(state);
 	if (scratch != NULL)
 		unlink(scratch);
+	if (ram != NULL)
+		unlink(ram);
 	rmdir(dir);
+}
+
+/* Records the RAM file the template's clones map. */
+static int write_ram_desc(const char *tmp, const char *ram, sbx_error_t *err)
+{
+	char desc[RAM_DESC_MAX];
+	if (template_ram_describe(ram, desc, sizeof(desc), err) < 0)
+		return -1;
+	cleanup_free char *p = sbx_path_join(tmp, "ram");
+	if (p == NULL)
+		return sbx_error_errno(err, ENOMEM, "snapshot path");
+	cleanup_close int fd = open(p, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600);
+	size_t len = strlen(desc);
+	if (fd < 0 || write(fd, desc, len) != (ssize_t)len)
+		return sbx_error_errno(err, fd < 0 ? errno : EIO, "write %s", p);
+	return 0;
 }
 
 /* Waits for the migration to finish: "completed", or fails. */
@@ -153,7 +211,8 @@ static int wait_migration(struct qmp *q, int64_t deadline, sbx_error_t *err)
 	}
 }
 
-static int save_into(struct qmp *q, const char *tmp, const char *scratch, int64_t deadline, sbx_error_t *err)
+static int save_into(struct qmp *q, const char *tmp, const char *scratch, const char *ram, int64_t deadline,
+		     sbx_error_t *err)
 {
 	cleanup_free char *state = sbx_path_join(tmp, "state"), *copy = sbx_path_join(tmp, "scratch.ext4");
 	if (state == NULL || copy == NULL)
@@ -165,6 +224,7 @@ static int save_into(struct qmp *q, const char *tmp, const char *scratch, int64_
 	 * network; this goes to a local file. */
 	if (qmp_call(q, "{\"execute\": \"migrate-set-parameters\", \"arguments\": {\"max-bandwidth\": 68719476736}}",
 		     -1, NULL, 0, deadline, err) < 0 ||
+	    (ram != NULL && qmp_call(q, SNAPSHOT_IGNORE_SHARED, -1, NULL, 0, deadline, err) < 0) ||
 	    qmp_call(q, "{\"execute\": \"getfd\", \"arguments\": {\"fdname\": \"snapshot\"}}", fd, NULL, 0, deadline,
 		     err) < 0 ||
 	    qmp_call(q, "{\"execute\": \"migrate\", \"arguments\": {\"uri\": \"fd:snapshot\"}}", -1, NULL, 0, deadline,
@@ -173,10 +233,13 @@ static int save_into(struct qmp *q, const char *tmp, const char *scratch, int64_
 		return -1;
 	/* The disk is copied while the VM is stopped, so it matches the RAM
 	 * (QEMU flushed it when the migration completed). */
-	return disk_clone(scratch, copy, err);
+	if (disk_clone(scratch, copy, err) < 0)
+		return -1;
+	return ram != NULL ? write_ram_desc(tmp, ram, err) : 0;
 }
 
-int snapshot_save(struct qmp *q, const char *key, const char *scratch, int64_t deadline, sbx_error_t *err)
+int snapshot_save(struct qmp *q, const char *key, const char *scratch, const char *ram, int64_t deadline,
+		  sbx_error_t *err)
 {
 	cleanup_free char *final = key_path(key, "", err);
 	if (final == NULL)
@@ -195,11 +258,13 @@ int snapshot_save(struct qmp *q, const char *key, const char *scratch, int64_t d
 		rmdir(tmp);
 		return sbx_error_prefix(err, "snapshot");
 	}
-	int rc = save_into(q, tmp, scratch, deadline, err);
+	int rc = save_into(q, tmp, scratch, ram, deadline, err);
 	if (rc == 0 && rename(tmp, final) < 0)
 		rc = sbx_error_errno(err, errno, "rename %s", tmp);
 	if (rc < 0)
 		remove_dir(tmp);
+	if (ram != NULL)
+		return rc < 0 ? sbx_error_prefix(err, "snapshot") : 0;
 	/* The VM goes on either way: after a completed migration `cont`
 	 * takes its disks back. */
 	sbx_error_t cerr = NULL;

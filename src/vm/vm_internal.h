@@ -30,6 +30,9 @@ struct sbx_vm {
 	char snap_key[SNAPSHOT_KEY_LEN + 1];
 	int snap_lock;          /* >= 0: this boot saves the key's template */
 	int qmp_fd;             /* our end of the monitor, -1 = none */
+	char *ram_file;         /* guest RAM in a template's tmpfs file (NULL = anonymous) */
+	bool ram_shared;        /* this VM writes it: it saves the template */
+	int incoming_at;        /* QEMU's descriptor of the state a clone loads over QMP */
 	struct sbx_jail_host *jail_host;
 	uint64_t jail_memory_mib;
 	struct jail *jail;      /* QEMU's, NULL when unconfined */
@@ -74,8 +77,11 @@ void vm_free_files(struct sbx_vm *vm);
  * snapshot when one exists (*state_fd >= 0), else cold, saving the
  * template when this VM wins its build lock. */
 int vm_choose_start(struct sbx_vm *vm, bool use_snapshot, int *state_fd, sbx_error_t *err);
-/* At HELLO of a VM that holds the build lock: saves the template. */
-void vm_save_template(struct sbx_vm *vm);
+/* At HELLO of a VM that holds the build lock: saves the template.  1
+ * when the VM was a copy-on-write template VM: it is gone and the VM
+ * started again from the template it saved (vm->restored), or cold when
+ * that failed; 0 when it goes on. */
+int vm_save_template(struct sbx_vm *vm);
 /* A restored VM: 1 once ready, 0 after it fell back to a cold boot (wait
  * for HELLO then), -1 with *err. */
 int vm_restored_ready(struct sbx_vm *vm, int64_t deadline, sbx_error_t *err);

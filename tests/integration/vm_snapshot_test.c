@@ -1,15 +1,19 @@
 /* VMs started from a snapshot (vm/snapshot.h): the first boot of an image
- * saves the template, the next ones restore it and still get their own
- * identity and randomness; a broken template falls back to a cold boot;
- * cold_boot bypasses snapshots.  Prints TAP.
+ * saves a copy-on-write template (RAM in a tmpfs file, x-ignore-shared)
+ * and starts again from it, the next ones restore it and still get their
+ * own identity, randomness and memory; a broken template (state or RAM
+ * file) falls back to a cold boot; cold_boot bypasses snapshots.  Prints
+ * TAP.
  * Usage: vm_snapshot_test IMAGE.erofs   (uses a private state directory) */
 #include <dirent.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
+#include "vm/template_cow.h"
 #include "vm/vm.h"
 
 #define READY_MS 120000
@@ -88,6 +92,22 @@ static void template_dir(const char *state, char *out, size_t cap)
 		closedir(d);
 }
 
+/* The RAM file a copy-on-write template names (its "ram" file). */
+static bool ram_file(const char *tpl, char *out, size_t cap)
+{
+	char p[700];
+	snprintf(p, sizeof(p), "%s/ram", tpl);
+	FILE *fp = fopen(p, "r");
+	if (fp == NULL)
+		return false;
+	bool ok = fgets(out, (int)cap, fp) != NULL;
+	fclose(fp);
+	char *sp = ok ? strchr(out, ' ') : NULL;
+	if (sp != NULL)
+		*sp = '\0';
+	return sp != NULL;
+}
+
 static bool same(const char *a, const char *b)
 {
 	return a != NULL && b != NULL && strcmp(a, b) == 0;
@@ -109,9 +129,20 @@ int main(int argc, char **argv)
 
 	struct sbx_vm *a = boot(image, "a", NULL, false);
 	template_dir(state, tpl, sizeof(tpl));
-	result(a != NULL && !sbx_vm_timings(a)->restored && tpl[0] != '\0',
-	       "the first boot is cold and saves a template", tpl);
+	/* Copy-on-write: the template VM boots cold, is saved and ends; the
+	 * first VM is then its first clone. */
+	result(a != NULL && sbx_vm_timings(a)->hello > 0 && sbx_vm_timings(a)->restored && tpl[0] != '\0',
+	       "the first boot saves a template and starts again from it", tpl);
 	char *ra = a != NULL ? sh(a, rnd) : NULL;
+	char ram_path[4200] = "";
+	struct stat st_state, st_ram;
+	char spath[700];
+	snprintf(spath, sizeof(spath), "%s/state", tpl);
+	bool ram_ok = ram_file(tpl, ram_path, sizeof(ram_path)) && stat(ram_path, &st_ram) == 0 &&
+		      st_ram.st_size == 256ll << 20 && stat(spath, &st_state) == 0;
+	/* x-ignore-shared: device state only (the streamed state is ~50 MB). */
+	result(ram_ok && st_state.st_size < (1 << 20) && strncmp(ram_path, "/dev/shm/", 9) == 0,
+	       "the template's RAM is a tmpfs file and its state file holds device state only", ram_path);
 
 	char *env_b[] = { "WHO=bee", NULL }, *env_c[] = { "WHO=sea", NULL };
 	struct sbx_vm *b = boot(image, "b", env_b, false), *c = boot(image, "c", env_c, false);
@@ -131,12 +162,43 @@ int main(int argc, char **argv)
 	char *wb = b != NULL ? sh(b, "echo only-b > /mark; cat /mark") : NULL;
 	char *wc = c != NULL ? sh(c, "test -e /mark && echo seen || echo absent") : NULL;
 	result(same(wb, "only-b\n") && same(wc, "absent\n"), "restored VMs have their own scratch disks", wc);
+	/* The clones map the template's RAM privately: a page one writes is
+	 * its own. */
+	char *mb = b != NULL ? sh(b, "echo in-b-memory > /dev/shm/m; cat /dev/shm/m") : NULL;
+	char *mc = c != NULL ? sh(c, "cat /dev/shm/m 2>/dev/null || echo absent") : NULL;
+	struct sbx_vm *e = boot(image, "e", NULL, false);
+	char *me = e != NULL ? sh(e, "cat /dev/shm/m 2>/dev/null || echo absent") : NULL;
+	result(same(mb, "in-b-memory\n") && same(mc, "absent\n") && same(me, "absent\n"),
+	       "a value written to tmpfs in one clone is absent in the others and in the next", me);
 	char *clock = b != NULL ? sh(b, "date +%s") : NULL;
 	long skew = clock != NULL ? labs(atol(clock) - (long)time(NULL)) : 99;
 	result(skew <= 2, "a restored VM's clock is the host's", clock);
 
 	struct sbx_vm *cold = boot(image, "cold", NULL, true);
 	result(cold != NULL && !sbx_vm_timings(cold)->restored, "cold_boot bypasses the snapshot", NULL);
+
+	/* The RAM file truncated under the daemon: the next create boots
+	 * cold, the template goes.  (Live clones lose the pages they never
+	 * wrote: the kernel sends them SIGBUS.) */
+	bool cut = ram_ok && truncate(ram_path, 4096) == 0;
+	struct sbx_vm *f = boot(image, "f", NULL, false);
+	char *hf = f != NULL ? sh(f, "hostname") : NULL;
+	char tpl_cut[600];
+	template_dir(state, tpl_cut, sizeof(tpl_cut));
+	result(cut && f != NULL && !sbx_vm_timings(f)->restored && same(hf, "f\n") && tpl_cut[0] == '\0' &&
+		       access(ram_path, F_OK) < 0,
+	       "a truncated template RAM file falls back to a cold boot and is dropped", tpl_cut);
+	if (f != NULL)
+		sbx_vm_stop(f, sbx_now_ms() + 5000);
+	/* The next create makes a new template generation, in a new file. */
+	struct sbx_vm *g = boot(image, "g", NULL, false);
+	template_dir(state, tpl, sizeof(tpl));
+	char ram_g[4200] = "";
+	result(g != NULL && sbx_vm_timings(g)->restored && ram_file(tpl, ram_g, sizeof(ram_g)) &&
+		       strcmp(ram_g, ram_path) != 0,
+	       "a new template generation gets a new RAM file", ram_g);
+	if (g != NULL)
+		sbx_vm_stop(g, sbx_now_ms() + 5000);
 
 	/* A template QEMU cannot load: the create still succeeds, cold. */
 	char path[700];
@@ -149,16 +211,20 @@ int main(int argc, char **argv)
 	result(broken && d != NULL && !sbx_vm_timings(d)->restored && same(hd, "d\n") && tpl_after[0] == '\0',
 	       "a broken template falls back to a cold boot and is dropped", tpl_after);
 
-	struct sbx_vm *vms[] = { a, b, c, cold, d };
+	struct sbx_vm *vms[] = { a, b, c, cold, d, e };
 	for (size_t i = 0; i < sizeof(vms) / sizeof(vms[0]); i++) {
 		if (vms[i] != NULL)
 			sbx_vm_stop(vms[i], sbx_now_ms() + 5000);
 	}
-	char *bufs[] = { ra, rb, rc, hb, hc, idb, idc, wb, wc, clock, hd };
+	char *bufs[] = { ra, rb, rc, hb, hc, idb, idc, wb, wc, clock, hd, mb, mc, me, hf };
 	for (size_t i = 0; i < sizeof(bufs) / sizeof(bufs[0]); i++)
 		free(bufs[i]);
-	char cmd[600];
-	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", state);
+	sbx_error_t err = NULL;
+	char *ram_dir = template_ram_dir(&err);
+	sbx_error_free(&err);
+	char cmd[1200];
+	snprintf(cmd, sizeof(cmd), "rm -rf '%s' '%s'", state, ram_dir != NULL ? ram_dir : state);
+	free(ram_dir);
 	if (system(cmd) != 0)
 		fprintf(stderr, "could not remove %s\n", state);
 	printf("1..%d\n", test_no);
