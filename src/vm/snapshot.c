@@ -20,7 +20,7 @@
 #include "vm/disk.h"
 #include "vm/template_cow.h"
 
-#define KEY_TEXT_MAX 8192
+#define KEY_TEXT_MAX SNAPSHOT_KEY_TEXT_MAX
 #define MIGRATE_POLL_US 20000
 
 /* Bumped when what a template holds changes meaning. */
@@ -44,7 +44,7 @@ static int file_id(char *buf, size_t cap, size_t *len, const char *what, const c
 	return 0;
 }
 
-int snapshot_key(const struct snapshot_id *id, char key[SNAPSHOT_KEY_LEN + 1], sbx_error_t *err)
+int snapshot_key(const struct snapshot_id *id, char key[SNAPSHOT_KEY_LEN + 1], char *key_text, sbx_error_t *err)
 {
 	char text[KEY_TEXT_MAX];
 	int n = snprintf(text, sizeof(text), "format=%d cpus=%u memory=%u accel=%d tsc=%u scratch=%llu%s%s\n",
@@ -64,7 +64,45 @@ int snapshot_key(const struct snapshot_id *id, char key[SNAPSHOT_KEY_LEN + 1], s
 		return sbx_error_set(err, EIO, "snapshot key: sha256 failed");
 	for (unsigned i = 0; i < mdlen; i++)
 		snprintf(key + 2 * i, 3, "%02x", md[i]);
+	if (key_text != NULL)
+		memcpy(key_text, text, len + 1);
 	return 0;
+}
+
+bool snapshot_key_current(const char *text)
+{
+	char want[32];
+	snprintf(want, sizeof(want), "format=%d ", SNAPSHOT_FORMAT);
+	if (strncmp(text, want, strlen(want)) != 0)
+		return false;
+	const char *line = strchr(text, '\n');
+	int files = 0;
+	while (line != NULL && line[1] != '\0') {
+		line++;
+		const char *eq = strchr(line, '='), *end = strchr(line, '\n');
+		const char *sp = eq != NULL ? strchr(eq, ' ') : NULL;
+		if (eq == NULL || end == NULL || sp == NULL || sp > end || eq - line >= 16 || sp - eq - 1 >= 4096)
+			return false;
+		char what[16], path[4096], now[KEY_TEXT_MAX];
+		memcpy(what, line, (size_t)(eq - line));
+		what[eq - line] = '\0';
+		memcpy(path, eq + 1, (size_t)(sp - eq - 1));
+		path[sp - eq - 1] = '\0';
+		size_t len = 0;
+		sbx_error_t err = NULL;
+		int rc = file_id(now, sizeof(now), &len, what, path, &err);
+		sbx_error_free(&err);
+		if (rc < 0 || len != (size_t)(end - line + 1) || memcmp(now, line, len) != 0)
+			return false;
+		files++;
+		line = end;
+	}
+	return files == 4;
+}
+
+char *snapshot_dir(sbx_error_t *err)
+{
+	return sbx_state_subdir("snapshots", err);
 }
 
 static char *key_path(const char *key, const char *suffix, sbx_error_t *err)
@@ -160,7 +198,7 @@ int snapshot_lock(const char *key, sbx_error_t *err)
 }
 
 /* Removes a template directory's files, its RAM file and the directory. */
-static void remove_dir(const char *dir)
+void snapshot_remove_dir(const char *dir)
 {
 	char desc[RAM_DESC_MAX];
 	sbx_error_t err = NULL;
@@ -168,7 +206,9 @@ static void remove_dir(const char *dir)
 		template_ram_remove(desc);
 	sbx_error_free(&err);
 	cleanup_free char *state = sbx_path_join(dir, "state"), *scratch = sbx_path_join(dir, "scratch.ext4");
-	cleanup_free char *ram = sbx_path_join(dir, "ram");
+	cleanup_free char *ram = sbx_path_join(dir, "ram"), *key = sbx_path_join(dir, "key");
+	if (key != NULL)
+		unlink(key);
 	if (state != NULL)
 		unlink(state);
 	if (scratch != NULL)
@@ -178,20 +218,25 @@ static void remove_dir(const char *dir)
 	rmdir(dir);
 }
 
+static int write_text(const char *tmp, const char *name, const char *text, sbx_error_t *err)
+{
+	cleanup_free char *p = sbx_path_join(tmp, name);
+	if (p == NULL)
+		return sbx_error_errno(err, ENOMEM, "snapshot path");
+	cleanup_close int fd = open(p, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600);
+	size_t len = strlen(text);
+	if (fd < 0 || write(fd, text, len) != (ssize_t)len)
+		return sbx_error_errno(err, fd < 0 ? errno : EIO, "write %s", p);
+	return 0;
+}
+
 /* Records the RAM file the template's clones map. */
 static int write_ram_desc(const char *tmp, const char *ram, sbx_error_t *err)
 {
 	char desc[RAM_DESC_MAX];
 	if (template_ram_describe(ram, desc, sizeof(desc), err) < 0)
 		return -1;
-	cleanup_free char *p = sbx_path_join(tmp, "ram");
-	if (p == NULL)
-		return sbx_error_errno(err, ENOMEM, "snapshot path");
-	cleanup_close int fd = open(p, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600);
-	size_t len = strlen(desc);
-	if (fd < 0 || write(fd, desc, len) != (ssize_t)len)
-		return sbx_error_errno(err, fd < 0 ? errno : EIO, "write %s", p);
-	return 0;
+	return write_text(tmp, "ram", desc, err);
 }
 
 /* Waits for the migration to finish: "completed", or fails. */
@@ -211,8 +256,8 @@ static int wait_migration(struct qmp *q, int64_t deadline, sbx_error_t *err)
 	}
 }
 
-static int save_into(struct qmp *q, const char *tmp, const char *scratch, const char *ram, int64_t deadline,
-		     sbx_error_t *err)
+static int save_into(struct qmp *q, const char *tmp, const char *key_text, const char *scratch, const char *ram,
+		     int64_t deadline, sbx_error_t *err)
 {
 	cleanup_free char *state = sbx_path_join(tmp, "state"), *copy = sbx_path_join(tmp, "scratch.ext4");
 	if (state == NULL || copy == NULL)
@@ -233,13 +278,13 @@ static int save_into(struct qmp *q, const char *tmp, const char *scratch, const 
 		return -1;
 	/* The disk is copied while the VM is stopped, so it matches the RAM
 	 * (QEMU flushed it when the migration completed). */
-	if (disk_clone(scratch, copy, err) < 0)
+	if (disk_clone(scratch, copy, err) < 0 || write_text(tmp, "key", key_text, err) < 0)
 		return -1;
 	return ram != NULL ? write_ram_desc(tmp, ram, err) : 0;
 }
 
-int snapshot_save(struct qmp *q, const char *key, const char *scratch, const char *ram, int64_t deadline,
-		  sbx_error_t *err)
+int snapshot_save(struct qmp *q, const char *key, const char *key_text, const char *scratch, const char *ram,
+		  int64_t deadline, sbx_error_t *err)
 {
 	cleanup_free char *final = key_path(key, "", err);
 	if (final == NULL)
@@ -258,11 +303,11 @@ int snapshot_save(struct qmp *q, const char *key, const char *scratch, const cha
 		rmdir(tmp);
 		return sbx_error_prefix(err, "snapshot");
 	}
-	int rc = save_into(q, tmp, scratch, ram, deadline, err);
+	int rc = save_into(q, tmp, key_text, scratch, ram, deadline, err);
 	if (rc == 0 && rename(tmp, final) < 0)
 		rc = sbx_error_errno(err, errno, "rename %s", tmp);
 	if (rc < 0)
-		remove_dir(tmp);
+		snapshot_remove_dir(tmp);
 	if (ram != NULL)
 		return rc < 0 ? sbx_error_prefix(err, "snapshot") : 0;
 	/* The VM goes on either way: after a completed migration `cont`
@@ -287,9 +332,9 @@ void snapshot_invalidate(const char *key)
 	cleanup_free char *gone = key_path(key, ".gone", &err);
 	/* Renamed first, so no VM starts from a half-removed template. */
 	if (dir != NULL && gone != NULL) {
-		remove_dir(gone);
+		snapshot_remove_dir(gone);
 		if (rename(dir, gone) == 0)
-			remove_dir(gone);
+			snapshot_remove_dir(gone);
 	}
 	sbx_error_free(&err);
 }

@@ -35,7 +35,16 @@ struct snapshot_id {
 	bool cow;     /* guest RAM in a shared file (vm/template_cow.h) */
 };
 
-int snapshot_key(const struct snapshot_id *id, char key[SNAPSHOT_KEY_LEN + 1], sbx_error_t *err);
+#define SNAPSHOT_KEY_TEXT_MAX 8192
+/* The key and, when `text` is not NULL (SNAPSHOT_KEY_TEXT_MAX bytes), the
+ * text it hashes: the template keeps it, to tell later whether the key
+ * can still match (snapshot_key_current). */
+int snapshot_key(const struct snapshot_id *id, char key[SNAPSHOT_KEY_LEN + 1], char *text, sbx_error_t *err);
+/* Whether a template's key text is of this format and its files (QEMU,
+ * kernel, boot disk, image) are still the ones it was saved from. */
+bool snapshot_key_current(const char *text);
+/* <state>/snapshots (created when missing). */
+char *snapshot_dir(sbx_error_t *err);
 /* The template's directory when a complete one exists; NULL (no error)
  * when not, NULL with err on failure. */
 char *snapshot_find(const char *key, sbx_error_t *err);
@@ -54,8 +63,10 @@ int snapshot_lock(const char *key, sbx_error_t *err);
  * continue (also on failure).  With `ram` (the VM's RAM file, share=on)
  * only device state is migrated (x-ignore-shared) and the VM stays
  * stopped: it must not write the file again, the caller ends it. */
-int snapshot_save(struct qmp *q, const char *key, const char *scratch, const char *ram, int64_t deadline,
-		  sbx_error_t *err);
+int snapshot_save(struct qmp *q, const char *key, const char *key_text, const char *scratch, const char *ram,
+		  int64_t deadline, sbx_error_t *err);
+/* Removes a template directory (by path) and its RAM file. */
+void snapshot_remove_dir(const char *dir);
 /* Removes the key's template (a restore from it failed). */
 void snapshot_invalidate(const char *key);
 

@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/random.h>
 #include <sys/stat.h>
 #include <sys/vfs.h>
@@ -19,6 +20,22 @@
 #include "common/state_dir.h"
 
 #define SHM_ROOT "/dev/shm"
+
+static int write_owner(const char *dir, const char *state, sbx_error_t *err)
+{
+	cleanup_free char *p = NULL;
+	if (asprintf(&p, "%s/" TEMPLATE_RAM_OWNER, dir) < 0) {
+		p = NULL;
+		return sbx_error_errno(err, ENOMEM, "template RAM");
+	}
+	if (access(p, F_OK) == 0)
+		return 0;
+	cleanup_close int fd = open(p, O_WRONLY | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
+	size_t len = strlen(state);
+	if (fd < 0 || write(fd, state, len) != (ssize_t)len)
+		return sbx_error_errno(err, fd < 0 ? errno : EIO, "write %s", p);
+	return 0;
+}
 
 /* /dev/shm/sandbox-libkrun-<first 8 bytes of sha256(state dir)>: daemons
  * with different state directories never share or evict each other's. */
@@ -55,7 +72,25 @@ char *template_ram_dir(sbx_error_t *err)
 		free(dir);
 		return NULL;
 	}
+	if (write_owner(dir, state, err) < 0) {
+		free(dir);
+		return NULL;
+	}
 	return dir;
+}
+
+int template_ram_hold(const char *path, sbx_error_t *err)
+{
+	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+	if (fd < 0)
+		return sbx_error_errno(err, errno, "template RAM %s", path);
+	struct stat a, b;
+	if (flock(fd, LOCK_SH | LOCK_NB) < 0 || fstat(fd, &a) < 0 || stat(path, &b) < 0 || a.st_ino != b.st_ino ||
+	    a.st_dev != b.st_dev) {
+		close(fd);
+		return sbx_error_set(err, ESTALE, "template RAM %s is being removed", path);
+	}
+	return fd;
 }
 
 char *template_ram_create(const char *key, unsigned memory_mib, sbx_error_t *err)
@@ -162,7 +197,9 @@ uint64_t template_ram_usage(void)
 	struct dirent *e;
 	while ((e = readdir(d)) != NULL) {
 		struct stat st;
-		if (fstatat(dirfd(d), e->d_name, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISREG(st.st_mode))
+		size_t len = strlen(e->d_name);
+		if (len > 4 && strcmp(e->d_name + len - 4, ".mem") == 0 &&
+		    fstatat(dirfd(d), e->d_name, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISREG(st.st_mode))
 			total += (uint64_t)st.st_blocks * 512u;
 	}
 	closedir(d);

@@ -21,9 +21,17 @@
 
 #include "common/error.h"
 
+/* In the RAM directory: the state directory it belongs to (for
+ * template_cache_sweep once that is gone). */
+#define TEMPLATE_RAM_OWNER "owner"
+
 /* The directory of the RAM files (made when missing), or NULL with err
  * when the host has no tmpfs /dev/shm. */
 char *template_ram_dir(sbx_error_t *err);
+/* Holds a RAM file for a VM's life: a shared lock, which the cache's trim
+ * respects (vm/template_cache.h).  The descriptor, or -1 with err when
+ * the file is gone or being removed. */
+int template_ram_hold(const char *path, sbx_error_t *err);
 /* A new RAM file of `memory_mib` for one template generation (sparse,
  * mode 0666, see above): its path. */
 char *template_ram_create(const char *key, unsigned memory_mib, sbx_error_t *err);
@@ -37,7 +45,8 @@ char *template_ram_verify(const char *desc, unsigned memory_mib, sbx_error_t *er
 /* Unlinks the RAM file a description names, when it lies in the RAM
  * directory. */
 void template_ram_remove(const char *desc);
-/* Bytes of tmpfs the RAM files take now (allocated blocks). */
+/* Bytes of tmpfs the RAM files of this state directory take now
+ * (allocated blocks). */
 uint64_t template_ram_usage(void);
 
 #endif

@@ -40,6 +40,9 @@ static void vm_free(struct sbx_vm *vm)
 	vm_free_files(vm);
 	vm_drop_snapshot_fds(vm);
 	free(vm->ram_file);
+	if (vm->ram_lock >= 0)
+		close(vm->ram_lock);
+	free(vm->snap_text);
 	free(vm->qemu);
 	free(vm->kernel);
 	free(vm->boot);
@@ -165,7 +168,8 @@ static struct sbx_vm *vm_new(const struct sbx_vm_options *opt, sbx_error_t *err)
 	console_init(&vm->console);
 	vm->keeper.pid = -1;
 	vm->keeper.lifeline = -1;
-	vm->snap_lock = vm->qmp_fd = -1;
+	vm->snap_lock = vm->qmp_fd = vm->ram_lock = -1;
+	vm->template_cache_mib = opt->template_cache_mib;
 	vm->cpus = opt->cpus ? opt->cpus : 1;
 	vm->memory_mib = opt->memory_mib ? opt->memory_mib : 512;
 	vm->boot_log = opt->boot_log;

@@ -48,6 +48,9 @@ struct sbx_vm_options {
 				   (default: restore the image's template
 				   when one exists, else save one at HELLO;
 				   see vm/snapshot.h) */
+	unsigned template_cache_mib; /* the snapshot templates' total bound
+				   (least recently used dropped first, see
+				   vm/template_cache.h), 0 = none */
 	char *const *net_args;  /* NULL: no NIC.  Else eth0 through a network
 				   helper (vm/net_link.h) started with these
 				   sandbox-net-helper options, NULL-terminated */

@@ -30,7 +30,10 @@ struct sbx_vm {
 	char snap_key[SNAPSHOT_KEY_LEN + 1];
 	int snap_lock;          /* >= 0: this boot saves the key's template */
 	int qmp_fd;             /* our end of the monitor, -1 = none */
+	char *snap_text;        /* the key's text, for the template this VM saves */
+	uint64_t template_cache_mib; /* the templates' bound (vm/template_cache.h), 0 = none */
 	char *ram_file;         /* guest RAM in a template's tmpfs file (NULL = anonymous) */
+	int ram_lock;           /* holds ram_file while the VM lives, -1 = none */
 	bool ram_shared;        /* this VM writes it: it saves the template */
 	int incoming_at;        /* QEMU's descriptor of the state a clone loads over QMP */
 	struct sbx_jail_host *jail_host;

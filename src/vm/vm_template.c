@@ -10,6 +10,7 @@
 #include "common/log.h"
 #include "vm/disk.h"
 #include "vm/qmp.h"
+#include "vm/template_cache.h"
 #include "vm/template_cow.h"
 #include "vm/tsc.h"
 #include "jail/jail.h"
@@ -50,10 +51,15 @@ static int restore_from(struct sbx_vm *vm, const char *dir, int *state_fd, sbx_e
 		snapshot_invalidate(vm->snap_key);
 		return -1;
 	}
-	if (snapshot_restore_files(dir, vm->files[F_SCRATCH], state_fd, err) < 0) {
+	int hold = ram != NULL ? template_ram_hold(ram, err) : -1;
+	if ((ram != NULL && hold < 0) || snapshot_restore_files(dir, vm->files[F_SCRATCH], state_fd, err) < 0) {
+		if (hold >= 0)
+			close(hold);
 		free(ram);
 		return -1;
 	}
+	template_cache_touch(dir);
+	vm->ram_lock = hold;
 	free(vm->ram_file);
 	vm->ram_file = ram;
 	vm->ram_shared = false;
@@ -74,14 +80,22 @@ int vm_choose_start(struct sbx_vm *vm, bool use_snapshot, int *state_fd, sbx_err
 				  /* in MHz: measurement noise must not split templates */
 				  vm->accel == SBX_ACCEL_TCG ? (sbx_host_tsc_khz() + 500) / 1000 : 0, (int)vm->accel,
 				  vm->scratch_bytes, vm->net_args != NULL, cow };
-	if (use_snapshot && snapshot_key(&id, vm->snap_key, &serr) == 0) {
+	char text[SNAPSHOT_KEY_TEXT_MAX];
+	if (use_snapshot && snapshot_key(&id, vm->snap_key, text, &serr) == 0) {
 		cleanup_free char *dir = snapshot_find(vm->snap_key, &serr);
 		if (dir != NULL && restore_from(vm, dir, state_fd, &serr) == 0)
 			return 0;
 		if (dir == NULL && serr == NULL)
 			vm->snap_lock = snapshot_lock(vm->snap_key, &serr);
+		if (vm->snap_lock >= 0 && (vm->snap_text = strdup(text)) == NULL)
+			vm_drop_snapshot_fds(vm);
 		if (vm->snap_lock >= 0 && cow) {
 			vm->ram_file = template_ram_create(vm->snap_key, vm->memory_mib, &serr);
+			if (vm->ram_file != NULL && (vm->ram_lock = template_ram_hold(vm->ram_file, &serr)) < 0) {
+				unlink(vm->ram_file);
+				free(vm->ram_file);
+				vm->ram_file = NULL;
+			}
 			vm->ram_shared = vm->ram_file != NULL;
 			if (vm->ram_file == NULL)
 				vm_drop_snapshot_fds(vm);
@@ -115,6 +129,9 @@ static int teardown(struct sbx_vm *vm, sbx_error_t *err)
 	free(vm->ram_file);
 	vm->ram_file = NULL;
 	vm->ram_shared = false;
+	if (vm->ram_lock >= 0)
+		close(vm->ram_lock);
+	vm->ram_lock = -1;
 	vm->restored = vm->t.restored = false;
 	if (vm_make_files(vm, err) < 0) {
 		vm_remove_files(vm);
@@ -169,12 +186,16 @@ int vm_save_template(struct sbx_vm *vm)
 	bool cow = vm->ram_file != NULL && vm->ram_shared;
 	int saved = -1;
 	if (qmp_open(&q, fd, t + SNAPSHOT_SAVE_MS, &serr) == 0) {
-		saved = snapshot_save(&q, vm->snap_key, vm->files[F_SCRATCH], cow ? vm->ram_file : NULL,
+		saved = snapshot_save(&q, vm->snap_key, vm->snap_text, vm->files[F_SCRATCH], cow ? vm->ram_file : NULL,
 				      t + SNAPSHOT_SAVE_MS, &serr);
 		if (saved == 0)
 			sbx_info("vm: snapshot %.12s saved in %lld ms%s", vm->snap_key, (long long)(sbx_now_ms() - t),
 				 cow ? " (copy-on-write)" : "");
 		qmp_close(&q);
+	}
+	if (saved == 0) {
+		template_cache_trim(vm->template_cache_mib);
+		template_cache_sweep();
 	}
 	if (serr != NULL)
 		sbx_warn("vm: snapshot not saved: %s", sbx_error_msg(serr));

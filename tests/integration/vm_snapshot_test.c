@@ -13,6 +13,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "vm/template_cache.h"
 #include "vm/template_cow.h"
 #include "vm/vm.h"
 
@@ -60,6 +61,24 @@ static char *sh(struct sbx_vm *vm, const char *cmd)
 	return out;
 }
 
+/* A template directory under <state>/snapshots other than `not`, or "". */
+static void other_template(const char *state, const char *not, char *out, size_t cap)
+{
+	char dir[512];
+	snprintf(dir, sizeof(dir), "%s/snapshots", state);
+	out[0] = '\0';
+	DIR *d = opendir(dir);
+	struct dirent *e;
+	while (d != NULL && (e = readdir(d)) != NULL) {
+		char p[800];
+		snprintf(p, sizeof(p), "%s/%s", dir, e->d_name);
+		if (strlen(e->d_name) == 64 && strcmp(p, not) != 0)
+			snprintf(out, cap, "%.599s", p);
+	}
+	if (d != NULL)
+		closedir(d);
+}
+
 static struct sbx_vm *boot(const char *image, const char *hostname, char *const *env, bool cold)
 {
 	struct sbx_vm_options opt = { .cpus = 1, .memory_mib = 256, .image = image, .hostname = hostname,
@@ -79,19 +98,25 @@ static struct sbx_vm *boot(const char *image, const char *hostname, char *const 
 /* The one template directory under <state>/snapshots, or "" if none. */
 static void template_dir(const char *state, char *out, size_t cap)
 {
-	char dir[512];
-	snprintf(dir, sizeof(dir), "%s/snapshots", state);
-	out[0] = '\0';
-	DIR *d = opendir(dir);
-	struct dirent *e;
-	while (d != NULL && (e = readdir(d)) != NULL) {
-		if (strlen(e->d_name) == 64)
-			snprintf(out, cap, "%s/%s", dir, e->d_name);
-	}
-	if (d != NULL)
-		closedir(d);
+	other_template(state, "", out, cap);
 }
 
+static bool exists(const char *p)
+{
+	return p[0] != '\0' && access(p, F_OK) == 0;
+}
+
+/* Boots, reads the hostname back and stops: one more template user. */
+static bool boot_and_stop(const char *image, const char *hostname)
+{
+	struct sbx_vm *vm = boot(image, hostname, NULL, false);
+	char *h = vm != NULL ? sh(vm, "hostname") : NULL;
+	bool ok = h != NULL && strncmp(h, hostname, strlen(hostname)) == 0;
+	free(h);
+	if (vm != NULL)
+		sbx_vm_stop(vm, sbx_now_ms() + 5000);
+	return ok;
+}
 /* The RAM file a copy-on-write template names (its "ram" file). */
 static bool ram_file(const char *tpl, char *out, size_t cap)
 {
@@ -216,6 +241,37 @@ int main(int argc, char **argv)
 		if (vms[i] != NULL)
 			sbx_vm_stop(vms[i], sbx_now_ms() + 5000);
 	}
+
+	/* The cache (vm/template_cache.h).  A second image (a copy: a file of
+	 * its own) gets a template of its own; the first image's template is
+	 * used after it and a clone of it stays live. */
+	char copy[600], cpcmd[1400];
+	snprintf(copy, sizeof(copy), "%s/copy.erofs", state);
+	snprintf(cpcmd, sizeof(cpcmd), "cp '%s' '%s'", image, copy);
+	bool copied = system(cpcmd) == 0;
+	char tpl_copy[600], tpl_orig[600];
+	bool built = copied && boot_and_stop(copy, "h");
+	template_dir(state, tpl_copy, sizeof(tpl_copy));
+	struct sbx_vm *live = boot(image, "i", NULL, false);
+	other_template(state, tpl_copy, tpl_orig, sizeof(tpl_orig));
+	/* Over budget: the least recently used goes first; the live clone's
+	 * template stays even then. */
+	unsigned dropped = template_cache_trim(1);
+	result(built && live != NULL && exists(tpl_orig) && dropped == 1 && !exists(tpl_copy),
+	       "an over-budget template cache drops the least recently used, never one live clones hold", tpl_copy);
+	/* A template whose image went can no longer match: the sweep (at
+	 * `image rm` and at the daemon's start) removes it and its RAM file. */
+	bool rebuilt = copied && boot_and_stop(copy, "j");
+	template_dir(state, tpl_copy, sizeof(tpl_copy));
+	other_template(state, tpl_orig, tpl_copy, sizeof(tpl_copy));
+	char ram_copy[4200] = "";
+	bool has_ram = ram_file(tpl_copy, ram_copy, sizeof(ram_copy)) && exists(ram_copy);
+	unlink(copy);
+	unsigned swept = template_cache_sweep();
+	result(rebuilt && has_ram && swept == 1 && !exists(tpl_copy) && !exists(ram_copy) && exists(tpl_orig),
+	       "a template whose image is gone is removed with its RAM file, the others stay", tpl_copy);
+	if (live != NULL)
+		sbx_vm_stop(live, sbx_now_ms() + 5000);
 	char *bufs[] = { ra, rb, rc, hb, hc, idb, idc, wb, wc, clock, hd, mb, mc, me, hf };
 	for (size_t i = 0; i < sizeof(bufs) / sizeof(bufs[0]); i++)
 		free(bufs[i]);

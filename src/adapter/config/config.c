@@ -22,6 +22,7 @@ struct sbx_config *sbx_config_defaults(sbx_error_t *err)
 	cfg->default_memory_mb = 512;
 	cfg->accel = SBX_ACCEL_AUTO;
 	cfg->tcg_cache_mb = SBX_VM_TCG_CACHE_DEFAULT_MIB;
+	cfg->template_cache_mb = SBX_TEMPLATE_CACHE_DEFAULT_MIB;
 	cfg->scratch_disk_mb = SBX_SCRATCH_DEFAULT_MIB;
 	cfg->max_guest_pids = 1024;
 	net_config_init(&cfg->net);
@@ -192,6 +193,12 @@ static int parse_key(struct sbx_config *cfg, const char *k, json_t *v, sbx_error
 			return sbx_error_set(err, EINVAL, "config key `tcg_cache_mb`: must be 1..%d (MiB), got %llu",
 					     SBX_VM_TCG_CACHE_MAX_MIB, (unsigned long long)u);
 		cfg->tcg_cache_mb = (uint32_t)u;
+	} else if (strcmp(k, "template_cache_mb") == 0) {
+		if (get_uint(v, k, UINT32_MAX, &u, err) < 0)
+			return -1;
+		if (u == 0)
+			return sbx_error_set(err, EINVAL, "config key `template_cache_mb`: must be at least 1 (MiB)");
+		cfg->template_cache_mb = (uint32_t)u;
 	} else if (strcmp(k, "memory_budget_mb") == 0) {
 		if (get_uint(v, k, UINT64_MAX / 2, &cfg->memory_budget_mb, err) < 0)
 			return -1;

@@ -18,6 +18,10 @@
 #include "jail/jail.h"
 #include "vm/accel.h"
 
+/* The snapshot templates' bound: a python template's RAM file holds
+ * about 100 MiB of the guest's pages (README "Memory"). */
+#define SBX_TEMPLATE_CACHE_DEFAULT_MIB 2048
+
 struct sbx_image_caps {
 	char *image;
 	uint32_t max_cpus;
@@ -40,6 +44,7 @@ struct sbx_config {
 	enum sbx_accel accel;
 	char *krunfw_path; /* NULL when not set */
 	uint32_t tcg_cache_mb;     /* TCG translation cache per VM */
+	uint32_t template_cache_mb; /* all snapshot templates (their tmpfs RAM files) */
 	uint32_t scratch_disk_mb;  /* what one sandbox may write */
 	uint32_t max_guest_pids;   /* processes one exec may have, 0 = no limit */
 	uint64_t memory_budget_mb; /* 0: MemTotal less the host's reserve */

@@ -28,6 +28,7 @@
 #include "common/scodes.h"
 #include "engine/engine.h"
 #include "vm/leftovers.h"
+#include "vm/template_cache.h"
 #include "vm/oom_score.h"
 
 #define EXIT_CONFIG 2
@@ -233,6 +234,10 @@ int sbx_cmd_serve(int argc, char **argv)
 	if (stale > 0)
 		sbx_info("removed %u VM director%s left by an earlier run", stale, stale == 1 ? "y" : "ies");
 	sbx_jail_remove_leftovers(jail);
+	unsigned old = template_cache_sweep() + template_cache_trim(cfg->template_cache_mb);
+	if (old > 0)
+		sbx_info("removed %u snapshot template%s that can no longer be used or do not fit template_cache_mb", old,
+			 old == 1 ? "" : "s");
 	a = sbx_adapter_new(cfg, &err);
 	if (a == NULL)
 		sbx_jail_host_free(jail);

@@ -102,6 +102,7 @@ static void *boot(void *ctx, const struct sbx_boot_request *req, sbx_error_t *er
 		.user = rt.user,
 		.krunfw_path = b->cfg->krunfw_path,
 		.tcg_cache_mib = b->cfg->tcg_cache_mb,
+		.template_cache_mib = b->cfg->template_cache_mb,
 		.scratch_mib = b->cfg->scratch_disk_mb,
 		.guest_pids_max = b->cfg->max_guest_pids,
 		.net_args = req->net_args,

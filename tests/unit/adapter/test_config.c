@@ -41,6 +41,7 @@ TEST(config_defaults_for_null_and_absent)
 	CHECK_INT(cfg->accel, SBX_ACCEL_AUTO);
 	CHECK(cfg->krunfw_path == NULL);
 	CHECK_INT(cfg->tcg_cache_mb, 64);
+	CHECK_INT(cfg->template_cache_mb, 2048);
 	CHECK_INT(cfg->memory_budget_mb, 0);
 	CHECK_INT(cfg->scratch_disk_mb, 2048);
 	CHECK_INT(cfg->jail, SBX_JAIL_AUTO);
@@ -117,8 +118,10 @@ TEST(config_own_keys)
 	CHECK_INT(cfg->accel, SBX_ACCEL_TCG);
 	CHECK_STR(cfg->krunfw_path, "/opt/libkrunfw.so.5");
 	sbx_config_free(cfg);
-	cfg = parse("{\"tcg_cache_mb\":128,\"memory_budget_mb\":9000,\"scratch_disk_mb\":512}", &err);
+	cfg = parse("{\"tcg_cache_mb\":128,\"memory_budget_mb\":9000,\"scratch_disk_mb\":512,\"template_cache_mb\":300}",
+		    &err);
 	CHECK(cfg != NULL);
+	CHECK_INT(cfg->template_cache_mb, 300);
 	CHECK_INT(cfg->scratch_disk_mb, 512);
 	CHECK_INT(cfg->tcg_cache_mb, 128);
 	CHECK_INT(sbx_config_tcg_cache_mib(cfg), 128);
@@ -165,6 +168,9 @@ TEST(config_fatal_cases)
 	CHECK(fails_with("{\"registry_auth\":{\"h\":{\"username\":\"u\"}}}", "password"));
 	CHECK(fails_with("{\"accel\":\"hvf\"}", "accel"));
 	CHECK(fails_with("{\"krunfw_path\":7}", "krunfw_path"));
+	CHECK(fails_with("{\"template_cache_mb\":0}", "config key `template_cache_mb`: must be at least 1 (MiB)"));
+	CHECK(fails_with("{\"template_cache_mb\":-5}", "template_cache_mb"));
+	CHECK(fails_with("{\"template_cache_mb\":\"big\"}", "template_cache_mb"));
 	CHECK(fails_with("{\"tcg_cache_mb\":0}", "config key `tcg_cache_mb`: must be 1..2048 (MiB), got 0"));
 	CHECK(fails_with("{\"tcg_cache_mb\":4096}", "must be 1..2048 (MiB), got 4096"));
 	CHECK(fails_with("{\"tcg_cache_mb\":\"64\"}", "tcg_cache_mb"));
