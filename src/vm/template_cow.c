@@ -46,9 +46,15 @@ char *template_ram_dir(sbx_error_t *err)
 		sbx_error_set(err, ENOENT, "%s is not a tmpfs: no copy-on-write templates", SHM_ROOT);
 		return NULL;
 	}
-	cleanup_free char *state = sbx_state_dir(err);
-	if (state == NULL)
+	cleanup_free char *given = sbx_state_dir(err);
+	if (given == NULL)
 		return NULL;
+	/* One name per directory, however it was spelled. */
+	cleanup_free char *state = realpath(given, NULL);
+	if (state == NULL) {
+		sbx_error_errno(err, errno, "state directory %s", given);
+		return NULL;
+	}
 	unsigned char md[EVP_MAX_MD_SIZE];
 	unsigned mdlen = 0;
 	if (EVP_Digest(state, strlen(state), md, &mdlen, EVP_sha256(), NULL) != 1 || mdlen < 8) {
