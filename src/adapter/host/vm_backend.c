@@ -15,6 +15,7 @@
 #include "common/scodes.h"
 #include "common/state_dir.h"
 #include "image/image_pull.h"
+#include "vm/template_cow.h"
 #include "vm/vm.h"
 
 #define EXEC_POLL_MS 200    /* how often a running exec checks for a stop */
@@ -302,6 +303,11 @@ static int64_t net_activity_ms(void *vm)
 	return sbx_vm_net_activity_ms(((struct sandbox_vm *)vm)->vm);
 }
 
+static uint64_t templates_mib(void *ctx)
+{
+	return (template_ram_usage() + (1u << 20) - 1) >> 20;
+}
+
 const struct sbx_backend_ops vm_backend_ops = {
 	.boot = boot,
 	.exec = exec_proc,
@@ -309,4 +315,5 @@ const struct sbx_backend_ops vm_backend_ops = {
 	.stop = stop,
 	.alive = alive,
 	.net_activity_ms = net_activity_ms,
+	.templates_mib = templates_mib,
 };
