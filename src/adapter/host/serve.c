@@ -23,6 +23,7 @@
 #include "adapter/adapter.h"
 #include "adapter/config/config_fetch.h"
 #include "adapter/host/fs_vm.h"
+#include "adapter/host/template_warm.h"
 #include "adapter/host/vm_backend.h"
 #include "common/log.h"
 #include "common/scodes.h"
@@ -198,6 +199,7 @@ int sbx_cmd_serve(int argc, char **argv)
 	int status = 1;
 	struct sbx_adapter *a = NULL;
 	void *backend = NULL;
+	struct template_warm *warm = NULL;
 	if (pthread_create(&sig_thread, NULL, wait_signals, &waiter) != 0) {
 		fprintf(stderr, "sandbox-libkrun serve: cannot start the signal thread\n");
 		engine_free(e);
@@ -253,6 +255,7 @@ int sbx_cmd_serve(int argc, char **argv)
 		goto out;
 	}
 	sbx_info("serving %s::* (version %s)", SBX_WORKER_NAME, SBX_VERSION);
+	warm = template_warm_start(a->cfg, &vm_backend_ops, backend);
 	engine_wait_stopped(e);
 	if (engine_fatally_rejected(e))
 		fprintf(stderr, "sandbox-libkrun serve: the engine rejected this worker; is another '%s' running?\n",
@@ -267,6 +270,7 @@ out:
 	pthread_kill(sig_thread, SIGTERM);
 	pthread_join(sig_thread, NULL);
 	engine_free(e);
+	template_warm_stop(warm);
 	/* Stops every sandbox VM: SIGTERM ends serve, never the VMs' lives. */
 	sbx_adapter_free(a);
 	vm_backend_free(backend);
