@@ -21,7 +21,7 @@
 #include "vm/template_cow.h"
 
 #define KEY_TEXT_MAX SNAPSHOT_KEY_TEXT_MAX
-#define MIGRATE_POLL_US 20000
+#define MIGRATE_POLL_US 5000
 
 /* Bumped when what a template holds changes meaning. */
 #define SNAPSHOT_FORMAT 3 /* 2: the balloon device; 3: copy-on-write RAM files */
@@ -299,7 +299,10 @@ int snapshot_save(struct qmp *q, const char *key, const char *key_text, const ch
 	}
 	if (mkdir(tmp, 0700) < 0)
 		return sbx_error_errno(err, errno, "mkdir %s", tmp);
-	if (qmp_call(q, "{\"execute\": \"stop\"}", -1, NULL, 0, deadline, err) < 0) {
+	/* A copy-on-write template is saved running: the migration stops it
+	 * for its last step (RAM is not copied), and its clones then start
+	 * running without a `cont`. */
+	if (ram == NULL && qmp_call(q, "{\"execute\": \"stop\"}", -1, NULL, 0, deadline, err) < 0) {
 		rmdir(tmp);
 		return sbx_error_prefix(err, "snapshot");
 	}

@@ -19,6 +19,7 @@
 /* A restored VM answers within about a second; past this, cold boot. */
 #define RESTORE_READY_MS 30000
 #define SNAPSHOT_SAVE_MS 60000
+#define RESTORE_POLL_US 2000
 
 void vm_drop_snapshot_fds(struct sbx_vm *vm)
 {
@@ -242,7 +243,7 @@ static int wait_restored(struct sbx_vm *vm, int64_t limit, sbx_error_t *err)
 	while (rc == 0 &&
 	       (rc = qmp_call(&q, "{\"execute\": \"query-status\"}", -1, reply, sizeof(reply), limit, err)) == 0 &&
 	       strstr(reply, "\"status\": \"running\"") == NULL) {
-		/* The template was saved stopped, and QEMU restores that. */
+		/* A streamed template was saved stopped, and QEMU restores that. */
 		if (strstr(reply, "\"status\": \"paused\"") != NULL) {
 			if ((rc = qmp_call(&q, "{\"execute\": \"cont\"}", -1, NULL, 0, limit, err)) < 0)
 				break;
@@ -256,7 +257,7 @@ static int wait_restored(struct sbx_vm *vm, int64_t limit, sbx_error_t *err)
 			rc = sbx_error_set(err, ETIMEDOUT, "QEMU still loading the snapshot");
 			break;
 		}
-		usleep(10000);
+		usleep(RESTORE_POLL_US);
 	}
 	qmp_close(&q);
 	return rc;
