@@ -173,6 +173,7 @@ static struct sbx_vm *vm_new(const struct sbx_vm_options *opt, sbx_error_t *err)
 	vm->cpus = opt->cpus ? opt->cpus : 1;
 	vm->memory_mib = opt->memory_mib ? opt->memory_mib : 512;
 	vm->boot_log = opt->boot_log;
+	vm->park = opt->park;
 	vm->tcg_cache_mib = opt->tcg_cache_mib ? opt->tcg_cache_mib : SBX_VM_TCG_CACHE_DEFAULT_MIB;
 	vm->scratch_bytes = (uint64_t)(opt->scratch_mib ? opt->scratch_mib : SBX_SCRATCH_DEFAULT_MIB) << 20;
 	vm->memory_bytes = (uint64_t)vm->memory_mib << 20;
@@ -339,7 +340,7 @@ int sbx_vm_wait_ready(struct sbx_vm *vm, int64_t deadline, sbx_error_t *err)
 			rc = vm->restored ? vm_restored_ready(vm, deadline, err) : 0;
 			continue;
 		}
-		if (vm_send_config(vm, err) < 0 || chan_wait_ready(vm->chan, deadline, err) < 0)
+		if (!vm->park && (vm_send_config(vm, err) < 0 || chan_wait_ready(vm->chan, deadline, err) < 0))
 			return boot_failure(vm, err);
 		rc = 1;
 	}

@@ -58,6 +58,10 @@ struct sbx_vm_options {
 				   inactive: QEMU runs unconfined */
 	unsigned jail_memory_mib; /* the jail's memory limit; 0 = memory_mib +
 				   SBX_VM_JAIL_QEMU_MIB + the TCG cache */
+	bool park;              /* sbx_vm_wait_ready stops short of CONFIG: the
+				   guest waits for its identity from
+				   sbx_vm_configure (a warm pool's VM; env and
+				   user are not looked at until then) */
 	bool boot_log;          /* for measuring a boot: kernel messages with
 				   their guest timestamps instead of quiet, and
 				   every console line copied to stderr prefixed
@@ -70,6 +74,11 @@ struct sbx_vm_timings {
 	int64_t kernel, disks, qemu, hello, ready;
 	bool restored;
 };
+
+/* A parked VM (sbx_vm_options.park) that is ready to take CONFIG: gets
+ * its boot env and user, its clock and fresh entropy (the guest reseeds
+ * its CRNG), and waits for the guest's READY.  On failure stop the VM. */
+int sbx_vm_configure(struct sbx_vm *vm, char *const *env, const char *user, int64_t deadline, sbx_error_t *err);
 
 /* Boots a VM (returns once QEMU runs; the guest boots in the background). */
 struct sbx_vm *sbx_vm_start(const struct sbx_vm_options *opt, sbx_error_t *err);

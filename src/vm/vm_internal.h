@@ -26,6 +26,7 @@ struct sbx_vm {
 	unsigned cpus, memory_mib, tcg_cache_mib;
 	uint64_t scratch_bytes; /* the scratch disk's size: what its writes may take */
 	bool boot_log;
+	bool park;              /* no CONFIG until sbx_vm_configure */
 	bool restored;          /* started from a snapshot: no HELLO comes */
 	char snap_key[SNAPSHOT_KEY_LEN + 1];
 	int snap_lock;          /* >= 0: this boot saves the key's template */

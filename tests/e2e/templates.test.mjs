@@ -1,11 +1,12 @@
-// Snapshot templates made ahead and removed with their image (README
-// "Memory", copy-on-write templates).  A daemon started with an
-// allow-listed image already in its cache makes the image's template in
-// the background, so the first create restores it (no new template
-// generation, QEMU started with -incoming); `sandbox-libkrun image rm
-// python` then leaves no template and no template RAM file behind.  Three
-// VM boots (the seeding create, the template made ahead, the restored
-// create).
+// Snapshot templates made ahead and removed with their image, and the
+// warm pool (README "Memory", copy-on-write templates).  A daemon started
+// with an allow-listed image already in its cache makes the image's
+// template in the background, so the first create restores it (no new
+// template generation, QEMU started with -incoming); `sandbox-libkrun image
+// rm python` then leaves no template and no template RAM file behind.  With
+// warm_pool {python: 2}, two parked VMs wait; 10 racing creates get 10
+// distinct VMs (two of them the parked ones), the pool is refilled, and
+// every VM goes with the daemon.  About sixteen VM boots.
 import { describe, test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
@@ -39,22 +40,29 @@ const ramFiles = (stateDir) => {
 	return out.sort();
 };
 
-describe('templates made ahead and removed with their image', { skip: skip ?? false }, () => {
-	let reg, seed, s;
+describe('templates and the warm pool', { skip: skip ?? false }, () => {
+	let reg, seed;
 	before(async () => {
 		reg = await startRegistry({ images: ['python'] });
-		// A first daemon pulls the image; the second starts with it cached.
+		// A first daemon pulls the image; the others start with it cached.
 		seed = await startSandboxStack({ registry: reg, config: { image_allowlist: ['python'] } });
 		const id = (await seed.vm('create', { image: 'python' })).sandbox_id;
 		await seed.vm('stop', { sandbox_id: id });
 		await seed.stop();
+	});
+	after(async () => {
+		seed?.cleanupState();
+		await reg?.stop();
+	});
+
+describe('templates made ahead and removed with their image', () => {
+	let s;
+	before(async () => {
 		s = await startSandboxStack({ registry: reg, seedFrom: seed.stateDir, config: { image_allowlist: ['python'] } });
 	});
 	after(async () => {
 		await s?.stop();
 		s?.cleanupState();
-		seed?.cleanupState();
-		await reg?.stop();
 	});
 
 	test('the daemon makes the template of a cached image at start; the first create restores it', async () => {
@@ -85,4 +93,40 @@ describe('templates made ahead and removed with their image', { skip: skip ?? fa
 		assert.deepEqual(templates(s.stateDir), []);
 		assert.deepEqual(ramFiles(s.stateDir), []);
 	});
+});
+
+describe('warm_pool {python: 2}', () => {
+	let s;
+	before(async () => {
+		s = await startSandboxStack({ registry: reg, seedFrom: seed.stateDir,
+			config: { image_allowlist: ['python'], warm_pool: { python: 2 } } });
+	});
+	after(async () => {
+		await s?.stop();
+		s?.cleanupState();
+	});
+	const qemus = () => processesMentioning(s.stateDir).filter((p) => /qemu-system/.test(p.cmdline)).map((p) => p.pid);
+
+	test('10 racing creates get 10 distinct VMs, two of them parked ones; the pool refills', async () => {
+		await eventually(() => assert.match(s.daemon.output(), /warm pool: 2 of 2 VMs of python parked/), 180000);
+		const parked = qemus();
+		assert.equal(parked.length, 2, 'two parked VMs');
+		const ids = (await Promise.all(Array.from({ length: 10 }, () => s.vm('create', { image: 'python' }))))
+			.map((r) => r.sandbox_id);
+		assert.equal(new Set(ids).size, 10);
+		const bootIds = await Promise.all(ids.map(async (id) => (await s.exec(id, { cmd: 'cat /proc/sys/kernel/random/boot_id' })).stdout));
+		assert.equal(new Set(bootIds).size, 10, 'ten distinct VMs');
+		assert.equal(s.daemon.output().match(/warm pool: a parked VM of python taken/g)?.length, 2);
+		for (const pid of parked) assert.ok(qemus().includes(pid), `parked VM ${pid} serves a sandbox`);
+		await eventually(() => assert.equal(s.daemon.output().match(/warm pool: 2 of 2 VMs of python parked/g)?.length, 2,
+			'two replacements parked'), 180000);
+		assert.equal(qemus().length, 12);
+		await Promise.all(ids.map((id) => s.vm('stop', { sandbox_id: id })));
+	});
+
+	test('parked VMs go with the daemon', async () => {
+		await s.stopClean();
+		assertNoVmLeft(s.stateDir, 'after SIGTERM');
+	});
+});
 });

@@ -256,6 +256,7 @@ int sbx_cmd_serve(int argc, char **argv)
 	}
 	sbx_info("serving %s::* (version %s)", SBX_WORKER_NAME, SBX_VERSION);
 	warm = template_warm_start(a->cfg, &vm_backend_ops, backend);
+	vm_backend_start_pool(backend);
 	engine_wait_stopped(e);
 	if (engine_fatally_rejected(e))
 		fprintf(stderr, "sandbox-libkrun serve: the engine rejected this worker; is another '%s' running?\n",

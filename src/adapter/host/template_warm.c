@@ -3,6 +3,7 @@
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "adapter/sandbox/catalog.h"
 #include "common/cleanup.h"
@@ -17,6 +18,16 @@ struct template_warm {
 	atomic_bool stop;
 	pthread_t thread;
 };
+
+/* A warm pool of the image makes its template itself (its first VM). */
+static bool pooled(const struct sbx_config *cfg, const char *name)
+{
+	for (size_t i = 0; i < cfg->n_warm_pool; i++) {
+		if (cfg->warm_pool_max > 0 && cfg->warm_pool[i].count > 0 && strcmp(cfg->warm_pool[i].image, name) == 0)
+			return true;
+	}
+	return false;
+}
 
 /* Whether the image is in the cache, without pulling it. */
 static bool cached(const struct sbx_config *cfg, const char *name, const char *ref)
@@ -34,6 +45,8 @@ static void *warm(void *arg)
 	struct template_warm *w = arg;
 	for (size_t i = 0; i < w->cfg->n_image_allowlist && !atomic_load(&w->stop); i++) {
 		const char *name = w->cfg->image_allowlist[i];
+		if (pooled(w->cfg, name))
+			continue;
 		sbx_error_t err = NULL;
 		const char *ref = sbx_catalog_resolve(w->cfg, name, &err);
 		if (ref == NULL || !cached(w->cfg, name, ref)) {

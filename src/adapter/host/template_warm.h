@@ -4,7 +4,8 @@
  * again.  That boot saves the image's copy-on-write template (or finds it
  * there), so the first `create` of the image restores instead of booting
  * cold.  Images not yet pulled are left alone: the `create` that pulls one
- * makes its template. */
+ * makes its template; so are images with a warm pool, whose first VM makes
+ * it. */
 #ifndef SBX_ADAPTER_HOST_TEMPLATE_WARM_H
 #define SBX_ADAPTER_HOST_TEMPLATE_WARM_H
 
