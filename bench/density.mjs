@@ -7,7 +7,10 @@
 // totals against N x guest RAM, and the tmpfs the templates' RAM files
 // take.  Then the VM layer on the same image file (`vm run -v`, the
 // daemon's state directory so the same template serves): restored and
-// cold (`--cold`) boots to ready, medians of 3, and their ratio.
+// cold (`--cold`) boots to ready, medians of 3, and their ratio.  With
+// warm_pool {python: K} in DENSITY_CONFIG, also create -> first exec of
+// `true` four times, each once the pool is full again, against the cold
+// boot (the parked VMs count among the live QEMUs above).
 // Usage: node bench/density.mjs N
 import { spawnSync } from 'node:child_process';
 import { existsSync, readdirSync, readFileSync, realpathSync, statSync } from 'node:fs';
@@ -93,9 +96,27 @@ try {
 	row('total private MiB', mib(sum('priv')));
 	row('template RAM files on tmpfs MiB', mib(tplKiB));
 	await Promise.all(ids.map((id) => s.vm('stop', { sandbox_id: id }).catch(() => {})));
+	// With a warm pool: create -> first exec of `true` on a parked VM, each
+	// once the pool is full again.
+	const pooled = [];
+	const want = extra.warm_pool?.python ?? 0;
+	const count = (re) => s.daemon.output().match(re)?.length ?? 0;
+	const parkedNow = () => count(/warm pool: \d+ of \d+ VMs of python parked/g) - count(/warm pool: a parked VM of python taken/g);
+	for (let i = 0; i < 4 && want > 0; i++) {
+		for (let t = 0; t < 1200 && parkedNow() < want; t++) await sleep(100);
+		const t = performance.now();
+		const id = (await s.vm('create', { image: 'python' })).sandbox_id;
+		await s.exec(id, { cmd: 'true' });
+		pooled.push(performance.now() - t);
+		await s.vm('stop', { sandbox_id: id });
+	}
 	const restored = ready(false), cold = ready(true);
 	row('vm run -v, same image: restored ready / cold ready ms (median of 3)', `${restored} / ${cold}`);
 	row('restore -> ready / cold boot', (restored / cold).toFixed(3));
+	if (pooled.length) {
+		row('warm pool: create -> first exec ms, each', pooled.map((x) => x.toFixed(0)).join(' '));
+		row('warm pool: create -> first exec (median) / cold ready', (median(pooled) / cold).toFixed(3));
+	}
 	for (const f of failures.slice(0, 5)) console.log(`failure: ${f}`);
 } finally {
 	await s?.stop();
