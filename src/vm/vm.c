@@ -336,7 +336,10 @@ int sbx_vm_wait_ready(struct sbx_vm *vm, int64_t deadline, sbx_error_t *err)
 		if (chan_wait_hello(vm->chan, deadline, err) < 0)
 			return boot_failure(vm, err);
 		vm->t.hello = sbx_now_ms() - vm->t0;
-		if (vm->snap_lock >= 0 && vm_save_template(vm) > 0) {
+		int saved = vm->snap_lock >= 0 ? vm_save_template(vm, err) : 0;
+		if (saved < 0)
+			return boot_failure(vm, err);
+		if (saved > 0) {
 			rc = vm->restored ? vm_restored_ready(vm, deadline, err) : 0;
 			continue;
 		}

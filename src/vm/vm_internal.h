@@ -84,8 +84,9 @@ int vm_choose_start(struct sbx_vm *vm, bool use_snapshot, int *state_fd, sbx_err
 /* At HELLO of a VM that holds the build lock: saves the template.  1
  * when the VM was a copy-on-write template VM: it is gone and the VM
  * started again from the template it saved (vm->restored), or cold when
- * that failed; 0 when it goes on. */
-int vm_save_template(struct sbx_vm *vm);
+ * that failed; 0 when it goes on; -1 with *err when it could not start
+ * again at all. */
+int vm_save_template(struct sbx_vm *vm, sbx_error_t *err);
 /* A restored VM: 1 once ready, 0 after it fell back to a cold boot (wait
  * for HELLO then), -1 with *err. */
 int vm_restored_ready(struct sbx_vm *vm, int64_t deadline, sbx_error_t *err);

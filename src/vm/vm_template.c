@@ -88,8 +88,11 @@ int vm_choose_start(struct sbx_vm *vm, bool use_snapshot, int *state_fd, sbx_err
 			return 0;
 		if (dir == NULL && serr == NULL)
 			vm->snap_lock = snapshot_lock(vm->snap_key, &serr);
-		if (vm->snap_lock >= 0 && (vm->snap_text = strdup(text)) == NULL)
-			vm_drop_snapshot_fds(vm);
+		if (vm->snap_lock >= 0) {
+			free(vm->snap_text);
+			if ((vm->snap_text = strdup(text)) == NULL)
+				vm_drop_snapshot_fds(vm);
+		}
 		if (vm->snap_lock >= 0 && cow) {
 			vm->ram_file = template_ram_create(vm->snap_key, vm->memory_mib, &serr);
 			if (vm->ram_file != NULL && (vm->ram_lock = template_ram_hold(vm->ram_file, &serr)) < 0) {
@@ -177,7 +180,7 @@ static int restart_as_clone(struct sbx_vm *vm, sbx_error_t *err)
 /* The template is saved while the guest waits for CONFIG; a streamed
  * template's VM then goes on (a failed save costs only the template), a
  * copy-on-write template's VM starts again from it. */
-int vm_save_template(struct sbx_vm *vm)
+int vm_save_template(struct sbx_vm *vm, sbx_error_t *err)
 {
 	int64_t t = sbx_now_ms();
 	struct qmp q;
@@ -207,17 +210,12 @@ int vm_save_template(struct sbx_vm *vm)
 	/* An unsaved RAM file belongs to no template. */
 	if (saved < 0)
 		unlink(vm->ram_file);
-	int rc = saved == 0 ? restart_as_clone(vm, &serr) : -1;
-	if (rc < 0) {
-		if (serr != NULL)
-			sbx_warn("vm: after the template: %s; booting cold", sbx_error_msg(serr));
-		sbx_error_free(&serr);
-		if (cold_restart(vm, &serr) < 0) {
-			sbx_warn("vm: cold boot after the template failed: %s", sbx_error_msg(serr));
-			sbx_error_free(&serr);
-		}
-	}
-	return 1;
+	if (saved == 0 && restart_as_clone(vm, &serr) == 0)
+		return 1;
+	if (serr != NULL)
+		sbx_warn("vm: after the template: %s; booting cold", sbx_error_msg(serr));
+	sbx_error_free(&serr);
+	return cold_restart(vm, err) < 0 ? -1 : 1;
 }
 
 /* QEMU loads the saved state, then runs the VM. */
