@@ -177,7 +177,7 @@ static bool named(const struct tpl *v, size_t n, const char *path)
 static void sweep_ram_files(const struct tpl *v, size_t n)
 {
 	sbx_error_t err = NULL;
-	cleanup_free char *dir = template_ram_dir(&err);
+	cleanup_free char *dir = template_ram_dir_existing(&err);
 	sbx_error_free(&err);
 	DIR *d = dir != NULL ? opendir(dir) : NULL;
 	if (d == NULL)

@@ -39,7 +39,7 @@ static int write_owner(const char *dir, const char *state, sbx_error_t *err)
 
 /* /dev/shm/sandbox-libkrun-<first 8 bytes of sha256(state dir)>: daemons
  * with different state directories never share or evict each other's. */
-char *template_ram_dir(sbx_error_t *err)
+static char *ram_dir(bool create, sbx_error_t *err)
 {
 	struct statfs fs;
 	if (statfs(SHM_ROOT, &fs) < 0 || fs.f_type != TMPFS_MAGIC) {
@@ -67,8 +67,8 @@ char *template_ram_dir(sbx_error_t *err)
 		sbx_error_errno(err, ENOMEM, "template RAM");
 		return NULL;
 	}
-	if (mkdir(dir, 0700) < 0 && errno != EEXIST) {
-		sbx_error_errno(err, errno, "mkdir %s", dir);
+	if ((create ? mkdir(dir, 0700) : access(dir, F_OK)) < 0 && (!create || errno != EEXIST)) {
+		sbx_error_errno(err, errno, "%s", dir);
 		free(dir);
 		return NULL;
 	}
@@ -78,11 +78,21 @@ char *template_ram_dir(sbx_error_t *err)
 		free(dir);
 		return NULL;
 	}
-	if (write_owner(dir, state, err) < 0) {
+	if (create && write_owner(dir, state, err) < 0) {
 		free(dir);
 		return NULL;
 	}
 	return dir;
+}
+
+char *template_ram_dir(sbx_error_t *err)
+{
+	return ram_dir(true, err);
+}
+
+char *template_ram_dir_existing(sbx_error_t *err)
+{
+	return ram_dir(false, err);
 }
 
 int template_ram_hold(const char *path, sbx_error_t *err)
@@ -180,7 +190,7 @@ void template_ram_remove(const char *desc)
 {
 	char path[4096];
 	sbx_error_t err = NULL;
-	cleanup_free char *dir = template_ram_dir(&err);
+	cleanup_free char *dir = template_ram_dir_existing(&err);
 	sbx_error_free(&err);
 	if (dir == NULL || desc_path(desc, path, sizeof(path)) == NULL)
 		return;
@@ -192,7 +202,7 @@ void template_ram_remove(const char *desc)
 uint64_t template_ram_usage(void)
 {
 	sbx_error_t err = NULL;
-	cleanup_free char *dir = template_ram_dir(&err);
+	cleanup_free char *dir = template_ram_dir_existing(&err);
 	sbx_error_free(&err);
 	if (dir == NULL)
 		return 0;

@@ -28,6 +28,8 @@
 /* The directory of the RAM files (made when missing), or NULL with err
  * when the host has no tmpfs /dev/shm. */
 char *template_ram_dir(sbx_error_t *err);
+/* The same when it exists (NULL with err otherwise): for looking only. */
+char *template_ram_dir_existing(sbx_error_t *err);
 /* Holds a RAM file for a VM's life: a shared lock, which the cache's trim
  * respects (vm/template_cache.h).  The descriptor, or -1 with err when
  * the file is gone or being removed. */

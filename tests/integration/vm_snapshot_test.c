@@ -276,7 +276,7 @@ int main(int argc, char **argv)
 	for (size_t i = 0; i < sizeof(bufs) / sizeof(bufs[0]); i++)
 		free(bufs[i]);
 	sbx_error_t err = NULL;
-	char *ram_dir = template_ram_dir(&err);
+	char *ram_dir = template_ram_dir_existing(&err);
 	sbx_error_free(&err);
 	char cmd[1200];
 	snprintf(cmd, sizeof(cmd), "rm -rf '%s' '%s'", state, ram_dir != NULL ? ram_dir : state);
