@@ -14,6 +14,7 @@ void sbx_mem_budget_init(struct sbx_mem_budget *b, uint64_t limit_mib)
 	pthread_mutex_init(&b->lock, NULL);
 	b->limit_mib = limit_mib;
 	b->committed_mib = 0;
+	b->templates_mib = 0;
 	b->vms = 0;
 }
 
@@ -25,9 +26,9 @@ void sbx_mem_budget_destroy(struct sbx_mem_budget *b)
 int sbx_mem_budget_take(struct sbx_mem_budget *b, uint64_t need_mib, uint64_t guest_mib, sbx_error_t *err)
 {
 	pthread_mutex_lock(&b->lock);
-	uint64_t committed = b->committed_mib, limit = b->limit_mib;
+	uint64_t committed = b->committed_mib, limit = b->limit_mib, tpl = b->templates_mib;
 	unsigned vms = b->vms;
-	bool fits = need_mib <= limit && committed <= limit - need_mib;
+	bool fits = need_mib <= limit && tpl <= limit - need_mib && committed <= limit - need_mib - tpl;
 	if (fits) {
 		b->committed_mib += need_mib;
 		b->vms++;
@@ -38,9 +39,10 @@ int sbx_mem_budget_take(struct sbx_mem_budget *b, uint64_t need_mib, uint64_t gu
 	return sbx_error_scode(err, SBX_S_LIMIT,
 			       "memory budget exceeded: this sandbox needs %" PRIu64 " MiB (%" PRIu64
 			       " MiB guest memory + %" PRIu64 " MiB for its VM), %" PRIu64 " of memory_budget_mb %" PRIu64
-			       " MiB are committed to %u sandbox%s; stop a sandbox, ask for less memory_mb, or raise "
+			       " MiB are committed to %u sandbox%s and %" PRIu64
+			       " MiB held by snapshot templates; stop a sandbox, ask for less memory_mb, or raise "
 			       "memory_budget_mb in the configuration",
-			       need_mib, guest_mib, need_mib - guest_mib, committed, limit, vms, vms == 1 ? "" : "es");
+			       need_mib, guest_mib, need_mib - guest_mib, committed, limit, vms, vms == 1 ? "" : "es", tpl);
 }
 
 void sbx_mem_budget_give(struct sbx_mem_budget *b, uint64_t need_mib)
@@ -49,6 +51,13 @@ void sbx_mem_budget_give(struct sbx_mem_budget *b, uint64_t need_mib)
 	b->committed_mib = b->committed_mib > need_mib ? b->committed_mib - need_mib : 0;
 	if (b->vms > 0)
 		b->vms--;
+	pthread_mutex_unlock(&b->lock);
+}
+
+void sbx_mem_budget_set_templates(struct sbx_mem_budget *b, uint64_t mib)
+{
+	pthread_mutex_lock(&b->lock);
+	b->templates_mib = mib;
 	pthread_mutex_unlock(&b->lock);
 }
 

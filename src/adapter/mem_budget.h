@@ -26,6 +26,7 @@ struct sbx_mem_budget {
 	pthread_mutex_t lock;
 	uint64_t limit_mib;
 	uint64_t committed_mib;
+	uint64_t templates_mib; /* the snapshot templates' tmpfs RAM files now */
 	unsigned vms;
 };
 
@@ -35,6 +36,9 @@ void sbx_mem_budget_destroy(struct sbx_mem_budget *b);
  * S400 naming the budget, what is committed and how to raise it. */
 int sbx_mem_budget_take(struct sbx_mem_budget *b, uint64_t need_mib, uint64_t guest_mib, sbx_error_t *err);
 void sbx_mem_budget_give(struct sbx_mem_budget *b, uint64_t need_mib);
+/* What the templates' RAM files hold now (shmem: no VM's, but the host's
+ * memory all the same); counted with what is committed. */
+void sbx_mem_budget_set_templates(struct sbx_mem_budget *b, uint64_t mib);
 
 /* A VM's worst case: guest RAM, QEMU's base and the translation cache
  * (tcg_cache_mib 0 under KVM). */

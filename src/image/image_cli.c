@@ -19,7 +19,7 @@ static const char usage_text[] =
 	"  pull NAME|REF            pull an image (catalog name or OCI ref) into the cache\n"
 	"  import PATH [--ref REF]  load an OCI layout directory or a docker save archive\n"
 	"  ls                       list cached images: ref, digest, size, last used\n"
-	"  rm REF|DIGEST            forget an image and delete its disk if unused\n"
+	"  rm NAME|REF|DIGEST       forget an image and delete its disk if unused\n"
 	"--config FILE: the adapter's configuration (JSON), checked as serve checks it; the image\n"
 	"commands use registry_mirrors, registry_auth, custom_images and auto_install.\n"
 	"Output is tab-separated; progress is shown only on a terminal.\n";
@@ -93,8 +93,11 @@ static int cmd_ls(void)
 	return 0;
 }
 
-static int cmd_rm(const char *key)
+static int cmd_rm(const char *name, const struct sbx_image_config *cfg)
 {
+	/* A catalog name stands for its reference, as in pull. */
+	const char *catalog_ref = sbx_image_catalog_ref(cfg, name);
+	const char *key = catalog_ref != NULL ? catalog_ref : name;
 	sbx_error_t err = NULL;
 	char *root = sbx_image_root(&err);
 	if (root == NULL)
@@ -168,7 +171,7 @@ int sbx_image_cli(int argc, char **argv, sbx_image_config_loader load)
 	else if (strcmp(cmd, "ls") == 0 && nargs == 1)
 		rc = cmd_ls();
 	else if (strcmp(cmd, "rm") == 0 && nargs == 2)
-		rc = cmd_rm(args[1]);
+		rc = cmd_rm(args[1], &cfg);
 	else
 		fputs(usage_text, stderr);
 	sbx_image_config_free(&cfg);

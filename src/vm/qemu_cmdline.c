@@ -79,7 +79,8 @@ char **qemu_cmdline(const struct qemu_config *c, sbx_error_t *err)
 {
 	if (check_path("qemu", c->qemu, err) < 0 || check_path("kernel", c->kernel, err) < 0 ||
 	    check_path("boot disk", c->boot_disk, err) < 0 || check_path("image", c->image, err) < 0 ||
-	    check_path("scratch disk", c->scratch, err) < 0)
+	    check_path("scratch disk", c->scratch, err) < 0 ||
+	    (c->ram_file != NULL && check_path("guest RAM", c->ram_file, err) < 0))
 		return NULL;
 	if (c->cpus < 1 || c->cpus > SBX_VM_MAX_CPUS) {
 		sbx_error_set(err, EINVAL, "cpus must be 1..%d", SBX_VM_MAX_CPUS);
@@ -111,7 +112,13 @@ char **qemu_cmdline(const struct qemu_config *c, sbx_error_t *err)
 	struct argv_builder b = { .n = 0 };
 	add(&b, "%s", c->qemu);
 	add(&b, "-M");
-	add(&b, "microvm,acpi=off,ioapic2=off");
+	add(&b, "microvm,acpi=off,ioapic2=off%s", c->ram_file != NULL ? ",memory-backend=ram" : "");
+	if (c->ram_file != NULL) {
+		/* No prealloc: a clone's pages stay the template's until written. */
+		add(&b, "-object");
+		add(&b, "memory-backend-file,id=ram,mem-path=%s,size=%uM,share=%s,prealloc=off", c->ram_file,
+		    c->memory_mib, c->ram_shared ? "on" : "off");
+	}
 	add(&b, "-nodefaults");
 	add(&b, "-no-user-config");
 	add(&b, "-display");
@@ -160,9 +167,11 @@ char **qemu_cmdline(const struct qemu_config *c, sbx_error_t *err)
 	/* Free page reporting: pages the guest frees go back to the host
 	 * instead of staying resident in QEMU for the VM's whole life.  Not
 	 * for guest RAM in a file shared by clones: QEMU 7.2 discards such RAM
-	 * by punching a hole in the file. */
-	add(&b, "-device");
-	add(&b, "virtio-balloon-device,free-page-reporting=on");
+	 * by punching a hole in the file (it would zero the template). */
+	if (c->ram_file == NULL) {
+		add(&b, "-device");
+		add(&b, "virtio-balloon-device,free-page-reporting=on");
+	}
 	if (c->net_fd > 0) {
 		/* one Ethernet frame per datagram */
 		add(&b, "-netdev");
@@ -178,7 +187,10 @@ char **qemu_cmdline(const struct qemu_config *c, sbx_error_t *err)
 		add(&b, "-mon");
 		add(&b, "chardev=qmp,mode=control");
 	}
-	if (c->incoming_fd > 0) {
+	if (c->incoming_defer) {
+		add(&b, "-incoming");
+		add(&b, "defer");
+	} else if (c->incoming_fd > 0) {
 		add(&b, "-incoming");
 		add(&b, "fd:%d", c->incoming_fd);
 	}

@@ -49,6 +49,11 @@ struct qemu_config {
 	int qmp_fd;           /* QMP monitor socket, 0 = none (inherited
 				 descriptors are never 0) */
 	int incoming_fd;      /* saved state to restore (-incoming), 0 = none */
+	bool incoming_defer;  /* -incoming defer: the state comes over QMP */
+	const char *ram_file; /* guest RAM in this tmpfs file (copy-on-write
+				 templates, vm/template_cow.h), NULL = anonymous */
+	bool ram_shared;      /* share=on (the template VM writes the file),
+				 else a private copy-on-write mapping */
 	int net_fd;           /* SOCK_DGRAM socket to the network helper
 				 (virtio-net-device eth0), 0 = no NIC */
 	const struct qemu_share *shares; /* vhost-user-fs devices; with any,

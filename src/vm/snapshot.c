@@ -18,12 +18,14 @@
 #include "common/path.h"
 #include "common/state_dir.h"
 #include "vm/disk.h"
+#include "vm/template_cow.h"
 
-#define KEY_TEXT_MAX 8192
-#define MIGRATE_POLL_US 20000
+#define KEY_TEXT_MAX SNAPSHOT_KEY_TEXT_MAX
+#define MIGRATE_POLL_US 5000
 
 /* Bumped when what a template holds changes meaning. */
-#define SNAPSHOT_FORMAT 2 /* 2: the balloon device */
+#define SNAPSHOT_FORMAT 3 /* 2: the balloon device; 3: copy-on-write RAM files */
+#define RAM_DESC_MAX 4200
 
 /* A file's identity: path, device, inode, size and change times.  A
  * rebuilt or replaced file gets a new key without hashing its bytes. */
@@ -42,12 +44,12 @@ static int file_id(char *buf, size_t cap, size_t *len, const char *what, const c
 	return 0;
 }
 
-int snapshot_key(const struct snapshot_id *id, char key[SNAPSHOT_KEY_LEN + 1], sbx_error_t *err)
+int snapshot_key(const struct snapshot_id *id, char key[SNAPSHOT_KEY_LEN + 1], char *key_text, sbx_error_t *err)
 {
 	char text[KEY_TEXT_MAX];
-	int n = snprintf(text, sizeof(text), "format=%d cpus=%u memory=%u accel=%d tsc=%u scratch=%llu%s\n",
+	int n = snprintf(text, sizeof(text), "format=%d cpus=%u memory=%u accel=%d tsc=%u scratch=%llu%s%s\n",
 			 SNAPSHOT_FORMAT, id->cpus, id->memory_mib, id->accel, id->tsc_khz,
-			 (unsigned long long)id->scratch_size, id->network ? " network" : "");
+			 (unsigned long long)id->scratch_size, id->network ? " network" : "", id->cow ? " cow" : "");
 	if (n < 0 || (size_t)n >= sizeof(text))
 		return sbx_error_set(err, EOVERFLOW, "snapshot key");
 	size_t len = (size_t)n;
@@ -62,7 +64,45 @@ int snapshot_key(const struct snapshot_id *id, char key[SNAPSHOT_KEY_LEN + 1], s
 		return sbx_error_set(err, EIO, "snapshot key: sha256 failed");
 	for (unsigned i = 0; i < mdlen; i++)
 		snprintf(key + 2 * i, 3, "%02x", md[i]);
+	if (key_text != NULL)
+		memcpy(key_text, text, len + 1);
 	return 0;
+}
+
+bool snapshot_key_current(const char *text)
+{
+	char want[32];
+	snprintf(want, sizeof(want), "format=%d ", SNAPSHOT_FORMAT);
+	if (strncmp(text, want, strlen(want)) != 0)
+		return false;
+	const char *line = strchr(text, '\n');
+	int files = 0;
+	while (line != NULL && line[1] != '\0') {
+		line++;
+		const char *eq = strchr(line, '='), *end = strchr(line, '\n');
+		const char *sp = eq != NULL ? strchr(eq, ' ') : NULL;
+		if (eq == NULL || end == NULL || sp == NULL || sp > end || eq - line >= 16 || sp - eq - 1 >= 4096)
+			return false;
+		char what[16], path[4096], now[KEY_TEXT_MAX];
+		memcpy(what, line, (size_t)(eq - line));
+		what[eq - line] = '\0';
+		memcpy(path, eq + 1, (size_t)(sp - eq - 1));
+		path[sp - eq - 1] = '\0';
+		size_t len = 0;
+		sbx_error_t err = NULL;
+		int rc = file_id(now, sizeof(now), &len, what, path, &err);
+		sbx_error_free(&err);
+		if (rc < 0 || len != (size_t)(end - line + 1) || memcmp(now, line, len) != 0)
+			return false;
+		files++;
+		line = end;
+	}
+	return files == 4;
+}
+
+char *snapshot_dir(sbx_error_t *err)
+{
+	return sbx_state_subdir("snapshots", err);
 }
 
 static char *key_path(const char *key, const char *suffix, sbx_error_t *err)
@@ -91,6 +131,38 @@ char *snapshot_find(const char *key, sbx_error_t *err)
 		return NULL;
 	}
 	return dir;
+}
+
+/* The template's "ram" file: its RAM file's description (empty when the
+ * template is streamed). */
+static int read_ram_desc(const char *dir, char *buf, size_t cap, sbx_error_t *err)
+{
+	buf[0] = '\0';
+	cleanup_free char *p = sbx_path_join(dir, "ram");
+	if (p == NULL)
+		return sbx_error_errno(err, ENOMEM, "snapshot path");
+	cleanup_close int fd = open(p, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+	if (fd < 0)
+		return errno == ENOENT ? 0 : sbx_error_errno(err, errno, "open %s", p);
+	ssize_t n = read(fd, buf, cap - 1);
+	if (n < 0)
+		return sbx_error_errno(err, errno, "read %s", p);
+	if ((size_t)n == cap - 1)
+		return sbx_error_set(err, EOVERFLOW, "%s too long", p);
+	buf[n] = '\0';
+	return 0;
+}
+
+int snapshot_ram(const char *dir, unsigned memory_mib, char **ram, sbx_error_t *err)
+{
+	*ram = NULL;
+	char desc[RAM_DESC_MAX];
+	if (read_ram_desc(dir, desc, sizeof(desc), err) < 0)
+		return -1;
+	if (desc[0] == '\0')
+		return 0;
+	*ram = template_ram_verify(desc, memory_mib, err);
+	return *ram != NULL ? 0 : -1;
 }
 
 int snapshot_restore_files(const char *dir, const char *scratch, int *state_fd, sbx_error_t *err)
@@ -125,15 +197,46 @@ int snapshot_lock(const char *key, sbx_error_t *err)
 	return fd;
 }
 
-/* Removes a template directory's two files and the directory. */
-static void remove_dir(const char *dir)
+/* Removes a template directory's files, its RAM file and the directory. */
+void snapshot_remove_dir(const char *dir)
 {
+	char desc[RAM_DESC_MAX];
+	sbx_error_t err = NULL;
+	if (read_ram_desc(dir, desc, sizeof(desc), &err) == 0 && desc[0] != '\0')
+		template_ram_remove(desc);
+	sbx_error_free(&err);
 	cleanup_free char *state = sbx_path_join(dir, "state"), *scratch = sbx_path_join(dir, "scratch.ext4");
+	cleanup_free char *ram = sbx_path_join(dir, "ram"), *key = sbx_path_join(dir, "key");
+	if (key != NULL)
+		unlink(key);
 	if (state != NULL)
 		unlink(state);
 	if (scratch != NULL)
 		unlink(scratch);
+	if (ram != NULL)
+		unlink(ram);
 	rmdir(dir);
+}
+
+static int write_text(const char *tmp, const char *name, const char *text, sbx_error_t *err)
+{
+	cleanup_free char *p = sbx_path_join(tmp, name);
+	if (p == NULL)
+		return sbx_error_errno(err, ENOMEM, "snapshot path");
+	cleanup_close int fd = open(p, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600);
+	size_t len = strlen(text);
+	if (fd < 0 || write(fd, text, len) != (ssize_t)len)
+		return sbx_error_errno(err, fd < 0 ? errno : EIO, "write %s", p);
+	return 0;
+}
+
+/* Records the RAM file the template's clones map. */
+static int write_ram_desc(const char *tmp, const char *ram, sbx_error_t *err)
+{
+	char desc[RAM_DESC_MAX];
+	if (template_ram_describe(ram, desc, sizeof(desc), err) < 0)
+		return -1;
+	return write_text(tmp, "ram", desc, err);
 }
 
 /* Waits for the migration to finish: "completed", or fails. */
@@ -153,7 +256,8 @@ static int wait_migration(struct qmp *q, int64_t deadline, sbx_error_t *err)
 	}
 }
 
-static int save_into(struct qmp *q, const char *tmp, const char *scratch, int64_t deadline, sbx_error_t *err)
+static int save_into(struct qmp *q, const char *tmp, const char *key_text, const char *scratch, const char *ram,
+		     int64_t deadline, sbx_error_t *err)
 {
 	cleanup_free char *state = sbx_path_join(tmp, "state"), *copy = sbx_path_join(tmp, "scratch.ext4");
 	if (state == NULL || copy == NULL)
@@ -165,6 +269,7 @@ static int save_into(struct qmp *q, const char *tmp, const char *scratch, int64_
 	 * network; this goes to a local file. */
 	if (qmp_call(q, "{\"execute\": \"migrate-set-parameters\", \"arguments\": {\"max-bandwidth\": 68719476736}}",
 		     -1, NULL, 0, deadline, err) < 0 ||
+	    (ram != NULL && qmp_call(q, SNAPSHOT_IGNORE_SHARED, -1, NULL, 0, deadline, err) < 0) ||
 	    qmp_call(q, "{\"execute\": \"getfd\", \"arguments\": {\"fdname\": \"snapshot\"}}", fd, NULL, 0, deadline,
 		     err) < 0 ||
 	    qmp_call(q, "{\"execute\": \"migrate\", \"arguments\": {\"uri\": \"fd:snapshot\"}}", -1, NULL, 0, deadline,
@@ -173,10 +278,13 @@ static int save_into(struct qmp *q, const char *tmp, const char *scratch, int64_
 		return -1;
 	/* The disk is copied while the VM is stopped, so it matches the RAM
 	 * (QEMU flushed it when the migration completed). */
-	return disk_clone(scratch, copy, err);
+	if (disk_clone(scratch, copy, err) < 0 || write_text(tmp, "key", key_text, err) < 0)
+		return -1;
+	return ram != NULL ? write_ram_desc(tmp, ram, err) : 0;
 }
 
-int snapshot_save(struct qmp *q, const char *key, const char *scratch, int64_t deadline, sbx_error_t *err)
+int snapshot_save(struct qmp *q, const char *key, const char *key_text, const char *scratch, const char *ram,
+		  int64_t deadline, sbx_error_t *err)
 {
 	cleanup_free char *final = key_path(key, "", err);
 	if (final == NULL)
@@ -191,15 +299,20 @@ int snapshot_save(struct qmp *q, const char *key, const char *scratch, int64_t d
 	}
 	if (mkdir(tmp, 0700) < 0)
 		return sbx_error_errno(err, errno, "mkdir %s", tmp);
-	if (qmp_call(q, "{\"execute\": \"stop\"}", -1, NULL, 0, deadline, err) < 0) {
+	/* A copy-on-write template is saved running: the migration stops it
+	 * for its last step (RAM is not copied), and its clones then start
+	 * running without a `cont`. */
+	if (ram == NULL && qmp_call(q, "{\"execute\": \"stop\"}", -1, NULL, 0, deadline, err) < 0) {
 		rmdir(tmp);
 		return sbx_error_prefix(err, "snapshot");
 	}
-	int rc = save_into(q, tmp, scratch, deadline, err);
+	int rc = save_into(q, tmp, key_text, scratch, ram, deadline, err);
 	if (rc == 0 && rename(tmp, final) < 0)
 		rc = sbx_error_errno(err, errno, "rename %s", tmp);
 	if (rc < 0)
-		remove_dir(tmp);
+		snapshot_remove_dir(tmp);
+	if (ram != NULL)
+		return rc < 0 ? sbx_error_prefix(err, "snapshot") : 0;
 	/* The VM goes on either way: after a completed migration `cont`
 	 * takes its disks back. */
 	sbx_error_t cerr = NULL;
@@ -222,9 +335,9 @@ void snapshot_invalidate(const char *key)
 	cleanup_free char *gone = key_path(key, ".gone", &err);
 	/* Renamed first, so no VM starts from a half-removed template. */
 	if (dir != NULL && gone != NULL) {
-		remove_dir(gone);
+		snapshot_remove_dir(gone);
 		if (rename(dir, gone) == 0)
-			remove_dir(gone);
+			snapshot_remove_dir(gone);
 	}
 	sbx_error_free(&err);
 }

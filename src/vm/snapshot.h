@@ -7,7 +7,9 @@
  * reseeds its CRNG).  The key covers everything the saved state depends
  * on: the QEMU, kernel, boot disk and image files, CPUs, memory, the
  * accelerator, the TSC rate on the kernel command line, and whether the
- * device set has a NIC (a template per network mode). */
+ * device set has a NIC (a template per network mode), and whether guest
+ * RAM is a copy-on-write file (vm/template_cow.h) or streamed into the
+ * state file. */
 #ifndef SBX_VM_SNAPSHOT_H
 #define SBX_VM_SNAPSHOT_H
 
@@ -18,6 +20,11 @@
 #include "vm/qmp.h"
 
 #define SNAPSHOT_KEY_LEN 64 /* hex SHA-256 */
+/* Both ends of a copy-on-write template's migration leave the RAM file out. */
+#define SNAPSHOT_IGNORE_SHARED                                                                          \
+	"{\"execute\": \"migrate-set-capabilities\", \"arguments\": {\"capabilities\": "                \
+	"[{\"capability\": \"x-ignore-shared\", \"state\": true}]}}"
+
 
 struct snapshot_id {
 	const char *qemu, *kernel, *boot_disk, *image;
@@ -25,12 +32,26 @@ struct snapshot_id {
 	int accel;
 	uint64_t scratch_size;
 	bool network; /* the device set includes the NIC */
+	bool cow;     /* guest RAM in a shared file (vm/template_cow.h) */
 };
 
-int snapshot_key(const struct snapshot_id *id, char key[SNAPSHOT_KEY_LEN + 1], sbx_error_t *err);
+#define SNAPSHOT_KEY_TEXT_MAX 8192
+/* The key and, when `text` is not NULL (SNAPSHOT_KEY_TEXT_MAX bytes), the
+ * text it hashes: the template keeps it, to tell later whether the key
+ * can still match (snapshot_key_current). */
+int snapshot_key(const struct snapshot_id *id, char key[SNAPSHOT_KEY_LEN + 1], char *text, sbx_error_t *err);
+/* Whether a template's key text is of this format and its files (QEMU,
+ * kernel, boot disk, image) are still the ones it was saved from. */
+bool snapshot_key_current(const char *text);
+/* <state>/snapshots (created when missing). */
+char *snapshot_dir(sbx_error_t *err);
 /* The template's directory when a complete one exists; NULL (no error)
  * when not, NULL with err on failure. */
 char *snapshot_find(const char *key, sbx_error_t *err);
+/* A copy-on-write template's RAM file, checked against what was recorded
+ * at save (*ram = its path), or *ram = NULL for a streamed template.  -1
+ * when the file is gone, truncated or changed. */
+int snapshot_ram(const char *dir, unsigned memory_mib, char **ram, sbx_error_t *err);
 /* Copies the template's scratch disk to `scratch` (new) and opens its
  * saved state for QEMU's -incoming. */
 int snapshot_restore_files(const char *dir, const char *scratch, int *state_fd, sbx_error_t *err);
@@ -39,8 +60,13 @@ int snapshot_restore_files(const char *dir, const char *scratch, int *state_fd, 
 int snapshot_lock(const char *key, sbx_error_t *err);
 /* Saves a VM that waits at HELLO: stop, migrate into a file, copy its
  * scratch disk, publish the template with one rename, and let the VM
- * continue (also on failure). */
-int snapshot_save(struct qmp *q, const char *key, const char *scratch, int64_t deadline, sbx_error_t *err);
+ * continue (also on failure).  With `ram` (the VM's RAM file, share=on)
+ * only device state is migrated (x-ignore-shared) and the VM stays
+ * stopped: it must not write the file again, the caller ends it. */
+int snapshot_save(struct qmp *q, const char *key, const char *key_text, const char *scratch, const char *ram,
+		  int64_t deadline, sbx_error_t *err);
+/* Removes a template directory (by path) and its RAM file. */
+void snapshot_remove_dir(const char *dir);
 /* Removes the key's template (a restore from it failed). */
 void snapshot_invalidate(const char *key);
 

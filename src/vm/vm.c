@@ -39,6 +39,10 @@ static void vm_free(struct sbx_vm *vm)
 	jail_release(vm->jail);
 	vm_free_files(vm);
 	vm_drop_snapshot_fds(vm);
+	free(vm->ram_file);
+	if (vm->ram_lock >= 0)
+		close(vm->ram_lock);
+	free(vm->snap_text);
 	free(vm->qemu);
 	free(vm->kernel);
 	free(vm->boot);
@@ -74,7 +78,8 @@ int vm_launch(struct sbx_vm *vm, int state_fd, sbx_error_t *err)
 			.dir = vm->dir, .qemu = vm->qemu, .kernel = vm->kernel, .boot = vm->boot, .image = vm->image,
 			.scratch = vm_upper_disk(vm), .cpus = vm->cpus, .memory_limit_mib = vm->jail_memory_mib,
 			.guest_mib = vm->memory_mib, .kvm = vm->accel == SBX_ACCEL_KVM,
-			.saves_template = vm->snap_lock >= 0, .scratch_bytes = vm->scratch_bytes,
+			.saves_template = vm->snap_lock >= 0 && vm->ram_file == NULL, .scratch_bytes = vm->scratch_bytes,
+			.ram_file = vm->ram_file,
 		};
 		ja.ram_memfd = vm->fs.n > 0;
 		if ((vm->jail = vm_jail_prepare(vm->jail_host, &ja, err)) == NULL)
@@ -115,11 +120,13 @@ int vm_launch(struct sbx_vm *vm, int state_fd, sbx_error_t *err)
 		state_at = KEEPER_QEMU_FD_BASE + nfds;
 		fds[nfds++] = state_fd;
 	}
+	vm->incoming_at = state_at;
 	struct qemu_config qc = {
 		.qemu = vm->qemu, .kernel = vm->kernel, .boot_disk = vm->boot, .image = vm->image,
 		.scratch = vm_upper_disk(vm), .cpus = vm->cpus, .memory_mib = vm->memory_mib, .accel = vm->accel,
 		.console_fd = KEEPER_QEMU_FD_BASE, .control_fd = KEEPER_QEMU_FD_BASE + 1,
 		.qmp_fd = qmp_at, .incoming_fd = state_at, .net_fd = net_at,
+		.ram_file = vm->ram_file, .ram_shared = vm->ram_shared, .incoming_defer = state_at > 0 && vm->ram_file != NULL,
 		.tsc_khz = vm->accel == SBX_ACCEL_TCG ? sbx_host_tsc_khz() : 0, .boot_log = vm->boot_log,
 		.tcg_cache_mib = vm->tcg_cache_mib, .shares = qs, .n_shares = vm->fs.n,
 	};
@@ -179,10 +186,12 @@ static struct sbx_vm *vm_new(const struct sbx_vm_options *opt, sbx_error_t *err)
 	console_init(&vm->console);
 	vm->keeper.pid = -1;
 	vm->keeper.lifeline = -1;
-	vm->snap_lock = vm->qmp_fd = -1;
+	vm->snap_lock = vm->qmp_fd = vm->ram_lock = -1;
+	vm->template_cache_mib = opt->template_cache_mib;
 	vm->cpus = opt->cpus ? opt->cpus : 1;
 	vm->memory_mib = opt->memory_mib ? opt->memory_mib : 512;
 	vm->boot_log = opt->boot_log;
+	vm->park = opt->park;
 	vm->tcg_cache_mib = opt->tcg_cache_mib ? opt->tcg_cache_mib : SBX_VM_TCG_CACHE_DEFAULT_MIB;
 	vm->scratch_bytes = (uint64_t)(opt->scratch_mib ? opt->scratch_mib : SBX_SCRATCH_DEFAULT_MIB) << 20;
 	vm->memory_bytes = (uint64_t)vm->memory_mib << 20;
@@ -355,16 +364,27 @@ int vm_send_config(struct sbx_vm *vm, sbx_error_t *err)
 int sbx_vm_wait_ready(struct sbx_vm *vm, int64_t deadline, sbx_error_t *err)
 {
 	int rc = vm->restored ? vm_restored_ready(vm, deadline, err) : 0;
-	if (rc < 0)
-		return boot_failure(vm, err);
-	if (rc == 0) {
+	/* A copy-on-write template VM ends at its save: the VM starts again
+	 * as the template's first clone (at most once more cold). */
+	for (int boots = 0; rc == 0 && boots < 3; boots++) {
 		if (chan_wait_hello(vm->chan, deadline, err) < 0)
 			return boot_failure(vm, err);
 		vm->t.hello = sbx_now_ms() - vm->t0;
-		if (vm->snap_lock >= 0)
-			vm_save_template(vm);
-		if (vm_send_config(vm, err) < 0 || chan_wait_ready(vm->chan, deadline, err) < 0)
+		int saved = vm->snap_lock >= 0 ? vm_save_template(vm, err) : 0;
+		if (saved < 0)
 			return boot_failure(vm, err);
+		if (saved > 0) {
+			rc = vm->restored ? vm_restored_ready(vm, deadline, err) : 0;
+			continue;
+		}
+		if (!vm->park && (vm_send_config(vm, err) < 0 || chan_wait_ready(vm->chan, deadline, err) < 0))
+			return boot_failure(vm, err);
+		rc = 1;
+	}
+	if (rc <= 0) {
+		if (rc == 0)
+			sbx_error_scode(err, SBX_S_VM_BOOT, "the VM did not start from its template");
+		return boot_failure(vm, err);
 	}
 	vm->t.ready = sbx_now_ms() - vm->t0;
 	sbx_debug("vm: boot phases (ms since start): kernel %lld, disks %lld, qemu %lld, hello %lld, ready %lld%s",

@@ -55,6 +55,9 @@ struct sbx_vm_options {
 				   (default: restore the image's template
 				   when one exists, else save one at HELLO;
 				   see vm/snapshot.h) */
+	unsigned template_cache_mib; /* the snapshot templates' total bound
+				   (least recently used dropped first, see
+				   vm/template_cache.h), 0 = none */
 	char *const *net_args;  /* NULL: no NIC.  Else eth0 through a network
 				   helper (vm/net_link.h) started with these
 				   sandbox-net-helper options, NULL-terminated */
@@ -81,6 +84,10 @@ struct sbx_vm_options {
 				    stop).  Else this file, appended to,
 				    capped like the default one (vm/console.h)
 				    and kept at stop */
+	bool park;              /* sbx_vm_wait_ready stops short of CONFIG: the
+				   guest waits for its identity from
+				   sbx_vm_configure (a warm pool's VM; env and
+				   user are not looked at until then) */
 	bool boot_log;          /* for measuring a boot: kernel messages with
 				   their guest timestamps instead of quiet, and
 				   every console line copied to stderr prefixed
@@ -93,6 +100,11 @@ struct sbx_vm_timings {
 	int64_t kernel, disks, qemu, hello, ready;
 	bool restored;
 };
+
+/* A parked VM (sbx_vm_options.park) that is ready to take CONFIG: gets
+ * its boot env and user, its clock and fresh entropy (the guest reseeds
+ * its CRNG), and waits for the guest's READY.  On failure stop the VM. */
+int sbx_vm_configure(struct sbx_vm *vm, char *const *env, const char *user, int64_t deadline, sbx_error_t *err);
 
 /* Boots a VM (returns once QEMU runs; the guest boots in the background). */
 struct sbx_vm *sbx_vm_start(const struct sbx_vm_options *opt, sbx_error_t *err);

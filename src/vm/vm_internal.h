@@ -31,10 +31,17 @@ struct sbx_vm {
 	char *console_log;      /* the caller's console log, or NULL */
 	struct virtiofs fs;     /* virtio-fs shares */
 	bool boot_log;
+	bool park;              /* no CONFIG until sbx_vm_configure */
 	bool restored;          /* started from a snapshot: no HELLO comes */
 	char snap_key[SNAPSHOT_KEY_LEN + 1];
 	int snap_lock;          /* >= 0: this boot saves the key's template */
 	int qmp_fd;             /* our end of the monitor, -1 = none */
+	char *snap_text;        /* the key's text, for the template this VM saves */
+	uint64_t template_cache_mib; /* the templates' bound (vm/template_cache.h), 0 = none */
+	char *ram_file;         /* guest RAM in a template's tmpfs file (NULL = anonymous) */
+	int ram_lock;           /* holds ram_file while the VM lives, -1 = none */
+	bool ram_shared;        /* this VM writes it: it saves the template */
+	int incoming_at;        /* QEMU's descriptor of the state a clone loads over QMP */
 	struct sbx_jail_host *jail_host;
 	uint64_t jail_memory_mib;
 	struct jail *jail;      /* QEMU's, NULL when unconfined */
@@ -85,8 +92,12 @@ int vm_open_data_disk(struct sbx_vm *vm, const char *path, sbx_error_t *err);
  * snapshot when one exists (*state_fd >= 0), else cold, saving the
  * template when this VM wins its build lock. */
 int vm_choose_start(struct sbx_vm *vm, bool use_snapshot, int *state_fd, sbx_error_t *err);
-/* At HELLO of a VM that holds the build lock: saves the template. */
-void vm_save_template(struct sbx_vm *vm);
+/* At HELLO of a VM that holds the build lock: saves the template.  1
+ * when the VM was a copy-on-write template VM: it is gone and the VM
+ * started again from the template it saved (vm->restored), or cold when
+ * that failed; 0 when it goes on; -1 with *err when it could not start
+ * again at all. */
+int vm_save_template(struct sbx_vm *vm, sbx_error_t *err);
 /* A restored VM: 1 once ready, 0 after it fell back to a cold boot (wait
  * for HELLO then), -1 with *err. */
 int vm_restored_ready(struct sbx_vm *vm, int64_t deadline, sbx_error_t *err);

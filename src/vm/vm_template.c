@@ -10,6 +10,8 @@
 #include "common/log.h"
 #include "vm/disk.h"
 #include "vm/qmp.h"
+#include "vm/template_cache.h"
+#include "vm/template_cow.h"
 #include "vm/tsc.h"
 #include "jail/jail.h"
 #include "vm/vm_internal.h"
@@ -17,6 +19,7 @@
 /* A restored VM answers within about a second; past this, cold boot. */
 #define RESTORE_READY_MS 30000
 #define SNAPSHOT_SAVE_MS 60000
+#define RESTORE_POLL_US 2000
 
 void vm_drop_snapshot_fds(struct sbx_vm *vm)
 {
@@ -27,25 +30,80 @@ void vm_drop_snapshot_fds(struct sbx_vm *vm)
 	vm->snap_lock = vm->qmp_fd = -1;
 }
 
+/* Copy-on-write templates need a tmpfs for the RAM files; without one
+ * templates are streamed. */
+static bool cow_possible(void)
+{
+	sbx_error_t err = NULL;
+	cleanup_free char *dir = template_ram_dir(&err);
+	if (dir == NULL)
+		sbx_debug("vm: %s", sbx_error_msg(err));
+	sbx_error_free(&err);
+	return dir != NULL;
+}
+
+/* Starts from the template in `dir`: a copy of its scratch disk, its
+ * state, and its RAM file when it has one.  A RAM file that changed
+ * since the save condemns the template. */
+static int restore_from(struct sbx_vm *vm, const char *dir, int *state_fd, sbx_error_t *err)
+{
+	char *ram = NULL;
+	if (snapshot_ram(dir, vm->memory_mib, &ram, err) < 0) {
+		snapshot_invalidate(vm->snap_key);
+		return -1;
+	}
+	int hold = ram != NULL ? template_ram_hold(ram, err) : -1;
+	if ((ram != NULL && hold < 0) || snapshot_restore_files(dir, vm->files[F_SCRATCH], state_fd, err) < 0) {
+		if (hold >= 0)
+			close(hold);
+		free(ram);
+		return -1;
+	}
+	template_cache_touch(dir);
+	vm->ram_lock = hold;
+	free(vm->ram_file);
+	vm->ram_file = ram;
+	vm->ram_shared = false;
+	vm->restored = true;
+	return 0;
+}
+
 /* The scratch disk, and how this VM starts: from the key's snapshot when
  * one exists (*state_fd >= 0), else cold, saving the template when this
- * VM wins its build lock.  Snapshot trouble is logged, never fatal. */
+ * VM wins its build lock (in a new RAM file when templates are
+ * copy-on-write).  Snapshot trouble is logged, never fatal. */
 int vm_choose_start(struct sbx_vm *vm, bool use_snapshot, int *state_fd, sbx_error_t *err)
 {
 	*state_fd = -1;
 	sbx_error_t serr = NULL;
+	bool cow = use_snapshot && cow_possible();
 	struct snapshot_id id = { vm->qemu, vm->kernel, vm->boot, vm->image, vm->cpus, vm->memory_mib,
 				  /* in MHz: measurement noise must not split templates */
 				  vm->accel == SBX_ACCEL_TCG ? (sbx_host_tsc_khz() + 500) / 1000 : 0, (int)vm->accel,
-				  vm->scratch_bytes, vm->net_args != NULL };
-	if (use_snapshot && snapshot_key(&id, vm->snap_key, &serr) == 0) {
+				  vm->scratch_bytes, vm->net_args != NULL, cow };
+	char text[SNAPSHOT_KEY_TEXT_MAX];
+	if (use_snapshot && snapshot_key(&id, vm->snap_key, text, &serr) == 0) {
 		cleanup_free char *dir = snapshot_find(vm->snap_key, &serr);
-		if (dir != NULL && snapshot_restore_files(dir, vm->files[F_SCRATCH], state_fd, &serr) == 0) {
-			vm->restored = true;
+		if (dir != NULL && restore_from(vm, dir, state_fd, &serr) == 0)
 			return 0;
-		}
 		if (dir == NULL && serr == NULL)
 			vm->snap_lock = snapshot_lock(vm->snap_key, &serr);
+		if (vm->snap_lock >= 0) {
+			free(vm->snap_text);
+			if ((vm->snap_text = strdup(text)) == NULL)
+				vm_drop_snapshot_fds(vm);
+		}
+		if (vm->snap_lock >= 0 && cow) {
+			vm->ram_file = template_ram_create(vm->snap_key, vm->memory_mib, &serr);
+			if (vm->ram_file != NULL && (vm->ram_lock = template_ram_hold(vm->ram_file, &serr)) < 0) {
+				unlink(vm->ram_file);
+				free(vm->ram_file);
+				vm->ram_file = NULL;
+			}
+			vm->ram_shared = vm->ram_file != NULL;
+			if (vm->ram_file == NULL)
+				vm_drop_snapshot_fds(vm);
+		}
 	}
 	if (serr != NULL && serr->errnum != EWOULDBLOCK)
 		sbx_warn("vm: snapshot: %s; booting without one", sbx_error_msg(serr));
@@ -53,9 +111,9 @@ int vm_choose_start(struct sbx_vm *vm, bool use_snapshot, int *state_fd, sbx_err
 	return disk_scratch_create(vm->files[F_SCRATCH], vm->scratch_bytes, err);
 }
 
-/* After a failed restore: QEMU goes (the keeper removes the VM's files),
- * the template goes, and the same VM boots cold. */
-static int cold_restart(struct sbx_vm *vm, sbx_error_t *err)
+/* Ends QEMU and everything of this boot (the keeper removes the VM's
+ * files) and makes the VM's files again. */
+static int teardown(struct sbx_vm *vm, sbx_error_t *err)
 {
 	pthread_mutex_lock(&vm->lock);
 	keeper_stop(&vm->keeper);
@@ -71,9 +129,30 @@ static int cold_restart(struct sbx_vm *vm, sbx_error_t *err)
 	vm->keeper.pid = -1;
 	vm->keeper.lifeline = -1;
 	vm_free_files(vm);
-	snapshot_invalidate(vm->snap_key);
+	vm_drop_snapshot_fds(vm);
+	free(vm->ram_file);
+	vm->ram_file = NULL;
+	vm->ram_shared = false;
+	if (vm->ram_lock >= 0)
+		close(vm->ram_lock);
+	vm->ram_lock = -1;
 	vm->restored = vm->t.restored = false;
-	if (vm_make_files(vm, err) < 0 || disk_scratch_create(vm->files[F_SCRATCH], vm->scratch_bytes, err) < 0) {
+	if (vm_make_files(vm, err) < 0) {
+		vm_remove_files(vm);
+		vm_free_files(vm);
+		return -1;
+	}
+	return 0;
+}
+
+/* After a failed restore: QEMU goes, the template goes, and the same VM
+ * boots cold. */
+static int cold_restart(struct sbx_vm *vm, sbx_error_t *err)
+{
+	snapshot_invalidate(vm->snap_key);
+	if (teardown(vm, err) < 0)
+		return -1;
+	if (disk_scratch_create(vm->files[F_SCRATCH], vm->scratch_bytes, err) < 0) {
 		vm_remove_files(vm);
 		vm_free_files(vm);
 		return -1;
@@ -81,24 +160,62 @@ static int cold_restart(struct sbx_vm *vm, sbx_error_t *err)
 	return vm_launch(vm, -1, err);
 }
 
-/* The template is saved while the guest waits for CONFIG; the VM then
- * goes on.  A failed save costs only the template. */
-void vm_save_template(struct sbx_vm *vm)
+/* A copy-on-write template VM after its save: it must never run again
+ * (it would write the clones' pages), so it goes and the VM starts again
+ * from the template, as any later VM of the key does. */
+static int restart_as_clone(struct sbx_vm *vm, sbx_error_t *err)
+{
+	if (teardown(vm, err) < 0)
+		return -1;
+	cleanup_close int state_fd = -1;
+	if (vm_choose_start(vm, true, &state_fd, err) < 0) {
+		vm_remove_files(vm);
+		vm_free_files(vm);
+		return -1;
+	}
+	vm->t.restored = vm->restored;
+	return vm_launch(vm, state_fd, err);
+}
+
+/* The template is saved while the guest waits for CONFIG; a streamed
+ * template's VM then goes on (a failed save costs only the template), a
+ * copy-on-write template's VM starts again from it. */
+int vm_save_template(struct sbx_vm *vm, sbx_error_t *err)
 {
 	int64_t t = sbx_now_ms();
 	struct qmp q;
 	sbx_error_t serr = NULL;
 	int fd = vm->qmp_fd;
 	vm->qmp_fd = -1;
+	bool cow = vm->ram_file != NULL && vm->ram_shared;
+	int saved = -1;
 	if (qmp_open(&q, fd, t + SNAPSHOT_SAVE_MS, &serr) == 0) {
-		if (snapshot_save(&q, vm->snap_key, vm->files[F_SCRATCH], t + SNAPSHOT_SAVE_MS, &serr) == 0)
-			sbx_info("vm: snapshot %.12s saved in %lld ms", vm->snap_key, (long long)(sbx_now_ms() - t));
+		saved = snapshot_save(&q, vm->snap_key, vm->snap_text, vm->files[F_SCRATCH], cow ? vm->ram_file : NULL,
+				      t + SNAPSHOT_SAVE_MS, &serr);
+		if (saved == 0)
+			sbx_info("vm: snapshot %.12s saved in %lld ms%s", vm->snap_key, (long long)(sbx_now_ms() - t),
+				 cow ? " (copy-on-write)" : "");
 		qmp_close(&q);
+	}
+	if (saved == 0) {
+		template_cache_trim(vm->template_cache_mib);
+		template_cache_sweep();
 	}
 	if (serr != NULL)
 		sbx_warn("vm: snapshot not saved: %s", sbx_error_msg(serr));
 	sbx_error_free(&serr);
 	vm_drop_snapshot_fds(vm);
+	if (!cow)
+		return 0;
+	/* An unsaved RAM file belongs to no template. */
+	if (saved < 0)
+		unlink(vm->ram_file);
+	if (saved == 0 && restart_as_clone(vm, &serr) == 0)
+		return 1;
+	if (serr != NULL)
+		sbx_warn("vm: after the template: %s; booting cold", sbx_error_msg(serr));
+	sbx_error_free(&serr);
+	return cold_restart(vm, err) < 0 ? -1 : 1;
 }
 
 /* QEMU loads the saved state, then runs the VM. */
@@ -110,10 +227,21 @@ static int wait_restored(struct sbx_vm *vm, int64_t limit, sbx_error_t *err)
 	if (qmp_open(&q, fd, limit, err) < 0)
 		return -1;
 	char reply[QMP_LINE_MAX];
-	int rc;
-	while ((rc = qmp_call(&q, "{\"execute\": \"query-status\"}", -1, reply, sizeof(reply), limit, err)) == 0 &&
+	int rc = 0;
+	/* A clone of a copy-on-write template (-incoming defer): only device
+	 * state comes from the file, the RAM is the mapped template. */
+	if (vm->ram_file != NULL && !vm->ram_shared) {
+		char cmd[128];
+		snprintf(cmd, sizeof(cmd), "{\"execute\": \"migrate-incoming\", \"arguments\": {\"uri\": \"fd:%d\"}}",
+			 vm->incoming_at);
+		if (qmp_call(&q, SNAPSHOT_IGNORE_SHARED, -1, NULL, 0, limit, err) < 0 ||
+		    qmp_call(&q, cmd, -1, NULL, 0, limit, err) < 0)
+			rc = -1;
+	}
+	while (rc == 0 &&
+	       (rc = qmp_call(&q, "{\"execute\": \"query-status\"}", -1, reply, sizeof(reply), limit, err)) == 0 &&
 	       strstr(reply, "\"status\": \"running\"") == NULL) {
-		/* The template was saved stopped, and QEMU restores that. */
+		/* A streamed template was saved stopped, and QEMU restores that. */
 		if (strstr(reply, "\"status\": \"paused\"") != NULL) {
 			if ((rc = qmp_call(&q, "{\"execute\": \"cont\"}", -1, NULL, 0, limit, err)) < 0)
 				break;
@@ -127,7 +255,7 @@ static int wait_restored(struct sbx_vm *vm, int64_t limit, sbx_error_t *err)
 			rc = sbx_error_set(err, ETIMEDOUT, "QEMU still loading the snapshot");
 			break;
 		}
-		usleep(10000);
+		usleep(RESTORE_POLL_US);
 	}
 	qmp_close(&q);
 	return rc;
@@ -139,6 +267,8 @@ static int try_restored(struct sbx_vm *vm, int64_t deadline, sbx_error_t *err)
 	int64_t limit = sbx_now_ms() + RESTORE_READY_MS;
 	if (wait_restored(vm, limit, err) < 0)
 		return -1;
+	if (vm->park)
+		return 0;
 	if (vm_send_config(vm, err) < 0)
 		return -1;
 	return chan_wait_ready(vm->chan, deadline >= 0 && deadline < limit ? deadline : limit, err);

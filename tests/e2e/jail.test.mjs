@@ -2,7 +2,7 @@
 // sandbox's QEMU runs, in every thread, under a uid of its own with no
 // groups, no capabilities, NO_NEW_PRIVS and its seccomp filter; in its own
 // mount, PID, network, IPC and UTS namespaces (PID 1 of its own); in a root
-// holding only /usr, its disks and a private /dev; in a cgroup leaf with the
+// holding only /usr, its disks, its template's RAM file and a private /dev; in a cgroup leaf with the
 // memory (guest + QEMU + TCG cache), pids and CPU limits; with the rlimits
 // set.  A second sandbox restores the first one's snapshot template under
 // another uid.  Stopping removes the leaf.  `jail: off` runs QEMU as
@@ -121,7 +121,12 @@ describe('the jail', { skip: skip ?? false }, () => {
 	test('its root is its jail: /usr, its own disks and a private /dev, nothing else of the host', () => {
 		const root = `/proc/${qemu}/root`;
 		assert.ok(existsSync(`${root}/usr/bin/qemu-system-x86_64`), 'QEMU in the jail');
-		assert.deepEqual(readdirSync(`${root}/dev`).sort(), ['null', 'urandom']);
+		assert.deepEqual(readdirSync(`${root}/dev`).sort(), ['null', 'shm', 'urandom']);
+		// A clone of a copy-on-write template: of the template RAM files,
+		// its own template's only (bound at its path).
+		const shm = readdirSync(`${root}/dev/shm`);
+		assert.equal(shm.length, 1);
+		assert.match(readdirSync(`${root}/dev/shm/${shm[0]}`).join(), /^[0-9a-f]{64}-[0-9a-f]{16}\.mem$/);
 		for (const gone of ['/home', '/etc/shadow', '/etc', '/proc', '/sys', path.join(s.stateDir, 'snapshots'),
 			path.join(s.stateDir, 'images', 'index.json')]) {
 			assert.ok(!existsSync(root + gone), `${gone} is not in the jail`);

@@ -1,15 +1,20 @@
 /* VMs started from a snapshot (vm/snapshot.h): the first boot of an image
- * saves the template, the next ones restore it and still get their own
- * identity and randomness; a broken template falls back to a cold boot;
- * cold_boot bypasses snapshots.  Prints TAP.
+ * saves a copy-on-write template (RAM in a tmpfs file, x-ignore-shared)
+ * and starts again from it, the next ones restore it and still get their
+ * own identity, randomness and memory; a broken template (state or RAM
+ * file) falls back to a cold boot; cold_boot bypasses snapshots.  Prints
+ * TAP.
  * Usage: vm_snapshot_test IMAGE.erofs   (uses a private state directory) */
 #include <dirent.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
+#include "vm/template_cache.h"
+#include "vm/template_cow.h"
 #include "vm/vm.h"
 
 #define READY_MS 120000
@@ -56,6 +61,24 @@ static char *sh(struct sbx_vm *vm, const char *cmd)
 	return out;
 }
 
+/* A template directory under <state>/snapshots other than `not`, or "". */
+static void other_template(const char *state, const char *not, char *out, size_t cap)
+{
+	char dir[512];
+	snprintf(dir, sizeof(dir), "%s/snapshots", state);
+	out[0] = '\0';
+	DIR *d = opendir(dir);
+	struct dirent *e;
+	while (d != NULL && (e = readdir(d)) != NULL) {
+		char p[800];
+		snprintf(p, sizeof(p), "%s/%s", dir, e->d_name);
+		if (strlen(e->d_name) == 64 && strcmp(p, not) != 0)
+			snprintf(out, cap, "%.599s", p);
+	}
+	if (d != NULL)
+		closedir(d);
+}
+
 static struct sbx_vm *boot(const char *image, const char *hostname, char *const *env, bool cold)
 {
 	struct sbx_vm_options opt = { .cpus = 1, .memory_mib = 256, .image = image, .hostname = hostname,
@@ -75,17 +98,39 @@ static struct sbx_vm *boot(const char *image, const char *hostname, char *const 
 /* The one template directory under <state>/snapshots, or "" if none. */
 static void template_dir(const char *state, char *out, size_t cap)
 {
-	char dir[512];
-	snprintf(dir, sizeof(dir), "%s/snapshots", state);
-	out[0] = '\0';
-	DIR *d = opendir(dir);
-	struct dirent *e;
-	while (d != NULL && (e = readdir(d)) != NULL) {
-		if (strlen(e->d_name) == 64)
-			snprintf(out, cap, "%s/%s", dir, e->d_name);
-	}
-	if (d != NULL)
-		closedir(d);
+	other_template(state, "", out, cap);
+}
+
+static bool exists(const char *p)
+{
+	return p[0] != '\0' && access(p, F_OK) == 0;
+}
+
+/* Boots, reads the hostname back and stops: one more template user. */
+static bool boot_and_stop(const char *image, const char *hostname)
+{
+	struct sbx_vm *vm = boot(image, hostname, NULL, false);
+	char *h = vm != NULL ? sh(vm, "hostname") : NULL;
+	bool ok = h != NULL && strncmp(h, hostname, strlen(hostname)) == 0;
+	free(h);
+	if (vm != NULL)
+		sbx_vm_stop(vm, sbx_now_ms() + 5000);
+	return ok;
+}
+/* The RAM file a copy-on-write template names (its "ram" file). */
+static bool ram_file(const char *tpl, char *out, size_t cap)
+{
+	char p[700];
+	snprintf(p, sizeof(p), "%s/ram", tpl);
+	FILE *fp = fopen(p, "r");
+	if (fp == NULL)
+		return false;
+	bool ok = fgets(out, (int)cap, fp) != NULL;
+	fclose(fp);
+	char *sp = ok ? strchr(out, ' ') : NULL;
+	if (sp != NULL)
+		*sp = '\0';
+	return sp != NULL;
 }
 
 static bool same(const char *a, const char *b)
@@ -109,9 +154,20 @@ int main(int argc, char **argv)
 
 	struct sbx_vm *a = boot(image, "a", NULL, false);
 	template_dir(state, tpl, sizeof(tpl));
-	result(a != NULL && !sbx_vm_timings(a)->restored && tpl[0] != '\0',
-	       "the first boot is cold and saves a template", tpl);
+	/* Copy-on-write: the template VM boots cold, is saved and ends; the
+	 * first VM is then its first clone. */
+	result(a != NULL && sbx_vm_timings(a)->hello > 0 && sbx_vm_timings(a)->restored && tpl[0] != '\0',
+	       "the first boot saves a template and starts again from it", tpl);
 	char *ra = a != NULL ? sh(a, rnd) : NULL;
+	char ram_path[4200] = "";
+	struct stat st_state, st_ram;
+	char spath[700];
+	snprintf(spath, sizeof(spath), "%s/state", tpl);
+	bool ram_ok = ram_file(tpl, ram_path, sizeof(ram_path)) && stat(ram_path, &st_ram) == 0 &&
+		      st_ram.st_size == 256ll << 20 && stat(spath, &st_state) == 0;
+	/* x-ignore-shared: device state only (the streamed state is ~50 MB). */
+	result(ram_ok && st_state.st_size < (1 << 20) && strncmp(ram_path, "/dev/shm/", 9) == 0,
+	       "the template's RAM is a tmpfs file and its state file holds device state only", ram_path);
 
 	char *env_b[] = { "WHO=bee", NULL }, *env_c[] = { "WHO=sea", NULL };
 	struct sbx_vm *b = boot(image, "b", env_b, false), *c = boot(image, "c", env_c, false);
@@ -131,12 +187,43 @@ int main(int argc, char **argv)
 	char *wb = b != NULL ? sh(b, "echo only-b > /mark; cat /mark") : NULL;
 	char *wc = c != NULL ? sh(c, "test -e /mark && echo seen || echo absent") : NULL;
 	result(same(wb, "only-b\n") && same(wc, "absent\n"), "restored VMs have their own scratch disks", wc);
+	/* The clones map the template's RAM privately: a page one writes is
+	 * its own. */
+	char *mb = b != NULL ? sh(b, "echo in-b-memory > /dev/shm/m; cat /dev/shm/m") : NULL;
+	char *mc = c != NULL ? sh(c, "cat /dev/shm/m 2>/dev/null || echo absent") : NULL;
+	struct sbx_vm *e = boot(image, "e", NULL, false);
+	char *me = e != NULL ? sh(e, "cat /dev/shm/m 2>/dev/null || echo absent") : NULL;
+	result(same(mb, "in-b-memory\n") && same(mc, "absent\n") && same(me, "absent\n"),
+	       "a value written to tmpfs in one clone is absent in the others and in the next", me);
 	char *clock = b != NULL ? sh(b, "date +%s") : NULL;
 	long skew = clock != NULL ? labs(atol(clock) - (long)time(NULL)) : 99;
 	result(skew <= 2, "a restored VM's clock is the host's", clock);
 
 	struct sbx_vm *cold = boot(image, "cold", NULL, true);
 	result(cold != NULL && !sbx_vm_timings(cold)->restored, "cold_boot bypasses the snapshot", NULL);
+
+	/* The RAM file truncated under the daemon: the next create boots
+	 * cold, the template goes.  (Live clones lose the pages they never
+	 * wrote: the kernel sends them SIGBUS.) */
+	bool cut = ram_ok && truncate(ram_path, 4096) == 0;
+	struct sbx_vm *f = boot(image, "f", NULL, false);
+	char *hf = f != NULL ? sh(f, "hostname") : NULL;
+	char tpl_cut[600];
+	template_dir(state, tpl_cut, sizeof(tpl_cut));
+	result(cut && f != NULL && !sbx_vm_timings(f)->restored && same(hf, "f\n") && tpl_cut[0] == '\0' &&
+		       access(ram_path, F_OK) < 0,
+	       "a truncated template RAM file falls back to a cold boot and is dropped", tpl_cut);
+	if (f != NULL)
+		sbx_vm_stop(f, sbx_now_ms() + 5000);
+	/* The next create makes a new template generation, in a new file. */
+	struct sbx_vm *g = boot(image, "g", NULL, false);
+	template_dir(state, tpl, sizeof(tpl));
+	char ram_g[4200] = "";
+	result(g != NULL && sbx_vm_timings(g)->restored && ram_file(tpl, ram_g, sizeof(ram_g)) &&
+		       strcmp(ram_g, ram_path) != 0,
+	       "a new template generation gets a new RAM file", ram_g);
+	if (g != NULL)
+		sbx_vm_stop(g, sbx_now_ms() + 5000);
 
 	/* A template QEMU cannot load: the create still succeeds, cold. */
 	char path[700];
@@ -149,16 +236,51 @@ int main(int argc, char **argv)
 	result(broken && d != NULL && !sbx_vm_timings(d)->restored && same(hd, "d\n") && tpl_after[0] == '\0',
 	       "a broken template falls back to a cold boot and is dropped", tpl_after);
 
-	struct sbx_vm *vms[] = { a, b, c, cold, d };
+	struct sbx_vm *vms[] = { a, b, c, cold, d, e };
 	for (size_t i = 0; i < sizeof(vms) / sizeof(vms[0]); i++) {
 		if (vms[i] != NULL)
 			sbx_vm_stop(vms[i], sbx_now_ms() + 5000);
 	}
-	char *bufs[] = { ra, rb, rc, hb, hc, idb, idc, wb, wc, clock, hd };
+
+	/* The cache (vm/template_cache.h).  A second image (a copy: a file of
+	 * its own) gets a template of its own; the first image's template is
+	 * used after it and a clone of it stays live. */
+	char copy[600], cpcmd[1400];
+	snprintf(copy, sizeof(copy), "%s/copy.erofs", state);
+	snprintf(cpcmd, sizeof(cpcmd), "cp '%s' '%s'", image, copy);
+	bool copied = system(cpcmd) == 0;
+	char tpl_copy[600], tpl_orig[600];
+	bool built = copied && boot_and_stop(copy, "h");
+	template_dir(state, tpl_copy, sizeof(tpl_copy));
+	struct sbx_vm *live = boot(image, "i", NULL, false);
+	other_template(state, tpl_copy, tpl_orig, sizeof(tpl_orig));
+	/* Over budget: the least recently used goes first; the live clone's
+	 * template stays even then. */
+	unsigned dropped = template_cache_trim(1);
+	result(built && live != NULL && exists(tpl_orig) && dropped == 1 && !exists(tpl_copy),
+	       "an over-budget template cache drops the least recently used, never one live clones hold", tpl_copy);
+	/* A template whose image went can no longer match: the sweep (at
+	 * `image rm` and at the daemon's start) removes it and its RAM file. */
+	bool rebuilt = copied && boot_and_stop(copy, "j");
+	template_dir(state, tpl_copy, sizeof(tpl_copy));
+	other_template(state, tpl_orig, tpl_copy, sizeof(tpl_copy));
+	char ram_copy[4200] = "";
+	bool has_ram = ram_file(tpl_copy, ram_copy, sizeof(ram_copy)) && exists(ram_copy);
+	unlink(copy);
+	unsigned swept = template_cache_sweep();
+	result(rebuilt && has_ram && swept == 1 && !exists(tpl_copy) && !exists(ram_copy) && exists(tpl_orig),
+	       "a template whose image is gone is removed with its RAM file, the others stay", tpl_copy);
+	if (live != NULL)
+		sbx_vm_stop(live, sbx_now_ms() + 5000);
+	char *bufs[] = { ra, rb, rc, hb, hc, idb, idc, wb, wc, clock, hd, mb, mc, me, hf };
 	for (size_t i = 0; i < sizeof(bufs) / sizeof(bufs[0]); i++)
 		free(bufs[i]);
-	char cmd[600];
-	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", state);
+	sbx_error_t err = NULL;
+	char *ram_dir = template_ram_dir_existing(&err);
+	sbx_error_free(&err);
+	char cmd[1200];
+	snprintf(cmd, sizeof(cmd), "rm -rf '%s' '%s'", state, ram_dir != NULL ? ram_dir : state);
+	free(ram_dir);
 	if (system(cmd) != 0)
 		fprintf(stderr, "could not remove %s\n", state);
 	printf("1..%d\n", test_no);

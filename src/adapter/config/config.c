@@ -22,6 +22,8 @@ struct sbx_config *sbx_config_defaults(sbx_error_t *err)
 	cfg->default_memory_mb = 512;
 	cfg->accel = SBX_ACCEL_AUTO;
 	cfg->tcg_cache_mb = SBX_VM_TCG_CACHE_DEFAULT_MIB;
+	cfg->template_cache_mb = SBX_TEMPLATE_CACHE_DEFAULT_MIB;
+	cfg->warm_pool_max = SBX_WARM_POOL_MAX_DEFAULT;
 	cfg->scratch_disk_mb = SBX_SCRATCH_DEFAULT_MIB;
 	cfg->worker_disk_mb = SBX_WORKER_DISK_DEFAULT_MIB;
 	cfg->max_guest_pids = 1024;
@@ -42,6 +44,9 @@ void sbx_config_free(struct sbx_config *cfg)
 	for (size_t i = 0; i < cfg->n_per_image_caps; i++)
 		free(cfg->per_image_caps[i].image);
 	free(cfg->per_image_caps);
+	for (size_t i = 0; i < cfg->n_warm_pool; i++)
+		free(cfg->warm_pool[i].image);
+	free(cfg->warm_pool);
 	free(cfg->krunfw_path);
 	net_config_free(&cfg->net);
 	free(cfg);
@@ -107,6 +112,28 @@ static int parse_caps(struct sbx_config *cfg, json_t *v, sbx_error_t *err)
 		if (c->image == NULL)
 			return sbx_error_errno(err, ENOMEM, "config");
 		cfg->n_per_image_caps++;
+	}
+	return 0;
+}
+
+static int parse_warm_pool(struct sbx_config *cfg, json_t *v, sbx_error_t *err)
+{
+	if (!json_is_object(v))
+		return sbx_config_type_error(err, "warm_pool", "a map of image name to count", v);
+	cfg->warm_pool = calloc(json_object_size(v) + 1, sizeof(*cfg->warm_pool));
+	if (cfg->warm_pool == NULL)
+		return sbx_error_errno(err, ENOMEM, "config");
+	const char *k;
+	json_t *item;
+	json_object_foreach(v, k, item) {
+		if (k[0] == '\0')
+			return sbx_error_set(err, EINVAL, "config key `warm_pool`: an empty image name");
+		struct sbx_warm_pool_entry *e = &cfg->warm_pool[cfg->n_warm_pool];
+		if (get_u32(item, "warm_pool.*", &e->count, err) < 0)
+			return sbx_error_prefix(err, "image '%s'", k);
+		if ((e->image = strdup(k)) == NULL)
+			return sbx_error_errno(err, ENOMEM, "config");
+		cfg->n_warm_pool++;
 	}
 	return 0;
 }
@@ -200,6 +227,16 @@ static int parse_key(struct sbx_config *cfg, const char *k, json_t *v, sbx_error
 			return sbx_error_set(err, EINVAL, "config key `tcg_cache_mb`: must be 1..%d (MiB), got %llu",
 					     SBX_VM_TCG_CACHE_MAX_MIB, (unsigned long long)u);
 		cfg->tcg_cache_mb = (uint32_t)u;
+	} else if (strcmp(k, "warm_pool") == 0) {
+		return parse_warm_pool(cfg, v, err);
+	} else if (strcmp(k, "warm_pool_max") == 0) {
+		return get_u32(v, k, &cfg->warm_pool_max, err);
+	} else if (strcmp(k, "template_cache_mb") == 0) {
+		if (get_uint(v, k, UINT32_MAX, &u, err) < 0)
+			return -1;
+		if (u == 0)
+			return sbx_error_set(err, EINVAL, "config key `template_cache_mb`: must be at least 1 (MiB)");
+		cfg->template_cache_mb = (uint32_t)u;
 	} else if (strcmp(k, "memory_budget_mb") == 0) {
 		if (get_uint(v, k, UINT64_MAX / 2, &cfg->memory_budget_mb, err) < 0)
 			return -1;

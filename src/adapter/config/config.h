@@ -19,6 +19,16 @@
 #include "vm/accel.h"
 
 #define SBX_WORKER_DISK_DEFAULT_MIB 4096 /* worker_disk_mb: a Compose worker's data disk, sparse */
+/* The snapshot templates' bound: a python template's RAM file holds
+ * about 100 MiB of the guest's pages (README "Memory"). */
+#define SBX_TEMPLATE_CACHE_DEFAULT_MIB 2048
+#define SBX_WARM_POOL_MAX_DEFAULT 8
+
+/* warm_pool: how many parked VMs of an image wait for creates. */
+struct sbx_warm_pool_entry {
+	char *image;
+	uint32_t count;
+};
 
 struct sbx_image_caps {
 	char *image;
@@ -42,6 +52,10 @@ struct sbx_config {
 	enum sbx_accel accel;
 	char *krunfw_path; /* NULL when not set */
 	uint32_t tcg_cache_mb;     /* TCG translation cache per VM */
+	uint32_t template_cache_mb; /* all snapshot templates (their tmpfs RAM files) */
+	struct sbx_warm_pool_entry *warm_pool;
+	size_t n_warm_pool;
+	uint32_t warm_pool_max;    /* parked VMs of all images together */
 	uint32_t scratch_disk_mb;  /* what one sandbox may write */
 	uint32_t worker_disk_mb;   /* a Compose worker's persistent data disk */
 	uint32_t max_guest_pids;   /* processes one exec may have, 0 = no limit */

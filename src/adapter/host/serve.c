@@ -28,11 +28,13 @@
 #include "adapter/config/config_file.h"
 #include "adapter/host/fs_vm.h"
 #include "adapter/host/lifeline.h"
+#include "adapter/host/template_warm.h"
 #include "adapter/host/vm_backend.h"
 #include "common/log.h"
 #include "common/scodes.h"
 #include "engine/engine.h"
 #include "vm/leftovers.h"
+#include "vm/template_cache.h"
 #include "vm/oom_score.h"
 #include "worker/worker_ops.h"
 
@@ -231,6 +233,7 @@ int sbx_cmd_serve(int argc, char **argv)
 	int status = 1;
 	struct sbx_adapter *a = NULL;
 	void *backend = NULL;
+	struct template_warm *warm = NULL;
 	if (pthread_create(&sig_thread, NULL, wait_signals, &waiter) != 0) {
 		fprintf(stderr, "sandbox-libkrun serve: cannot start the signal thread\n");
 		engine_free(e);
@@ -279,6 +282,10 @@ int sbx_cmd_serve(int argc, char **argv)
 	if (stale > 0)
 		sbx_info("removed %u VM director%s left by an earlier run", stale, stale == 1 ? "y" : "ies");
 	sbx_jail_remove_leftovers(jail);
+	unsigned old = template_cache_sweep() + template_cache_trim(cfg->template_cache_mb);
+	if (old > 0)
+		sbx_info("removed %u snapshot template%s that can no longer be used or do not fit template_cache_mb", old,
+			 old == 1 ? "" : "s");
 	a = sbx_adapter_new(cfg, &err);
 	if (a == NULL)
 		sbx_jail_host_free(jail);
@@ -296,6 +303,8 @@ int sbx_cmd_serve(int argc, char **argv)
 		goto out;
 	}
 	sbx_info("serving %s::* (version %s)", SBX_WORKER_NAME, SBX_VERSION);
+	warm = template_warm_start(a->cfg, &vm_backend_ops, backend);
+	vm_backend_start_pool(backend);
 	engine_wait_stopped(e);
 	if (engine_fatally_rejected(e))
 		fprintf(stderr, "sandbox-libkrun serve: the engine rejected this worker; is another '%s' running?\n",
@@ -310,6 +319,7 @@ out:
 	pthread_kill(sig_thread, SIGTERM);
 	pthread_join(sig_thread, NULL);
 	engine_free(e);
+	template_warm_stop(warm);
 	/* Stops every sandbox VM: SIGTERM ends serve, never the VMs' lives. */
 	sbx_adapter_free(a);
 	vm_backend_free(backend);

@@ -9,12 +9,14 @@
 #include <sys/statvfs.h>
 
 #include "adapter/sandbox/boot_env.h"
+#include "adapter/host/warm_pool.h"
 #include "adapter/mem_budget.h"
 #include "common/cleanup.h"
 #include "common/log.h"
 #include "common/scodes.h"
 #include "common/state_dir.h"
 #include "image/image_pull.h"
+#include "vm/template_cow.h"
 #include "vm/vm.h"
 
 #define EXEC_POLL_MS 200    /* how often a running exec checks for a stop */
@@ -25,6 +27,7 @@
 struct backend {
 	const struct sbx_config *cfg;
 	struct sbx_jail_host *jail;
+	struct warm_pool *pool; /* NULL: no warm_pool */
 };
 
 struct sandbox_vm {
@@ -47,8 +50,10 @@ void *vm_backend_new(const struct sbx_config *cfg, struct sbx_jail_host *jail, s
 void vm_backend_free(void *ctx)
 {
 	struct backend *b = ctx;
-	if (b != NULL)
+	if (b != NULL) {
+		warm_pool_stop(b->pool);
 		sbx_jail_host_free(b->jail);
+	}
 	free(b);
 }
 
@@ -72,9 +77,9 @@ static int check_free_space(uint32_t scratch_mib, sbx_error_t *err)
 	return 0;
 }
 
-static void *boot(void *ctx, const struct sbx_boot_request *req, sbx_error_t *err)
+/* Boots a sandbox's VM; `park`: a warm pool's, left before its CONFIG. */
+static void *boot_vm(struct backend *b, const struct sbx_boot_request *req, bool park, sbx_error_t *err)
 {
-	struct backend *b = ctx;
 	if (check_free_space(b->cfg->scratch_disk_mb, err) < 0)
 		return NULL;
 	cleanup_free char *image = sbx_image_ensure(req->image, req->oci_ref, &b->cfg->images, err);
@@ -102,10 +107,12 @@ static void *boot(void *ctx, const struct sbx_boot_request *req, sbx_error_t *er
 		.user = rt.user,
 		.krunfw_path = b->cfg->krunfw_path,
 		.tcg_cache_mib = b->cfg->tcg_cache_mb,
+		.template_cache_mib = b->cfg->template_cache_mb,
 		.scratch_mib = b->cfg->scratch_disk_mb,
 		.guest_pids_max = b->cfg->max_guest_pids,
 		.net_args = req->net_args,
 		.jail = b->jail,
+		.park = park,
 		/* The admission's worst case is also the cgroup's limit. */
 		.jail_memory_mib = req->memory_mb > 0 ? (unsigned)sbx_vm_cost_mib(req->memory_mb,
 										   sbx_config_tcg_cache_mib(b->cfg))
@@ -127,6 +134,69 @@ fail:
 	boot_env_free(env);
 	image_runtime_free(&rt);
 	return NULL;
+}
+
+/* A parked VM taken from the pool gets its identity: the image's Env
+ * under the create's env, the image's User. */
+static int configure_taken(struct backend *b, struct sandbox_vm *s, const struct sbx_boot_request *req,
+			   sbx_error_t *err)
+{
+	cleanup_free char *image = sbx_image_ensure(req->image, req->oci_ref, &b->cfg->images, err);
+	if (image == NULL)
+		return -1;
+	struct image_runtime rt;
+	if (image_runtime_load(image, &rt, err) < 0)
+		return -1;
+	char **env = boot_env_layer(rt.env, req->env, err);
+	int rc = env != NULL ? sbx_vm_configure(s->vm, env, rt.user, sbx_now_ms() + VM_BACKEND_READY_MS, err) : -1;
+	boot_env_free(env);
+	image_runtime_free(&rt);
+	return rc;
+}
+
+static void stop(void *vm);
+
+static void *boot(void *ctx, const struct sbx_boot_request *req, sbx_error_t *err)
+{
+	struct backend *b = ctx;
+	/* Parked VMs have the default size and no network. */
+	struct sandbox_vm *s = req->net_args == NULL && req->cpus == b->cfg->default_cpus &&
+					       req->memory_mb == b->cfg->default_memory_mb
+				       ? warm_pool_take(b->pool, req->image)
+				       : NULL;
+	if (s != NULL) {
+		sbx_error_t perr = NULL;
+		if (configure_taken(b, s, req, &perr) == 0)
+			return s;
+		sbx_warn("warm pool: a parked VM of %s failed (%s); booting another", req->image, sbx_error_msg(perr));
+		sbx_error_free(&perr);
+		stop(s);
+	}
+	return boot_vm(b, req, false, err);
+}
+
+static void *park_vm(void *ctx, const char *image, const char *ref)
+{
+	struct backend *b = ctx;
+	struct sbx_boot_request req = { .image = image, .oci_ref = ref, .cpus = b->cfg->default_cpus,
+					.memory_mb = b->cfg->default_memory_mb };
+	sbx_error_t err = NULL;
+	void *s = boot_vm(b, &req, true, &err);
+	if (s == NULL)
+		sbx_warn("warm pool: %s: %s", image, sbx_error_msg(err));
+	sbx_error_free(&err);
+	return s;
+}
+
+static void discard_vm(void *ctx, void *vm)
+{
+	stop(vm);
+}
+
+void vm_backend_start_pool(void *ctx)
+{
+	struct backend *b = ctx;
+	b->pool = warm_pool_start(b->cfg, park_vm, discard_vm, b);
 }
 
 struct sbx_vm *vm_backend_vm(void *sandbox_vm)
@@ -308,6 +378,11 @@ static int64_t net_activity_ms(void *vm)
 	return sbx_vm_net_activity_ms(((struct sandbox_vm *)vm)->vm);
 }
 
+static uint64_t templates_mib(void *ctx)
+{
+	return (template_ram_usage() + (1u << 20) - 1) >> 20;
+}
+
 const struct sbx_backend_ops vm_backend_ops = {
 	.boot = boot,
 	.exec = exec_proc,
@@ -315,4 +390,5 @@ const struct sbx_backend_ops vm_backend_ops = {
 	.stop = stop,
 	.alive = alive,
 	.net_activity_ms = net_activity_ms,
+	.templates_mib = templates_mib,
 };

@@ -4,10 +4,10 @@
 // processes and VM files of one state directory).
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
-import { chownSync, existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import { chownSync, existsSync, mkdtempSync, readdirSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { parseEnvelope, startStack } from '../daemon.mjs';
+import { parseEnvelope, removeStateDir, startStack } from '../daemon.mjs';
 import { InvocationError } from '../lib.mjs';
 
 // A create boots a VM (seconds under TCG, more while other boots share the
@@ -83,7 +83,7 @@ export async function startSandboxStack({ registry, config = {}, seedFrom, spawn
 	};
 	s.exec = (sandbox_id, req, timeoutMs) => s.vm('exec', { sandbox_id, ...req }, timeoutMs);
 	s.listed = async (id) => (await s.vm('list', {})).sandboxes.find((x) => x.sandbox_id === id);
-	s.cleanupState = () => rmSync(stateDir, { recursive: true, force: true });
+	s.cleanupState = () => removeStateDir(stateDir);
 	return s;
 }
 

@@ -41,6 +41,9 @@ TEST(config_defaults_for_null_and_absent)
 	CHECK_INT(cfg->accel, SBX_ACCEL_AUTO);
 	CHECK(cfg->krunfw_path == NULL);
 	CHECK_INT(cfg->tcg_cache_mb, 64);
+	CHECK_INT(cfg->template_cache_mb, 2048);
+	CHECK_INT(cfg->n_warm_pool, 0);
+	CHECK_INT(cfg->warm_pool_max, 8);
 	CHECK_INT(cfg->memory_budget_mb, 0);
 	CHECK_INT(cfg->scratch_disk_mb, 2048);
 	CHECK_INT(cfg->worker_disk_mb, 4096);
@@ -118,13 +121,23 @@ TEST(config_own_keys)
 	CHECK_INT(cfg->accel, SBX_ACCEL_TCG);
 	CHECK_STR(cfg->krunfw_path, "/opt/libkrunfw.so.5");
 	sbx_config_free(cfg);
-	cfg = parse("{\"tcg_cache_mb\":128,\"memory_budget_mb\":9000,\"scratch_disk_mb\":512,\"worker_disk_mb\":64}", &err);
+	cfg = parse("{\"tcg_cache_mb\":128,\"memory_budget_mb\":9000,\"scratch_disk_mb\":512,\"worker_disk_mb\":64,"
+		    "\"template_cache_mb\":300}",
+		    &err);
 	CHECK(cfg != NULL);
+	CHECK_INT(cfg->template_cache_mb, 300);
 	CHECK_INT(cfg->scratch_disk_mb, 512);
 	CHECK_INT(cfg->worker_disk_mb, 64);
 	CHECK_INT(cfg->tcg_cache_mb, 128);
 	CHECK_INT(sbx_config_tcg_cache_mib(cfg), 128);
 	CHECK_INT(cfg->memory_budget_mb, 9000);
+	sbx_config_free(cfg);
+	cfg = parse("{\"warm_pool\":{\"python\":2,\"node\":0},\"warm_pool_max\":3}", &err);
+	CHECK(cfg != NULL);
+	CHECK_INT(cfg->n_warm_pool, 2);
+	CHECK_INT(cfg->warm_pool_max, 3);
+	for (size_t i = 0; cfg != NULL && i < cfg->n_warm_pool; i++)
+		CHECK_INT(cfg->warm_pool[i].count, strcmp(cfg->warm_pool[i].image, "python") == 0 ? 2 : 0);
 	sbx_config_free(cfg);
 	/* Only TCG has a translation cache to count. */
 	cfg = parse("{\"tcg_cache_mb\":128,\"accel\":\"kvm\"}", &err);
@@ -167,6 +180,13 @@ TEST(config_fatal_cases)
 	CHECK(fails_with("{\"registry_auth\":{\"h\":{\"username\":\"u\"}}}", "password"));
 	CHECK(fails_with("{\"accel\":\"hvf\"}", "accel"));
 	CHECK(fails_with("{\"krunfw_path\":7}", "krunfw_path"));
+	CHECK(fails_with("{\"warm_pool\":[\"python\"]}", "warm_pool"));
+	CHECK(fails_with("{\"warm_pool\":{\"python\":-1}}", "image 'python'"));
+	CHECK(fails_with("{\"warm_pool\":{\"\":1}}", "empty image name"));
+	CHECK(fails_with("{\"warm_pool_max\":true}", "warm_pool_max"));
+	CHECK(fails_with("{\"template_cache_mb\":0}", "config key `template_cache_mb`: must be at least 1 (MiB)"));
+	CHECK(fails_with("{\"template_cache_mb\":-5}", "template_cache_mb"));
+	CHECK(fails_with("{\"template_cache_mb\":\"big\"}", "template_cache_mb"));
 	CHECK(fails_with("{\"tcg_cache_mb\":0}", "config key `tcg_cache_mb`: must be 1..2048 (MiB), got 0"));
 	CHECK(fails_with("{\"tcg_cache_mb\":4096}", "must be 1..2048 (MiB), got 4096"));
 	CHECK(fails_with("{\"tcg_cache_mb\":\"64\"}", "tcg_cache_mb"));

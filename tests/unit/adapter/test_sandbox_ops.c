@@ -121,8 +121,16 @@ static int64_t fake_net_activity(void *vm)
 	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000 + net_offset_ms;
 }
 
+/* What the fake backend's templates hold on the host. */
+static uint64_t templates_held_mib;
+
+static uint64_t fake_templates_mib(void *ctx)
+{
+	return templates_held_mib;
+}
+
 static const struct sbx_backend_ops fake_ops = { fake_boot, fake_exec, fake_write, fake_stop, fake_alive,
-						  fake_net_activity };
+						  fake_net_activity, fake_templates_mib };
 
 static struct sbx_adapter *make(const char *config)
 {
@@ -519,9 +527,22 @@ TEST(memory_budget_admission)
 	F.fail_boot = false;
 	CHECK_INT(a->mem.committed_mib, 352);
 	CHECK_INT(a->mem.vms, 1);
+	/* The templates' RAM files count too: 352 + 352 fits in 800 beside
+	 * 96 MiB of them, not beside 97. */
+	templates_held_mib = 97;
+	r = call(a, "create", "{\"image\":\"python\"}");
+	CHECK_STR(str(r, "code"), "S400");
+	m = str(r, "message");
+	CHECK(m != NULL && strstr(m, "97 MiB held by snapshot templates") != NULL);
+	json_decref(r);
+	templates_held_mib = 96;
+	char *four = create(a, "{\"image\":\"python\"}");
+	CHECK(four != NULL);
+	templates_held_mib = 0;
 	free(one);
 	free(two);
 	free(three);
+	free(four);
 	sbx_adapter_free(a);
 }
 

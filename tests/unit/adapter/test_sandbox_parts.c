@@ -258,5 +258,14 @@ TEST(memory_budget_arithmetic)
 	sbx_mem_budget_give(&b, 400);
 	CHECK_INT(b.committed_mib, 0);
 	CHECK_INT(b.vms, 0);
+	/* The templates' RAM files take their share of the budget. */
+	sbx_mem_budget_set_templates(&b, 300);
+	CHECK_INT(sbx_mem_budget_take(&b, 701, 600, &err), -1);
+	CHECK(strstr(sbx_error_msg(err), "300 MiB held by snapshot templates") != NULL);
+	sbx_error_free(&err);
+	CHECK_INT(sbx_mem_budget_take(&b, 700, 600, &err), 0);
+	sbx_mem_budget_set_templates(&b, UINT64_MAX);
+	CHECK_INT(sbx_mem_budget_take(&b, 1, 1, &err), -1);
+	sbx_error_free(&err);
 	sbx_mem_budget_destroy(&b);
 }

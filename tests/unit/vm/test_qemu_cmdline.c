@@ -120,6 +120,39 @@ TEST(monitor_and_incoming_state)
 	sbx_strv_free(v);
 }
 
+/* Copy-on-write templates: the template VM writes its RAM file shared, a
+ * clone maps it privately and takes its device state over QMP.  No
+ * balloon with either: free page reporting would punch holes in the
+ * file. */
+TEST(file_backed_guest_ram)
+{
+	struct qemu_config c = base();
+	c.ram_file = "/dev/shm/t/k-1.mem";
+	c.ram_shared = true;
+	sbx_error_t err = NULL;
+	char **v = qemu_cmdline(&c, &err);
+	CHECK(v != NULL);
+	CHECK_STR(after(v, "-M"), "microvm,acpi=off,ioapic2=off,memory-backend=ram");
+	CHECK_STR(after(v, "-object"),
+		  "memory-backend-file,id=ram,mem-path=/dev/shm/t/k-1.mem,size=256M,share=on,prealloc=off");
+	CHECK(find(v, "virtio-balloon-device,free-page-reporting=on") < 0);
+	sbx_strv_free(v);
+	c.ram_shared = false;
+	c.qmp_fd = 6;
+	c.incoming_fd = 7;
+	c.incoming_defer = true;
+	v = qemu_cmdline(&c, &err);
+	CHECK(v != NULL);
+	CHECK_STR(after(v, "-object"),
+		  "memory-backend-file,id=ram,mem-path=/dev/shm/t/k-1.mem,size=256M,share=off,prealloc=off");
+	CHECK_STR(after(v, "-incoming"), "defer");
+	sbx_strv_free(v);
+	c.ram_file = "/dev/shm/t/a,share=on";
+	CHECK(qemu_cmdline(&c, &err) == NULL);
+	CHECK(strstr(sbx_error_msg(err), "comma") != NULL);
+	sbx_error_free(&err);
+}
+
 TEST(rejects_bad_configs)
 {
 	sbx_error_t err = NULL;

@@ -1,0 +1,125 @@
+// Density through the engine (run by bench/density): N python sandboxes
+// created one after the other (each create timed: the call's round trip,
+// create -> ready), then, with all N live and idle for a few seconds, each
+// QEMU's memory from /proc/PID/smaps_rollup: PSS (its share of every page
+// it maps: pages shared by all clones of a template count 1/N each) and
+// private pages (Private_Clean + Private_Dirty: what it alone holds), their
+// totals against N x guest RAM, and the tmpfs the templates' RAM files
+// take.  Then the VM layer on the same image file (`vm run -v`, the
+// daemon's state directory so the same template serves): restored and
+// cold (`--cold`) boots to ready, medians of 3, and their ratio.  With
+// warm_pool {python: K} in DENSITY_CONFIG, also create -> first exec of
+// `true` four times, each once the pool is full again, against the cold
+// boot (the parked VMs count among the live QEMUs above).
+// Usage: node bench/density.mjs N
+import { spawnSync } from 'node:child_process';
+import { existsSync, readdirSync, readFileSync, realpathSync, statSync } from 'node:fs';
+import path from 'node:path';
+import { BIN } from '../tests/e2e/daemon.mjs';
+import { startRegistry } from '../tests/e2e/lib/registry-fixture.mjs';
+import { processesMentioning, startSandboxStack } from '../tests/e2e/lib/sandbox-stack.mjs';
+
+const n = Number(process.argv[2] ?? 32);
+if (!Number.isInteger(n) || n < 1) throw new Error('usage: bench/density [N]');
+const extra = JSON.parse(process.env.DENSITY_CONFIG ?? '{}');
+const guestMiB = extra.default_memory_mb ?? 512;
+
+const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
+const median = (v) => [...v].sort((a, b) => a - b)[Math.floor((v.length - 1) / 2)];
+const kib = (text, key) => Number(new RegExp(`^${key}:\\s+(\\d+) kB`, 'm').exec(text)?.[1] ?? 0);
+const mib = (k) => (k / 1024).toFixed(1);
+const row = (label, value) => console.log(`${label.padEnd(58)} ${value}`);
+const qemus = (dir) => processesMentioning(dir).filter((p) => /qemu-system/.test(p.cmdline)).map((p) => p.pid);
+
+// tmpfs the template RAM files of a state directory hold (the
+// /dev/shm/sandbox-libkrun-* directory whose owner file names it).
+function templateRamKiB(stateDir) {
+	let total = 0;
+	const real = realpathSync(stateDir);
+	for (const d of readdirSync('/dev/shm').filter((x) => x.startsWith('sandbox-libkrun-'))) {
+		const dir = path.join('/dev/shm', d);
+		if (!existsSync(path.join(dir, 'owner')) || readFileSync(path.join(dir, 'owner'), 'utf8') !== real) continue;
+		for (const f of readdirSync(dir).filter((x) => x.endsWith('.mem'))) total += statSync(path.join(dir, f)).blocks / 2;
+	}
+	return total;
+}
+
+const reg = await startRegistry({ images: ['python'] });
+let s;
+try {
+	s = await startSandboxStack({ registry: reg, config: { image_allowlist: ['python'], ...extra } });
+	const createMs = [];
+	const ids = [];
+	const failures = [];
+	for (let i = 0; i < n; i++) {
+		const t = performance.now();
+		try {
+			ids.push((await s.vm('create', { image: 'python' })).sandbox_id);
+			createMs.push(performance.now() - t);
+		} catch (e) {
+			failures.push(e.message);
+		}
+	}
+	// Every sandbox answers, then all idle.
+	for (const id of ids) await s.exec(id, { cmd: 'true' });
+	await sleep(5000);
+	const vms = qemus(s.stateDir).map((pid) => {
+		const r = readFileSync(`/proc/${pid}/smaps_rollup`, 'utf8');
+		return { pss: kib(r, 'Pss'), priv: kib(r, 'Private_Clean') + kib(r, 'Private_Dirty'), rss: kib(r, 'Rss') };
+	});
+	const sum = (k) => vms.reduce((a, v) => a + v[k], 0);
+	const tplKiB = templateRamKiB(s.stateDir);
+
+	const erofsDir = path.join(s.stateDir, 'images', 'erofs');
+	const image = path.join(erofsDir, readdirSync(erofsDir).find((f) => f.endsWith('.erofs')));
+	const ready = (cold) => {
+		const v = [];
+		for (let i = 0; i < 3; i++) {
+			const r = spawnSync(BIN, ['vm', 'run', '-v', ...(cold ? ['--cold'] : []), '--rootfs', image, '--', 'true'],
+				{ encoding: 'utf8', env: { ...process.env, III_SANDBOX_STATE_DIR: s.stateDir } });
+			const m = /ready (\d+) ms( \(restored)?/.exec(r.stderr);
+			if (r.status !== 0 || !m || Boolean(m[2]) === cold) throw new Error(`vm run${cold ? ' --cold' : ''}: ${r.stderr}`);
+			v.push(Number(m[1]));
+		}
+		return median(v);
+	};
+
+	row('sandboxes created (one after the other) / failed', `${ids.length} / ${failures.length}`);
+	row('configuration', JSON.stringify({ image_allowlist: ['python'], ...extra }));
+	row('create -> ready ms: first (template made) / median / max of the rest',
+		`${createMs[0]?.toFixed(0)} / ${median(createMs.slice(1)).toFixed(0)} / ${Math.max(...createMs.slice(1)).toFixed(0)}`);
+	row('create -> ready ms, each', createMs.map((x) => x.toFixed(0)).join(' '));
+	row(`per-VM PSS MiB with ${vms.length} live: median / max`, `${mib(median(vms.map((v) => v.pss)))} / ${mib(Math.max(...vms.map((v) => v.pss)))}`);
+	row(`per-VM private MiB with ${vms.length} live: median / max`, `${mib(median(vms.map((v) => v.priv)))} / ${mib(Math.max(...vms.map((v) => v.priv)))}`);
+	row('per-VM RSS MiB: median', mib(median(vms.map((v) => v.rss))));
+	row(`total PSS MiB / N x guest RAM (${n} x ${guestMiB})`, `${mib(sum('pss'))} / ${n * guestMiB} (${(sum('pss') / 1024 / (n * guestMiB)).toFixed(3)})`);
+	row('total private MiB', mib(sum('priv')));
+	row('template RAM files on tmpfs MiB', mib(tplKiB));
+	await Promise.all(ids.map((id) => s.vm('stop', { sandbox_id: id }).catch(() => {})));
+	// With a warm pool: create -> first exec of `true` on a parked VM, each
+	// once the pool is full again.
+	const pooled = [];
+	const want = extra.warm_pool?.python ?? 0;
+	const count = (re) => s.daemon.output().match(re)?.length ?? 0;
+	const parkedNow = () => count(/warm pool: \d+ of \d+ VMs of python parked/g) - count(/warm pool: a parked VM of python taken/g);
+	for (let i = 0; i < 4 && want > 0; i++) {
+		for (let t = 0; t < 1200 && parkedNow() < want; t++) await sleep(100);
+		const t = performance.now();
+		const id = (await s.vm('create', { image: 'python' })).sandbox_id;
+		await s.exec(id, { cmd: 'true' });
+		pooled.push(performance.now() - t);
+		await s.vm('stop', { sandbox_id: id });
+	}
+	const restored = ready(false), cold = ready(true);
+	row('vm run -v, same image: restored ready / cold ready ms (median of 3)', `${restored} / ${cold}`);
+	row('restore -> ready / cold boot', (restored / cold).toFixed(3));
+	if (pooled.length) {
+		row('warm pool: create -> first exec ms, each', pooled.map((x) => x.toFixed(0)).join(' '));
+		row('warm pool: create -> first exec (median) / cold ready', (median(pooled) / cold).toFixed(3));
+	}
+	for (const f of failures.slice(0, 5)) console.log(`failure: ${f}`);
+} finally {
+	await s?.stop();
+	s?.cleanupState();
+	await reg.stop();
+}

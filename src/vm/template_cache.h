@@ -1,0 +1,22 @@
+/* The snapshot templates under <state>/snapshots as a cache: bounded in
+ * size (least recently used dropped first, never one whose RAM file live
+ * clones hold), and swept of what can no longer be used: templates whose
+ * key no longer matches (their image removed, QEMU, kernel or boot disk
+ * replaced, an older format), RAM files no template names, and the RAM
+ * directories of state directories that no longer exist. */
+#ifndef SBX_VM_TEMPLATE_CACHE_H
+#define SBX_VM_TEMPLATE_CACHE_H
+
+#include <stdint.h>
+
+/* Marks a template used now (its directory's modification time). */
+void template_cache_touch(const char *dir);
+/* Drops the least recently used templates until they take at most
+ * `limit_mib` (RAM files and state files); 0 = no bound.  Returns how
+ * many went. */
+unsigned template_cache_trim(uint64_t limit_mib);
+/* Removes what can no longer be used (above).  Returns how many
+ * templates went. */
+unsigned template_cache_sweep(void);
+
+#endif

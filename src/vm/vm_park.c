@@ -1,0 +1,33 @@
+/* Parked VMs (vm.h: sbx_vm_options.park, sbx_vm_configure): a warm pool's
+ * VMs are restored and running but have not had their CONFIG; a create
+ * hands one its identity. */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/clock.h"
+#include "common/strv.h"
+#include "vm/vm_internal.h"
+
+int sbx_vm_configure(struct sbx_vm *vm, char *const *env, const char *user, int64_t deadline, sbx_error_t *err)
+{
+	if (!vm->park)
+		return sbx_error_set(err, EINVAL, "vm: configured already");
+	char **e = sbx_strv_dup(env);
+	char *u = strdup(user != NULL ? user : "");
+	if (e == NULL || u == NULL) {
+		sbx_strv_free(e);
+		free(u);
+		return sbx_error_errno(err, ENOMEM, "vm");
+	}
+	sbx_strv_free(vm->env);
+	free(vm->user);
+	vm->env = e;
+	vm->user = u;
+	vm->park = false;
+	int64_t t = sbx_now_ms();
+	if (vm_send_config(vm, err) < 0 || chan_wait_ready(vm->chan, deadline, err) < 0)
+		return -1;
+	vm->t.ready += sbx_now_ms() - t;
+	return 0;
+}

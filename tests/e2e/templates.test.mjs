@@ -1,0 +1,132 @@
+// Snapshot templates made ahead and removed with their image, and the
+// warm pool (README "Memory", copy-on-write templates).  A daemon started
+// with an allow-listed image already in its cache makes the image's
+// template in the background, so the first create restores it (no new
+// template generation, QEMU started with -incoming); `sandbox-libkrun image
+// rm python` then leaves no template and no template RAM file behind.  With
+// warm_pool {python: 2}, two parked VMs wait; 10 racing creates get 10
+// distinct VMs (two of them the parked ones), the pool is refilled, and
+// every VM goes with the daemon.  About sixteen VM boots.
+import { describe, test, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { spawnSync } from 'node:child_process';
+import { existsSync, readdirSync, readFileSync, realpathSync } from 'node:fs';
+import path from 'node:path';
+import { BIN } from './daemon.mjs';
+import { eventually } from './lib.mjs';
+import { registryUnavailable, startRegistry } from './lib/registry-fixture.mjs';
+import { assertNoVmLeft, processesMentioning, startSandboxStack } from './lib/sandbox-stack.mjs';
+
+const skip = registryUnavailable();
+
+// The template directories of a state directory (64 hex digits each).
+const templates = (stateDir) => {
+	const dir = path.join(stateDir, 'snapshots');
+	return existsSync(dir) ? readdirSync(dir).filter((d) => /^[0-9a-f]{64}$/.test(d)).sort() : [];
+};
+
+// The template RAM files of a state directory: those in the /dev/shm
+// directory whose owner file names it.
+const ramFiles = (stateDir) => {
+	const real = realpathSync(stateDir);
+	const out = [];
+	for (const d of readdirSync('/dev/shm').filter((x) => x.startsWith('sandbox-libkrun-'))) {
+		const dir = path.join('/dev/shm', d);
+		const owner = path.join(dir, 'owner');
+		if (existsSync(owner) && readFileSync(owner, 'utf8') === real) {
+			out.push(...readdirSync(dir).filter((f) => f.endsWith('.mem')).map((f) => path.join(dir, f)));
+		}
+	}
+	return out.sort();
+};
+
+describe('templates and the warm pool', { skip: skip ?? false }, () => {
+	let reg, seed;
+	before(async () => {
+		reg = await startRegistry({ images: ['python'] });
+		// A first daemon pulls the image; the others start with it cached.
+		seed = await startSandboxStack({ registry: reg, config: { image_allowlist: ['python'] } });
+		const id = (await seed.vm('create', { image: 'python' })).sandbox_id;
+		await seed.vm('stop', { sandbox_id: id });
+		await seed.stop();
+	});
+	after(async () => {
+		seed?.cleanupState();
+		await reg?.stop();
+	});
+
+describe('templates made ahead and removed with their image', () => {
+	let s;
+	before(async () => {
+		s = await startSandboxStack({ registry: reg, seedFrom: seed.stateDir, config: { image_allowlist: ['python'] } });
+	});
+	after(async () => {
+		await s?.stop();
+		s?.cleanupState();
+	});
+
+	test('the daemon makes the template of a cached image at start; the first create restores it', async () => {
+		await eventually(() => assert.match(s.daemon.output(), /template of python ready ahead of its first create/),
+			180000);
+		const before = { templates: templates(s.stateDir), ram: ramFiles(s.stateDir) };
+		assert.equal(before.templates.length, 1, 'one template');
+		assert.equal(before.ram.length, 1, 'one RAM file');
+		const id = (await s.vm('create', { image: 'python' })).sandbox_id;
+		const qemu = processesMentioning(s.stateDir).filter((p) => /qemu-system/.test(p.cmdline));
+		assert.equal(qemu.length, 1);
+		assert.match(qemu[0].cmdline, /-incoming defer/);
+		assert.match(qemu[0].cmdline, new RegExp(`mem-path=${before.ram[0]},.*share=off`));
+		assert.deepEqual({ templates: templates(s.stateDir), ram: ramFiles(s.stateDir) }, before,
+			'the create made no new template');
+		const r = await s.exec(id, { cmd: 'python3 -c "print(6*7)"' });
+		assert.equal(r.stdout, '42\n');
+		await s.vm('stop', { sandbox_id: id });
+	});
+
+	test('image rm python removes the image and its templates', async () => {
+		await s.stopClean();
+		assertNoVmLeft(s.stateDir, 'after SIGTERM');
+		const r = spawnSync(BIN, ['image', 'rm', 'python'], {
+			encoding: 'utf8', env: { ...process.env, III_SANDBOX_STATE_DIR: s.stateDir },
+		});
+		assert.equal(r.status, 0, r.stderr);
+		assert.deepEqual(templates(s.stateDir), []);
+		assert.deepEqual(ramFiles(s.stateDir), []);
+	});
+});
+
+describe('warm_pool {python: 2}', () => {
+	let s;
+	before(async () => {
+		s = await startSandboxStack({ registry: reg, seedFrom: seed.stateDir,
+			config: { image_allowlist: ['python'], warm_pool: { python: 2 } } });
+	});
+	after(async () => {
+		await s?.stop();
+		s?.cleanupState();
+	});
+	const qemus = () => processesMentioning(s.stateDir).filter((p) => /qemu-system/.test(p.cmdline)).map((p) => p.pid);
+
+	test('10 racing creates get 10 distinct VMs, two of them parked ones; the pool refills', async () => {
+		await eventually(() => assert.match(s.daemon.output(), /warm pool: 2 of 2 VMs of python parked/), 180000);
+		const parked = qemus();
+		assert.equal(parked.length, 2, 'two parked VMs');
+		const ids = (await Promise.all(Array.from({ length: 10 }, () => s.vm('create', { image: 'python' }))))
+			.map((r) => r.sandbox_id);
+		assert.equal(new Set(ids).size, 10);
+		const bootIds = await Promise.all(ids.map(async (id) => (await s.exec(id, { cmd: 'cat /proc/sys/kernel/random/boot_id' })).stdout));
+		assert.equal(new Set(bootIds).size, 10, 'ten distinct VMs');
+		assert.equal(s.daemon.output().match(/warm pool: a parked VM of python taken/g)?.length, 2);
+		for (const pid of parked) assert.ok(qemus().includes(pid), `parked VM ${pid} serves a sandbox`);
+		await eventually(() => assert.equal(s.daemon.output().match(/warm pool: 2 of 2 VMs of python parked/g)?.length, 2,
+			'two replacements parked'), 180000);
+		assert.equal(qemus().length, 12);
+		await Promise.all(ids.map((id) => s.vm('stop', { sandbox_id: id })));
+	});
+
+	test('parked VMs go with the daemon', async () => {
+		await s.stopClean();
+		assertNoVmLeft(s.stateDir, 'after SIGTERM');
+	});
+});
+});
