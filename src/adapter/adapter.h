@@ -20,6 +20,20 @@
 /* What create/run/exec/worker::* answer in an adapter without a backend. */
 #define SBX_NO_VM_DETAIL "VM support is not built yet in this sandbox-libkrun build"
 
+struct sbx_adapter;
+
+/* The worker::* operations behind the dispatcher (handlers_worker.c), which
+ * has checked the token and that `worker` is a string; serve
+ * gives them (worker/worker_ops.h), and without them worker::* answer S300. */
+struct sbx_worker_ops {
+	int (*prepare)(struct sbx_adapter *a, json_t *req, json_t **out);
+	int (*start)(struct sbx_adapter *a, json_t *req, json_t **out);
+	int (*status)(struct sbx_adapter *a, json_t *req, json_t **out);
+	int (*logs)(struct sbx_adapter *a, json_t *req, json_t **out);
+	int (*stop)(struct sbx_adapter *a, json_t *req, json_t **out);
+	int (*destroy)(struct sbx_adapter *a, json_t *req, json_t **out);
+};
+
 struct sbx_adapter {
 	struct sbx_config *cfg; /* read-only after start */
 	struct sbx_registry *reg;
@@ -28,6 +42,7 @@ struct sbx_adapter {
 	struct sbx_fs_host fs;      /* fs::* guest calls and channels; ops NULL: S300 */
 	struct reaper reaper;
 	struct sbx_mem_budget mem; /* what live VMs may take together */
+	const struct sbx_worker_ops *workers; /* NULL: worker::* answer S300 */
 };
 
 /* Same contract as engine_handler_fn: 0 with *out the result, or -1 with *out

@@ -25,7 +25,12 @@ int sbx_op_fs_sed(struct sbx_adapter *a, json_t *req, json_t **out);
 int sbx_op_fs_write(struct sbx_adapter *a, json_t *req, json_t **out);
 int sbx_op_fs_read(struct sbx_adapter *a, json_t *req, json_t **out);
 
-/* The six worker::* functions share one handler (handlers_worker.c). */
-int sbx_op_worker(struct sbx_adapter *a, json_t *req, json_t **out);
+/* The six worker::* functions: the dispatcher in handlers_worker.c. */
+int sbx_op_worker_prepare(struct sbx_adapter *a, json_t *req, json_t **out);
+int sbx_op_worker_start(struct sbx_adapter *a, json_t *req, json_t **out);
+int sbx_op_worker_status(struct sbx_adapter *a, json_t *req, json_t **out);
+int sbx_op_worker_logs(struct sbx_adapter *a, json_t *req, json_t **out);
+int sbx_op_worker_stop(struct sbx_adapter *a, json_t *req, json_t **out);
+int sbx_op_worker_destroy(struct sbx_adapter *a, json_t *req, json_t **out);
 
 #endif

@@ -48,11 +48,19 @@ static const struct sbx_scode table[] = {
 	{ SBX_S_FS_UNSUPPORTED, "filesystem", false, "", NULL },
 	{ SBX_S_VM_BOOT, "platform", false, "VM boot failed: ", NOTE_PLATFORM },
 	{ SBX_S_LIMIT, "config", false, "resource limit exceeded: ", NOTE_PLATFORM },
-	/* worker::* codes: type and retryable are the contract's inference (§3.3). */
+	/* worker::* codes: S501 and S505 are the contract's (their type and
+	 * retryable its inference, §3.3); S502-S504 and S506 are this
+	 * project's numbering (gap G3; README, "Compose worker VMs"). */
 	{ SBX_S_HOST_PATH, "validation", false, "",
 	  "set `host_path` to a directory under the Compose project directory or the package cache" },
+	{ SBX_S_NOT_PREPARED, "validation", false, "", "call worker::prepare for this worker first" },
+	{ SBX_S_MANIFEST, "validation", false, "",
+	  "fix the key the message names in iii.worker.yaml, then prepare again" },
+	{ SBX_S_BUNDLES_DISABLED, "config", false, "",
+	  "operator action required: bundle workers are disabled on this host (III_BUNDLE_WORKERS_DISABLED=1)" },
 	{ SBX_S_AUTH, "validation", false, "",
 	  "the `auth` field does not match the token the adapter was started with" },
+	{ SBX_S_WORKER_BOOT, "platform", false, "worker VM failed to boot: ", NOTE_PLATFORM },
 };
 
 const struct sbx_scode *sbx_scode_find(const char *code)

@@ -4,7 +4,7 @@
  * A handler fails with an sbx_error whose `scode` names the S-code and whose
  * message is the *detail*: codes with a message template ("invalid request:
  * ", "sandbox not found: ", ...) get their prefix added here, the others
- * (S003, S100, S101, S102, S200, S219, S501, S505) carry the whole message.
+ * (S003, S100, S101, S102, S200, S219, S501-S505) carry the whole message.
  * The pseudo-code SBX_SCODE_DECODE marks a request that does not fit the
  * function's schema (§2.5); its message is the serde-style text. */
 #ifndef SBX_ADAPTER_SCODE_H

@@ -25,6 +25,10 @@
 #define SBX_S_VM_BOOT "S300"           /* the VM did not boot or cannot run */
 #define SBX_S_LIMIT "S400"             /* a resource limit was reached */
 #define SBX_S_HOST_PATH "S501"         /* worker::*: host_path outside the allowed roots */
+#define SBX_S_NOT_PREPARED "S502"      /* worker::*: the worker was never prepared */
+#define SBX_S_MANIFEST "S503"          /* worker::*: iii.worker.yaml is refused */
+#define SBX_S_BUNDLES_DISABLED "S504"  /* worker::*: III_BUNDLE_WORKERS_DISABLED=1 */
 #define SBX_S_AUTH "S505"              /* worker::*: the auth token does not match */
+#define SBX_S_WORKER_BOOT "S506"       /* worker::*: the worker VM did not boot */
 
 #endif

@@ -29,6 +29,7 @@
 #include "engine/engine.h"
 #include "vm/leftovers.h"
 #include "vm/oom_score.h"
+#include "worker/worker_ops.h"
 
 #define EXIT_CONFIG 2
 /* How often the wait for the first connection looks up from its sleep; the
@@ -241,8 +242,10 @@ int sbx_cmd_serve(int argc, char **argv)
 		fprintf(stderr, "sandbox-libkrun serve: %s\n", sbx_error_msg(err));
 		goto out;
 	}
-	if (a != NULL)
+	if (a != NULL) {
 		a->fs = (struct sbx_fs_host){ &fs_vm_ops, e };
+		a->workers = &worker_ops_vm;
+	}
 	if (a == NULL || backend == NULL || register_ops(e, a, &err) < 0) {
 		fprintf(stderr, "sandbox-libkrun serve: %s\n", sbx_error_msg(err));
 		goto out;

@@ -57,7 +57,7 @@ TEST(envelope_retryable_codes)
 {
 	const char *codes[] = { "S001", "S002", "S003", "S004", "S100", "S101", "S102", "S200", "S210", "S211",
 				"S212", "S213", "S214", "S215", "S216", "S217", "S218", "S219", "S300", "S400",
-				"S501", "S505" };
+				"S501", "S502", "S503", "S504", "S505", "S506" };
 	for (size_t i = 0; i < sizeof(codes) / sizeof(codes[0]); i++) {
 		const struct sbx_scode *sc = sbx_scode_find(codes[i]);
 		CHECK(sc != NULL);
@@ -70,7 +70,18 @@ TEST(envelope_retryable_codes)
 	CHECK_STR(sbx_scode_find("S300")->type, "platform");
 	CHECK_STR(sbx_scode_find("S400")->type, "config");
 	CHECK_STR(sbx_scode_find("S505")->type, "validation");
+	CHECK_STR(sbx_scode_find("S503")->type, "validation");
+	CHECK_STR(sbx_scode_find("S504")->type, "config");
+	CHECK_STR(sbx_scode_find("S506")->type, "platform");
 	CHECK(sbx_scode_find("S999") == NULL);
+}
+
+TEST(envelope_s506_has_boot_prefix)
+{
+	json_t *e = sbx_envelope_new("S506", "guest panicked");
+	CHECK_STR(json_string_value(json_object_get(e, "message")), "worker VM failed to boot: guest panicked");
+	CHECK_STR(json_string_value(json_object_get(e, "fix_note")), "platform-level failure; not auto-recoverable");
+	json_decref(e);
 }
 
 TEST(envelope_unknown_code_is_s300)
