@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -95,13 +96,16 @@ void console_echo(struct console *c, int echo_fd, int64_t t0)
 	c->echo_t0 = t0;
 }
 
-int console_start(struct console *c, int fd, const char *log_path, sbx_error_t *err)
+int console_start(struct console *c, int fd, const char *log_path, bool append, sbx_error_t *err)
 {
 	c->fd = fd;
 	if (log_path != NULL) {
-		c->log_fd = open(log_path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600);
-		if (c->log_fd < 0) {
-			sbx_error_errno(err, errno, "create %s", log_path);
+		int mode = append ? O_APPEND : O_TRUNC;
+		c->log_fd = open(log_path, O_WRONLY | O_CREAT | mode | O_CLOEXEC | O_NOFOLLOW, 0600);
+		struct stat st;
+		if (c->log_fd < 0 || fstat(c->log_fd, &st) < 0 ||
+		    (st.st_size >= (off_t)CONSOLE_LOG_MAX && ftruncate(c->log_fd, 0) < 0)) {
+			sbx_error_errno(err, errno, "open %s", log_path);
 			console_stop(c);
 			return -1;
 		}

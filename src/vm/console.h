@@ -30,8 +30,11 @@ void console_init(struct console *c);
 /* Before console_start: copy every line to echo_fd (not owned) prefixed
  * with its arrival time in ms since t0, to measure a boot from the host. */
 void console_echo(struct console *c, int echo_fd, int64_t t0);
-/* Takes ownership of fd. */
-int console_start(struct console *c, int fd, const char *log_path, sbx_error_t *err);
+/* Takes ownership of fd.  The log (NULL: none) is created afresh, or with
+ * `append` added to; either way this console writes at most
+ * CONSOLE_LOG_MAX bytes to it, and an appended log already that large is
+ * emptied first (the oldest boots go), so it stays under twice that. */
+int console_start(struct console *c, int fd, const char *log_path, bool append, sbx_error_t *err);
 /* The last lines of output, NUL-terminated; out holds CONSOLE_TAIL_BYTES+1. */
 void console_tail(struct console *c, char out[CONSOLE_TAIL_BYTES + 1]);
 /* Stops reading, joins the thread, closes the descriptors. */

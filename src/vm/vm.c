@@ -43,6 +43,10 @@ static void vm_free(struct sbx_vm *vm)
 	free(vm->kernel);
 	free(vm->boot);
 	free(vm->image);
+	free(vm->data_disk);
+	free(vm->console_log);
+	if (vm->data_lock >= 0)
+		close(vm->data_lock);
 	free(vm->hostname);
 	sbx_strv_free(vm->env);
 	sbx_strv_free(vm->net_args);
@@ -67,7 +71,7 @@ int vm_launch(struct sbx_vm *vm, int state_fd, sbx_error_t *err)
 	if (sbx_jail_host_active(vm->jail_host)) {
 		struct vm_jail_args ja = {
 			.dir = vm->dir, .qemu = vm->qemu, .kernel = vm->kernel, .boot = vm->boot, .image = vm->image,
-			.scratch = vm->files[F_SCRATCH], .cpus = vm->cpus, .memory_limit_mib = vm->jail_memory_mib,
+			.scratch = vm_upper_disk(vm), .cpus = vm->cpus, .memory_limit_mib = vm->jail_memory_mib,
 			.guest_mib = vm->memory_mib, .kvm = vm->accel == SBX_ACCEL_KVM,
 			.saves_template = vm->snap_lock >= 0, .scratch_bytes = vm->scratch_bytes,
 		};
@@ -103,7 +107,7 @@ int vm_launch(struct sbx_vm *vm, int state_fd, sbx_error_t *err)
 	}
 	struct qemu_config qc = {
 		.qemu = vm->qemu, .kernel = vm->kernel, .boot_disk = vm->boot, .image = vm->image,
-		.scratch = vm->files[F_SCRATCH], .cpus = vm->cpus, .memory_mib = vm->memory_mib, .accel = vm->accel,
+		.scratch = vm_upper_disk(vm), .cpus = vm->cpus, .memory_mib = vm->memory_mib, .accel = vm->accel,
 		.console_fd = KEEPER_QEMU_FD_BASE, .control_fd = KEEPER_QEMU_FD_BASE + 1,
 		.qmp_fd = qmp_at, .incoming_fd = state_at, .net_fd = net_at,
 		.tsc_khz = vm->accel == SBX_ACCEL_TCG ? sbx_host_tsc_khz() : 0, .boot_log = vm->boot_log,
@@ -133,7 +137,8 @@ int vm_launch(struct sbx_vm *vm, int state_fd, sbx_error_t *err)
 	sbx_error_t cerr = NULL;
 	if (vm->boot_log)
 		console_echo(&vm->console, STDERR_FILENO, vm->t0);
-	if (console_start(&vm->console, sbx_steal_fd(con[0]), vm->files[F_CONSOLE], &cerr) < 0) {
+	const char *log = vm->console_log != NULL ? vm->console_log : vm->files[F_CONSOLE];
+	if (console_start(&vm->console, sbx_steal_fd(con[0]), log, vm->console_log != NULL, &cerr) < 0) {
 		/* Not fatal: the VM runs without a console log. */
 		sbx_warn("vm: %s", sbx_error_msg(cerr));
 		sbx_error_free(&cerr);
@@ -161,7 +166,7 @@ static struct sbx_vm *vm_new(const struct sbx_vm_options *opt, sbx_error_t *err)
 	console_init(&vm->console);
 	vm->keeper.pid = -1;
 	vm->keeper.lifeline = -1;
-	vm->snap_lock = vm->qmp_fd = -1;
+	vm->snap_lock = vm->qmp_fd = vm->data_lock = -1;
 	vm->cpus = opt->cpus ? opt->cpus : 1;
 	vm->memory_mib = opt->memory_mib ? opt->memory_mib : 512;
 	vm->boot_log = opt->boot_log;
@@ -176,8 +181,9 @@ static struct sbx_vm *vm_new(const struct sbx_vm_options *opt, sbx_error_t *err)
 	vm->user = strdup(opt->user != NULL ? opt->user : "");
 	net_link_init(&vm->net);
 	vm->net_args = opt->net_args != NULL ? sbx_strv_dup(opt->net_args) : NULL;
+	vm->console_log = opt->console_log != NULL ? strdup(opt->console_log) : NULL;
 	if (vm->hostname == NULL || vm->env == NULL || vm->user == NULL ||
-	    (opt->net_args != NULL && vm->net_args == NULL)) {
+	    (opt->net_args != NULL && vm->net_args == NULL) || (opt->console_log != NULL && vm->console_log == NULL)) {
 		vm_free(vm);
 		sbx_error_set(err, ENOMEM, "vm");
 		return NULL;
@@ -206,10 +212,15 @@ static int find_host_parts(struct sbx_vm *vm, const struct sbx_vm_options *opt, 
  * a template); what was made is removed again on failure. */
 static int make_disks(struct sbx_vm *vm, const struct sbx_vm_options *opt, int *state_fd, sbx_error_t *err)
 {
+	*state_fd = -1;
+	if (opt->data_disk != NULL && vm_open_data_disk(vm, opt->data_disk, err) < 0)
+		return -1;
 	if (vm_prepare(vm, opt, &vm->image, err) < 0) {
 		vm_remove_files(vm);
 		return -1;
 	}
+	if (vm->data_disk != NULL)
+		return 0; /* a template's scratch disk cannot stand in for it: cold */
 	/* A rootfs directory becomes a private image: nothing to key on. */
 	bool use_snapshot = !opt->cold_boot && vm->files[F_IMAGE] == NULL;
 	if (vm_choose_start(vm, use_snapshot, state_fd, err) < 0) {

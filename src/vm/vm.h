@@ -55,6 +55,16 @@ struct sbx_vm_options {
 				   inactive: QEMU runs unconfined */
 	unsigned jail_memory_mib; /* the jail's memory limit; 0 = memory_mib +
 				   SBX_VM_JAIL_QEMU_MIB + the TCG cache */
+	const char *data_disk;  /* NULL: a fresh scratch disk, deleted at stop.
+				   Else an existing ext4 file (made with
+				   disk_scratch_create) used as the overlay
+				   upper like the scratch disk and kept at
+				   stop; implies cold_boot; one VM at a time
+				   (a second one fails to start) */
+	const char *console_log; /* NULL: the VM's own directory (deleted at
+				    stop).  Else this file, appended to,
+				    capped like the default one (vm/console.h)
+				    and kept at stop */
 	bool boot_log;          /* for measuring a boot: kernel messages with
 				   their guest timestamps instead of quiet, and
 				   every console line copied to stderr prefixed

@@ -27,6 +27,7 @@ static void usage(FILE *out)
 	fprintf(out,
 		"usage: sandbox-libkrun vm run [--cpus N] [--memory MiB] [--accel auto|kvm|tcg]\n"
 		"                              [--tcg-cache-mb MiB] [--scratch-mb MiB] [--jail auto|required|off]\n"
+		"                              [--data-disk FILE] [--console-log FILE]\n"
 		"                              --rootfs DIR|IMAGE.erofs [-v] [--boot-log] [--cold] -- CMD [ARGS...]\n\n"
 		"Boots a microVM with the given root filesystem, runs CMD in it with this\n"
 		"process's stdin, stdout and stderr, and exits with CMD's exit status\n"
@@ -36,6 +37,10 @@ static void usage(FILE *out)
 		"  --accel A       auto (KVM where usable, else TCG), kvm or tcg\n"
 		"  --tcg-cache-mb MiB  TCG's translation cache (default 64, at most 2048)\n"
 		"  --scratch-mb MiB    the writable scratch disk (default 2048)\n"
+		"  --data-disk FILE    a persistent ext4 disk in place of the scratch disk,\n"
+		"                  kept after the VM (created with --scratch-mb's size\n"
+		"                  when missing); implies --cold\n"
+		"  --console-log FILE  append the guest console to FILE (kept)\n"
 		"  --rootfs PATH   a root filesystem directory or an erofs image\n"
 		"  --jail MODE     confine QEMU (README \"Security\"): auto (default: where\n"
 		"                  the host allows it), required or off\n"
@@ -171,7 +176,8 @@ static int vm_run(int argc, char **argv)
 		{ "verbose", no_argument, NULL, 'v' },      { "help", no_argument, NULL, 'h' },
 		{ "boot-log", no_argument, NULL, 'b' },     { "cold", no_argument, NULL, 'C' },
 		{ "tcg-cache-mb", required_argument, NULL, 't' }, { "scratch-mb", required_argument, NULL, 's' },
-		{ "jail", required_argument, NULL, 'j' },
+		{ "jail", required_argument, NULL, 'j' }, { "data-disk", required_argument, NULL, 'D' },
+		{ "console-log", required_argument, NULL, 'L' },
 		{ NULL, 0, NULL, 0 },
 	};
 	struct sbx_vm_options opt = { .cpus = 1, .memory_mib = 512 };
@@ -219,6 +225,12 @@ static int vm_run(int argc, char **argv)
 		case 'r':
 			opt.image = optarg;
 			break;
+		case 'D':
+			opt.data_disk = optarg;
+			break;
+		case 'L':
+			opt.console_log = optarg;
+			break;
 		case 'j':
 			if (sbx_jail_mode_parse(optarg, &jail_mode, &err) < 0) {
 				fprintf(stderr, "sandbox-libkrun: --%s\n", sbx_error_msg(err));
@@ -258,6 +270,14 @@ static int vm_run(int argc, char **argv)
 		return 2;
 	}
 	sbx_jail_remove_leftovers(opt.jail);
+	if (opt.data_disk != NULL && access(opt.data_disk, F_OK) < 0 && errno == ENOENT &&
+	    disk_scratch_create(opt.data_disk,
+				(uint64_t)(opt.scratch_mib ? opt.scratch_mib : SBX_SCRATCH_DEFAULT_MIB) << 20, &err) < 0) {
+		fprintf(stderr, "sandbox-libkrun: %s\n", sbx_error_msg(err));
+		sbx_error_free(&err);
+		sbx_jail_host_free(opt.jail);
+		return EXIT_CLI_FAILURE;
+	}
 	struct sbx_vm *vm = sbx_vm_start(&opt, &err);
 	if (vm == NULL) {
 		fprintf(stderr, "sandbox-libkrun: %s\n", sbx_error_msg(err));

@@ -1,11 +1,13 @@
 /* Host files of a VM (vm_internal.h): QEMU and the boot disk found on
  * the host, the VM's own directory with its scratch disk, logs and built
- * image. */
+ * image, and a caller's data disk. */
 #include <errno.h>
+#include <fcntl.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/random.h>
 #include <sys/stat.h>
 #include <time.h>
@@ -115,11 +117,39 @@ int vm_make_files(struct sbx_vm *vm, sbx_error_t *err)
 {
 	if ((vm->dir = make_vm_dir(err)) == NULL)
 		return -1;
-	vm->files[F_SCRATCH] = sbx_path_join(vm->dir, "scratch.ext4");
-	vm->files[F_CONSOLE] = sbx_path_join(vm->dir, "console.log");
-	vm->files[F_QEMU_LOG] = sbx_path_join(vm->dir, "qemu.log");
-	if (vm->files[F_SCRATCH] == NULL || vm->files[F_CONSOLE] == NULL || vm->files[F_QEMU_LOG] == NULL)
+	/* A data disk and a console log of the caller's are never in the list
+	 * the keeper removes. */
+	if (vm->data_disk == NULL && (vm->files[F_SCRATCH] = sbx_path_join(vm->dir, "scratch.ext4")) == NULL)
 		return sbx_error_errno(err, ENOMEM, "vm paths");
+	if (vm->console_log == NULL && (vm->files[F_CONSOLE] = sbx_path_join(vm->dir, "console.log")) == NULL)
+		return sbx_error_errno(err, ENOMEM, "vm paths");
+	vm->files[F_QEMU_LOG] = sbx_path_join(vm->dir, "qemu.log");
+	if (vm->files[F_QEMU_LOG] == NULL)
+		return sbx_error_errno(err, ENOMEM, "vm paths");
+	return 0;
+}
+
+const char *vm_upper_disk(const struct sbx_vm *vm)
+{
+	return vm->data_disk != NULL ? vm->data_disk : vm->files[F_SCRATCH];
+}
+
+int vm_open_data_disk(struct sbx_vm *vm, const char *path, sbx_error_t *err)
+{
+	/* Absolute: a jailed QEMU finds it at the same path in its root. */
+	if ((vm->data_disk = realpath(path, NULL)) == NULL)
+		return sbx_error_scode(err, SBX_S_VM_BOOT, "data disk %s: %s", path, strerror(errno));
+	vm->data_lock = open(vm->data_disk, O_RDWR | O_CLOEXEC | O_NOFOLLOW);
+	struct stat st;
+	if (vm->data_lock < 0 || fstat(vm->data_lock, &st) < 0)
+		return sbx_error_scode(err, SBX_S_VM_BOOT, "data disk %s: %s", path, strerror(errno));
+	if (!S_ISREG(st.st_mode) || st.st_size <= 0)
+		return sbx_error_scode(err, SBX_S_VM_BOOT, "data disk %s is not a non-empty regular file", path);
+	/* Two VMs on one ext4 file would corrupt it. */
+	if (flock(vm->data_lock, LOCK_EX | LOCK_NB) < 0)
+		return sbx_error_scode(err, SBX_S_VM_BOOT, "data disk %s: %s", path,
+				       errno == EWOULDBLOCK ? "in use by another VM" : strerror(errno));
+	vm->scratch_bytes = (uint64_t)st.st_size;
 	return 0;
 }
 

@@ -25,6 +25,9 @@ struct sbx_vm {
 	enum sbx_accel accel;
 	unsigned cpus, memory_mib, tcg_cache_mib;
 	uint64_t scratch_bytes; /* the scratch disk's size: what its writes may take */
+	char *data_disk;        /* the caller's disk in place of the scratch disk, or NULL */
+	int data_lock;          /* its flock while the VM lives, -1 = none */
+	char *console_log;      /* the caller's console log, or NULL */
 	bool boot_log;
 	bool restored;          /* started from a snapshot: no HELLO comes */
 	char snap_key[SNAPSHOT_KEY_LEN + 1];
@@ -68,6 +71,12 @@ int vm_prepare(struct sbx_vm *vm, const struct sbx_vm_options *opt, char **image
 /* Before the keeper owns them: remove what start created so far. */
 void vm_remove_files(struct sbx_vm *vm);
 void vm_free_files(struct sbx_vm *vm);
+
+/* The overlay upper QEMU gets as /dev/vdc: the data disk or the scratch disk. */
+const char *vm_upper_disk(const struct sbx_vm *vm);
+/* Opens and locks opt->data_disk (a regular file, one VM at a time) and
+ * takes its size as the scratch size. */
+int vm_open_data_disk(struct sbx_vm *vm, const char *path, sbx_error_t *err);
 
 /* vm_template.c */
 /* Creates the scratch disk and chooses how the VM starts: from the key's
