@@ -15,9 +15,23 @@
 
 static char state[64];
 
-/* A fresh state directory for each test. */
+static void remove_state(void)
+{
+	char cmd[128];
+	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", state);
+	if (state[0] != '\0' && system(cmd) != 0)
+		fprintf(stderr, "could not remove %s\n", state);
+}
+
+__attribute__((destructor)) static void remove_last_state(void)
+{
+	remove_state();
+}
+
+/* A fresh state directory for each test (the previous one removed). */
 static void fresh_state(void)
 {
+	remove_state();
 	snprintf(state, sizeof(state), "/tmp/sbx-worker-rec.XXXXXX");
 	if (mkdtemp(state) == NULL)
 		abort();
