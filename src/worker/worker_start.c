@@ -24,6 +24,7 @@
 #include "worker/worker_env.h"
 #include "worker/worker_launch.h"
 #include "worker/worker_ops.h"
+#include "worker/worker_roots.h"
 
 /* III_VM_* (contract §8.1): bad values are ignored silently. */
 static bool env_true(const char *name)
@@ -98,19 +99,20 @@ static char **net_args(const struct sbx_config *cfg, const char *worker, const c
 	return args;
 }
 
-/* config_dir: an existing directory, shared as its canonical path. */
+/* config_dir: a directory under the same roots as host_path (S501), shared
+ * as its canonical path. */
 static int config_dir(const char *path, char **out, sbx_error_t *err)
 {
-	char *canon = realpath(path, NULL);
+	bool in_cache;
+	if (worker_roots_check(path, out, &in_cache, err) < 0)
+		return sbx_error_prefix(err, "config_dir");
 	struct stat st;
-	if (canon == NULL || stat(canon, &st) < 0 || !S_ISDIR(st.st_mode)) {
-		int e = canon == NULL ? errno : ENOTDIR;
-		free(canon);
-		sbx_error_errno(err, e, "config_dir %s", path);
-		sbx_error_default_scode(err, SBX_S_INVALID_REQUEST);
+	if (stat(*out, &st) < 0 || !S_ISDIR(st.st_mode)) {
+		sbx_error_scode(err, SBX_S_INVALID_REQUEST, "config_dir %s is not a directory", path);
+		free(*out);
+		*out = NULL;
 		return -1;
 	}
-	*out = canon;
 	return 0;
 }
 
