@@ -20,10 +20,13 @@ export function copySdk(dest) {
 }
 
 // A Node worker using iii-sdk that registers `fnId`, answering with `body`
-// (JavaScript source of an async function body).
+// (JavaScript source of an async function body).  The test image's Node is
+// 18, whose ESM has no global `crypto`; iii-sdk uses it.
 export function sdkWorkerSource(fnId, body, extra = '') {
 	return `process.env.OTEL_ENABLED = 'false';
+import { webcrypto } from 'node:crypto';
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+globalThis.crypto ??= webcrypto;
 const { registerWorker } = await import('iii-sdk');
 const iii = registerWorker(process.env.III_URL, {
 	workerName: process.env.III_WORKER_NAME, otel: { enabled: false }, enableMetricsReporting: false,
