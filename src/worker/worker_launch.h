@@ -21,6 +21,7 @@ struct worker_launch {
 	struct worker_live *w;
 	struct worker_record rec;
 	char dir[4096];    /* the worker's state directory */
+	char record_path[4200];
 	char **env;        /* the guest's boot environment */
 	char **net_args;
 	char *config_dir;  /* canonical, or NULL */

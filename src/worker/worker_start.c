@@ -12,6 +12,7 @@
 #include <strings.h>
 #include <sys/stat.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "adapter/request.h"
 #include "adapter/sandbox/env.h"
@@ -141,6 +142,7 @@ static struct worker_launch *launch_new(struct sbx_adapter *a, const char *name,
 		goto fail;
 	if (worker_dir(name, l->dir, sizeof(l->dir), err) < 0)
 		goto fail;
+	snprintf(l->record_path, sizeof(l->record_path), "%s/" WORKER_RECORD_FILE, l->dir);
 	char logs[sizeof(l->dir) + 8];
 	snprintf(logs, sizeof(logs), "%s/" WORKER_LOG_DIR, l->dir);
 	if (sbx_mkdir_p(logs, 0700, err) < 0)
@@ -182,6 +184,13 @@ int worker_op_start(struct sbx_adapter *a, json_t *req, json_t **out)
 	if (w != NULL) {
 		while (w->busy)
 			pthread_cond_wait(&t->changed, &t->lock);
+	}
+	if (w != NULL && !worker_state_active(w->state) && access(l->record_path, F_OK) < 0) {
+		/* Destroyed while this start waited. */
+		pthread_mutex_unlock(&t->lock);
+		worker_launch_free(l);
+		sbx_error_scode(&err, SBX_S_NOT_PREPARED, "worker %s is not prepared: call worker::prepare first", name);
+		return sbx_op_fail(&err, out);
 	}
 	if (w == NULL || worker_state_active(w->state)) {
 		*out = w != NULL ? answer(w) : NULL;
