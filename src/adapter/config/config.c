@@ -23,6 +23,7 @@ struct sbx_config *sbx_config_defaults(sbx_error_t *err)
 	cfg->accel = SBX_ACCEL_AUTO;
 	cfg->tcg_cache_mb = SBX_VM_TCG_CACHE_DEFAULT_MIB;
 	cfg->scratch_disk_mb = SBX_SCRATCH_DEFAULT_MIB;
+	cfg->worker_disk_mb = SBX_WORKER_DISK_DEFAULT_MIB;
 	cfg->max_guest_pids = 1024;
 	net_config_init(&cfg->net);
 	cfg->jail = SBX_JAIL_AUTO;
@@ -185,6 +186,13 @@ static int parse_key(struct sbx_config *cfg, const char *k, json_t *v, sbx_error
 			return sbx_error_set(err, EINVAL, "config key `scratch_disk_mb`: must be %d..%u (MiB), got %llu",
 					     SBX_SCRATCH_MIN_MIB, SBX_SCRATCH_MAX_MIB, (unsigned long long)u);
 		cfg->scratch_disk_mb = (uint32_t)u;
+	} else if (strcmp(k, "worker_disk_mb") == 0) {
+		if (get_uint(v, k, UINT32_MAX, &u, err) < 0)
+			return -1;
+		if (u < SBX_SCRATCH_MIN_MIB || u > SBX_SCRATCH_MAX_MIB)
+			return sbx_error_set(err, EINVAL, "config key `worker_disk_mb`: must be %d..%u (MiB), got %llu",
+					     SBX_SCRATCH_MIN_MIB, SBX_SCRATCH_MAX_MIB, (unsigned long long)u);
+		cfg->worker_disk_mb = (uint32_t)u;
 	} else if (strcmp(k, "tcg_cache_mb") == 0) {
 		if (get_uint(v, k, UINT32_MAX, &u, err) < 0)
 			return -1;

@@ -18,6 +18,8 @@
 #include "jail/jail.h"
 #include "vm/accel.h"
 
+#define SBX_WORKER_DISK_DEFAULT_MIB 4096 /* worker_disk_mb: a Compose worker's data disk, sparse */
+
 struct sbx_image_caps {
 	char *image;
 	uint32_t max_cpus;
@@ -41,6 +43,7 @@ struct sbx_config {
 	char *krunfw_path; /* NULL when not set */
 	uint32_t tcg_cache_mb;     /* TCG translation cache per VM */
 	uint32_t scratch_disk_mb;  /* what one sandbox may write */
+	uint32_t worker_disk_mb;   /* a Compose worker's persistent data disk */
 	uint32_t max_guest_pids;   /* processes one exec may have, 0 = no limit */
 	uint64_t memory_budget_mb; /* 0: MemTotal less the host's reserve */
 	struct net_config net; /* network_policy */

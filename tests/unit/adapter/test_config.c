@@ -43,6 +43,7 @@ TEST(config_defaults_for_null_and_absent)
 	CHECK_INT(cfg->tcg_cache_mb, 64);
 	CHECK_INT(cfg->memory_budget_mb, 0);
 	CHECK_INT(cfg->scratch_disk_mb, 2048);
+	CHECK_INT(cfg->worker_disk_mb, 4096);
 	CHECK_INT(cfg->jail, SBX_JAIL_AUTO);
 	CHECK_INT(cfg->jail_uid_base, 900000);
 	sbx_config_free(cfg);
@@ -117,9 +118,10 @@ TEST(config_own_keys)
 	CHECK_INT(cfg->accel, SBX_ACCEL_TCG);
 	CHECK_STR(cfg->krunfw_path, "/opt/libkrunfw.so.5");
 	sbx_config_free(cfg);
-	cfg = parse("{\"tcg_cache_mb\":128,\"memory_budget_mb\":9000,\"scratch_disk_mb\":512}", &err);
+	cfg = parse("{\"tcg_cache_mb\":128,\"memory_budget_mb\":9000,\"scratch_disk_mb\":512,\"worker_disk_mb\":64}", &err);
 	CHECK(cfg != NULL);
 	CHECK_INT(cfg->scratch_disk_mb, 512);
+	CHECK_INT(cfg->worker_disk_mb, 64);
 	CHECK_INT(cfg->tcg_cache_mb, 128);
 	CHECK_INT(sbx_config_tcg_cache_mib(cfg), 128);
 	CHECK_INT(cfg->memory_budget_mb, 9000);
@@ -177,6 +179,9 @@ TEST(config_fatal_cases)
 	CHECK(fails_with("{\"memory_budget_mb\":-5}", "memory_budget_mb"));
 	CHECK(fails_with("{\"scratch_disk_mb\":10}", "config key `scratch_disk_mb`: must be 64..1048576 (MiB), got 10"));
 	CHECK(fails_with("{\"scratch_disk_mb\":true}", "scratch_disk_mb"));
+	CHECK(fails_with("{\"worker_disk_mb\":63}", "config key `worker_disk_mb`: must be 64..1048576 (MiB), got 63"));
+	CHECK(fails_with("{\"worker_disk_mb\":1048577}", "config key `worker_disk_mb`: must be 64..1048576 (MiB), got 1048577"));
+	CHECK(fails_with("{\"worker_disk_mb\":\"4096\"}", "worker_disk_mb"));
 	CHECK(fails_with("{\"krunfw_path\":\"/a\\u0000b\"}", "config key `krunfw_path`: the string holds a NUL byte"));
 	CHECK(fails_with("[]", "list of 0 entries"));
 	CHECK(fails_with("[{},{}]", "list of 2 entries"));
