@@ -121,6 +121,10 @@ struct engine *engine_new(const struct engine_options *opts, sbx_error_t *err)
 	e->worker_name = opts->worker_name != NULL ? strdup(opts->worker_name) : default_worker_name();
 	e->worker_version = strdup(opts->worker_version != NULL ? opts->worker_version : SBX_VERSION);
 	e->description = opts->description != NULL ? strdup(opts->description) : NULL;
+	bool has_ns = opts->namespace != NULL && opts->namespace[0] != '\0';
+	bool has_iso = opts->isolation != NULL && opts->isolation[0] != '\0';
+	e->namespace = has_ns ? strdup(opts->namespace) : NULL;
+	e->isolation = has_iso ? strdup(opts->isolation) : NULL;
 	e->max_invocations = opts->max_concurrent_invocations > 0 ? opts->max_concurrent_invocations
 								  : ENGINE_DEFAULT_MAX_INVOCATIONS;
 	e->pools[0].max = e->max_invocations;
@@ -129,7 +133,8 @@ struct engine *engine_new(const struct engine_options *opts, sbx_error_t *err)
 	e->busy_error = opts->busy_error;
 	e->stop_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
 	if (e->url == NULL || e->worker_name == NULL || e->worker_version == NULL ||
-	    (opts->description != NULL && e->description == NULL)) {
+	    (opts->description != NULL && e->description == NULL) || (has_ns && e->namespace == NULL) ||
+	    (has_iso && e->isolation == NULL)) {
 		sbx_error_errno(err, ENOMEM, "engine");
 		engine_free(e);
 		return NULL;
@@ -348,6 +353,8 @@ void engine_free(struct engine *e)
 	free(e->worker_name);
 	free(e->worker_version);
 	free(e->description);
+	free(e->namespace);
+	free(e->isolation);
 	if (e->stop_fd >= 0)
 		close(e->stop_fd);
 	pthread_cond_destroy(&e->cond);

@@ -46,6 +46,12 @@ struct engine_options {
 	const char *worker_name;   /* reported in engine::workers::register */
 	const char *worker_version;
 	const char *description;
+	/* Reported in engine::workers::register when not NULL or empty: the
+	 * namespace the connection's functions live in (III_NAMESPACE; the
+	 * engine refuses a blank one) and how the worker is isolated
+	 * (III_ISOLATION). */
+	const char *namespace;
+	const char *isolation;
 	int max_concurrent_invocations; /* handler threads, 0 = default (256) */
 	/* Invocations past the running limit wait in FIFO order; only when
 	 * this many wait is one refused.  0 = default (1024). */

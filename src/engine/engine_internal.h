@@ -46,6 +46,8 @@ struct engine {
 	char *worker_name;
 	char *worker_version;
 	char *description;
+	char *namespace; /* NULL: the default namespace */
+	char *isolation; /* NULL: not reported */
 	int max_invocations;
 	int stop_fd; /* eventfd, written once by engine_stop(): wakes every wait */
 

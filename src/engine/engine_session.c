@@ -37,7 +37,9 @@ static json_t *worker_register_msg(struct engine *e)
 				 e->worker_name, "os", os, "pid", (json_int_t)getpid());
 	if (data == NULL)
 		return NULL;
-	if (e->description != NULL && json_object_set_new(data, "description", json_string(e->description)) < 0) {
+	if ((e->description != NULL && json_object_set_new(data, "description", json_string(e->description)) < 0) ||
+	    (e->namespace != NULL && json_object_set_new(data, "namespace", json_string(e->namespace)) < 0) ||
+	    (e->isolation != NULL && json_object_set_new(data, "isolation", json_string(e->isolation)) < 0)) {
 		json_decref(data);
 		return NULL;
 	}

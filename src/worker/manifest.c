@@ -14,7 +14,7 @@
 #include "common/scodes.h"
 #include "common/strv.h"
 #include "image/image_config.h"
-#include "worker/yaml_json.h"
+#include "common/yaml_json.h"
 
 #define M WORKER_MANIFEST_FILE ": "
 

@@ -162,6 +162,8 @@ describe('worker::* auth, roots and manifest checks (no image needed)', () => {
 			/^rootfs missing on disk for image 'node'\. Run: sandbox-libkrun image pull docker\.io\/iiidev\/node:latest/);
 		assertScode(await prep({ host_path: path.join(t.project, 'ok'), worker: 'w2' }), 'S101');
 	});
+
+	test('SIGTERM: exit 0, no sanitizer report (no leak on any refusal path)', () => s.stopClean());
 });
 
 describe('worker::* with no token, no project directory, bundles disabled', () => {
@@ -178,6 +180,7 @@ describe('worker::* with no token, no project directory, bundles disabled', () =
 						assertScode(await s.callError(`worker::${op}`, { auth, worker: 'w', host_path: t.project }), 'S505');
 					}
 				}
+				await s.stopClean();
 			} finally {
 				await s.stop();
 			}
@@ -194,6 +197,7 @@ describe('worker::* with no token, no project directory, bundles disabled', () =
 			const b = worker(path.join(t.cache, 'b-1.0.0-x86_64'), 'scripts: {start: node index.js}\n');
 			assertScode(await s.callError('worker::prepare', { auth: TOKEN, worker: 'b', host_path: b, base_image: 'node' }),
 				'S504', /III_BUNDLE_WORKERS_DISABLED=1/);
+			await s.stopClean();
 		} finally {
 			await s.stop();
 		}
@@ -282,4 +286,6 @@ describe('worker::prepare on the node image from the loopback registry', { skip:
 		assertScode(await s.callError('worker::prepare', { auth: TOKEN, worker: 'bi', host_path: b, base_image: 'no such:ref!' }),
 			'S001', /^invalid request: base_image 'no such:ref!' is neither/);
 	});
+
+	test('SIGTERM: exit 0, no sanitizer report', () => s.stopClean());
 });

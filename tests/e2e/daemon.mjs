@@ -22,8 +22,9 @@ const SANITIZER_REPORT = /ERROR: (AddressSanitizer|LeakSanitizer|UndefinedBehavi
 
 // Spawns the daemon with III_URL pointing at `url`; the state directory is a
 // fresh temporary one.  spawnOptions go to child_process.spawn (uid, gid to
-// run it as another user).  Returns {proc, output(), exited}.
-export function spawnDaemon(url, env = {}, spawnOptions = {}) {
+// run it as another user; stdio for more descriptors), args after `serve`.
+// Returns {proc, output(), exited}.
+export function spawnDaemon(url, env = {}, spawnOptions = {}, args = []) {
 	assert.ok(existsSync(BIN), `daemon binary ${BIN} not found (build it, or set SANDBOX_LIBKRUN_BIN)`);
 	const stateDir = mkdtempSync(path.join(tmpdir(), 'sbx-e2e-state-'));
 	const childEnv = { ...process.env, III_URL: url, III_SANDBOX_STATE_DIR: stateDir, SANDBOX_LOG: 'debug' };
@@ -33,7 +34,7 @@ export function spawnDaemon(url, env = {}, spawnOptions = {}) {
 	delete childEnv.III_SANDBOX_WORKER_TOKEN;
 	Object.assign(childEnv, env);
 	for (const [k, v] of Object.entries(childEnv)) if (v === undefined) delete childEnv[k];
-	const proc = spawn(BIN, ['serve'], { env: childEnv, stdio: ['ignore', 'pipe', 'pipe'], ...spawnOptions });
+	const proc = spawn(BIN, ['serve', ...args], { env: childEnv, stdio: ['ignore', 'pipe', 'pipe'], ...spawnOptions });
 	let out = '';
 	proc.stdout.on('data', (d) => { out += d; });
 	proc.stderr.on('data', (d) => { out += d; });
@@ -66,11 +67,12 @@ export function assertNoSanitizerReport(d) {
 
 // A stand-in engine (config fixture under `configId`, unless config is
 // undefined), the daemon connected to it, and an iii-sdk caller.
-export async function startStack({ config, configId = WORKER_NAME, env = {}, waitRegistered = true, spawnOptions } = {}) {
+export async function startStack({ config, configId = WORKER_NAME, env = {}, waitRegistered = true, spawnOptions,
+	args } = {}) {
 	const engine = new StandinEngine();
 	if (config !== undefined) engine.setConfig(configId, config);
 	await engine.start();
-	const daemon = spawnDaemon(engine.url, env, spawnOptions);
+	const daemon = spawnDaemon(engine.url, env, spawnOptions, args);
 	const caller = sdkClient(engine.url, 'e2e-caller', { invocationTimeoutMs: 10000 });
 	const stack = {
 		engine, daemon, caller,

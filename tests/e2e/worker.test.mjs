@@ -4,7 +4,7 @@
 import { describe, test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
-import { spawnSync } from 'node:child_process';
+import { spawn, spawnSync } from 'node:child_process';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import net from 'node:net';
 import { tmpdir } from 'node:os';
@@ -513,6 +513,137 @@ describe('start-up (iii-protocol.md §1.4, §12)', () => {
 			assert.ok(Date.now() - t0 < 3000, `exit took ${Date.now() - t0} ms`);
 			assert.doesNotMatch(d.output(), /configuration::get .* failed|serve: configuration/, d.output());
 			assertNoSanitizerReport(d);
+		} finally {
+			await engine.stop();
+		}
+	});
+});
+
+// The daemon's engine::workers::register payload, once it arrived.
+async function registerPayload(s) {
+	let frame;
+	await s.engine.waitFor(() => {
+		frame = s.engine.frames.find((f) => f.dir === 'in' && f.msg.function_id === 'engine::workers::register' &&
+			f.msg.data?.pid === s.daemon.proc.pid);
+		return frame;
+	}, 15000, 'engine::workers::register');
+	return frame.msg.data;
+}
+
+describe('under Compose and the engine (iii-protocol.md §1.4, §2.3)', () => {
+	test('III_NAMESPACE and III_ISOLATION are declared in engine::workers::register', async () => {
+		const s = await startStack({ env: { III_NAMESPACE: 'orders', III_ISOLATION: 'libkrun' } });
+		try {
+			const d = await registerPayload(s);
+			assert.equal(d.namespace, 'orders');
+			assert.equal(d.isolation, 'libkrun');
+			assert.equal((await s.call('adapter::info', {})).adapter, 'sandbox-libkrun');
+			await s.stopClean();
+		} finally {
+			await s.stop();
+		}
+	});
+
+	test('empty III_NAMESPACE and III_ISOLATION are unset: neither key is sent', async () => {
+		const s = await startStack({ env: { III_NAMESPACE: '', III_ISOLATION: '' } });
+		try {
+			const d = await registerPayload(s);
+			assert.ok(!('namespace' in d), JSON.stringify(d));
+			assert.ok(!('isolation' in d), JSON.stringify(d));
+			await s.stopClean();
+		} finally {
+			await s.stop();
+		}
+	});
+
+	test('serve --config FILE reads the YAML config map instead of configuration::get', async () => {
+		const dir = mkdtempSync(path.join(tmpdir(), 'sbx-e2e-config-'));
+		const file = path.join(dir, 'sandbox-libkrun.yaml');
+		writeFileSync(file, '# written by the engine\nauto_install: false\nimage_allowlist: [node]\n' +
+			'custom_images:\n  c: x/c:1\n', { mode: 0o600 });
+		const s = await startStack({ config: { custom_images: { wrong: 'x/w:1' } }, args: ['--config', file] });
+		try {
+			const r = await s.call('catalog::list', {});
+			assert.deepEqual(r.images.map((i) => i.name), ['python', 'node', 'c']);
+			assert.deepEqual(s.engine.configReads, [], 'configuration::get is not called');
+			assertScode(await s.callError('create', { image: 'python' }), 'S100');
+			assertScode(await s.callError('create', { image: 'node' }), CREATE_ALLOWED.code, CREATE_ALLOWED.message);
+			await s.stopClean();
+		} finally {
+			await s.stop();
+			rmSync(dir, { recursive: true, force: true });
+		}
+	});
+
+	test('serve --config with a bad or missing file exits 2 before connecting, naming the file', async () => {
+		const dir = mkdtempSync(path.join(tmpdir(), 'sbx-e2e-config-'));
+		const engine = new StandinEngine();
+		await engine.start();
+		try {
+			for (const [text, re] of [['auto_install: maybe\n', /config key `auto_install`: expected a boolean/],
+				['a: 1\na: 2\n', /duplicate key at `a`/], ['sandbox: {}\n', /legacy wrapped shape/], [null, /No such file/]]) {
+				const file = path.join(dir, 'c.yaml');
+				rmSync(file, { force: true });
+				if (text !== null) writeFileSync(file, text);
+				const d = spawnDaemon(engine.url, {}, {}, [`--config=${file}`]);
+				const r = await waitExit(d, 20000);
+				assert.deepEqual(r, { code: 2, signal: null }, d.output());
+				assert.match(d.output(), new RegExp(`serve: configuration: ${file}: `));
+				assert.match(d.output(), re);
+				assertNoSanitizerReport(d);
+			}
+			assert.equal(engine.workers().length, 0, 'it never registered');
+		} finally {
+			await engine.stop();
+			rmSync(dir, { recursive: true, force: true });
+		}
+	});
+
+	test('EOF on III_LIFELINE_FD (the engine died) makes serve exit 0', async () => {
+		const s = await startStack({ env: { III_LIFELINE_FD: '3' },
+			spawnOptions: { stdio: ['ignore', 'pipe', 'pipe', 'pipe'] } });
+		try {
+			await sleep(300);
+			assert.equal(s.daemon.proc.exitCode, null, 'alive while the lifeline is open');
+			const t0 = Date.now();
+			s.daemon.proc.stdio[3].destroy();
+			assert.deepEqual(await waitExit(s.daemon, 10000), { code: 0, signal: null }, s.daemon.output());
+			assert.ok(Date.now() - t0 < 5000, `exit took ${Date.now() - t0} ms`);
+			assert.match(s.daemon.output(), /engine that started this worker is gone \(III_LIFELINE_FD closed\)/);
+			assertNoSanitizerReport(s.daemon);
+		} finally {
+			await s.stop();
+		}
+	});
+
+	test('III_ENGINE_PID gone makes serve exit 0', async () => {
+		const engineProc = spawn('sleep', ['600'], { stdio: 'ignore' });
+		const s = await startStack({ env: { III_ENGINE_PID: String(engineProc.pid) } });
+		try {
+			await sleep(300);
+			assert.equal(s.daemon.proc.exitCode, null, 'alive while the engine pid lives');
+			const t0 = Date.now();
+			engineProc.kill('SIGKILL');
+			assert.deepEqual(await waitExit(s.daemon, 10000), { code: 0, signal: null }, s.daemon.output());
+			assert.ok(Date.now() - t0 < 5000, `exit took ${Date.now() - t0} ms`);
+			assert.match(s.daemon.output(), /\(III_ENGINE_PID exited\)/);
+			assertNoSanitizerReport(s.daemon);
+		} finally {
+			engineProc.kill('SIGKILL');
+			await s.stop();
+		}
+	});
+
+	test('a III_LIFELINE_FD or III_ENGINE_PID that names nothing is refused (exit 1)', async () => {
+		const engine = new StandinEngine();
+		await engine.start();
+		try {
+			for (const [env, re] of [[{ III_LIFELINE_FD: '77' }, /III_LIFELINE_FD=77 is not an open file descriptor/],
+				[{ III_LIFELINE_FD: 'x' }, /III_LIFELINE_FD=x/], [{ III_ENGINE_PID: '999999999' }, /III_ENGINE_PID=999999999 is not a running process/]]) {
+				const d = spawnDaemon(engine.url, env);
+				assert.deepEqual(await waitExit(d, 20000), { code: 1, signal: null }, d.output());
+				assert.match(d.output(), re);
+			}
 		} finally {
 			await engine.stop();
 		}

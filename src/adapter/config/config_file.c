@@ -5,6 +5,7 @@
 #include <stdlib.h>
 
 #include "common/cleanup.h"
+#include "common/yaml_json.h"
 
 /* The whole file, NUL-terminated, refusing more than SBX_CONFIG_FILE_MAX
  * bytes before reading them all. */
@@ -41,6 +42,22 @@ struct sbx_config *sbx_config_load_file(const char *path, sbx_error_t *err)
 	json_t *v = json_loadb(text, len, JSON_REJECT_DUPLICATES | JSON_DECODE_ANY, &jerr);
 	if (v == NULL)
 		return sbx_error_set(err, EINVAL, "%s: %s (line %d)", path, jerr.text, jerr.line), NULL;
+	struct sbx_config *cfg = sbx_config_parse(v, err);
+	json_decref(v);
+	if (cfg == NULL)
+		sbx_error_prefix(err, "%s", path);
+	return cfg;
+}
+
+struct sbx_config *sbx_config_load_yaml_file(const char *path, sbx_error_t *err)
+{
+	size_t len;
+	cleanup_free char *text = read_capped(path, &len, err);
+	if (text == NULL)
+		return NULL;
+	json_t *v = yaml_to_json(text, len, NULL, err);
+	if (v == NULL)
+		return sbx_error_prefix(err, "%s", path), NULL;
 	struct sbx_config *cfg = sbx_config_parse(v, err);
 	json_decref(v);
 	if (cfg == NULL)

@@ -1,6 +1,8 @@
-/* The one loader of configuration files: `run --config FILE` and
+/* The loaders of configuration files: `run --config FILE` and
  * `image --config FILE` read the engine configuration's keys from a JSON
- * file with the same fail-closed parser as serve (adapter/config.h). */
+ * file, `serve --config FILE` (the engine's spawn form) from a YAML one,
+ * all with the same fail-closed parser as configuration::get
+ * (adapter/config.h). */
 #ifndef SBX_ADAPTER_CONFIG_FILE_H
 #define SBX_ADAPTER_CONFIG_FILE_H
 
@@ -12,5 +14,8 @@
 /* Reads `path` (duplicate keys refused) and parses it with
  * sbx_config_parse(); messages start with the path. */
 struct sbx_config *sbx_config_load_file(const char *path, sbx_error_t *err);
+/* The same for a YAML file (common/yaml_json.h: no aliases, no duplicate
+ * keys); an empty file is the defaults. */
+struct sbx_config *sbx_config_load_yaml_file(const char *path, sbx_error_t *err);
 
 #endif

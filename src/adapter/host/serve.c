@@ -1,5 +1,8 @@
-/* `sandbox-libkrun serve`: connect to the engine, read the configuration,
- * register the 23 functions and serve them until SIGTERM/SIGINT.
+/* `sandbox-libkrun serve`: connect to the engine, read the configuration
+ * (configuration::get, or the engine's `--config FILE`), register the 23
+ * functions and serve them until SIGTERM/SIGINT or the death of the engine
+ * that spawned it (lifeline.h).  III_NAMESPACE and III_ISOLATION go into
+ * engine::workers::register.
  *
  * An engine that is not up yet is waited for (the engine client retries
  * with its backoff and warns on every failed attempt): a worker started
@@ -22,7 +25,9 @@
 
 #include "adapter/adapter.h"
 #include "adapter/config/config_fetch.h"
+#include "adapter/config/config_file.h"
 #include "adapter/host/fs_vm.h"
+#include "adapter/host/lifeline.h"
 #include "adapter/host/vm_backend.h"
 #include "common/log.h"
 #include "common/scodes.h"
@@ -47,14 +52,24 @@ static const char *worker_name(void)
 
 static void usage(FILE *out)
 {
-	fprintf(out, "usage: sandbox-libkrun serve [--help]\n\n"
+	fprintf(out, "usage: sandbox-libkrun serve [--config FILE] [--help]\n\n"
 		     "Connects to the iii engine and serves sandbox-libkrun::* as worker '%s'.\n"
 		     "Until the engine is reachable it keeps retrying, with backoff.\n\n"
+		     "  --config FILE   read the configuration map from this YAML file (the engine's\n"
+		     "                  spawn form) instead of configuration::get\n\n"
 		     "environment:\n"
 		     "  III_URL / III_ENGINE_URL   engine WebSocket URL (default ws://127.0.0.1:49134)\n"
 		     "  III_WORKER_NAME            worker name reported to the engine (default sandbox-libkrun)\n"
+		     "  III_NAMESPACE              namespace declared to the engine (empty: the default one)\n"
+		     "  III_ISOLATION              isolation reported to the engine (e.g. libkrun)\n"
 		     "  III_CONFIG_NAME            configuration entry id (default sandbox-libkrun)\n"
 		     "  III_SANDBOX_WORKER_TOKEN   secret every worker::* request must carry in `auth`\n"
+		     "  III_COMPOSE_PROJECT_DIR    where worker::prepare's host_path may be (with the cache)\n"
+		     "  III_COMPOSE_STATE_DIR      Compose state; its packages/ is the package cache\n"
+		     "                             (default ~/.iii/compose/packages)\n"
+		     "  III_BUNDLE_WORKERS_DISABLED=1  refuse bundle (package://) workers\n"
+		     "  III_LIFELINE_FD            a pipe whose EOF means the engine died: then exit\n"
+		     "  III_ENGINE_PID             the engine's pid: exit when it is gone\n"
 		     "  SANDBOX_LOG                debug|info|warn|error (default info)\n\n"
 		     "exit status: 0 after SIGTERM/SIGINT, 1 on a fatal runtime error, 2 on a bad or\n"
 		     "unreadable configuration.\n",
@@ -157,12 +172,28 @@ static int register_ops(struct engine *e, struct sbx_adapter *a, sbx_error_t *er
 	return 0;
 }
 
+/* An environment variable, NULL when unset or empty. */
+static const char *env_or_null(const char *name)
+{
+	const char *v = getenv(name);
+	return v != NULL && v[0] != '\0' ? v : NULL;
+}
+
 int sbx_cmd_serve(int argc, char **argv)
 {
+	const char *config_file = NULL;
 	for (int i = 1; i < argc; i++) {
 		if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
 			usage(stdout);
 			return 0;
+		}
+		if (strcmp(argv[i], "--config") == 0 && i + 1 < argc) {
+			config_file = argv[++i];
+			continue;
+		}
+		if (strncmp(argv[i], "--config=", 9) == 0) {
+			config_file = argv[i] + 9;
+			continue;
 		}
 		fprintf(stderr, "sandbox-libkrun serve: unknown argument '%s'\n", argv[i]);
 		usage(stderr);
@@ -186,6 +217,8 @@ int sbx_cmd_serve(int argc, char **argv)
 		.worker_name = worker_name(),
 		.worker_version = SBX_VERSION,
 		.description = "libkrun-style microVM sandboxes (QEMU microvm) for the iii sandbox contract",
+		.namespace = env_or_null("III_NAMESPACE"),
+		.isolation = env_or_null("III_ISOLATION"),
 		.busy_error = busy_error,
 	};
 	struct engine *e = engine_new(&opts, &err);
@@ -204,16 +237,28 @@ int sbx_cmd_serve(int argc, char **argv)
 		engine_free(e);
 		return 1;
 	}
-	sbx_info("connecting to %s as worker '%s'", opts.url, opts.worker_name);
+	if (lifeline_start(&err) < 0) {
+		fprintf(stderr, "sandbox-libkrun serve: %s\n", sbx_error_msg(err));
+		goto out;
+	}
+	/* --config's file is read before any connection: a bad one fails at once. */
+	struct sbx_config *cfg = NULL;
+	if (config_file != NULL && (cfg = sbx_config_load_yaml_file(config_file, &err)) == NULL) {
+		fprintf(stderr, "sandbox-libkrun serve: configuration: %s\n", sbx_error_msg(err));
+		status = EXIT_CONFIG;
+		goto out;
+	}
+	sbx_info("connecting to %s as worker '%s'%s%s", opts.url, opts.worker_name,
+		 opts.namespace != NULL ? " in namespace " : "", opts.namespace != NULL ? opts.namespace : "");
 	if (engine_start(e, &err) < 0 || wait_engine(e, &waiter, &err) < 0) {
+		sbx_config_free(cfg);
 		if (atomic_load(&waiter.requested))
 			status = 0;
 		else
 			fprintf(stderr, "sandbox-libkrun serve: engine %s: %s\n", opts.url, sbx_error_msg(err));
 		goto out;
 	}
-	struct sbx_config *cfg = sbx_config_fetch(e, &err);
-	if (cfg == NULL) {
+	if (cfg == NULL && (cfg = sbx_config_fetch(e, &err)) == NULL) {
 		if (atomic_load(&waiter.requested)) {
 			status = 0;
 		} else {

@@ -1,5 +1,6 @@
-/* The one loader of --config files, and `image --config FILE` using it:
- * a file serve's parser refuses is refused with the same message, exit 2. */
+/* The loaders of --config files (JSON; YAML for serve), and `image
+ * --config FILE` using one: a file serve's parser refuses is refused with
+ * the same message, exit 2. */
 #include <fcntl.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -78,6 +79,56 @@ TEST(load_fails_closed)
 	CHECK(sbx_config_load_file("/nonexistent/sbx.json", &err) == NULL);
 	CHECK(strstr(sbx_error_msg(err), "/nonexistent/sbx.json: No such file or directory") != NULL);
 	sbx_error_free(&err);
+}
+
+TEST(yaml_file_is_read_with_the_engine_parser)
+{
+	const char *path = write_file("good.yaml", "# the engine's --config file\n"
+						   "auto_install: false\n"
+						   "image_allowlist: [node]\n"
+						   "registry_mirrors:\n"
+						   "  docker.io: http://127.0.0.1:5000\n"
+						   "worker_disk_mb: 128\n");
+	sbx_error_t err = NULL;
+	struct sbx_config *cfg = sbx_config_load_yaml_file(path, &err);
+	CHECK(cfg != NULL);
+	CHECK(!cfg->images.auto_install);
+	CHECK(sbx_config_allows(cfg, "node"));
+	CHECK_STR(sbx_image_config_mirror(&cfg->images, "docker.io"), "http://127.0.0.1:5000");
+	CHECK_INT(cfg->worker_disk_mb, 128);
+	sbx_config_free(cfg);
+	cfg = sbx_config_load_yaml_file(write_file("list.yaml", "- default_cpus: 2\n"), &err);
+	CHECK(cfg != NULL);
+	CHECK_INT(cfg->default_cpus, 2);
+	sbx_config_free(cfg);
+	cfg = sbx_config_load_yaml_file(write_file("empty.yaml", ""), &err);
+	CHECK(cfg != NULL);
+	CHECK_INT(cfg->max_concurrent_sandboxes, 32);
+	sbx_config_free(cfg);
+}
+
+static int yaml_fails_with(const char *text, const char *needle)
+{
+	const char *path = write_file("bad.yaml", text);
+	sbx_error_t err = NULL;
+	struct sbx_config *cfg = sbx_config_load_yaml_file(path, &err);
+	int ok = cfg == NULL && err != NULL && strncmp(sbx_error_msg(err), path, strlen(path)) == 0 &&
+		 strstr(sbx_error_msg(err), needle) != NULL;
+	if (!ok)
+		fprintf(stderr, "# got: %s\n", err != NULL ? sbx_error_msg(err) : "(success)");
+	sbx_config_free(cfg);
+	sbx_error_free(&err);
+	return ok;
+}
+
+TEST(yaml_file_fails_closed)
+{
+	CHECK(yaml_fails_with("auto_install: yes\n", "config key `auto_install`: expected a boolean, got a string"));
+	CHECK(yaml_fails_with("sandbox: {}\n", "legacy wrapped shape detected"));
+	CHECK(yaml_fails_with("a: 1\na: 2\n", "duplicate key at `a`"));
+	CHECK(yaml_fails_with("a: &x 1\nb: *x\n", "aliases"));
+	CHECK(yaml_fails_with("a: [\n", "YAML syntax"));
+	CHECK(yaml_fails_with("42\n", "expected a map or a list holding one map"));
 }
 
 TEST(load_refuses_a_file_over_the_cap)

@@ -1,4 +1,4 @@
-#include "worker/yaml_json.h"
+#include "common/yaml_json.h"
 
 #include <errno.h>
 #include <limits.h>

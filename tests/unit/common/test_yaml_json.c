@@ -3,7 +3,7 @@
 #include <string.h>
 
 #include "harness.h"
-#include "worker/yaml_json.h"
+#include "common/yaml_json.h"
 
 static char *conv(const char *text, const char *const *text_keys)
 {

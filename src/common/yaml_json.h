@@ -4,8 +4,8 @@
  * than one document, nesting deeper than YAML_JSON_MAX_DEPTH, more than
  * YAML_JSON_MAX_EVENTS parser events, NUL bytes.  Errors name the key path
  * ("env.PORT", "tags[2]") and the line. */
-#ifndef SBX_WORKER_YAML_JSON_H
-#define SBX_WORKER_YAML_JSON_H
+#ifndef SBX_COMMON_YAML_JSON_H
+#define SBX_COMMON_YAML_JSON_H
 
 #include <jansson.h>
 #include <stddef.h>
