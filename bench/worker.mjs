@@ -28,7 +28,7 @@ const projectDir = mkdtempSync(path.join(tmpdir(), 'sbx-bench-worker-project-'))
 const workerDir = path.join(projectDir, 'ping');
 mkdirSync(workerDir);
 writeFileSync(path.join(workerDir, 'iii.worker.yaml'),
-	'name: ping\nruntime:\n  base_image: iiidev/node:latest\nscripts:\n  start: node worker.mjs\nresources:\n  cpus: 1\n  memory: 512\n');
+	'name: ping\nruntime:\n  base_image: iiidev/node:latest\nscripts:\n  start: node worker.mjs\nresources:\n  cpus: 1\n  memory: 1Gi\n');
 writeFileSync(path.join(workerDir, 'worker.mjs'), sdkWorkerSource('bench::ping', 'return { pong: true };'));
 copySdk(workerDir);
 
