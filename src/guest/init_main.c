@@ -1,5 +1,6 @@
-/* PID 1 of the VM: builds the root, says HELLO, applies CONFIG, answers
- * READY, then hands the control port to the dispatcher. */
+/* PID 1 of the VM: builds the root, says HELLO, applies CONFIG (and mounts
+ * its shares), answers READY, then hands the control port to the
+ * dispatcher. */
 #include <errno.h>
 #include <signal.h>
 #include <stdio.h>
@@ -12,6 +13,7 @@
 #include "common/log.h"
 #include "guest/boot_config.h"
 #include "guest/boot_mounts.h"
+#include "guest/boot_shares.h"
 #include "guest/control_port.h"
 #include "guest/dispatch.h"
 #include "proto/proto_msg.h"
@@ -167,7 +169,8 @@ int main(void)
 	int cg = -1;
 	struct guest_user user;
 	char **boot_env = NULL;
-	if (boot_apply_config(&m.u.config, &err) < 0 || boot_resolve_user(&m.u.config, &user, &boot_env, &err) < 0 ||
+	if (boot_apply_config(&m.u.config, &err) < 0 || boot_mount_shares(&m.u.config, &err) < 0 ||
+	    boot_resolve_user(&m.u.config, &user, &boot_env, &err) < 0 ||
 	    (cg = boot_process_cgroup(m.u.config.memory_bytes, &err)) < 0)
 		boot_failed(port, &rd, sbx_error_msg(err));
 	struct proto_msg ready = { .stream = 0, .type = PROTO_READY };

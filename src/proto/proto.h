@@ -33,7 +33,14 @@
  *                        str user (<= PROTO_MAX_USER bytes, "" = root),
  *                        u32 net_addr, u32 net_prefix, u32 net_gateway,
  *                        u32 net_dns (IPv4, host byte order; net_addr 0
- *                        = no network: the guest configures only lo)}
+ *                        = no network: the guest configures only lo),
+ *                        u32 pids_max,
+ *                        u32 n_shares (<= PROTO_MAX_SHARES), then per
+ *                        share {str tag (1..PROTO_MAX_SHARE_TAG bytes),
+ *                        str path (absolute, <= PROTO_MAX_PATH),
+ *                        u32 flags (PROTO_SHARE_RO)}}
+ * Each share is a virtio-fs device the guest mounts (creating the mount
+ * point) before READY, read-only with PROTO_SHARE_RO.
  *   guest -> READY      {}  or ERROR {str message} on stream 0
  * `user` is the image's OCI User: "name", "uid", "name:group", "uid:gid",
  * "name:gid" or "uid:group".  The guest resolves it against /etc/passwd and
@@ -200,7 +207,7 @@
 #include "common/error.h"
 #include "common/strv.h"
 
-#define PROTO_VERSION 3 /* 2: CONFIG carries `user`; 3: and the network */
+#define PROTO_VERSION 4 /* 2: CONFIG carries `user`; 3: and the network; 4: and shares */
 #define PROTO_HEADER_SIZE 9u
 #define PROTO_MAX_PAYLOAD (1024u * 1024u)
 #define PROTO_MAX_CHUNK (64u * 1024u)
@@ -209,6 +216,9 @@
 #define PROTO_MAX_STRV 4096u
 #define PROTO_MAX_ENTROPY 512u
 #define PROTO_MAX_USER 256u /* CONFIG user: "name:group" */
+#define PROTO_MAX_SHARES 8u
+#define PROTO_MAX_SHARE_TAG 36u /* virtio-fs's tag field */
+#define PROTO_SHARE_RO 1u
 
 enum proto_type {
 	PROTO_HELLO = 0x01,

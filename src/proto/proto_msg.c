@@ -1,6 +1,7 @@
 /* Decoders and encoders for every message of proto.h. */
 #include "proto/proto_msg.h"
 
+#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -62,6 +63,51 @@ static int check_env(char **env, sbx_error_t *err)
 	return 0;
 }
 
+static void free_shares(struct proto_config *c)
+{
+	for (uint32_t i = 0; c->shares != NULL && i < c->n_shares; i++) {
+		free(c->shares[i].tag);
+		free(c->shares[i].path);
+	}
+	free(c->shares);
+	c->shares = NULL;
+	c->n_shares = 0;
+}
+
+static int decode_share(struct proto_rbuf *r, struct proto_share *s, sbx_error_t *err)
+{
+	if (proto_get_str(r, &s->tag, err) < 0)
+		return sbx_error_prefix(err, "share tag");
+	size_t n = strlen(s->tag);
+	if (n == 0 || n > PROTO_MAX_SHARE_TAG)
+		return sbx_error_set(err, 0, "share tag of %zu bytes, expected 1..%u", n, PROTO_MAX_SHARE_TAG);
+	if (proto_get_path(r, &s->path, "share path", err) < 0)
+		return -1;
+	if (s->path[0] != '/')
+		return sbx_error_set(err, 0, "share path is not absolute");
+	return proto_get_flags(r, &s->flags, PROTO_SHARE_RO, "share", err);
+}
+
+/* On failure proto_msg_decode frees what was decoded. */
+static int decode_shares(struct proto_rbuf *r, struct proto_config *c, sbx_error_t *err)
+{
+	uint32_t n;
+	if (proto_get_u32(r, &n, err) < 0)
+		return sbx_error_prefix(err, "shares");
+	if (n > PROTO_MAX_SHARES)
+		return sbx_error_set(err, 0, "%u shares, at most %u", n, PROTO_MAX_SHARES);
+	if (n == 0)
+		return 0;
+	if ((c->shares = calloc(n, sizeof(*c->shares))) == NULL)
+		return sbx_error_errno(err, ENOMEM, "shares");
+	c->n_shares = n;
+	for (uint32_t i = 0; i < n; i++) {
+		if (decode_share(r, &c->shares[i], err) < 0)
+			return sbx_error_prefix(err, "share %u", i);
+	}
+	return 0;
+}
+
 static int decode_config(struct proto_rbuf *r, struct proto_config *c, sbx_error_t *err)
 {
 	if (proto_get_str(r, &c->hostname, err) < 0)
@@ -88,7 +134,7 @@ static int decode_config(struct proto_rbuf *r, struct proto_config *c, sbx_error
 		return sbx_error_set(err, 0, "network prefix /%u", c->net_prefix);
 	if (proto_get_u32(r, &c->pids_max, err) < 0)
 		return sbx_error_prefix(err, "pids_max");
-	return 0;
+	return decode_shares(r, c, err);
 }
 
 static int decode_spawn(struct proto_rbuf *r, struct proto_spawn *s, sbx_error_t *err)
@@ -209,6 +255,7 @@ void proto_msg_free(struct proto_msg *m)
 		sbx_strv_free(m->u.config.env);
 		free(m->u.config.entropy);
 		free(m->u.config.user);
+		free_shares(&m->u.config);
 		break;
 	case PROTO_SPAWN:
 		sbx_strv_free(m->u.spawn.argv);
@@ -229,6 +276,24 @@ void proto_msg_free(struct proto_msg *m)
 		break;
 	}
 	memset(&m->u, 0, sizeof(m->u));
+}
+
+static int encode_shares(struct proto_wbuf *b, const struct proto_config *c, sbx_error_t *err)
+{
+	if (c->n_shares > PROTO_MAX_SHARES)
+		return sbx_error_set(err, 0, "%u shares, at most %u", c->n_shares, PROTO_MAX_SHARES);
+	proto_put_u32(b, c->n_shares);
+	for (uint32_t i = 0; i < c->n_shares; i++) {
+		const struct proto_share *s = &c->shares[i];
+		size_t tag = s->tag != NULL ? strlen(s->tag) : 0, path = s->path != NULL ? strlen(s->path) : 0;
+		if (tag == 0 || tag > PROTO_MAX_SHARE_TAG || path == 0 || path > PROTO_MAX_PATH || s->path[0] != '/' ||
+		    (s->flags & ~PROTO_SHARE_RO) != 0)
+			return sbx_error_set(err, 0, "share %u: bad tag, path or flags", i);
+		proto_put_str(b, s->tag);
+		proto_put_str(b, s->path);
+		proto_put_u32(b, s->flags);
+	}
+	return 0;
 }
 
 static int encode_body(struct proto_wbuf *b, const struct proto_msg *m, sbx_error_t *err)
@@ -257,7 +322,7 @@ static int encode_body(struct proto_wbuf *b, const struct proto_msg *m, sbx_erro
 		proto_put_u32(b, c->net_gateway);
 		proto_put_u32(b, c->net_dns);
 		proto_put_u32(b, c->pids_max);
-		return 0;
+		return encode_shares(b, c, err);
 	}
 	case PROTO_READY:
 	case PROTO_SHUTDOWN:

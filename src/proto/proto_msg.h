@@ -12,6 +12,12 @@
 #define PROTO_MAX_HOSTNAME 64u /* HOST_NAME_MAX */
 #define PROTO_MAX_SIGNAL 64    /* SIGRTMAX on Linux */
 
+struct proto_share {
+	char *tag;  /* the virtio-fs device's tag */
+	char *path; /* absolute mount point in the guest */
+	uint32_t flags; /* PROTO_SHARE_RO */
+};
+
 struct proto_config {
 	char *hostname;
 	char **env; /* "KEY=VALUE" entries */
@@ -24,6 +30,8 @@ struct proto_config {
 	/* eth0 (host byte order); net_addr 0 = no network */
 	uint32_t net_addr, net_prefix, net_gateway, net_dns;
 	uint32_t pids_max; /* processes one exec may have at once, 0 = no limit */
+	struct proto_share *shares;
+	uint32_t n_shares; /* <= PROTO_MAX_SHARES */
 };
 
 struct proto_spawn {

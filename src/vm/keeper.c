@@ -9,10 +9,12 @@
 #include <sys/socket.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #define LIFELINE_FD 3
 #define PID_REPORT_MS 10000
+#define SIDE_REAP_MS 2000
 
 static int status_code(int status)
 {
@@ -61,6 +63,8 @@ static void exec_qemu(const struct keeper_spec *s, pid_t keeper, int keeper_fd)
 	sigset_t none;
 	sigemptyset(&none);
 	sigprocmask(SIG_SETMASK, &none, NULL);
+	/* The side processes' sockets are not QEMU's. */
+	syscall(SYS_close_range, KEEPER_QEMU_FD_BASE + s->nfds, ~0u, 0);
 	if (s->jail != NULL) {
 		static char *const no_env[] = { NULL };
 		/* The new uid cleared the parent-death signal; jail_enter set
@@ -72,6 +76,74 @@ static void exec_qemu(const struct keeper_spec *s, pid_t keeper, int keeper_fd)
 		execv(s->argv[0], s->argv);
 	}
 	_exit(127);
+}
+
+/* In a side process's child: only async-signal-safe calls until execve. */
+static void exec_side(const struct keeper_spec *s, int i, pid_t keeper)
+{
+	const struct keeper_side *side = &s->sides[i];
+	prctl(PR_SET_PDEATHSIG, SIGKILL);
+	if (getppid() != keeper)
+		_exit(127);
+	setpgid(0, 0);
+	/* Over the lifeline: only the keeper may hold it. */
+	if (dup2(KEEPER_QEMU_FD_BASE + s->nfds + i, KEEPER_SIDE_FD) < 0)
+		_exit(127);
+	syscall(SYS_close_range, KEEPER_SIDE_FD + 1, ~0u, 0);
+	signal(SIGINT, SIG_DFL);
+	signal(SIGHUP, SIG_DFL);
+	signal(SIGPIPE, SIG_DFL);
+	sigset_t none;
+	sigemptyset(&none);
+	sigprocmask(SIG_SETMASK, &none, NULL);
+	if (side->enter != NULL && side->enter(side->arg) < 0) {
+		static const char msg[] = "keeper: a side process could not be set up; not started\n";
+		ssize_t w = write(STDERR_FILENO, msg, sizeof(msg) - 1);
+		(void)w;
+		_exit(127);
+	}
+	static char *const no_env[] = { NULL };
+	execve(side->argv[0], side->argv, no_env);
+	_exit(127);
+}
+
+/* Forks the side processes; -1 when one could not be forked (those
+ * started are left in sides[] for kill_sides). */
+static int start_sides(const struct keeper_spec *s, pid_t self, pid_t sides[KEEPER_MAX_SIDES])
+{
+	for (int i = 0; i < s->nsides; i++) {
+		pid_t pid = fork();
+		if (pid < 0)
+			return -1;
+		if (pid == 0)
+			exec_side(s, i, self);
+		setpgid(pid, pid); /* as the child does: whichever runs first */
+		sides[i] = pid;
+	}
+	for (int i = 0; i < s->nsides; i++)
+		close(KEEPER_QEMU_FD_BASE + s->nfds + i);
+	return 0;
+}
+
+/* Kills each side's process group and reaps every descendant (the keeper
+ * is their subreaper: a side's own children come back to it), waiting
+ * SIDE_REAP_MS at most for one that left its group. */
+static void kill_sides(const pid_t sides[KEEPER_MAX_SIDES], int n)
+{
+	for (int i = 0; i < n; i++) {
+		if (sides[i] > 0)
+			kill(-sides[i], SIGKILL);
+	}
+	struct timespec tick = { 0, 10 * 1000 * 1000 };
+	for (int waited = 0; waited < SIDE_REAP_MS;) {
+		pid_t r = waitpid(-1, NULL, WNOHANG);
+		if (r < 0 && errno != EINTR)
+			break; /* ECHILD: all gone */
+		if (r == 0) {
+			nanosleep(&tick, NULL);
+			waited += 10;
+		}
+	}
 }
 
 static void cleanup_files(const struct keeper_spec *s)
@@ -97,13 +169,23 @@ static void keeper_main(const struct keeper_spec *s)
 	signal(SIGHUP, SIG_IGN);
 	signal(SIGPIPE, SIG_IGN);
 	pid_t self = getpid();
+	pid_t sides[KEEPER_MAX_SIDES] = { 0 };
+	prctl(PR_SET_CHILD_SUBREAPER, 1);
+	/* Before jail_fork: after it, children are born in QEMU's namespace. */
+	if (start_sides(s, self, sides) < 0) {
+		kill_sides(sides, s->nsides);
+		cleanup_files(s);
+		_exit(126);
+	}
 	int self_fd = s->jail != NULL ? (int)syscall(SYS_pidfd_open, self, 0) : -1;
 	if (s->jail != NULL && self_fd < 0) {
+		kill_sides(sides, s->nsides);
 		cleanup_files(s);
 		_exit(126);
 	}
 	pid_t qemu = s->jail != NULL ? jail_fork(s->jail) : fork();
 	if (qemu < 0) {
+		kill_sides(sides, s->nsides);
 		cleanup_files(s);
 		_exit(126);
 	}
@@ -130,6 +212,7 @@ static void keeper_main(const struct keeper_spec *s)
 	int status = 0;
 	while (waitpid(qemu, &status, 0) < 0 && errno == EINTR)
 		;
+	kill_sides(sides, s->nsides);
 	cleanup_files(s);
 	/* After the files: removing a cgroup may wait for the kernel to let go
 	 * of it, and the VM's files should be gone as soon as QEMU is. */
@@ -143,20 +226,22 @@ static void keeper_main(const struct keeper_spec *s)
  * overwrites a source still to be moved. */
 static void arrange_fds(const struct keeper_spec *s, int null_fd, int log_fd, int life_rd)
 {
-	int high[KEEPER_MAX_FDS];
+	int high[KEEPER_MAX_FDS + KEEPER_MAX_SIDES];
+	int n = s->nfds + s->nsides;
 	int hnull = fcntl(null_fd, F_DUPFD, 64), hlog = fcntl(log_fd, F_DUPFD, 64);
 	int hlife = fcntl(life_rd, F_DUPFD, 64);
-	for (int i = 0; i < s->nfds; i++)
-		high[i] = fcntl(s->fds[i], F_DUPFD, 64);
+	for (int i = 0; i < n; i++)
+		high[i] = fcntl(i < s->nfds ? s->fds[i] : s->sides[i - s->nfds].fd, F_DUPFD, 64);
 	if (hnull < 0 || hlog < 0 || hlife < 0)
 		_exit(126);
 	if (dup2(hnull, 0) < 0 || dup2(hnull, 1) < 0 || dup2(hlog, 2) < 0 || dup2(hlife, LIFELINE_FD) < 0)
 		_exit(126);
-	for (int i = 0; i < s->nfds; i++) {
+	/* QEMU's descriptors, then the side processes'. */
+	for (int i = 0; i < n; i++) {
 		if (high[i] < 0 || dup2(high[i], KEEPER_QEMU_FD_BASE + i) < 0)
 			_exit(126);
 	}
-	syscall(SYS_close_range, KEEPER_QEMU_FD_BASE + s->nfds, ~0u, 0);
+	syscall(SYS_close_range, KEEPER_QEMU_FD_BASE + n, ~0u, 0);
 }
 
 /* The keeper writes QEMU's pid right after forking it; EOF or silence
@@ -175,8 +260,13 @@ static pid_t read_qemu_pid(int lifeline)
 
 int keeper_start(struct keeper *k, const struct keeper_spec *s, sbx_error_t *err)
 {
-	if (s->nfds > KEEPER_MAX_FDS || s->nfiles > KEEPER_MAX_FILES || s->argv[0][0] != '/')
+	if (s->nfds > KEEPER_MAX_FDS || s->nfiles > KEEPER_MAX_FILES || s->nsides > KEEPER_MAX_SIDES ||
+	    s->argv[0][0] != '/')
 		return sbx_error_set(err, EINVAL, "keeper: bad spec");
+	for (int i = 0; i < s->nsides; i++) {
+		if (s->sides[i].argv[0][0] != '/' || s->sides[i].fd < 0)
+			return sbx_error_set(err, EINVAL, "keeper: bad side process");
+	}
 	int null_fd = open("/dev/null", O_RDWR | O_CLOEXEC);
 	if (null_fd < 0)
 		return sbx_error_errno(err, errno, "open /dev/null");

@@ -11,6 +11,10 @@
  * sends QEMU's pid up the lifeline once, so the daemon can tell later how
  * QEMU died.  With a jail, QEMU is forked into it (jail/jail.h), with an
  * empty environment, and its cgroup is killed and removed after it.
+ * Side processes (virtiofsd) are forked before QEMU, each with
+ * PR_SET_PDEATHSIG and in a process group of its own; once QEMU is gone
+ * the keeper kills each group and, being their child subreaper, reaps
+ * every descendant before it exits.
  * QEMU runs with oom_score_adj 1000: a host out of memory loses
  * a VM first, never the daemon or the keeper that cleans up after it.
  * Between fork and exit it calls only async-signal-safe functions. */
@@ -26,8 +30,20 @@
 /* QEMU finds its inherited sockets at these descriptor numbers, in the
  * order passed to keeper_start. */
 #define KEEPER_QEMU_FD_BASE 4
-#define KEEPER_MAX_FDS 5
+#define KEEPER_MAX_FDS 9
 #define KEEPER_MAX_FILES 8
+#define KEEPER_MAX_SIDES 4
+/* A side process finds its descriptor here. */
+#define KEEPER_SIDE_FD 3
+
+/* A process beside QEMU that lives exactly as long as it. */
+struct keeper_side {
+	char *const *argv;              /* argv[0] is an absolute path */
+	int fd;                         /* passed as KEEPER_SIDE_FD */
+	int (*enter)(const void *arg);  /* NULL, or run before exec
+					   (async-signal-safe; -1 = do not exec) */
+	const void *arg;
+};
 
 struct keeper {
 	pid_t pid;
@@ -46,6 +62,8 @@ struct keeper_spec {
 	int nfiles;
 	const char *dir;     /* removed last (must then be empty) */
 	const struct jail *jail; /* QEMU runs in it (NULL: unconfined) */
+	const struct keeper_side *sides; /* started before QEMU, unconfined by the jail */
+	int nsides;
 };
 
 int keeper_start(struct keeper *k, const struct keeper_spec *spec, sbx_error_t *err);

@@ -8,7 +8,7 @@
 
 #include "common/cleanup.h"
 
-#define MAX_ARGS 64
+#define MAX_ARGS 96
 
 struct argv_builder {
 	char *v[MAX_ARGS + 1];
@@ -56,6 +56,23 @@ static void add_disk(struct argv_builder *b, const char *id, const char *path, i
 	add(b, "virtio-blk-device,drive=%s", id);
 }
 
+/* vhost-user maps guest RAM into virtiofsd: RAM must be a shared memfd.
+ * virtiofsd (libvhost-user) refuses legacy virtio, microvm's default for
+ * virtio-mmio. */
+static void add_shares(struct argv_builder *b, const struct qemu_config *c)
+{
+	add(b, "-global");
+	add(b, "virtio-mmio.force-legacy=false");
+	add(b, "-object");
+	add(b, "memory-backend-memfd,id=ram,size=%uM,share=on", c->memory_mib);
+	for (size_t i = 0; i < c->n_shares; i++) {
+		add(b, "-chardev");
+		add(b, "socket,id=fs%zu,fd=%d", i, c->shares[i].fd);
+		add(b, "-device");
+		add(b, "vhost-user-fs-device,chardev=fs%zu,tag=%s", i, c->shares[i].tag);
+	}
+}
+
 char **qemu_cmdline(const struct qemu_config *c, sbx_error_t *err)
 {
 	if (check_path("qemu", c->qemu, err) < 0 || check_path("kernel", c->kernel, err) < 0 ||
@@ -82,10 +99,17 @@ char **qemu_cmdline(const struct qemu_config *c, sbx_error_t *err)
 		sbx_error_set(err, EBADF, "qemu: console and control sockets are required");
 		return NULL;
 	}
+	for (size_t i = 0; i < c->n_shares; i++) {
+		if (c->shares[i].fd <= 0 || c->shares[i].tag == NULL || c->shares[i].tag[0] == '\0' ||
+		    strpbrk(c->shares[i].tag, ",=") != NULL) {
+			sbx_error_set(err, EINVAL, "qemu: bad share %zu", i);
+			return NULL;
+		}
+	}
 	struct argv_builder b = { .n = 0 };
 	add(&b, "%s", c->qemu);
 	add(&b, "-M");
-	add(&b, "microvm,acpi=off,ioapic2=off");
+	add(&b, "microvm,acpi=off,ioapic2=off%s", c->n_shares > 0 ? ",memory-backend=ram" : "");
 	add(&b, "-nodefaults");
 	add(&b, "-no-user-config");
 	add(&b, "-display");
@@ -144,6 +168,8 @@ char **qemu_cmdline(const struct qemu_config *c, sbx_error_t *err)
 		add(&b, "-device");
 		add(&b, "virtio-net-device,netdev=n0");
 	}
+	if (c->n_shares > 0)
+		add_shares(&b, c);
 	if (c->qmp_fd > 0) {
 		add(&b, "-chardev");
 		add(&b, "socket,id=qmp,fd=%d", c->qmp_fd);

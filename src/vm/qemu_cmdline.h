@@ -27,6 +27,12 @@
 #define SBX_VM_TCG_CACHE_DEFAULT_MIB 64
 #define SBX_VM_TCG_CACHE_MAX_MIB 2048
 
+/* A virtio-fs device: a connected socket to its virtiofsd (vhost-user). */
+struct qemu_share {
+	int fd;
+	const char *tag;
+};
+
 struct qemu_config {
 	const char *qemu;      /* binary */
 	const char *kernel;    /* PVH ELF */
@@ -45,6 +51,9 @@ struct qemu_config {
 	int incoming_fd;      /* saved state to restore (-incoming), 0 = none */
 	int net_fd;           /* SOCK_DGRAM socket to the network helper
 				 (virtio-net-device eth0), 0 = no NIC */
+	const struct qemu_share *shares; /* vhost-user-fs devices; with any,
+					    guest RAM is a shared memfd */
+	size_t n_shares;
 };
 
 /* Returns a NULL-terminated argv (free with sbx_strv_free). */

@@ -45,6 +45,7 @@ static void vm_free(struct sbx_vm *vm)
 	free(vm->image);
 	free(vm->data_disk);
 	free(vm->console_log);
+	virtiofs_free(&vm->fs);
 	if (vm->data_lock >= 0)
 		close(vm->data_lock);
 	free(vm->hostname);
@@ -74,6 +75,7 @@ int vm_launch(struct sbx_vm *vm, int state_fd, sbx_error_t *err)
 			.scratch = vm_upper_disk(vm), .cpus = vm->cpus, .memory_limit_mib = vm->jail_memory_mib,
 			.guest_mib = vm->memory_mib, .kvm = vm->accel == SBX_ACCEL_KVM,
 			.saves_template = vm->snap_lock >= 0, .scratch_bytes = vm->scratch_bytes,
+			.ram_memfd = vm->fs.n > 0,
 		};
 		if ((vm->jail = vm_jail_prepare(vm->jail_host, &ja, err)) == NULL)
 			return -1;
@@ -105,13 +107,20 @@ int vm_launch(struct sbx_vm *vm, int state_fd, sbx_error_t *err)
 		state_at = KEEPER_QEMU_FD_BASE + nfds;
 		fds[nfds++] = state_fd;
 	}
+	struct qemu_share qs[SBX_VM_MAX_SHARES];
+	struct keeper_side sides[SBX_VM_MAX_SHARES];
+	if (virtiofs_open(&vm->fs, vm->dir, err) < 0) {
+		net_link_close(&vm->net);
+		return -1;
+	}
+	virtiofs_plan(&vm->fs, fds, &nfds, qs, sides);
 	struct qemu_config qc = {
 		.qemu = vm->qemu, .kernel = vm->kernel, .boot_disk = vm->boot, .image = vm->image,
 		.scratch = vm_upper_disk(vm), .cpus = vm->cpus, .memory_mib = vm->memory_mib, .accel = vm->accel,
 		.console_fd = KEEPER_QEMU_FD_BASE, .control_fd = KEEPER_QEMU_FD_BASE + 1,
 		.qmp_fd = qmp_at, .incoming_fd = state_at, .net_fd = net_at,
 		.tsc_khz = vm->accel == SBX_ACCEL_TCG ? sbx_host_tsc_khz() : 0, .boot_log = vm->boot_log,
-		.tcg_cache_mib = vm->tcg_cache_mib,
+		.tcg_cache_mib = vm->tcg_cache_mib, .shares = qs, .n_shares = vm->fs.n,
 	};
 	cleanup_strv char **argv = qemu_cmdline(&qc, err);
 	if (argv == NULL)
@@ -123,8 +132,11 @@ int vm_launch(struct sbx_vm *vm, int state_fd, sbx_error_t *err)
 			files[nfiles++] = vm->files[i];
 	}
 	struct keeper_spec spec = { .argv = argv, .fds = fds, .nfds = nfds, .log = vm->files[F_QEMU_LOG],
-				    .files = files, .nfiles = nfiles, .dir = vm->dir, .jail = vm->jail };
-	if (keeper_start(&vm->keeper, &spec, err) < 0) {
+				    .files = files, .nfiles = nfiles, .dir = vm->dir, .jail = vm->jail,
+				    .sides = sides, .nsides = (int)vm->fs.n };
+	int started = keeper_start(&vm->keeper, &spec, err);
+	virtiofs_close_fds(&vm->fs);
+	if (started < 0) {
 		net_link_close(&vm->net);
 		return -1;
 	}
@@ -180,6 +192,10 @@ static struct sbx_vm *vm_new(const struct sbx_vm_options *opt, sbx_error_t *err)
 	vm->env = sbx_strv_dup(opt->env);
 	vm->user = strdup(opt->user != NULL ? opt->user : "");
 	net_link_init(&vm->net);
+	if (virtiofs_init(&vm->fs, opt->shares, opt->n_shares, err) < 0) {
+		vm_free(vm);
+		return NULL;
+	}
 	vm->net_args = opt->net_args != NULL ? sbx_strv_dup(opt->net_args) : NULL;
 	vm->console_log = opt->console_log != NULL ? strdup(opt->console_log) : NULL;
 	if (vm->hostname == NULL || vm->env == NULL || vm->user == NULL ||
@@ -221,8 +237,9 @@ static int make_disks(struct sbx_vm *vm, const struct sbx_vm_options *opt, int *
 	}
 	if (vm->data_disk != NULL)
 		return 0; /* a template's scratch disk cannot stand in for it: cold */
-	/* A rootfs directory becomes a private image: nothing to key on. */
-	bool use_snapshot = !opt->cold_boot && vm->files[F_IMAGE] == NULL;
+	/* A rootfs directory becomes a private image: nothing to key on.
+	 * Shares need guest RAM in a memfd, which templates cannot restore. */
+	bool use_snapshot = !opt->cold_boot && vm->files[F_IMAGE] == NULL && vm->fs.n == 0;
 	if (vm_choose_start(vm, use_snapshot, state_fd, err) < 0) {
 		vm_remove_files(vm);
 		return -1;
@@ -320,6 +337,10 @@ int vm_send_config(struct sbx_vm *vm, sbx_error_t *err)
 		.user = vm->user,
 		.pids_max = vm->pids_max,
 	};
+	struct proto_share shares[SBX_VM_MAX_SHARES];
+	virtiofs_config(&vm->fs, shares);
+	cfg.shares = shares;
+	cfg.n_shares = (uint32_t)vm->fs.n;
 	if (vm->net_args != NULL) {
 		cfg.net_addr = NET_ADDR_GUEST;
 		cfg.net_prefix = NET_ADDR_PREFIX;

@@ -23,6 +23,13 @@
 struct sbx_vm;
 struct sbx_vm_proc;
 
+/* A host directory shared into the guest with virtio-fs. */
+struct sbx_vm_share {
+	const char *host_dir;   /* absolute, canonical host directory */
+	const char *guest_path; /* absolute mount point in the guest (created if missing) */
+	bool read_only;         /* enforced on the host side too */
+};
+
 struct sbx_vm_options {
 	unsigned cpus;          /* 0 = 1 */
 	unsigned memory_mib;    /* 0 = 512 */
@@ -55,6 +62,15 @@ struct sbx_vm_options {
 				   inactive: QEMU runs unconfined */
 	unsigned jail_memory_mib; /* the jail's memory limit; 0 = memory_mib +
 				   SBX_VM_JAIL_QEMU_MIB + the TCG cache */
+	const struct sbx_vm_share *shares; /* virtio-fs shares (at most
+					      SBX_VM_MAX_SHARES = 4, in
+					      vm/virtiofs.h), each served by
+					      its own virtiofsd
+					      (--sandbox=namespace), mounted
+					      by the guest before it is
+					      ready; imply cold_boot and
+					      guest RAM in a shared memfd */
+	size_t n_shares;
 	const char *data_disk;  /* NULL: a fresh scratch disk, deleted at stop.
 				   Else an existing ext4 file (made with
 				   disk_scratch_create) used as the overlay

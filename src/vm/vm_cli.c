@@ -16,6 +16,8 @@
 #include "common/log.h"
 #include "vm/disk.h"
 #include "vm/qemu_cmdline.h"
+#include "vm/share_arg.h"
+#include "vm/virtiofs.h"
 #include "vm/vm.h"
 
 #define EXIT_CLI_FAILURE 125 /* our own failure, as `docker run` reports it */
@@ -28,6 +30,7 @@ static void usage(FILE *out)
 		"usage: sandbox-libkrun vm run [--cpus N] [--memory MiB] [--accel auto|kvm|tcg]\n"
 		"                              [--tcg-cache-mb MiB] [--scratch-mb MiB] [--jail auto|required|off]\n"
 		"                              [--data-disk FILE] [--console-log FILE]\n"
+		"                              [--share HOST:GUEST[:ro|:rw]]...\n"
 		"                              --rootfs DIR|IMAGE.erofs [-v] [--boot-log] [--cold] -- CMD [ARGS...]\n\n"
 		"Boots a microVM with the given root filesystem, runs CMD in it with this\n"
 		"process's stdin, stdout and stderr, and exits with CMD's exit status\n"
@@ -41,6 +44,9 @@ static void usage(FILE *out)
 		"                  kept after the VM (created with --scratch-mb's size\n"
 		"                  when missing); implies --cold\n"
 		"  --console-log FILE  append the guest console to FILE (kept)\n"
+		"  --share HOST:GUEST[:ro|:rw]  share the host directory HOST at GUEST in\n"
+		"                  the VM with virtio-fs (rw by default; at most 4);\n"
+		"                  implies --cold\n"
 		"  --rootfs PATH   a root filesystem directory or an erofs image\n"
 		"  --jail MODE     confine QEMU (README \"Security\"): auto (default: where\n"
 		"                  the host allows it), required or off\n"
@@ -177,10 +183,11 @@ static int vm_run(int argc, char **argv)
 		{ "boot-log", no_argument, NULL, 'b' },     { "cold", no_argument, NULL, 'C' },
 		{ "tcg-cache-mb", required_argument, NULL, 't' }, { "scratch-mb", required_argument, NULL, 's' },
 		{ "jail", required_argument, NULL, 'j' }, { "data-disk", required_argument, NULL, 'D' },
-		{ "console-log", required_argument, NULL, 'L' },
+		{ "console-log", required_argument, NULL, 'L' }, { "share", required_argument, NULL, 'S' },
 		{ NULL, 0, NULL, 0 },
 	};
 	struct sbx_vm_options opt = { .cpus = 1, .memory_mib = 512 };
+	struct sbx_vm_share shares[SBX_VM_MAX_SHARES];
 	enum sbx_jail_mode jail_mode = SBX_JAIL_AUTO;
 	bool verbose = false;
 	sbx_error_t err = NULL;
@@ -230,6 +237,19 @@ static int vm_run(int argc, char **argv)
 			break;
 		case 'L':
 			opt.console_log = optarg;
+			break;
+		case 'S':
+			if (opt.n_shares == SBX_VM_MAX_SHARES) {
+				fprintf(stderr, "sandbox-libkrun: at most %d --share\n", SBX_VM_MAX_SHARES);
+				return 2;
+			}
+			if (share_arg_parse(optarg, &shares[opt.n_shares], &err) < 0) {
+				fprintf(stderr, "sandbox-libkrun: %s\n", sbx_error_msg(err));
+				sbx_error_free(&err);
+				return 2;
+			}
+			opt.shares = shares;
+			opt.n_shares++;
 			break;
 		case 'j':
 			if (sbx_jail_mode_parse(optarg, &jail_mode, &err) < 0) {

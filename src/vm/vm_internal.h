@@ -15,6 +15,7 @@
 #include "vm/keeper.h"
 #include "vm/net_link.h"
 #include "vm/snapshot.h"
+#include "vm/virtiofs.h"
 #include "vm/vm.h"
 
 struct sbx_vm {
@@ -28,6 +29,7 @@ struct sbx_vm {
 	char *data_disk;        /* the caller's disk in place of the scratch disk, or NULL */
 	int data_lock;          /* its flock while the VM lives, -1 = none */
 	char *console_log;      /* the caller's console log, or NULL */
+	struct virtiofs fs;     /* virtio-fs shares */
 	bool boot_log;
 	bool restored;          /* started from a snapshot: no HELLO comes */
 	char snap_key[SNAPSHOT_KEY_LEN + 1];

@@ -10,9 +10,10 @@ struct jail *vm_jail_prepare(struct sbx_jail_host *h, const struct vm_jail_args 
 	const char *ro[] = { a->qemu, a->kernel, a->boot, a->image };
 	const char *rw[] = { a->scratch };
 	/* Writes go to the scratch disk and, when this boot saves a template,
-	 * the guest's RAM goes to the template's state file. */
+	 * the guest's RAM goes to the template's state file; a RAM memfd's
+	 * size counts as a file's too. */
 	uint64_t fsize = a->scratch_bytes;
-	if (a->saves_template && (a->guest_mib << 20) + (64ull << 20) > fsize)
+	if ((a->saves_template || a->ram_memfd) && (a->guest_mib << 20) + (64ull << 20) > fsize)
 		fsize = (a->guest_mib << 20) + (64ull << 20);
 	struct jail_request r = {
 		.name = slash != NULL ? slash + 1 : a->dir,

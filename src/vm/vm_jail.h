@@ -21,6 +21,7 @@ struct vm_jail_args {
 	uint64_t guest_mib;
 	bool kvm;
 	bool saves_template; /* QEMU writes the guest's RAM to a template file */
+	bool ram_memfd;      /* guest RAM is a memfd QEMU sizes (virtio-fs) */
 	uint64_t scratch_bytes; /* the scratch disk: the most QEMU writes to a file */
 };
 

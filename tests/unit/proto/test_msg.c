@@ -46,8 +46,10 @@ TEST(config_roundtrip_with_binary_entropy)
 	for (size_t i = 0; i < sizeof(entropy); i++)
 		entropy[i] = (uint8_t)i; /* includes NULs */
 	struct proto_msg m = { .stream = 0, .type = PROTO_CONFIG };
+	struct proto_share shares[] = { { "sbxfs0", "/run/iii/config", PROTO_SHARE_RO }, { "sbxfs1", "/mnt/x", 0 } };
 	m.u.config = (struct proto_config){ "box", env, 1ull << 30, 4096, 1700000000123456789ull, entropy,
-					    sizeof(entropy), "www-data:1234", 0x0a00020f, 24, 0x0a000202, 0x0a000203, 1024 };
+					    sizeof(entropy), "www-data:1234", 0x0a00020f, 24, 0x0a000202, 0x0a000203, 1024,
+					    shares, 2 };
 	struct proto_msg d;
 	CHECK_INT(roundtrip(&m, &d), 0);
 	CHECK_STR(d.u.config.user, "www-data:1234");
@@ -63,7 +65,79 @@ TEST(config_roundtrip_with_binary_entropy)
 	CHECK(d.u.config.net_addr == 0x0a00020f && d.u.config.net_prefix == 24);
 	CHECK(d.u.config.net_gateway == 0x0a000202 && d.u.config.net_dns == 0x0a000203);
 	CHECK_INT(d.u.config.pids_max, 1024);
+	CHECK_INT(d.u.config.n_shares, 2);
+	CHECK_STR(d.u.config.shares[0].tag, "sbxfs0");
+	CHECK_STR(d.u.config.shares[0].path, "/run/iii/config");
+	CHECK_INT(d.u.config.shares[0].flags, PROTO_SHARE_RO);
+	CHECK_STR(d.u.config.shares[1].path, "/mnt/x");
+	CHECK_INT(d.u.config.shares[1].flags, 0);
 	proto_msg_free(&d);
+}
+
+/* A CONFIG's fixed fields up to pids_max, for the share checks. */
+static void put_config_head(struct proto_wbuf *p)
+{
+	char *env[] = { NULL };
+	proto_put_str(p, "h");
+	proto_put_strv(p, env);
+	proto_put_u64(p, 0);
+	proto_put_u64(p, 0);
+	proto_put_u64(p, 0);
+	proto_put_u32(p, 0);
+	proto_put_str(p, "");
+	for (int i = 0; i < 5; i++)
+		proto_put_u32(p, 0);
+}
+
+TEST(config_share_rejections)
+{
+	static const struct {
+		uint32_t n;
+		const char *tag, *path;
+		uint32_t flags;
+		const char *why;
+	} cases[] = {
+		{ PROTO_MAX_SHARES + 1, "t", "/a", 0, "shares" },
+		{ 1, "", "/a", 0, "tag" },
+		{ 1, "0123456789012345678901234567890123456", "/a", 0, "tag" }, /* 37 bytes */
+		{ 1, "t", "", 0, "path" },
+		{ 1, "t", "relative", 0, "absolute" },
+		{ 1, "t", "/a", 2, "flags" },
+	};
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		struct proto_wbuf p;
+		proto_wbuf_init(&p);
+		put_config_head(&p);
+		proto_put_u32(&p, cases[i].n);
+		proto_put_str(&p, cases[i].tag);
+		proto_put_str(&p, cases[i].path);
+		proto_put_u32(&p, cases[i].flags);
+		CHECK_INT(decode_raw(PROTO_CONFIG, 0, &p), -1);
+		CHECK(strstr(last_err, cases[i].why) != NULL);
+		proto_wbuf_free(&p);
+	}
+	/* A count above the entries that follow is incomplete. */
+	struct proto_wbuf p;
+	proto_wbuf_init(&p);
+	put_config_head(&p);
+	proto_put_u32(&p, 2);
+	proto_put_str(&p, "t");
+	proto_put_str(&p, "/a");
+	proto_put_u32(&p, PROTO_SHARE_RO);
+	CHECK_INT(decode_raw(PROTO_CONFIG, 0, &p), -1);
+	proto_wbuf_free(&p);
+
+	/* The encoder refuses what the decoder would. */
+	char *env[] = { NULL };
+	struct proto_share bad[] = { { "t", "relative", 0 } };
+	struct proto_msg m = { .stream = 0, .type = PROTO_CONFIG };
+	m.u.config = (struct proto_config){ .hostname = "h", .env = env, .shares = bad, .n_shares = 1 };
+	struct proto_wbuf out;
+	proto_wbuf_init(&out);
+	sbx_error_t err = NULL;
+	CHECK_INT(proto_msg_encode(&out, &m, &err), -1);
+	sbx_error_free(&err);
+	proto_wbuf_free(&out);
 }
 
 TEST(config_rejects_a_network_prefix_above_32)
@@ -125,6 +199,9 @@ TEST(config_user_defaults_to_root_and_is_capped)
 	for (int i = 0; i < 4; i++)
 		proto_put_u32(&p, 0);
 	/* nor one without pids_max */
+	CHECK_INT(decode_raw(PROTO_CONFIG, 0, &p), -1);
+	proto_put_u32(&p, 0);
+	/* nor one without the shares */
 	CHECK_INT(decode_raw(PROTO_CONFIG, 0, &p), -1);
 	proto_put_u32(&p, 0);
 	CHECK_INT(decode_raw(PROTO_CONFIG, 0, &p), 0);

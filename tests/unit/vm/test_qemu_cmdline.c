@@ -163,3 +163,39 @@ TEST(rejects_bad_configs)
 	CHECK(qemu_cmdline(&c, &err) == NULL);
 	sbx_error_free(&err);
 }
+
+TEST(virtio_fs_shares)
+{
+	struct qemu_config c = base();
+	struct qemu_share shares[] = { { 6, "sbxfs0" }, { 7, "sbxfs1" } };
+	c.shares = shares;
+	c.n_shares = 2;
+	sbx_error_t err = NULL;
+	char **v = qemu_cmdline(&c, &err);
+	CHECK(v != NULL);
+	/* vhost-user needs guest RAM in a shared memfd, and modern virtio. */
+	CHECK_STR(after(v, "-M"), "microvm,acpi=off,ioapic2=off,memory-backend=ram");
+	CHECK_STR(after(v, "-object"), "memory-backend-memfd,id=ram,size=256M,share=on");
+	CHECK_STR(after(v, "-global"), "virtio-mmio.force-legacy=false");
+	CHECK(find(v, "socket,id=fs0,fd=6") > 0);
+	CHECK(find(v, "vhost-user-fs-device,chardev=fs0,tag=sbxfs0") > 0);
+	CHECK(find(v, "socket,id=fs1,fd=7") > 0);
+	CHECK(find(v, "vhost-user-fs-device,chardev=fs1,tag=sbxfs1") > 0);
+	sbx_strv_free(v);
+
+	/* Without shares: no memory backend, legacy virtio-mmio as before. */
+	c.n_shares = 0;
+	v = qemu_cmdline(&c, &err);
+	CHECK(v != NULL);
+	CHECK(find(v, "-object") < 0 && find(v, "-global") < 0);
+	sbx_strv_free(v);
+
+	/* A tag that would smuggle in options, or no socket, is refused. */
+	struct qemu_share bad[][1] = { { { 6, "a,b" } }, { { 6, "a=b" } }, { { 6, "" } }, { { 0, "t" } } };
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		c.shares = bad[i];
+		c.n_shares = 1;
+		CHECK(qemu_cmdline(&c, &err) == NULL);
+		sbx_error_free(&err);
+	}
+}
