@@ -35,6 +35,9 @@ void worker_launch_free(struct worker_launch *l);
  * tail when it does not come up). */
 struct sbx_vm *worker_vm_boot(const struct worker_launch *l, sbx_error_t *err);
 
+/* worker_config.c: config_dir's files written into the guest. */
+int worker_config_copy(const struct worker_launch *l, struct sbx_vm *vm, sbx_error_t *err);
+
 /* worker_supervise.c: the supervisor thread's body (takes l): boots, runs
  * the steps and the worker process, feeds the logs, stops the VM when the
  * process ends or a stop asks. */

@@ -12,6 +12,7 @@
 
 #include "common/clock.h"
 #include "common/log.h"
+#include "common/scodes.h"
 #include "common/strv.h"
 #include "net/net_config.h"
 #include "vm/vm.h"
@@ -241,6 +242,11 @@ void *worker_supervise(void *arg)
 	struct worker_launch *l = arg;
 	sbx_error_t err = NULL;
 	struct sbx_vm *vm = worker_vm_boot(l, &err);
+	if (vm != NULL && worker_config_copy(l, vm, &err) < 0) {
+		sbx_error_default_scode(&err, SBX_S_WORKER_BOOT);
+		sbx_vm_stop(vm, sbx_now_ms() + WORKER_STOP_MS);
+		vm = NULL;
+	}
 	pthread_mutex_lock(&l->t->lock);
 	struct worker_live *w = l->w;
 	if (vm == NULL) {

@@ -1,5 +1,5 @@
 /* A worker's VM (ARCHITECTURE.md 2.9): cold boot of its image on its data
- * disk, networking on, its host directories shared read-only with
+ * disk, networking on, its host directory shared read-only with
  * virtio-fs, the console kept in logs/console.log, jailed like a sandbox's
  * QEMU. */
 #include <errno.h>
@@ -8,7 +8,6 @@
 
 #include "common/scodes.h"
 #include "vm/vm.h"
-#include "worker/worker_env.h"
 #include "worker/worker_launch.h"
 
 struct sbx_vm *worker_vm_boot(const struct worker_launch *l, sbx_error_t *err)
@@ -17,14 +16,9 @@ struct sbx_vm *worker_vm_boot(const struct worker_launch *l, sbx_error_t *err)
 	char disk[4200], console[4200];
 	snprintf(disk, sizeof(disk), "%s/" WORKER_DATA_DISK, l->dir);
 	snprintf(console, sizeof(console), "%s/" WORKER_LOG_DIR "/console.log", l->dir);
-	struct sbx_vm_share shares[2];
-	size_t n = 0;
-	if (l->rec.source == WORKER_SOURCE_PATH)
-		shares[n++] = (struct sbx_vm_share){ l->rec.host_path, "/mnt/host-src", true };
-	else
-		shares[n++] = (struct sbx_vm_share){ l->rec.host_path, "/workspace", true };
-	if (l->config_dir != NULL)
-		shares[n++] = (struct sbx_vm_share){ l->config_dir, WORKER_CONFIG_GUEST_DIR, true };
+	/* One share: a networked VM has room for no more (worker_config.c). */
+	struct sbx_vm_share share = { l->rec.host_path,
+				      l->rec.source == WORKER_SOURCE_PATH ? "/mnt/host-src" : "/workspace", true };
 	struct sbx_vm_options opt = {
 		.cpus = l->rec.cpus,
 		.memory_mib = l->rec.memory_mb,
@@ -39,8 +33,8 @@ struct sbx_vm *worker_vm_boot(const struct worker_launch *l, sbx_error_t *err)
 		.net_args = l->net_args,
 		.jail = l->t->jail,
 		.jail_memory_mib = (unsigned)l->mem_cost,
-		.shares = shares,
-		.n_shares = n,
+		.shares = &share,
+		.n_shares = 1,
 		.data_disk = disk,
 		.console_log = console,
 	};
