@@ -215,6 +215,7 @@ int worker_op_start(struct sbx_adapter *a, json_t *req, json_t **out)
 	w->pid = 0;
 	w->started_at = (int64_t)time(NULL);
 	worker_set_state(t, w, WORKER_STARTING);
+	unsigned cpus = l->rec.cpus, memory_mb = l->rec.memory_mb; /* l is the thread's from here on */
 	int e = pthread_create(&w->thread, NULL, worker_supervise, l);
 	if (e != 0) {
 		worker_set_state(t, w, WORKER_PREPARED);
@@ -225,7 +226,7 @@ int worker_op_start(struct sbx_adapter *a, json_t *req, json_t **out)
 		return sbx_op_fail(&err, out);
 	}
 	w->thread_live = true;
-	sbx_info("worker %s starting (%u cpus, %u MiB)", name, l->rec.cpus, l->rec.memory_mb);
+	sbx_info("worker %s starting (%u cpus, %u MiB)", name, cpus, memory_mb);
 	while (w->state == WORKER_STARTING)
 		pthread_cond_wait(&t->changed, &t->lock);
 	int rc = 0;

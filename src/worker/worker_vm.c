@@ -43,7 +43,7 @@ struct sbx_vm *worker_vm_boot(const struct worker_launch *l, sbx_error_t *err)
 		return vm;
 	if (vm != NULL)
 		sbx_vm_stop(vm, sbx_now_ms() + WORKER_STOP_MS);
-	sbx_error_prefix(err, "worker %s: the VM did not boot", l->rec.worker);
+	sbx_error_prefix(err, "worker %s", l->rec.worker);
 	/* Whatever the VM layer called it, for worker::start it is S506. */
 	snprintf((*err)->scode, sizeof((*err)->scode), "%s", SBX_S_WORKER_BOOT);
 	return NULL;
