@@ -33,7 +33,7 @@ writeFileSync(path.join(workerDir, 'worker.mjs'), sdkWorkerSource('bench::ping',
 copySdk(workerDir);
 
 let s;
-const samples = { worker: [], stop: [], sandbox: [] };
+const samples = { answered: [], worker: [], stop: [], sandbox: [] };
 try {
 	s = await startStack({
 		config: { registry_mirrors: reg.mirrors, image_allowlist: ['node'] },
@@ -44,6 +44,7 @@ try {
 	const once = async () => {
 		const t0 = performance.now();
 		await call('start', {});
+		const answered = Math.round(performance.now() - t0);
 		await s.engine.waitFor(() => s.engine.functions.has('bench::ping'), LONG, 'bench::ping');
 		const r = await s.caller.trigger({ function_id: 'bench::ping', payload: {}, timeoutMs: 60000 });
 		if (!r?.pong) throw new Error(`bench::ping answered ${JSON.stringify(r)}`);
@@ -51,11 +52,12 @@ try {
 		const t1 = performance.now();
 		await call('stop', {});
 		await s.engine.waitFor(() => !s.engine.functions.has('bench::ping'), 60000, 'bench::ping gone');
-		return [ms, Math.round(performance.now() - t1)];
+		return [ms, Math.round(performance.now() - t1), answered];
 	};
 	await once(); // warm-up: the first start runs setup/install, the page cache fills
 	for (let i = 0; i < runs; i++) {
-		const [start, stop] = await once();
+		const [start, stop, answered] = await once();
+		samples.answered.push(answered);
 		samples.worker.push(start);
 		samples.stop.push(stop);
 	}
@@ -77,6 +79,7 @@ try {
 }
 const row = (label, v) => console.log(`${label.padEnd(58)} ${String(median(v)).padStart(7)} ${String(Math.min(...v)).padStart(7)} ${String(Math.max(...v)).padStart(7)}`);
 console.log(`${`node image through the engine (ms, ${runs} runs)`.padEnd(58)} ${'median'.padStart(7)} ${'min'.padStart(7)} ${'max'.padStart(7)}`);
+row('worker::start answered (VM up, process spawned)', samples.answered);
 row('worker::start -> first function answers (cold boot)', samples.worker);
 row('worker::stop -> function unregistered', samples.stop);
 row('sandbox create -> first exec of true (snapshot)', samples.sandbox);

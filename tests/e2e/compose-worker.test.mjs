@@ -240,7 +240,7 @@ describe('Compose worker VMs', { skip: skip ?? false }, () => {
 			`name: broken\nruntime:\n  base_image: ${BROKEN_IMAGE}\nscripts:\n  start: "true"\n`);
 		await call('prepare', { worker: 'broken', host_path: dir }, START_MS);
 		const err = await stack.callError('worker::start', { auth: TOKEN, worker: 'broken' });
-		assertWorkerError(err, 'S506', /did not boot/);
+		assertWorkerError(err, 'S506', /worker broken: /);
 		assert.equal((await call('status', { worker: 'broken' })).state, 'failed');
 		await call('destroy', { worker: 'broken' });
 	});
