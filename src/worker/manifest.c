@@ -114,7 +114,7 @@ static int resources(json_t *v, struct worker_resources *out, sbx_error_t *err)
 {
 	if (json_is_null(v))
 		return 0;
-	if (worker_resources_parse(v, "resources", out, err) < 0) {
+	if (worker_resources_parse(v, "resources", true, out, err) < 0) {
 		sbx_error_prefix(err, WORKER_MANIFEST_FILE);
 		sbx_error_default_scode(err, SBX_S_MANIFEST);
 		return -1;
@@ -200,8 +200,11 @@ int worker_manifest_load(const char *dir, bool bundle, struct worker_manifest *o
 {
 	memset(out, 0, sizeof(*out));
 	cleanup_close int dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	if (dfd < 0)
-		return sbx_error_errno(err, errno, "host_path %s", dir);
+	if (dfd < 0) {
+		sbx_error_errno(err, errno, "host_path %s", dir);
+		sbx_error_default_scode(err, SBX_S_INVALID_REQUEST);
+		return -1;
+	}
 	/* Not a symlink (it could point anywhere, outside both roots), not a
 	 * FIFO that would block the open. */
 	cleanup_close int fd = openat(dfd, WORKER_MANIFEST_FILE, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);

@@ -43,7 +43,7 @@ static int parse_request(json_t *req, struct prepare_req *p, sbx_error_t *err)
 	if (res != NULL && !json_is_null(res)) {
 		if (!json_is_object(res))
 			return req_type_error(res, "resources", "a map", err);
-		if (worker_resources_parse(res, "resources", &p->resources, err) < 0) {
+		if (worker_resources_parse(res, "resources", false, &p->resources, err) < 0) {
 			sbx_error_default_scode(err, SBX_S_INVALID_REQUEST);
 			return -1;
 		}

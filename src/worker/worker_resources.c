@@ -114,7 +114,8 @@ int worker_memory_parse(json_t *v, const char *what, unsigned *out_mb, sbx_error
 	return 0;
 }
 
-int worker_resources_parse(json_t *obj, const char *what, struct worker_resources *out, sbx_error_t *err)
+int worker_resources_parse(json_t *obj, const char *what, bool strict, struct worker_resources *out,
+			   sbx_error_t *err)
 {
 	*out = (struct worker_resources){ 0, 0 };
 	if (!json_is_object(obj))
@@ -132,7 +133,7 @@ int worker_resources_parse(json_t *obj, const char *what, struct worker_resource
 		else if (strcmp(key, "memory") == 0)
 			rc = worker_memory_parse(v, name, &out->memory_mb, err);
 		else
-			rc = sbx_error_set(err, EINVAL, "unknown key `%s`", name);
+			rc = strict ? sbx_error_set(err, EINVAL, "unknown key `%s`", name) : 0;
 		if (rc < 0)
 			return -1;
 	}

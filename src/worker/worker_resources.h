@@ -29,8 +29,11 @@ int worker_cpus_parse(json_t *v, const char *what, unsigned *out, sbx_error_t *e
  * "1048576Ki", or bytes "536870912" (rounded up to MiB); a string of digits
  * with no suffix is bytes.  1..WORKER_MAX_MEMORY_MB MiB. */
 int worker_memory_parse(json_t *v, const char *what, unsigned *out_mb, sbx_error_t *err);
-/* Both keys of a {cpus?, memory?} map; any other key is refused. */
-int worker_resources_parse(json_t *obj, const char *what, struct worker_resources *out, sbx_error_t *err);
+/* Both keys of a {cpus?, memory?} map (null: absent).  Any other key is
+ * refused when `strict` (a manifest), ignored otherwise (a request, whose
+ * unknown fields are ignored everywhere: contract §1.5). */
+int worker_resources_parse(json_t *obj, const char *what, bool strict, struct worker_resources *out,
+			   sbx_error_t *err);
 
 /* The request's values, else the manifest's, else the defaults; a bundle's
  * capped at 4 / 4096 with one warning naming the worker and what was asked. */

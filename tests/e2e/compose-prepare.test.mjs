@@ -141,13 +141,16 @@ describe('worker::* auth, roots and manifest checks (no image needed)', () => {
 		}
 	});
 
-	test('S001: a bad worker name, a bundle without base_image, bad resources; decode errors for wrong types', async () => {
+	test('S001: a bad worker name, a bundle without base_image, bad resources, a file as host_path; decode errors for wrong types', async () => {
 		const ok = path.join(t.project, 'ok');
 		assertScode(await prep({ host_path: ok, worker: '../x' }), 'S001', /worker name must be/);
 		const b = worker(path.join(t.cache, 'plain-1.0.0-x86_64'), 'scripts: {start: node index.js}\n');
 		assertScode(await prep({ host_path: b }), 'S001', /base_image is required for a bundle/);
 		assertScode(await prep({ host_path: ok, resources: { cpus: 0 } }), 'S001', /`resources\.cpus` 0 is out of range/);
 		assertScode(await prep({ host_path: ok, resources: { memory: '2GB' } }), 'S001', /`resources\.memory` must be/);
+		const file = path.join(t.project, 'a-file');
+		writeFileSync(file, 'not a directory');
+		assertScode(await prep({ host_path: file }), 'S001', /^invalid request: host_path .*a-file: Not a directory$/);
 		for (const bad of [{ host_path: 5 }, { exec: 'node x' }, { exec: [1] }, { resources: 2 }, { base_image: 3 }]) {
 			const err = await s.callError('worker::prepare', { auth: TOKEN, worker: 'w1', host_path: ok, ...bad });
 			assert.equal(err.envelope, null, JSON.stringify(bad));

@@ -159,6 +159,13 @@ TEST(load_from_a_directory)
 	sbx_error_free(&err);
 	char path[PATH_MAX];
 	snprintf(path, sizeof(path), "%s/iii.worker.yaml", dir);
+	/* host_path a file, not a directory: a request error. */
+	CHECK_INT(close(open(path, O_WRONLY | O_CREAT | O_EXCL, 0600)), 0);
+	CHECK_INT(worker_manifest_load(path, false, &m, &err), -1);
+	CHECK_STR(err->scode, SBX_S_INVALID_REQUEST);
+	CHECK(strstr(sbx_error_msg(err), "Not a directory") != NULL);
+	sbx_error_free(&err);
+	CHECK_INT(unlink(path), 0);
 	CHECK_INT(symlink("/etc/passwd", path), 0);
 	CHECK_INT(worker_manifest_load(dir, false, &m, &err), -1);
 	CHECK_STR(sbx_error_msg(err), "iii.worker.yaml: is a symlink; it must be a regular file");

@@ -65,17 +65,21 @@ TEST(memory_forms)
 	}
 }
 
-TEST(map_refuses_unknown_keys)
+TEST(map_keys)
 {
 	sbx_error_t err = NULL;
 	struct worker_resources r;
-	json_t *v = json_loads("{\"cpus\":2,\"gpu\":1}", 0, NULL);
-	CHECK_INT(worker_resources_parse(v, "resources", &r, &err), -1);
+	json_t *v = json_loads("{\"cpus\":2,\"gpu\":1,\"memory\":null}", 0, NULL);
+	CHECK_INT(worker_resources_parse(v, "resources", true, &r, &err), -1);
 	CHECK_STR(sbx_error_msg(err), "unknown key `resources.gpu`");
 	sbx_error_free(&err);
+	/* A request's unknown fields are ignored, as everywhere in requests. */
+	CHECK_INT(worker_resources_parse(v, "resources", false, &r, &err), 0);
+	CHECK_INT(r.cpus, 2);
+	CHECK_INT(r.memory_mb, 0);
 	json_decref(v);
 	v = json_loads("{\"cpus\":\"x\"}", 0, NULL);
-	CHECK_INT(worker_resources_parse(v, "resources", &r, &err), -1);
+	CHECK_INT(worker_resources_parse(v, "resources", false, &r, &err), -1);
 	CHECK(strstr(sbx_error_msg(err), "`resources.cpus` must be") != NULL);
 	sbx_error_free(&err);
 	json_decref(v);
