@@ -63,6 +63,8 @@ static void add_shares(struct argv_builder *b, const struct qemu_config *c)
 {
 	add(b, "-global");
 	add(b, "virtio-mmio.force-legacy=false");
+	add(b, "-machine"); /* merged with -M's options */
+	add(b, "memory-backend=ram");
 	add(b, "-object");
 	add(b, "memory-backend-memfd,id=ram,size=%uM,share=on", c->memory_mib);
 	for (size_t i = 0; i < c->n_shares; i++) {
@@ -109,7 +111,7 @@ char **qemu_cmdline(const struct qemu_config *c, sbx_error_t *err)
 	struct argv_builder b = { .n = 0 };
 	add(&b, "%s", c->qemu);
 	add(&b, "-M");
-	add(&b, "microvm,acpi=off,ioapic2=off%s", c->n_shares > 0 ? ",memory-backend=ram" : "");
+	add(&b, "microvm,acpi=off,ioapic2=off");
 	add(&b, "-nodefaults");
 	add(&b, "-no-user-config");
 	add(&b, "-display");

@@ -75,8 +75,8 @@ int vm_launch(struct sbx_vm *vm, int state_fd, sbx_error_t *err)
 			.scratch = vm_upper_disk(vm), .cpus = vm->cpus, .memory_limit_mib = vm->jail_memory_mib,
 			.guest_mib = vm->memory_mib, .kvm = vm->accel == SBX_ACCEL_KVM,
 			.saves_template = vm->snap_lock >= 0, .scratch_bytes = vm->scratch_bytes,
-			.ram_memfd = vm->fs.n > 0,
 		};
+		ja.ram_memfd = vm->fs.n > 0;
 		if ((vm->jail = vm_jail_prepare(vm->jail_host, &ja, err)) == NULL)
 			return -1;
 	}
@@ -99,6 +99,13 @@ int vm_launch(struct sbx_vm *vm, int state_fd, sbx_error_t *err)
 		net_at = KEEPER_QEMU_FD_BASE + nfds;
 		fds[nfds++] = vm->net.qemu_fd;
 	}
+	struct qemu_share qs[SBX_VM_MAX_SHARES];
+	struct keeper_side sides[SBX_VM_MAX_SHARES];
+	if (virtiofs_open(&vm->fs, vm->dir, err) < 0) {
+		net_link_close(&vm->net);
+		return -1;
+	}
+	virtiofs_plan(&vm->fs, fds, &nfds, qs, sides);
 	if (qmp[1] >= 0) {
 		qmp_at = KEEPER_QEMU_FD_BASE + nfds;
 		fds[nfds++] = qmp[1];
@@ -107,13 +114,6 @@ int vm_launch(struct sbx_vm *vm, int state_fd, sbx_error_t *err)
 		state_at = KEEPER_QEMU_FD_BASE + nfds;
 		fds[nfds++] = state_fd;
 	}
-	struct qemu_share qs[SBX_VM_MAX_SHARES];
-	struct keeper_side sides[SBX_VM_MAX_SHARES];
-	if (virtiofs_open(&vm->fs, vm->dir, err) < 0) {
-		net_link_close(&vm->net);
-		return -1;
-	}
-	virtiofs_plan(&vm->fs, fds, &nfds, qs, sides);
 	struct qemu_config qc = {
 		.qemu = vm->qemu, .kernel = vm->kernel, .boot_disk = vm->boot, .image = vm->image,
 		.scratch = vm_upper_disk(vm), .cpus = vm->cpus, .memory_mib = vm->memory_mib, .accel = vm->accel,
@@ -178,7 +178,7 @@ static struct sbx_vm *vm_new(const struct sbx_vm_options *opt, sbx_error_t *err)
 	console_init(&vm->console);
 	vm->keeper.pid = -1;
 	vm->keeper.lifeline = -1;
-	vm->snap_lock = vm->qmp_fd = vm->data_lock = -1;
+	vm->snap_lock = vm->qmp_fd = -1;
 	vm->cpus = opt->cpus ? opt->cpus : 1;
 	vm->memory_mib = opt->memory_mib ? opt->memory_mib : 512;
 	vm->boot_log = opt->boot_log;
@@ -191,6 +191,7 @@ static struct sbx_vm *vm_new(const struct sbx_vm_options *opt, sbx_error_t *err)
 	vm->hostname = strdup(opt->hostname != NULL ? opt->hostname : "sandbox");
 	vm->env = sbx_strv_dup(opt->env);
 	vm->user = strdup(opt->user != NULL ? opt->user : "");
+	vm->data_lock = -1;
 	net_link_init(&vm->net);
 	if (virtiofs_init(&vm->fs, opt->shares, opt->n_shares, err) < 0) {
 		vm_free(vm);
