@@ -102,34 +102,39 @@ static char *pair(const char *k, const char *v)
 	return asprintf(&out, "%s=%s", k, v) < 0 ? NULL : out;
 }
 
+/* The request's env as "K=V" strings, NULL-terminated. */
+static char **request_strv(json_t *req)
+{
+	size_t n = json_array_size(req);
+	char **v = calloc(n + 1, sizeof(char *));
+	for (size_t i = 0; v != NULL && i < n; i++) {
+		if ((v[i] = strdup(json_string_value(json_array_get(req, i)))) == NULL) {
+			sbx_strv_free(v);
+			return NULL;
+		}
+	}
+	return v;
+}
+
 char **worker_env_build(const struct worker_env_in *in, sbx_error_t *err)
 {
 	cleanup_json json_t *req = env_resolve(in->request_env, err);
 	if (req == NULL)
 		return NULL;
-	size_t n = json_array_size(req);
-	cleanup_strv char **req_v = calloc(n + 1, sizeof(char *));
-	struct env_list l = { calloc(WORKER_ENV_MAX + 1, sizeof(char *)), 0 };
-	if (req_v == NULL || l.v == NULL)
-		goto oom;
-	for (size_t i = 0; i < n; i++) {
-		if ((req_v[i] = strdup(json_string_value(json_array_get(req, i)))) == NULL)
-			goto oom;
-	}
+	cleanup_strv char **req_v = request_strv(req);
 	cleanup_free char *url = sandbox_network_rewrite(in->engine_url);
-	if (url == NULL)
-		goto oom;
+	struct env_list l = { calloc(WORKER_ENV_MAX + 1, sizeof(char *)), 0 };
+	if (req_v == NULL || url == NULL || l.v == NULL) {
+		sbx_strv_free(l.v);
+		return sbx_error_errno(err, ENOMEM, "worker env"), NULL;
+	}
 	if (put_all(&l, in->image_env, false, false, err) < 0 || put_all(&l, in->manifest_env, false, false, err) < 0 ||
-	    put_all(&l, req_v, true, in->config_dir, err) < 0 || (!has(&l, "PATH=") && put(&l, strdup(BOOT_ENV_DEFAULT_PATH), err) < 0) ||
-	    put(&l, pair("III_ENGINE_URL", url), err) < 0 ||
-	    put(&l, pair("III_URL", url), err) < 0 || put(&l, pair("III_WORKER_NAME", in->worker), err) < 0 ||
-	    put(&l, strdup("III_ISOLATION=libkrun"), err) < 0) {
+	    put_all(&l, req_v, true, in->config_dir, err) < 0 ||
+	    (!has(&l, "PATH=") && put(&l, strdup(BOOT_ENV_DEFAULT_PATH), err) < 0) ||
+	    put(&l, pair("III_ENGINE_URL", url), err) < 0 || put(&l, pair("III_URL", url), err) < 0 ||
+	    put(&l, pair("III_WORKER_NAME", in->worker), err) < 0 || put(&l, strdup("III_ISOLATION=libkrun"), err) < 0) {
 		sbx_strv_free(l.v);
 		return NULL;
 	}
 	return l.v;
-oom:
-	sbx_strv_free(l.v);
-	sbx_error_errno(err, ENOMEM, "worker env");
-	return NULL;
 }
