@@ -21,6 +21,7 @@
 #define SBX_NO_VM_DETAIL "VM support is not built yet in this sandbox-libkrun build"
 
 struct sbx_adapter;
+struct worker_table;
 
 /* The worker::* operations behind the dispatcher (handlers_worker.c), which
  * has checked the token and that `worker` is a string; serve
@@ -43,6 +44,7 @@ struct sbx_adapter {
 	struct reaper reaper;
 	struct sbx_mem_budget mem; /* what live VMs may take together */
 	const struct sbx_worker_ops *workers; /* NULL: worker::* answer S300 */
+	struct worker_table *worker_vms; /* the live worker VMs (worker/worker_table.h), owned by serve */
 };
 
 /* Same contract as engine_handler_fn: 0 with *out the result, or -1 with *out

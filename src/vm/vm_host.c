@@ -178,3 +178,8 @@ int vm_prepare(struct sbx_vm *vm, const struct sbx_vm_options *opt, char **image
 		return sbx_error_errno(err, ENOMEM, "vm paths");
 	return 0;
 }
+
+pid_t sbx_vm_pid(struct sbx_vm *vm)
+{
+	return vm->keeper.qemu_pid;
+}

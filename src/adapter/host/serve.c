@@ -37,6 +37,7 @@
 #include "vm/template_cache.h"
 #include "vm/oom_score.h"
 #include "worker/worker_ops.h"
+#include "worker/worker_table.h"
 
 #define EXIT_CONFIG 2
 /* How often the wait for the first connection looks up from its sleep; the
@@ -294,11 +295,12 @@ int sbx_cmd_serve(int argc, char **argv)
 		fprintf(stderr, "sandbox-libkrun serve: %s\n", sbx_error_msg(err));
 		goto out;
 	}
-	if (a != NULL) {
+	if (a != NULL && backend != NULL) {
 		a->fs = (struct sbx_fs_host){ &fs_vm_ops, e };
 		a->workers = &worker_ops_vm;
+		a->worker_vms = worker_table_new(a->cfg, jail, &a->mem, &err);
 	}
-	if (a == NULL || backend == NULL || register_ops(e, a, &err) < 0) {
+	if (a == NULL || backend == NULL || a->worker_vms == NULL || register_ops(e, a, &err) < 0) {
 		fprintf(stderr, "sandbox-libkrun serve: %s\n", sbx_error_msg(err));
 		goto out;
 	}
@@ -320,7 +322,10 @@ out:
 	pthread_join(sig_thread, NULL);
 	engine_free(e);
 	template_warm_stop(warm);
-	/* Stops every sandbox VM: SIGTERM ends serve, never the VMs' lives. */
+	/* Stops every worker and sandbox VM: SIGTERM ends serve, never the
+	 * VMs' lives. */
+	if (a != NULL)
+		worker_table_free(a->worker_vms);
 	sbx_adapter_free(a);
 	vm_backend_free(backend);
 	return status;

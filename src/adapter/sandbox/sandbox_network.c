@@ -26,8 +26,7 @@ int sandbox_network_decode(json_t *req, struct sandbox_create_args *c, sbx_error
 	return 0;
 }
 
-/* Replaces every occurrence of the two loopback prefixes in s. */
-static char *rewrite(const char *s)
+char *sandbox_network_rewrite(const char *s)
 {
 	static const char *const from[] = { "://localhost:", "://127.0.0.1:" };
 	static const char to[] = "://" NET_ADDR_GATEWAY_TEXT ":";
@@ -63,7 +62,7 @@ static int rewrite_env(json_t *env, sbx_error_t *err)
 		const char *eq = kv != NULL ? strchr(kv, '=') : NULL;
 		if (eq == NULL || (strstr(eq, "://localhost:") == NULL && strstr(eq, "://127.0.0.1:") == NULL))
 			continue;
-		char *value = rewrite(kv);
+		char *value = sandbox_network_rewrite(kv);
 		if (value == NULL || json_array_set_new(env, i, json_string(value)) < 0) {
 			free(value);
 			return sbx_error_errno(err, ENOMEM, "env");

@@ -18,5 +18,8 @@ int sandbox_network_decode(json_t *req, struct sandbox_create_args *c, sbx_error
  * gateway, and returns the helper's options in *args. */
 int sandbox_network_prepare(const struct sbx_config *cfg, const struct sandbox_create_args *c, const char *id,
 			    json_t *env, char ***args, sbx_error_t *err);
+/* s with every `://localhost:` and `://127.0.0.1:` turned into the
+ * gateway's address (malloc'd; NULL when out of memory). */
+char *sandbox_network_rewrite(const char *s);
 
 #endif

@@ -102,7 +102,9 @@ export function freePort() {
 	});
 }
 
-export async function startRegistry({ images = Object.keys(IMAGES) } = {}) {
+// `derived` adds images made from one of `images` with a patched config:
+// [{name, from, patch}] (pushed as iiidev/<name>:latest).
+export async function startRegistry({ images = Object.keys(IMAGES), derived = [] } = {}) {
 	const why = registryUnavailable();
 	if (why) throw new FixtureUnavailable(why);
 	const layouts = images.map((name) => [name, ociLayout(name)]);
@@ -115,6 +117,10 @@ export async function startRegistry({ images = Object.keys(IMAGES) } = {}) {
 			deriveLayout(python[1], path.join(work, 'pyw'),
 				{ WorkingDir: WORKDIR_IMAGE.workdir, Env: [`PATH=${WORKDIR_IMAGE.path}`] });
 			layouts.push(['pyw', path.join(work, 'pyw')]);
+		}
+		for (const d of derived) {
+			deriveLayout(layouts.find(([name]) => name === d.from)[1], path.join(work, d.name), d.patch);
+			layouts.push([d.name, path.join(work, d.name)]);
 		}
 		pid = Number(run(path.join(FIXTURES, 'images/start-registry.sh'), [path.join(work, 'reg'), String(port)],
 			'starting docker-registry').trim());

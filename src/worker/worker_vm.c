@@ -1,0 +1,50 @@
+/* A worker's VM (ARCHITECTURE.md 2.9): cold boot of its image on its data
+ * disk, networking on, its host directory shared read-only with
+ * virtio-fs, the console kept in logs/console.log, jailed like a sandbox's
+ * QEMU. */
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "common/scodes.h"
+#include "vm/vm.h"
+#include "worker/worker_launch.h"
+
+struct sbx_vm *worker_vm_boot(const struct worker_launch *l, sbx_error_t *err)
+{
+	const struct sbx_config *cfg = l->t->cfg;
+	char disk[4200], console[4200];
+	snprintf(disk, sizeof(disk), "%s/" WORKER_DATA_DISK, l->dir);
+	snprintf(console, sizeof(console), "%s/" WORKER_LOG_DIR "/console.log", l->dir);
+	/* One share: a networked VM has room for no more (worker_config.c). */
+	struct sbx_vm_share share = { l->rec.host_path,
+				      l->rec.source == WORKER_SOURCE_PATH ? "/mnt/host-src" : "/workspace", true };
+	struct sbx_vm_options opt = {
+		.cpus = l->rec.cpus,
+		.memory_mib = l->rec.memory_mb,
+		.accel = cfg->accel,
+		.image = l->rec.image_erofs,
+		.env = l->env,
+		.user = l->rec.image_user,
+		.nofile = l->nofile,
+		.krunfw_path = cfg->krunfw_path,
+		.tcg_cache_mib = cfg->tcg_cache_mb,
+		.cold_boot = true,
+		.net_args = l->net_args,
+		.jail = l->t->jail,
+		.jail_memory_mib = (unsigned)l->mem_cost,
+		.shares = &share,
+		.n_shares = 1,
+		.data_disk = disk,
+		.console_log = console,
+	};
+	struct sbx_vm *vm = sbx_vm_start(&opt, err);
+	if (vm != NULL && sbx_vm_wait_ready(vm, sbx_now_ms() + WORKER_BOOT_MS, err) == 0)
+		return vm;
+	if (vm != NULL)
+		sbx_vm_stop(vm, sbx_now_ms() + WORKER_STOP_MS);
+	sbx_error_prefix(err, "worker %s", l->rec.worker);
+	/* Whatever the VM layer called it, for worker::start it is S506. */
+	snprintf((*err)->scode, sizeof((*err)->scode), "%s", SBX_S_WORKER_BOOT);
+	return NULL;
+}
