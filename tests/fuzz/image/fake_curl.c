@@ -133,7 +133,9 @@ static bool is_loopback_url(const char *url)
 	size_t n = h[0] == '[' ? strcspn(h, "]") + 1 : strcspn(h, ":/?#");
 	if (n > auth)
 		n = auth;
-	char host[64];
+	/* As long as the URL may be: libcurl reads "127.0.000…0.1", any
+	 * number of zeros, as 127.0.0.1. */
+	char host[4096]; /* the longest URL this stand-in builds */
 	if (n >= sizeof(host))
 		return false;
 	memcpy(host, h, n);
