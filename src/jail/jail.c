@@ -182,7 +182,23 @@ static int hand_over(const struct jail_request *r, uid_t uid, sbx_error_t *err)
 	return 0;
 }
 
-struct jail *jail_prepare(struct sbx_jail_host *h, const struct jail_request *r, sbx_error_t *err)
+void jail_report(const char *what, const char *detail, int e)
+{
+	char buf[512];
+	size_t n = 0;
+	const char *parts[] = { what, ": ", detail, ": ", strerrordesc_np(e), "\n" };
+	for (size_t i = 0; i < sizeof(parts) / sizeof(parts[0]); i++) {
+		const char *p = parts[i] != NULL ? parts[i] : "?";
+		while (*p != '\0' && n < sizeof(buf) - 1)
+			buf[n++] = *p++;
+	}
+	ssize_t w = write(STDERR_FILENO, buf, n);
+	(void)w;
+}
+
+/* What both kinds of jail have: the cgroup leaf with r's limits, and
+ * RLIMIT_CORE 0. */
+static struct jail *jail_new(struct sbx_jail_host *h, const struct jail_request *r, sbx_error_t *err)
 {
 	if (!sbx_jail_host_active(h))
 		return sbx_error_set(err, EINVAL, "jail: not in force"), NULL;
@@ -190,15 +206,23 @@ struct jail *jail_prepare(struct sbx_jail_host *h, const struct jail_request *r,
 	if (j == NULL)
 		return sbx_error_errno(err, ENOMEM, "jail"), NULL;
 	j->uid_lock = -1;
-	if (jail_uid_acquire(UID_DIR, h->uid_base, SBX_JAIL_UID_COUNT, &j->uid, &j->uid_lock, err) < 0) {
-		free(j);
-		return NULL;
-	}
 	struct jail_cg_limits l;
 	jail_cg_limits(r->memory_mib, r->cpus, &l);
 	if (jail_cg_create(&h->cg, r->name, &l, &j->cg, err) < 0) {
-		jail_uid_release(j->uid_lock);
 		free(j);
+		return NULL;
+	}
+	j->core.rlim_cur = j->core.rlim_max = 0;
+	return j;
+}
+
+struct jail *jail_prepare(struct sbx_jail_host *h, const struct jail_request *r, sbx_error_t *err)
+{
+	struct jail *j = jail_new(h, r, err);
+	if (j == NULL)
+		return NULL;
+	if (jail_uid_acquire(UID_DIR, h->uid_base, SBX_JAIL_UID_COUNT, &j->uid, &j->uid_lock, err) < 0) {
+		jail_release(j);
 		return NULL;
 	}
 	struct jail_device dev[] = { { "null", 1, 3, 0666, false },
@@ -228,29 +252,13 @@ struct jail *jail_prepare(struct sbx_jail_host *h, const struct jail_request *r,
 	}
 	limit(&j->nofile, RLIMIT_NOFILE, JAIL_NOFILE);
 	limit(&j->fsize, RLIMIT_FSIZE, r->fsize_bytes);
-	j->core.rlim_cur = j->core.rlim_max = 0;
 	j->host_net = r->host_net;
 	return j;
 }
 
-static void report(const char *step, int e);
-
 struct jail *jail_prepare_limits(struct sbx_jail_host *h, const struct jail_request *r, sbx_error_t *err)
 {
-	if (!sbx_jail_host_active(h))
-		return sbx_error_set(err, EINVAL, "jail: not in force"), NULL;
-	struct jail *j = calloc(1, sizeof(*j));
-	if (j == NULL)
-		return sbx_error_errno(err, ENOMEM, "jail"), NULL;
-	j->uid_lock = -1;
-	struct jail_cg_limits l;
-	jail_cg_limits(r->memory_mib, r->cpus, &l);
-	if (jail_cg_create(&h->cg, r->name, &l, &j->cg, err) < 0) {
-		free(j);
-		return NULL;
-	}
-	j->core.rlim_cur = j->core.rlim_max = 0;
-	return j;
+	return jail_new(h, r, err);
 }
 
 int jail_enter_limits(const struct jail *j)
@@ -263,7 +271,7 @@ int jail_enter_limits(const struct jail *j)
 		goto fail;
 	return 0;
 fail:
-	report(step, errno);
+	jail_report("jail", step, errno);
 	return -1;
 }
 
@@ -278,21 +286,6 @@ pid_t jail_fork(const struct jail *j)
 	if (unshare(CLONE_NEWPID) < 0)
 		return -1;
 	return fork();
-}
-
-/* "jail: <step>: <reason>\n" on fd 2, without malloc or stdio. */
-static void report(const char *step, int e)
-{
-	char buf[512];
-	size_t n = 0;
-	const char *parts[] = { "jail: ", step, ": ", strerrordesc_np(e), "\n" };
-	for (size_t i = 0; i < sizeof(parts) / sizeof(parts[0]); i++) {
-		const char *p = parts[i] != NULL ? parts[i] : "?";
-		while (*p != '\0' && n < sizeof(buf) - 1)
-			buf[n++] = *p++;
-	}
-	ssize_t w = write(STDERR_FILENO, buf, n);
-	(void)w;
 }
 
 int jail_enter(const struct jail *j, int keep_fds)
@@ -328,7 +321,7 @@ int jail_enter(const struct jail *j, int keep_fds)
 	umask(077);
 	return 0;
 fail:
-	report(step, errno);
+	jail_report("jail", step, errno);
 	return -1;
 }
 

@@ -95,6 +95,9 @@ pid_t jail_fork(const struct jail *j);
  * PID namespace).  On failure writes "jail: <step>: <reason>" to fd 2 and
  * returns -1 (the child must then _exit). */
 int jail_enter(const struct jail *j, int keep_fds);
+/* "<what>: <detail>: <strerror(e)>" and a newline on fd 2, without malloc
+ * or stdio: for a child of the threaded daemon before exec. */
+void jail_report(const char *what, const char *detail, int e);
 /* Kills whatever still runs in the jail's cgroup and removes the leaf. */
 void jail_kill(const struct jail *j);
 /* jail_kill, then gives the uid back and frees j.  NULL is a no-op. */

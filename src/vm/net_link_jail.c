@@ -57,22 +57,6 @@ struct jail *net_link_jail_prepare(struct sbx_jail_host *h, const char *vm_dir, 
 	return jail_prepare(h, &r, err);
 }
 
-/* "network helper: exec <path>: <reason>\n" on fd 2, without malloc or
- * stdio (a child of a threaded process). */
-static void report_exec(const char *path, int e)
-{
-	char buf[512];
-	size_t n = 0;
-	const char *parts[] = { "network helper: exec ", path, ": ", strerrordesc_np(e), "\n" };
-	for (size_t i = 0; i < sizeof(parts) / sizeof(parts[0]); i++) {
-		const char *p = parts[i] != NULL ? parts[i] : "?";
-		while (*p != '\0' && n < sizeof(buf) - 1)
-			buf[n++] = *p++;
-	}
-	ssize_t w = write(STDERR_FILENO, buf, n);
-	(void)w;
-}
-
 /* In the forked child: never returns.  fds[] are above NET_HELPER_FD_BEACON
  * (lifted by the caller), so no dup2 overwrites one still to be moved. */
 static void intermediate(const struct jail *j, const char *path, char *const *argv, char *const *envp,
@@ -103,7 +87,7 @@ static void intermediate(const struct jail *j, const char *path, char *const *ar
 	if (pid == 0) {
 		if (jail_enter(j, NET_HELPER_FD_BEACON + 1) == 0) {
 			execve(path, argv, envp);
-			report_exec(path, errno);
+			jail_report("network helper: exec", path, errno);
 		}
 		_exit(127);
 	}
