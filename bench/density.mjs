@@ -4,8 +4,9 @@
 // QEMU's memory from /proc/PID/smaps_rollup: PSS (its share of every page
 // it maps: pages shared by all clones of a template count 1/N each) and
 // private pages (Private_Clean + Private_Dirty: what it alone holds), their
-// totals against N x guest RAM, and the tmpfs the templates' RAM files
-// take.  Then the VM layer on the same image file (`vm run -v`, the
+// totals against N x guest RAM, and what the templates' RAM takes: the
+// daemon's sealed memfds (shared memory, in no VM's PSS) and their sparse
+// files on disk.  Then the VM layer on the same image file (`vm run -v`, the
 // daemon's state directory so the same template serves): restored and
 // cold (`--cold`) boots to ready, medians of 3, and their ratio.  With
 // warm_pool {python: K} in DENSITY_CONFIG, also create -> first exec of
@@ -13,7 +14,7 @@
 // boot (the parked VMs count among the live QEMUs above).
 // Usage: node bench/density.mjs N
 import { spawnSync } from 'node:child_process';
-import { existsSync, readdirSync, readFileSync, realpathSync, statSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync, readlinkSync, statSync } from 'node:fs';
 import path from 'node:path';
 import { BIN } from '../tests/e2e/daemon.mjs';
 import { startRegistry } from '../tests/e2e/lib/registry-fixture.mjs';
@@ -31,15 +32,31 @@ const mib = (k) => (k / 1024).toFixed(1);
 const row = (label, value) => console.log(`${label.padEnd(58)} ${value}`);
 const qemus = (dir) => processesMentioning(dir).filter((p) => /qemu-system/.test(p.cmdline)).map((p) => p.pid);
 
-// tmpfs the template RAM files of a state directory hold (the
-// /dev/shm/sandbox-libkrun-* directory whose owner file names it).
-function templateRamKiB(stateDir) {
+// The daemon's template RAM memfds (vm/template_memfd.h), each counted
+// once: KiB allocated.
+function templateMemfdKiB(pid) {
+	const seen = new Set();
 	let total = 0;
-	const real = realpathSync(stateDir);
-	for (const d of readdirSync('/dev/shm').filter((x) => x.startsWith('sandbox-libkrun-'))) {
-		const dir = path.join('/dev/shm', d);
-		if (!existsSync(path.join(dir, 'owner')) || readFileSync(path.join(dir, 'owner'), 'utf8') !== real) continue;
-		for (const f of readdirSync(dir).filter((x) => x.endsWith('.mem'))) total += statSync(path.join(dir, f)).blocks / 2;
+	for (const fd of readdirSync(`/proc/${pid}/fd`)) {
+		try {
+			if (!readlinkSync(`/proc/${pid}/fd/${fd}`).startsWith('/memfd:sandbox-libkrun-template')) continue;
+			const st = statSync(`/proc/${pid}/fd/${fd}`);
+			if (!seen.has(st.ino)) total += st.blocks / 2;
+			seen.add(st.ino);
+		} catch {
+			// closed meanwhile
+		}
+	}
+	return total;
+}
+
+// KiB the templates' sparse RAM files take on disk.
+function templateFileKiB(stateDir) {
+	const dir = path.join(stateDir, 'snapshots');
+	let total = 0;
+	for (const t of existsSync(dir) ? readdirSync(dir) : []) {
+		const f = path.join(dir, t, 'ram');
+		if (existsSync(f)) total += statSync(f).blocks / 2;
 	}
 	return total;
 }
@@ -68,7 +85,7 @@ try {
 		return { pss: kib(r, 'Pss'), priv: kib(r, 'Private_Clean') + kib(r, 'Private_Dirty'), rss: kib(r, 'Rss') };
 	});
 	const sum = (k) => vms.reduce((a, v) => a + v[k], 0);
-	const tplKiB = templateRamKiB(s.stateDir);
+	const tplKiB = templateMemfdKiB(s.daemon.proc.pid), tplFileKiB = templateFileKiB(s.stateDir);
 
 	const erofsDir = path.join(s.stateDir, 'images', 'erofs');
 	const image = path.join(erofsDir, readdirSync(erofsDir).find((f) => f.endsWith('.erofs')));
@@ -94,7 +111,7 @@ try {
 	row('per-VM RSS MiB: median', mib(median(vms.map((v) => v.rss))));
 	row(`total PSS MiB / N x guest RAM (${n} x ${guestMiB})`, `${mib(sum('pss'))} / ${n * guestMiB} (${(sum('pss') / 1024 / (n * guestMiB)).toFixed(3)})`);
 	row('total private MiB', mib(sum('priv')));
-	row('template RAM files on tmpfs MiB', mib(tplKiB));
+	row('template RAM: daemon memfds MiB / sparse files on disk MiB', `${mib(tplKiB)} / ${mib(tplFileKiB)}`);
 	await Promise.all(ids.map((id) => s.vm('stop', { sandbox_id: id }).catch(() => {})));
 	// With a warm pool: create -> first exec of `true` on a parked VM, each
 	// once the pool is full again.

@@ -59,8 +59,8 @@ struct sbx_backend_ops {
 	/* CLOCK_REALTIME ms of the last payload its network relayed, 0 = none
 	 * (optional). */
 	int64_t (*net_activity_ms)(void *vm);
-	/* MiB the snapshot templates' RAM files hold on the host now, counted
-	 * in the memory budget (optional). */
+	/* MiB the snapshot templates' RAM memfds of this process hold now,
+	 * counted in the memory budget (optional). */
 	uint64_t (*templates_mib)(void *ctx);
 };
 

@@ -26,7 +26,7 @@ struct sbx_mem_budget {
 	pthread_mutex_t lock;
 	uint64_t limit_mib;
 	uint64_t committed_mib;
-	uint64_t templates_mib; /* the snapshot templates' tmpfs RAM files now */
+	uint64_t templates_mib; /* the templates' RAM memfds this process holds now */
 	unsigned vms;
 };
 

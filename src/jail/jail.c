@@ -228,19 +228,14 @@ struct jail *jail_prepare(struct sbx_jail_host *h, const struct jail_request *r,
 	struct jail_device dev[] = { { "null", 1, 3, 0666, false },
 				     { "urandom", 1, 9, 0666, false },
 				     { "kvm", 10, 232, 0600, true } };
-	const char *rw[JAIL_MAX_RW_FILES];
-	if (r->n_rw < 0 || r->n_shared_rw < 0 || r->n_rw + r->n_shared_rw > JAIL_MAX_RW_FILES) {
+	if (r->n_rw < 0 || r->n_rw > JAIL_MAX_RW_FILES) {
 		jail_release(j);
 		return sbx_error_set(err, E2BIG, "jail: too many read-write files"), NULL;
 	}
-	for (int i = 0; i < r->n_rw; i++)
-		rw[i] = r->rw_files[i];
-	for (int i = 0; i < r->n_shared_rw; i++)
-		rw[r->n_rw + i] = r->shared_rw_files[i];
 	struct jail_mount_request mr = {
 		.ro_dirs = ro_dirs, .n_ro_dirs = sizeof(ro_dirs) / sizeof(ro_dirs[0]),
 		.ro_files = r->ro_files, .n_ro_files = (size_t)r->n_ro,
-		.rw_files = rw, .n_rw_files = (size_t)(r->n_rw + r->n_shared_rw),
+		.rw_files = r->rw_files, .n_rw_files = (size_t)r->n_rw,
 		.exe = r->exe,
 		.proc = r->proc,
 		.devices = dev, .n_devices = r->kvm ? 3 : 2,

@@ -63,11 +63,11 @@ struct jail_request {
 	int n_rw;
 	const char *exe;         /* the program when it lies outside /usr (a build
 				    tree's helper): bound read-only, executable */
-	const char *const *shared_rw_files; /* bound read-write, left to their owner and mode */
-	int n_shared_rw;
 	bool kvm;                /* /dev/kvm in its /dev */
-	bool proc;               /* a /proc of its own PID namespace (sanitizer
-				    builds: LeakSanitizer reads /proc/self/task) */
+	bool proc;               /* a /proc of its own PID namespace (QEMU names
+				    a template's memfd in /proc/self/fd;
+				    sanitizer builds: LeakSanitizer reads
+				    /proc/self/task) */
 	bool host_net;           /* keeps the host's network namespace: the
 				    network helper's sockets are the guest's
 				    connections out */

@@ -79,9 +79,12 @@ char **qemu_cmdline(const struct qemu_config *c, sbx_error_t *err)
 {
 	if (check_path("qemu", c->qemu, err) < 0 || check_path("kernel", c->kernel, err) < 0 ||
 	    check_path("boot disk", c->boot_disk, err) < 0 || check_path("image", c->image, err) < 0 ||
-	    check_path("scratch disk", c->scratch, err) < 0 ||
-	    (c->ram_file != NULL && check_path("guest RAM", c->ram_file, err) < 0))
+	    check_path("scratch disk", c->scratch, err) < 0)
 		return NULL;
+	if (c->ram_fd < 0 || (c->ram_fd > 0 && c->n_shares > 0)) {
+		sbx_error_set(err, EINVAL, "qemu: guest RAM is a template's memfd or the shares' one");
+		return NULL;
+	}
 	if (c->cpus < 1 || c->cpus > SBX_VM_MAX_CPUS) {
 		sbx_error_set(err, EINVAL, "cpus must be 1..%d", SBX_VM_MAX_CPUS);
 		return NULL;
@@ -112,12 +115,14 @@ char **qemu_cmdline(const struct qemu_config *c, sbx_error_t *err)
 	struct argv_builder b = { .n = 0 };
 	add(&b, "%s", c->qemu);
 	add(&b, "-M");
-	add(&b, "microvm,acpi=off,ioapic2=off%s", c->ram_file != NULL ? ",memory-backend=ram" : "");
-	if (c->ram_file != NULL) {
-		/* No prealloc: a clone's pages stay the template's until written. */
+	add(&b, "microvm,acpi=off,ioapic2=off%s", c->ram_fd > 0 ? ",memory-backend=ram" : "");
+	if (c->ram_fd > 0) {
+		/* QEMU 7.2 open()s mem-path (no fd= nor /dev/fdset for a memory
+		 * backend): its own /proc names the inherited memfd.  No prealloc:
+		 * a clone's pages stay the template's until written. */
 		add(&b, "-object");
-		add(&b, "memory-backend-file,id=ram,mem-path=%s,size=%uM,share=%s,prealloc=off", c->ram_file,
-		    c->memory_mib, c->ram_shared ? "on" : "off");
+		add(&b, "memory-backend-file,id=ram,mem-path=/proc/self/fd/%d,size=%uM,share=%s,prealloc=off",
+		    c->ram_fd, c->memory_mib, c->ram_shared ? "on" : "off");
 	}
 	add(&b, "-nodefaults");
 	add(&b, "-no-user-config");
@@ -166,9 +171,9 @@ char **qemu_cmdline(const struct qemu_config *c, sbx_error_t *err)
 	add(&b, "virtio-rng-device");
 	/* Free page reporting: pages the guest frees go back to the host
 	 * instead of staying resident in QEMU for the VM's whole life.  Not
-	 * for guest RAM in a file shared by clones: QEMU 7.2 discards such RAM
-	 * by punching a hole in the file (it would zero the template). */
-	if (c->ram_file == NULL) {
+	 * for guest RAM shared by clones: QEMU 7.2 discards such RAM by
+	 * punching a hole in the file (the seal refuses it). */
+	if (c->ram_fd == 0) {
 		add(&b, "-device");
 		add(&b, "virtio-balloon-device,free-page-reporting=on");
 	}

@@ -50,10 +50,10 @@ struct qemu_config {
 				 descriptors are never 0) */
 	int incoming_fd;      /* saved state to restore (-incoming), 0 = none */
 	bool incoming_defer;  /* -incoming defer: the state comes over QMP */
-	const char *ram_file; /* guest RAM in this tmpfs file (copy-on-write
-				 templates, vm/template_cow.h), NULL = anonymous */
-	bool ram_shared;      /* share=on (the template VM writes the file),
-				 else a private copy-on-write mapping */
+	int ram_fd;           /* guest RAM in this inherited memfd (copy-on-write
+				 templates, vm/template_memfd.h), 0 = anonymous */
+	bool ram_shared;      /* share=on (the template VM writes it), else a
+				 private copy-on-write mapping of a sealed one */
 	int net_fd;           /* SOCK_DGRAM socket to the network helper
 				 (virtio-net-device eth0), 0 = no NIC */
 	const struct qemu_share *shares; /* vhost-user-fs devices; with any,

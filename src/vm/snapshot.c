@@ -18,14 +18,14 @@
 #include "common/path.h"
 #include "common/state_dir.h"
 #include "vm/disk.h"
-#include "vm/template_cow.h"
+#include "vm/template_memfd.h"
 
 #define KEY_TEXT_MAX SNAPSHOT_KEY_TEXT_MAX
 #define MIGRATE_POLL_US 5000
 
 /* Bumped when what a template holds changes meaning. */
-#define SNAPSHOT_FORMAT 3 /* 2: the balloon device; 3: copy-on-write RAM files */
-#define RAM_DESC_MAX 4200
+#define SNAPSHOT_FORMAT 4 /* 2: the balloon device; 3: copy-on-write RAM files; 4: sealed memfds */
+#define RAM_DESC_MAX TEMPLATE_RAM_DESC_MAX
 
 /* A file's identity: path, device, inode, size and change times.  A
  * rebuilt or replaced file gets a new key without hashing its bytes. */
@@ -133,12 +133,12 @@ char *snapshot_find(const char *key, sbx_error_t *err)
 	return dir;
 }
 
-/* The template's "ram" file: its RAM file's description (empty when the
- * template is streamed). */
+/* The template's "ram.id": the description of its "ram" file (empty when
+ * the template is streamed). */
 static int read_ram_desc(const char *dir, char *buf, size_t cap, sbx_error_t *err)
 {
 	buf[0] = '\0';
-	cleanup_free char *p = sbx_path_join(dir, "ram");
+	cleanup_free char *p = sbx_path_join(dir, "ram.id");
 	if (p == NULL)
 		return sbx_error_errno(err, ENOMEM, "snapshot path");
 	cleanup_close int fd = open(p, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
@@ -153,16 +153,19 @@ static int read_ram_desc(const char *dir, char *buf, size_t cap, sbx_error_t *er
 	return 0;
 }
 
-int snapshot_ram(const char *dir, unsigned memory_mib, char **ram, sbx_error_t *err)
+int snapshot_ram(const char *dir, const char *key, unsigned memory_mib, int *ram_fd, sbx_error_t *err)
 {
-	*ram = NULL;
+	*ram_fd = -1;
 	char desc[RAM_DESC_MAX];
 	if (read_ram_desc(dir, desc, sizeof(desc), err) < 0)
 		return -1;
 	if (desc[0] == '\0')
 		return 0;
-	*ram = template_ram_verify(desc, memory_mib, err);
-	return *ram != NULL ? 0 : -1;
+	cleanup_free char *path = sbx_path_join(dir, "ram");
+	if (path == NULL)
+		return sbx_error_errno(err, ENOMEM, "snapshot path");
+	*ram_fd = template_memfd_get(key, path, desc, memory_mib, err);
+	return *ram_fd >= 0 ? 0 : -1;
 }
 
 int snapshot_restore_files(const char *dir, const char *scratch, int *state_fd, sbx_error_t *err)
@@ -197,14 +200,15 @@ int snapshot_lock(const char *key, sbx_error_t *err)
 	return fd;
 }
 
-/* Removes a template directory's files, its RAM file and the directory. */
+/* Removes a template directory's files and the directory, and this
+ * process's memfd of its RAM. */
 void snapshot_remove_dir(const char *dir)
 {
-	char desc[RAM_DESC_MAX];
-	sbx_error_t err = NULL;
-	if (read_ram_desc(dir, desc, sizeof(desc), &err) == 0 && desc[0] != '\0')
-		template_ram_remove(desc);
-	sbx_error_free(&err);
+	const char *base = strrchr(dir, '/');
+	template_memfd_drop(base != NULL ? base + 1 : dir);
+	cleanup_free char *id = sbx_path_join(dir, "ram.id");
+	if (id != NULL)
+		unlink(id);
 	cleanup_free char *state = sbx_path_join(dir, "state"), *scratch = sbx_path_join(dir, "scratch.ext4");
 	cleanup_free char *ram = sbx_path_join(dir, "ram"), *key = sbx_path_join(dir, "key");
 	if (key != NULL)
@@ -230,15 +234,6 @@ static int write_text(const char *tmp, const char *name, const char *text, sbx_e
 	return 0;
 }
 
-/* Records the RAM file the template's clones map. */
-static int write_ram_desc(const char *tmp, const char *ram, sbx_error_t *err)
-{
-	char desc[RAM_DESC_MAX];
-	if (template_ram_describe(ram, desc, sizeof(desc), err) < 0)
-		return -1;
-	return write_text(tmp, "ram", desc, err);
-}
-
 /* Waits for the migration to finish: "completed", or fails. */
 static int wait_migration(struct qmp *q, int64_t deadline, sbx_error_t *err)
 {
@@ -256,7 +251,7 @@ static int wait_migration(struct qmp *q, int64_t deadline, sbx_error_t *err)
 	}
 }
 
-static int save_into(struct qmp *q, const char *tmp, const char *key_text, const char *scratch, const char *ram,
+static int save_into(struct qmp *q, const char *tmp, const char *key_text, const char *scratch, bool cow,
 		     int64_t deadline, sbx_error_t *err)
 {
 	cleanup_free char *state = sbx_path_join(tmp, "state"), *copy = sbx_path_join(tmp, "scratch.ext4");
@@ -269,7 +264,7 @@ static int save_into(struct qmp *q, const char *tmp, const char *key_text, const
 	 * network; this goes to a local file. */
 	if (qmp_call(q, "{\"execute\": \"migrate-set-parameters\", \"arguments\": {\"max-bandwidth\": 68719476736}}",
 		     -1, NULL, 0, deadline, err) < 0 ||
-	    (ram != NULL && qmp_call(q, SNAPSHOT_IGNORE_SHARED, -1, NULL, 0, deadline, err) < 0) ||
+	    (cow && qmp_call(q, SNAPSHOT_IGNORE_SHARED, -1, NULL, 0, deadline, err) < 0) ||
 	    qmp_call(q, "{\"execute\": \"getfd\", \"arguments\": {\"fdname\": \"snapshot\"}}", fd, NULL, 0, deadline,
 		     err) < 0 ||
 	    qmp_call(q, "{\"execute\": \"migrate\", \"arguments\": {\"uri\": \"fd:snapshot\"}}", -1, NULL, 0, deadline,
@@ -280,12 +275,13 @@ static int save_into(struct qmp *q, const char *tmp, const char *key_text, const
 	 * (QEMU flushed it when the migration completed). */
 	if (disk_clone(scratch, copy, err) < 0 || write_text(tmp, "key", key_text, err) < 0)
 		return -1;
-	return ram != NULL ? write_ram_desc(tmp, ram, err) : 0;
+	return 0;
 }
 
-int snapshot_save(struct qmp *q, const char *key, const char *key_text, const char *scratch, const char *ram,
+int snapshot_save(struct qmp *q, const char *key, const char *key_text, const char *scratch, char **pending,
 		  int64_t deadline, sbx_error_t *err)
 {
+	bool cow = pending != NULL;
 	cleanup_free char *final = key_path(key, "", err);
 	if (final == NULL)
 		return -1;
@@ -302,17 +298,21 @@ int snapshot_save(struct qmp *q, const char *key, const char *key_text, const ch
 	/* A copy-on-write template is saved running: the migration stops it
 	 * for its last step (RAM is not copied), and its clones then start
 	 * running without a `cont`. */
-	if (ram == NULL && qmp_call(q, "{\"execute\": \"stop\"}", -1, NULL, 0, deadline, err) < 0) {
+	if (!cow && qmp_call(q, "{\"execute\": \"stop\"}", -1, NULL, 0, deadline, err) < 0) {
 		rmdir(tmp);
 		return sbx_error_prefix(err, "snapshot");
 	}
-	int rc = save_into(q, tmp, key_text, scratch, ram, deadline, err);
+	int rc = save_into(q, tmp, key_text, scratch, cow, deadline, err);
+	if (rc == 0 && cow) {
+		*pending = sbx_steal_ptr(tmp);
+		return 0;
+	}
 	if (rc == 0 && rename(tmp, final) < 0)
 		rc = sbx_error_errno(err, errno, "rename %s", tmp);
 	if (rc < 0)
 		snapshot_remove_dir(tmp);
-	if (ram != NULL)
-		return rc < 0 ? sbx_error_prefix(err, "snapshot") : 0;
+	if (cow)
+		return sbx_error_prefix(err, "snapshot");
 	/* The VM goes on either way: after a completed migration `cont`
 	 * takes its disks back. */
 	sbx_error_t cerr = NULL;
@@ -328,8 +328,29 @@ int snapshot_save(struct qmp *q, const char *key, const char *key_text, const ch
 	return rc < 0 ? sbx_error_prefix(err, "snapshot") : 0;
 }
 
+int snapshot_publish(const char *pending, const char *key, int ram_fd, sbx_error_t *err)
+{
+	char desc[RAM_DESC_MAX];
+	cleanup_free char *final = key_path(key, "", err);
+	cleanup_free char *ram = sbx_path_join(pending, "ram");
+	int rc = final == NULL ? -1 : ram == NULL ? sbx_error_errno(err, ENOMEM, "snapshot path") : 0;
+	if (rc == 0 && (template_memfd_seal(ram_fd, err) < 0 ||
+			template_memfd_save(ram_fd, ram, desc, sizeof(desc), err) < 0 ||
+			write_text(pending, "ram.id", desc, err) < 0))
+		rc = -1;
+	if (rc == 0 && rename(pending, final) < 0)
+		rc = sbx_error_errno(err, errno, "rename %s", pending);
+	if (rc < 0) {
+		snapshot_remove_dir(pending);
+		return sbx_error_prefix(err, "snapshot");
+	}
+	template_memfd_keep(key, desc, ram_fd);
+	return 0;
+}
+
 void snapshot_invalidate(const char *key)
 {
+	template_memfd_drop(key);
 	sbx_error_t err = NULL;
 	cleanup_free char *dir = key_path(key, "", &err);
 	cleanup_free char *gone = key_path(key, ".gone", &err);

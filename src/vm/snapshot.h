@@ -8,8 +8,9 @@
  * on: the QEMU, kernel, boot disk and image files, CPUs, memory, the
  * accelerator, the TSC rate on the kernel command line, and whether the
  * device set has a NIC (a template per network mode), and whether guest
- * RAM is a copy-on-write file (vm/template_cow.h) or streamed into the
- * state file. */
+ * RAM is a sealed copy-on-write memfd (vm/template_memfd.h, kept on disk
+ * as the template's sparse "ram" file, described in "ram.id") or streamed
+ * into the state file. */
 #ifndef SBX_VM_SNAPSHOT_H
 #define SBX_VM_SNAPSHOT_H
 
@@ -20,7 +21,7 @@
 #include "vm/qmp.h"
 
 #define SNAPSHOT_KEY_LEN 64 /* hex SHA-256 */
-/* Both ends of a copy-on-write template's migration leave the RAM file out. */
+/* Both ends of a copy-on-write template's migration leave the RAM out. */
 #define SNAPSHOT_IGNORE_SHARED                                                                          \
 	"{\"execute\": \"migrate-set-capabilities\", \"arguments\": {\"capabilities\": "                \
 	"[{\"capability\": \"x-ignore-shared\", \"state\": true}]}}"
@@ -32,7 +33,7 @@ struct snapshot_id {
 	int accel;
 	uint64_t scratch_size;
 	bool network; /* the device set includes the NIC */
-	bool cow;     /* guest RAM in a shared file (vm/template_cow.h) */
+	bool cow;     /* guest RAM in a sealed memfd (vm/template_memfd.h) */
 };
 
 #define SNAPSHOT_KEY_TEXT_MAX 8192
@@ -48,10 +49,11 @@ char *snapshot_dir(sbx_error_t *err);
 /* The template's directory when a complete one exists; NULL (no error)
  * when not, NULL with err on failure. */
 char *snapshot_find(const char *key, sbx_error_t *err);
-/* A copy-on-write template's RAM file, checked against what was recorded
- * at save (*ram = its path), or *ram = NULL for a streamed template.  -1
- * when the file is gone, truncated or changed. */
-int snapshot_ram(const char *dir, unsigned memory_mib, char **ram, sbx_error_t *err);
+/* A copy-on-write template's RAM: this process's sealed memfd of it
+ * (*ram_fd, the caller's), loaded from its "ram" file when the process has
+ * none, or *ram_fd = -1 for a streamed template.  -1 when the file is
+ * gone, truncated or changed since the save. */
+int snapshot_ram(const char *dir, const char *key, unsigned memory_mib, int *ram_fd, sbx_error_t *err);
 /* Copies the template's scratch disk to `scratch` (new) and opens its
  * saved state for QEMU's -incoming. */
 int snapshot_restore_files(const char *dir, const char *scratch, int *state_fd, sbx_error_t *err);
@@ -60,12 +62,19 @@ int snapshot_restore_files(const char *dir, const char *scratch, int *state_fd, 
 int snapshot_lock(const char *key, sbx_error_t *err);
 /* Saves a VM that waits at HELLO: stop, migrate into a file, copy its
  * scratch disk, publish the template with one rename, and let the VM
- * continue (also on failure).  With `ram` (the VM's RAM file, share=on)
- * only device state is migrated (x-ignore-shared) and the VM stays
- * stopped: it must not write the file again, the caller ends it. */
-int snapshot_save(struct qmp *q, const char *key, const char *key_text, const char *scratch, const char *ram,
+ * continue (also on failure).  With `pending` (the VM's RAM is a memfd,
+ * share=on) only device state is migrated (x-ignore-shared), the VM stays
+ * stopped (it must not write its RAM again, the caller ends it) and the
+ * template is not published yet: *pending is its directory, for
+ * snapshot_publish once QEMU is gone. */
+int snapshot_save(struct qmp *q, const char *key, const char *key_text, const char *scratch, char **pending,
 		  int64_t deadline, sbx_error_t *err);
-/* Removes a template directory (by path) and its RAM file. */
+/* Seals the RAM memfd of a saved copy-on-write template (its QEMU gone),
+ * writes it into the template as its "ram" file, publishes the template
+ * and keeps the memfd for this process's clones.  On failure the pending
+ * directory is removed. */
+int snapshot_publish(const char *pending, const char *key, int ram_fd, sbx_error_t *err);
+/* Removes a template directory (by path) and this process's memfd of it. */
 void snapshot_remove_dir(const char *dir);
 /* Removes the key's template (a restore from it failed). */
 void snapshot_invalidate(const char *key);

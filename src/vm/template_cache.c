@@ -7,15 +7,14 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include "common/cleanup.h"
 #include "common/log.h"
 #include "common/path.h"
+#include "common/state_dir.h"
 #include "vm/snapshot.h"
-#include "vm/template_cow.h"
 
 #define MAX_TEMPLATES 4096
 #define SHM_ROOT "/dev/shm"
@@ -23,7 +22,6 @@
 
 struct tpl {
 	char *dir;
-	char *ram; /* its RAM file, NULL when streamed */
 	uint64_t bytes;
 	struct timespec used;
 };
@@ -63,31 +61,10 @@ static char *read_small(const char *dir, const char *name, size_t cap)
 	return buf;
 }
 
-/* The RAM file path of a template's "ram" description, or NULL. */
-static char *ram_of(const char *dir)
-{
-	cleanup_free char *desc = read_small(dir, "ram", 4200);
-	if (desc == NULL)
-		return NULL;
-	char *sp = strchr(desc, ' ');
-	return sp != NULL ? strndup(desc, (size_t)(sp - desc)) : NULL;
-}
-
 static uint64_t allocated(const char *path)
 {
 	struct stat st;
 	return path != NULL && stat(path, &st) == 0 ? (uint64_t)st.st_blocks * 512u : 0;
-}
-
-/* Live clones hold a shared lock on their template's RAM file. */
-static bool in_use(const char *ram)
-{
-	if (ram == NULL)
-		return false;
-	cleanup_close int fd = open(ram, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
-	if (fd < 0)
-		return false;
-	return flock(fd, LOCK_EX | LOCK_NB) < 0;
 }
 
 /* The complete templates; *n of them. */
@@ -110,9 +87,8 @@ static struct tpl *list(size_t *n)
 		struct tpl *t = &v[*n];
 		if ((t->dir = sbx_path_join(root, e->d_name)) == NULL)
 			break;
-		t->ram = ram_of(t->dir);
-		cleanup_free char *state = sbx_path_join(t->dir, "state");
-		t->bytes = allocated(t->ram) + allocated(state);
+		cleanup_free char *state = sbx_path_join(t->dir, "state"), *ram = sbx_path_join(t->dir, "ram");
+		t->bytes = allocated(ram) + allocated(state);
 		t->used = st.st_mtim;
 		(*n)++;
 	}
@@ -124,7 +100,6 @@ static void list_free(struct tpl *v, size_t n)
 {
 	for (size_t i = 0; v != NULL && i < n; i++) {
 		free(v[i].dir);
-		free(v[i].ram);
 	}
 	free(v);
 }
@@ -150,8 +125,6 @@ unsigned template_cache_trim(uint64_t limit_mib)
 		qsort(v, n, sizeof(*v), by_use);
 	unsigned gone = 0;
 	for (size_t i = 0; i < n && total > limit_mib << 20; i++) {
-		if (in_use(v[i].ram))
-			continue;
 		sbx_info("vm: template %.12s dropped (template_cache_mb %llu: least recently used)",
 			 strrchr(v[i].dir, '/') + 1, (unsigned long long)limit_mib);
 		snapshot_remove_dir(v[i].dir);
@@ -162,42 +135,15 @@ unsigned template_cache_trim(uint64_t limit_mib)
 	return gone;
 }
 
-/* Whether a RAM file's name is one of the templates'. */
-static bool named(const struct tpl *v, size_t n, const char *path)
-{
-	for (size_t i = 0; i < n; i++) {
-		if (v[i].ram != NULL && strcmp(v[i].ram, path) == 0)
-			return true;
-	}
-	return false;
-}
-
-/* RAM files in our directory that no template names and nobody holds
- * (a template VM holds its file from creation). */
-static void sweep_ram_files(const struct tpl *v, size_t n)
+/* The /dev/shm RAM directories of format 3 templates (before sealed
+ * memfds): this state directory's, and those of state directories that
+ * are gone (their owner file names the state directory). */
+static void sweep_legacy_ram_dirs(void)
 {
 	sbx_error_t err = NULL;
-	cleanup_free char *dir = template_ram_dir_existing(&err);
+	cleanup_free char *given = sbx_state_dir(&err);
 	sbx_error_free(&err);
-	DIR *d = dir != NULL ? opendir(dir) : NULL;
-	if (d == NULL)
-		return;
-	struct dirent *e;
-	while ((e = readdir(d)) != NULL) {
-		size_t len = strlen(e->d_name);
-		if (len < 4 || strcmp(e->d_name + len - 4, ".mem") != 0)
-			continue;
-		cleanup_free char *p = sbx_path_join(dir, e->d_name);
-		if (p != NULL && !named(v, n, p) && !in_use(p))
-			unlink(p);
-	}
-	closedir(d);
-}
-
-/* The RAM directories of state directories that are gone (their owner
- * file names the state directory). */
-static void sweep_ram_dirs(void)
-{
+	cleanup_free char *ours = given != NULL ? realpath(given, NULL) : NULL;
 	DIR *d = opendir(SHM_ROOT);
 	if (d == NULL)
 		return;
@@ -209,13 +155,13 @@ static void sweep_ram_dirs(void)
 		    st.st_uid != geteuid())
 			continue;
 		cleanup_free char *dir = sbx_path_join(SHM_ROOT, e->d_name);
-		cleanup_free char *owner = dir != NULL ? read_small(dir, TEMPLATE_RAM_OWNER, 4200) : NULL;
+		cleanup_free char *owner = dir != NULL ? read_small(dir, "owner", 4200) : NULL;
 		if (dir == NULL || owner == NULL)
 			continue;
 		owner[strcspn(owner, "\n")] = '\0';
 		cleanup_free char *snaps = sbx_path_join(owner, "snapshots");
 		struct stat sst;
-		if (snaps == NULL || stat(snaps, &sst) == 0)
+		if (snaps == NULL || ((ours == NULL || strcmp(owner, ours) != 0) && stat(snaps, &sst) == 0))
 			continue;
 		DIR *r = opendir(dir);
 		struct dirent *f;
@@ -242,12 +188,9 @@ unsigned template_cache_sweep(void)
 		sbx_info("vm: template %.12s removed: its image, QEMU, kernel or boot disk changed or went",
 			 strrchr(v[i].dir, '/') + 1);
 		snapshot_remove_dir(v[i].dir);
-		free(v[i].ram);
-		v[i].ram = NULL;
 		gone++;
 	}
-	sweep_ram_files(v, n);
 	list_free(v, n);
-	sweep_ram_dirs();
+	sweep_legacy_ram_dirs();
 	return gone;
 }

@@ -1,9 +1,9 @@
 /* The snapshot templates under <state>/snapshots as a cache: bounded in
- * size (least recently used dropped first, never one whose RAM file live
- * clones hold), and swept of what can no longer be used: templates whose
- * key no longer matches (their image removed, QEMU, kernel or boot disk
- * replaced, an older format), RAM files no template names, and the RAM
- * directories of state directories that no longer exist. */
+ * size (least recently used dropped first; live clones keep their own
+ * mapping of a dropped template's RAM), and swept of what can no longer be
+ * used: templates whose key no longer matches (their image removed, QEMU,
+ * kernel or boot disk replaced, an older format), and the /dev/shm RAM
+ * directories of older versions. */
 #ifndef SBX_VM_TEMPLATE_CACHE_H
 #define SBX_VM_TEMPLATE_CACHE_H
 
@@ -12,7 +12,9 @@
 /* Marks a template used now (its directory's modification time). */
 void template_cache_touch(const char *dir);
 /* Drops the least recently used templates until they take at most
- * `limit_mib` (RAM files and state files); 0 = no bound.  Returns how
+ * `limit_mib` on disk ("ram" and state files; each process also holds a
+ * memfd of the RAM of each template it restored from, vm/template_memfd.h,
+ * gone with the template); 0 = no bound.  Returns how
  * many went. */
 unsigned template_cache_trim(uint64_t limit_mib);
 /* Removes what can no longer be used (above).  Returns how many

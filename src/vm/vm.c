@@ -39,9 +39,8 @@ static void vm_free(struct sbx_vm *vm)
 	jail_release(vm->jail);
 	vm_free_files(vm);
 	vm_drop_snapshot_fds(vm);
-	free(vm->ram_file);
-	if (vm->ram_lock >= 0)
-		close(vm->ram_lock);
+	if (vm->ram_fd >= 0)
+		close(vm->ram_fd);
 	free(vm->snap_text);
 	free(vm->qemu);
 	free(vm->kernel);
@@ -78,8 +77,8 @@ int vm_launch(struct sbx_vm *vm, int state_fd, sbx_error_t *err)
 			.dir = vm->dir, .qemu = vm->qemu, .kernel = vm->kernel, .boot = vm->boot, .image = vm->image,
 			.scratch = vm_upper_disk(vm), .cpus = vm->cpus, .memory_limit_mib = vm->jail_memory_mib,
 			.guest_mib = vm->memory_mib, .kvm = vm->accel == SBX_ACCEL_KVM,
-			.saves_template = vm->snap_lock >= 0 && vm->ram_file == NULL, .scratch_bytes = vm->scratch_bytes,
-			.ram_file = vm->ram_file,
+			.saves_template = vm->snap_lock >= 0 && vm->ram_fd < 0, .scratch_bytes = vm->scratch_bytes,
+			.ram_fd = vm->ram_fd >= 0,
 		};
 		ja.ram_memfd = vm->fs.n > 0;
 		if ((vm->jail = vm_jail_prepare(vm->jail_host, &ja, err)) == NULL)
@@ -95,7 +94,7 @@ int vm_launch(struct sbx_vm *vm, int state_fd, sbx_error_t *err)
 	if ((vm->snap_lock >= 0 || state_fd >= 0) && vm_socketpair(qmp, err) < 0)
 		return -1;
 	int fds[KEEPER_MAX_FDS] = { con[1], ctl[1] };
-	int nfds = 2, qmp_at = 0, state_at = 0, net_at = 0;
+	int nfds = 2, qmp_at = 0, state_at = 0, net_at = 0, ram_at = 0;
 	if (vm->net_args != NULL) {
 		if (net_link_open(&vm->net, err) < 0) {
 			net_link_close(&vm->net);
@@ -120,13 +119,17 @@ int vm_launch(struct sbx_vm *vm, int state_fd, sbx_error_t *err)
 		state_at = KEEPER_QEMU_FD_BASE + nfds;
 		fds[nfds++] = state_fd;
 	}
+	if (vm->ram_fd >= 0) {
+		ram_at = KEEPER_QEMU_FD_BASE + nfds;
+		fds[nfds++] = vm->ram_fd;
+	}
 	vm->incoming_at = state_at;
 	struct qemu_config qc = {
 		.qemu = vm->qemu, .kernel = vm->kernel, .boot_disk = vm->boot, .image = vm->image,
 		.scratch = vm_upper_disk(vm), .cpus = vm->cpus, .memory_mib = vm->memory_mib, .accel = vm->accel,
 		.console_fd = KEEPER_QEMU_FD_BASE, .control_fd = KEEPER_QEMU_FD_BASE + 1,
 		.qmp_fd = qmp_at, .incoming_fd = state_at, .net_fd = net_at,
-		.ram_file = vm->ram_file, .ram_shared = vm->ram_shared, .incoming_defer = state_at > 0 && vm->ram_file != NULL,
+		.ram_fd = ram_at, .ram_shared = vm->ram_shared, .incoming_defer = state_at > 0 && ram_at > 0,
 		.tsc_khz = vm->accel == SBX_ACCEL_TCG ? sbx_host_tsc_khz() : 0, .boot_log = vm->boot_log,
 		.tcg_cache_mib = vm->tcg_cache_mib, .shares = qs, .n_shares = vm->fs.n,
 	};
@@ -186,7 +189,7 @@ static struct sbx_vm *vm_new(const struct sbx_vm_options *opt, sbx_error_t *err)
 	console_init(&vm->console);
 	vm->keeper.pid = -1;
 	vm->keeper.lifeline = -1;
-	vm->snap_lock = vm->qmp_fd = vm->ram_lock = -1;
+	vm->snap_lock = vm->qmp_fd = vm->ram_fd = -1;
 	vm->template_cache_mib = opt->template_cache_mib;
 	vm->cpus = opt->cpus ? opt->cpus : 1;
 	vm->memory_mib = opt->memory_mib ? opt->memory_mib : 512;

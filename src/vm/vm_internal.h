@@ -38,8 +38,7 @@ struct sbx_vm {
 	int qmp_fd;             /* our end of the monitor, -1 = none */
 	char *snap_text;        /* the key's text, for the template this VM saves */
 	uint64_t template_cache_mib; /* the templates' bound (vm/template_cache.h), 0 = none */
-	char *ram_file;         /* guest RAM in a template's tmpfs file (NULL = anonymous) */
-	int ram_lock;           /* holds ram_file while the VM lives, -1 = none */
+	int ram_fd;             /* guest RAM in a template's memfd (vm/template_memfd.h), -1 = anonymous */
 	bool ram_shared;        /* this VM writes it: it saves the template */
 	int incoming_at;        /* QEMU's descriptor of the state a clone loads over QMP */
 	struct sbx_jail_host *jail_host;

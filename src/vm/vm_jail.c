@@ -9,9 +9,6 @@ struct jail *vm_jail_prepare(struct sbx_jail_host *h, const struct vm_jail_args 
 	const char *slash = strrchr(a->dir, '/');
 	const char *ro[] = { a->qemu, a->kernel, a->boot, a->image };
 	const char *rw[] = { a->scratch };
-	/* QEMU opens the RAM file read-write even when it maps it privately
-	 * (vm/template_cow.h); it stays the daemon's. */
-	const char *shared[] = { a->ram_file };
 	/* Writes go to the scratch disk and, when this boot saves a template,
 	 * the guest's RAM goes to the template's state file; a RAM memfd's
 	 * size counts as a file's too. */
@@ -25,8 +22,10 @@ struct jail *vm_jail_prepare(struct sbx_jail_host *h, const struct vm_jail_args 
 		.fsize_bytes = fsize,
 		.ro_files = ro, .n_ro = 4,
 		.rw_files = rw, .n_rw = 1,
-		.shared_rw_files = shared, .n_shared_rw = a->ram_file != NULL ? 1 : 0,
 		.kvm = a->kvm,
+		/* /proc/self/fd/N: the memfd (vm/template_memfd.h), of QEMU's own
+		 * PID namespace, nosuid, nodev, noexec */
+		.proc = a->ram_fd,
 	};
 	struct jail *j = jail_prepare(h, &r, err);
 	if (j == NULL)

@@ -23,7 +23,8 @@ struct vm_jail_args {
 	bool saves_template; /* QEMU writes the guest's RAM to a template file */
 	bool ram_memfd;      /* guest RAM is a memfd QEMU sizes (virtio-fs) */
 	uint64_t scratch_bytes; /* the scratch disk: the most QEMU writes to a file */
-	const char *ram_file;   /* a copy-on-write template's RAM file, or NULL */
+	bool ram_fd;            /* guest RAM is a template's memfd: QEMU names it
+				   in its own /proc */
 };
 
 /* S300 on failure: the VM must not run unconfined when a jail is in force. */

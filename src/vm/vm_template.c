@@ -11,7 +11,7 @@
 #include "vm/disk.h"
 #include "vm/qmp.h"
 #include "vm/template_cache.h"
-#include "vm/template_cow.h"
+#include "vm/template_memfd.h"
 #include "vm/tsc.h"
 #include "jail/jail.h"
 #include "vm/vm_internal.h"
@@ -30,39 +30,22 @@ void vm_drop_snapshot_fds(struct sbx_vm *vm)
 	vm->snap_lock = vm->qmp_fd = -1;
 }
 
-/* Copy-on-write templates need a tmpfs for the RAM files; without one
- * templates are streamed. */
-static bool cow_possible(void)
-{
-	sbx_error_t err = NULL;
-	cleanup_free char *dir = template_ram_dir(&err);
-	if (dir == NULL)
-		sbx_debug("vm: %s", sbx_error_msg(err));
-	sbx_error_free(&err);
-	return dir != NULL;
-}
-
 /* Starts from the template in `dir`: a copy of its scratch disk, its
- * state, and its RAM file when it has one.  A RAM file that changed
- * since the save condemns the template. */
+ * state, and its sealed RAM memfd when it has one.  A RAM file that
+ * changed since the save condemns the template. */
 static int restore_from(struct sbx_vm *vm, const char *dir, int *state_fd, sbx_error_t *err)
 {
-	char *ram = NULL;
-	if (snapshot_ram(dir, vm->memory_mib, &ram, err) < 0) {
+	cleanup_close int ram = -1;
+	if (snapshot_ram(dir, vm->snap_key, vm->memory_mib, &ram, err) < 0) {
 		snapshot_invalidate(vm->snap_key);
 		return -1;
 	}
-	int hold = ram != NULL ? template_ram_hold(ram, err) : -1;
-	if ((ram != NULL && hold < 0) || snapshot_restore_files(dir, vm->files[F_SCRATCH], state_fd, err) < 0) {
-		if (hold >= 0)
-			close(hold);
-		free(ram);
+	if (snapshot_restore_files(dir, vm->files[F_SCRATCH], state_fd, err) < 0)
 		return -1;
-	}
 	template_cache_touch(dir);
-	vm->ram_lock = hold;
-	free(vm->ram_file);
-	vm->ram_file = ram;
+	if (vm->ram_fd >= 0)
+		close(vm->ram_fd);
+	vm->ram_fd = sbx_steal_fd(ram);
 	vm->ram_shared = false;
 	vm->restored = true;
 	return 0;
@@ -70,13 +53,13 @@ static int restore_from(struct sbx_vm *vm, const char *dir, int *state_fd, sbx_e
 
 /* The scratch disk, and how this VM starts: from the key's snapshot when
  * one exists (*state_fd >= 0), else cold, saving the template when this
- * VM wins its build lock (in a new RAM file when templates are
- * copy-on-write).  Snapshot trouble is logged, never fatal. */
+ * VM wins its build lock (with its RAM in a new memfd when templates
+ * are copy-on-write).  Snapshot trouble is logged, never fatal. */
 int vm_choose_start(struct sbx_vm *vm, bool use_snapshot, int *state_fd, sbx_error_t *err)
 {
 	*state_fd = -1;
 	sbx_error_t serr = NULL;
-	bool cow = use_snapshot && cow_possible();
+	bool cow = use_snapshot && template_memfd_supported();
 	struct snapshot_id id = { vm->qemu, vm->kernel, vm->boot, vm->image, vm->cpus, vm->memory_mib,
 				  /* in MHz: measurement noise must not split templates */
 				  vm->accel == SBX_ACCEL_TCG ? (sbx_host_tsc_khz() + 500) / 1000 : 0, (int)vm->accel,
@@ -94,14 +77,9 @@ int vm_choose_start(struct sbx_vm *vm, bool use_snapshot, int *state_fd, sbx_err
 				vm_drop_snapshot_fds(vm);
 		}
 		if (vm->snap_lock >= 0 && cow) {
-			vm->ram_file = template_ram_create(vm->snap_key, vm->memory_mib, &serr);
-			if (vm->ram_file != NULL && (vm->ram_lock = template_ram_hold(vm->ram_file, &serr)) < 0) {
-				unlink(vm->ram_file);
-				free(vm->ram_file);
-				vm->ram_file = NULL;
-			}
-			vm->ram_shared = vm->ram_file != NULL;
-			if (vm->ram_file == NULL)
+			vm->ram_fd = template_memfd_new(vm->memory_mib, &serr);
+			vm->ram_shared = vm->ram_fd >= 0;
+			if (vm->ram_fd < 0)
 				vm_drop_snapshot_fds(vm);
 		}
 	}
@@ -130,12 +108,10 @@ static int teardown(struct sbx_vm *vm, sbx_error_t *err)
 	vm->keeper.lifeline = -1;
 	vm_free_files(vm);
 	vm_drop_snapshot_fds(vm);
-	free(vm->ram_file);
-	vm->ram_file = NULL;
+	if (vm->ram_fd >= 0)
+		close(vm->ram_fd);
+	vm->ram_fd = -1;
 	vm->ram_shared = false;
-	if (vm->ram_lock >= 0)
-		close(vm->ram_lock);
-	vm->ram_lock = -1;
 	vm->restored = vm->t.restored = false;
 	if (vm_make_files(vm, err) < 0) {
 		vm_remove_files(vm);
@@ -145,13 +121,9 @@ static int teardown(struct sbx_vm *vm, sbx_error_t *err)
 	return 0;
 }
 
-/* After a failed restore: QEMU goes, the template goes, and the same VM
- * boots cold. */
-static int cold_restart(struct sbx_vm *vm, sbx_error_t *err)
+/* After teardown: a cold boot of the same VM. */
+static int boot_cold(struct sbx_vm *vm, sbx_error_t *err)
 {
-	snapshot_invalidate(vm->snap_key);
-	if (teardown(vm, err) < 0)
-		return -1;
 	if (disk_scratch_create(vm->files[F_SCRATCH], vm->scratch_bytes, err) < 0) {
 		vm_remove_files(vm);
 		vm_free_files(vm);
@@ -160,13 +132,20 @@ static int cold_restart(struct sbx_vm *vm, sbx_error_t *err)
 	return vm_launch(vm, -1, err);
 }
 
-/* A copy-on-write template VM after its save: it must never run again
- * (it would write the clones' pages), so it goes and the VM starts again
- * from the template, as any later VM of the key does. */
-static int restart_as_clone(struct sbx_vm *vm, sbx_error_t *err)
+/* After a failed restore: QEMU goes, the template goes, and the same VM
+ * boots cold. */
+static int cold_restart(struct sbx_vm *vm, sbx_error_t *err)
 {
+	snapshot_invalidate(vm->snap_key);
 	if (teardown(vm, err) < 0)
 		return -1;
+	return boot_cold(vm, err);
+}
+
+/* After teardown: the VM starts from the key's template, as any later VM
+ * of the key does. */
+static int start_as_clone(struct sbx_vm *vm, sbx_error_t *err)
+{
 	cleanup_close int state_fd = -1;
 	if (vm_choose_start(vm, true, &state_fd, err) < 0) {
 		vm_remove_files(vm);
@@ -175,6 +154,42 @@ static int restart_as_clone(struct sbx_vm *vm, sbx_error_t *err)
 	}
 	vm->t.restored = vm->restored;
 	return vm_launch(vm, state_fd, err);
+}
+
+/* A copy-on-write template VM after its save: it must never run again
+ * (it would write the clones' pages), so it goes; then its RAM is sealed
+ * and the template published (still under the key's build lock), and the
+ * VM starts again from it.  Without a template it boots cold. */
+static int finish_cow(struct sbx_vm *vm, char *pending, sbx_error_t *err)
+{
+	cleanup_close int lock = sbx_steal_fd(vm->snap_lock);
+	cleanup_close int ram = sbx_steal_fd(vm->ram_fd);
+	vm_drop_snapshot_fds(vm);
+	sbx_error_t serr = NULL;
+	int64_t t = sbx_now_ms();
+	int down = teardown(vm, err);
+	bool published = down == 0 && pending != NULL && snapshot_publish(pending, vm->snap_key, ram, &serr) == 0;
+	if (published)
+		sbx_info("vm: snapshot %.12s RAM sealed and written in %lld ms", vm->snap_key,
+			 (long long)(sbx_now_ms() - t));
+	if (pending != NULL && down < 0)
+		snapshot_remove_dir(pending);
+	if (published) {
+		template_cache_trim(vm->template_cache_mib);
+		template_cache_sweep();
+	}
+	if (down < 0) {
+		sbx_error_free(&serr);
+		return -1;
+	}
+	if (published && start_as_clone(vm, &serr) == 0)
+		return 1;
+	if (serr != NULL)
+		sbx_warn("vm: after the template: %s; booting cold", sbx_error_msg(serr));
+	sbx_error_free(&serr);
+	if (published)
+		return cold_restart(vm, err) < 0 ? -1 : 1;
+	return boot_cold(vm, err) < 0 ? -1 : 1;
 }
 
 /* The template is saved while the guest waits for CONFIG; a streamed
@@ -187,35 +202,28 @@ int vm_save_template(struct sbx_vm *vm, sbx_error_t *err)
 	sbx_error_t serr = NULL;
 	int fd = vm->qmp_fd;
 	vm->qmp_fd = -1;
-	bool cow = vm->ram_file != NULL && vm->ram_shared;
+	bool cow = vm->ram_fd >= 0 && vm->ram_shared;
+	cleanup_free char *pending = NULL;
 	int saved = -1;
 	if (qmp_open(&q, fd, t + SNAPSHOT_SAVE_MS, &serr) == 0) {
-		saved = snapshot_save(&q, vm->snap_key, vm->snap_text, vm->files[F_SCRATCH], cow ? vm->ram_file : NULL,
+		saved = snapshot_save(&q, vm->snap_key, vm->snap_text, vm->files[F_SCRATCH], cow ? &pending : NULL,
 				      t + SNAPSHOT_SAVE_MS, &serr);
 		if (saved == 0)
 			sbx_info("vm: snapshot %.12s saved in %lld ms%s", vm->snap_key, (long long)(sbx_now_ms() - t),
 				 cow ? " (copy-on-write)" : "");
 		qmp_close(&q);
 	}
+	if (serr != NULL)
+		sbx_warn("vm: snapshot not saved: %s", sbx_error_msg(serr));
+	sbx_error_free(&serr);
+	if (cow)
+		return finish_cow(vm, pending, err);
 	if (saved == 0) {
 		template_cache_trim(vm->template_cache_mib);
 		template_cache_sweep();
 	}
-	if (serr != NULL)
-		sbx_warn("vm: snapshot not saved: %s", sbx_error_msg(serr));
-	sbx_error_free(&serr);
 	vm_drop_snapshot_fds(vm);
-	if (!cow)
-		return 0;
-	/* An unsaved RAM file belongs to no template. */
-	if (saved < 0)
-		unlink(vm->ram_file);
-	if (saved == 0 && restart_as_clone(vm, &serr) == 0)
-		return 1;
-	if (serr != NULL)
-		sbx_warn("vm: after the template: %s; booting cold", sbx_error_msg(serr));
-	sbx_error_free(&serr);
-	return cold_restart(vm, err) < 0 ? -1 : 1;
+	return 0;
 }
 
 /* QEMU loads the saved state, then runs the VM. */
@@ -230,7 +238,7 @@ static int wait_restored(struct sbx_vm *vm, int64_t limit, sbx_error_t *err)
 	int rc = 0;
 	/* A clone of a copy-on-write template (-incoming defer): only device
 	 * state comes from the file, the RAM is the mapped template. */
-	if (vm->ram_file != NULL && !vm->ram_shared) {
+	if (vm->ram_fd >= 0 && !vm->ram_shared) {
 		char cmd[128];
 		snprintf(cmd, sizeof(cmd), "{\"execute\": \"migrate-incoming\", \"arguments\": {\"uri\": \"fd:%d\"}}",
 			 vm->incoming_at);

@@ -2,7 +2,7 @@
 // iii-sdk caller on the same engine.  SANDBOX_LIBKRUN_BIN picks the binary
 // (default build/sandbox-libkrun), so the ASan build runs the same tests.
 import { spawn } from 'node:child_process';
-import { appendFileSync, existsSync, mkdtempSync, readdirSync, readFileSync, realpathSync, rmSync } from 'node:fs';
+import { appendFileSync, existsSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -11,24 +11,8 @@ import { StandinEngine } from './standin-engine.mjs';
 import { sdkClient, InvocationError } from './lib.mjs';
 
 const here = path.dirname(fileURLToPath(import.meta.url));
-// Removes a daemon's state directory and the tmpfs directory of its
-// copy-on-write template RAM files (/dev/shm/sandbox-libkrun-*, whose owner
-// file names the state directory): otherwise they hold host memory until
-// some daemon's next sweep.
+// Removes a daemon's state directory (its templates' RAM files are in it).
 export function removeStateDir(stateDir) {
-	if (existsSync(stateDir)) {
-		const real = realpathSync(stateDir);
-		for (const d of existsSync('/dev/shm') ? readdirSync('/dev/shm') : []) {
-			const owner = path.join('/dev/shm', d, 'owner');
-			try {
-				if (d.startsWith('sandbox-libkrun-') && readFileSync(owner, 'utf8') === real) {
-					rmSync(path.join('/dev/shm', d), { recursive: true, force: true });
-				}
-			} catch {
-				// not ours, or gone meanwhile
-			}
-		}
-	}
 	rmSync(stateDir, { recursive: true, force: true });
 }
 

@@ -2,8 +2,9 @@
 // sandbox's QEMU runs, in every thread, under a uid of its own with no
 // groups, no capabilities, NO_NEW_PRIVS and its seccomp filter; in its own
 // mount, PID, network, IPC and UTS namespaces (PID 1 of its own); in a root
-// holding only /usr, its disks, its template's RAM file and a private /dev; in a cgroup leaf with the
-// memory (guest + QEMU + TCG cache), pids and CPU limits; with the rlimits
+// holding only /usr, its disks, a private /dev and a /proc of its own PID namespace (where it
+// names its template's sealed RAM memfd; no file of template RAM is in the jail); in a cgroup
+// leaf with the memory (guest + QEMU + TCG cache), pids and CPU limits; with the rlimits
 // set.  A second sandbox restores the first one's snapshot template under
 // another uid.  Stopping removes the leaf.  `jail: off` runs QEMU as
 // before.  Without root, `required` refuses and `auto` warns, and a daemon
@@ -12,7 +13,7 @@
 import { describe, test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
-import { existsSync, readdirSync, readFileSync, readlinkSync } from 'node:fs';
+import { closeSync, existsSync, lstatSync, openSync, readdirSync, readFileSync, readlinkSync, writeSync } from 'node:fs';
 import path from 'node:path';
 import { BIN } from './daemon.mjs';
 import { eventually } from './lib.mjs';
@@ -28,6 +29,19 @@ function qemuOf(stateDir) {
 	const p = processesMentioning(stateDir).filter((x) => /qemu-system/.test(x.cmdline));
 	assert.equal(p.length, 1, `one QEMU of ${stateDir}: ${JSON.stringify(p)}`);
 	return p[0].pid;
+}
+
+// Every path in a jail's root but /usr and /proc (QEMU's data files and
+// its own PID namespace's /proc).
+function jailFiles(root, rel = '') {
+	const out = [];
+	for (const e of readdirSync(path.join(root, rel))) {
+		const p = path.join(rel, e);
+		if (p === 'usr' || p === 'proc') continue;
+		out.push('/' + p);
+		if (lstatSync(path.join(root, p)).isDirectory()) out.push(...jailFiles(root, p));
+	}
+	return out;
 }
 
 function statusFields(file) {
@@ -118,16 +132,16 @@ describe('the jail', { skip: skip ?? false }, () => {
 		}
 	});
 
-	test('its root is its jail: /usr, its own disks and a private /dev, nothing else of the host', () => {
+	test('its root is its jail: /usr, its own disks, a private /dev and its own /proc, nothing else of the host', () => {
 		const root = `/proc/${qemu}/root`;
 		assert.ok(existsSync(`${root}/usr/bin/qemu-system-x86_64`), 'QEMU in the jail');
-		assert.deepEqual(readdirSync(`${root}/dev`).sort(), ['null', 'shm', 'urandom']);
-		// A clone of a copy-on-write template: of the template RAM files,
-		// its own template's only (bound at its path).
-		const shm = readdirSync(`${root}/dev/shm`);
-		assert.equal(shm.length, 1);
-		assert.match(readdirSync(`${root}/dev/shm/${shm[0]}`).join(), /^[0-9a-f]{64}-[0-9a-f]{16}\.mem$/);
-		for (const gone of ['/home', '/etc/shadow', '/etc', '/proc', '/sys', path.join(s.stateDir, 'snapshots'),
+		assert.deepEqual(readdirSync(`${root}/dev`).sort(), ['null', 'urandom']);
+		// /proc of its own PID namespace: itself only.
+		assert.deepEqual(readdirSync(`${root}/proc`).filter((e) => /^\d+$/.test(e)), ['1']);
+		// No path to any template RAM file: its RAM is the memfd it inherited.
+		const files = jailFiles(root);
+		assert.deepEqual(files.filter((f) => /\.mem$|\/ram$|shm/.test(f)), [], files.join(' '));
+		for (const gone of ['/home', '/etc/shadow', '/etc', '/sys', path.join(s.stateDir, 'snapshots'),
 			path.join(s.stateDir, 'images', 'index.json')]) {
 			assert.ok(!existsSync(root + gone), `${gone} is not in the jail`);
 		}
@@ -137,6 +151,28 @@ describe('the jail', { skip: skip ?? false }, () => {
 		const mine = readdirSync(path.join(root, s.stateDir, 'vms'));
 		assert.deepEqual(mine, [dir], 'only its own VM directory');
 		assert.deepEqual(readdirSync(path.join(root, s.stateDir, 'vms', dir)), ['scratch.ext4'], 'only its disk');
+	});
+
+	test('its guest RAM is the template\'s sealed memfd: a write through /proc/<qemu>/fd fails with EPERM', () => {
+		const cmdline = readFileSync(`/proc/${qemu}/cmdline`, 'utf8').split('\0').join(' ');
+		const m = cmdline.match(/mem-path=\/proc\/self\/fd\/(\d+),.*share=off/);
+		assert.ok(m, cmdline);
+		const fdPath = `/proc/${qemu}/fd/${m[1]}`;
+		assert.match(readlinkSync(fdPath), /^\/memfd:/);
+		const fd = openSync(fdPath, 'r+');
+		try {
+			assert.throws(() => writeSync(fd, 'x', 0), { code: 'EPERM' });
+		} finally {
+			closeSync(fd);
+		}
+		// F_GET_SEALS (node has no fcntl): F_SEAL_WRITE, and every other seal.
+		const r = spawnSync('python3', ['-c', 'import fcntl, os, sys; fd = os.open(sys.argv[1], os.O_RDWR); '
+			+ 'print(fcntl.fcntl(fd, 1034))', fdPath], { encoding: 'utf8' });
+		assert.equal(r.status, 0, r.stderr);
+		const seals = Number(r.stdout);
+		for (const [name, bit] of [['F_SEAL_SEAL', 1], ['F_SEAL_SHRINK', 2], ['F_SEAL_GROW', 4], ['F_SEAL_WRITE', 8]]) {
+			assert.ok(seals & bit, `${name} in ${seals}`);
+		}
 	});
 
 	test('its cgroup is its own leaf, with the limits set', () => {

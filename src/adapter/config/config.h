@@ -52,7 +52,7 @@ struct sbx_config {
 	enum sbx_accel accel;
 	char *krunfw_path; /* NULL when not set */
 	uint32_t tcg_cache_mb;     /* TCG translation cache per VM */
-	uint32_t template_cache_mb; /* all snapshot templates (their tmpfs RAM files) */
+	uint32_t template_cache_mb; /* all snapshot templates on disk (state and RAM files) */
 	struct sbx_warm_pool_entry *warm_pool;
 	size_t n_warm_pool;
 	uint32_t warm_pool_max;    /* parked VMs of all images together */

@@ -16,7 +16,7 @@
 #include "common/scodes.h"
 #include "common/state_dir.h"
 #include "image/image_pull.h"
-#include "vm/template_cow.h"
+#include "vm/template_memfd.h"
 #include "vm/vm.h"
 
 #define EXEC_POLL_MS 200    /* how often a running exec checks for a stop */
@@ -380,7 +380,7 @@ static int64_t net_activity_ms(void *vm)
 
 static uint64_t templates_mib(void *ctx)
 {
-	return (template_ram_usage() + (1u << 20) - 1) >> 20;
+	return (template_memfd_usage() + (1u << 20) - 1) >> 20;
 }
 
 const struct sbx_backend_ops vm_backend_ops = {

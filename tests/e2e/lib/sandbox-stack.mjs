@@ -42,9 +42,10 @@ export const UUID_V4 = /^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-
 // seedFrom, the image cache of that state directory is hard-linked in first,
 // so this daemon does not pull again.  stack.boots counts successful VM boots
 // (create, run) made through stack.vm.  With spawnOptions {uid, gid} the
-// daemon runs as that user, owning its state directory.
-export async function startSandboxStack({ registry, config = {}, seedFrom, spawnOptions } = {}) {
-	const stateDir = mkdtempSync(path.join(tmpdir(), 'sbx-e2e-vmstate-'));
+// daemon runs as that user, owning its state directory.  With stateDir, the
+// daemon takes that state directory as it is (another daemon's, stopped).
+export async function startSandboxStack({ registry, config = {}, seedFrom, spawnOptions, stateDir: reuse } = {}) {
+	const stateDir = reuse ?? mkdtempSync(path.join(tmpdir(), 'sbx-e2e-vmstate-'));
 	if (spawnOptions?.uid !== undefined) chownSync(stateDir, spawnOptions.uid, spawnOptions.gid);
 	if (seedFrom && existsSync(path.join(seedFrom, 'images'))) {
 		execFileSync('cp', ['-al', path.join(seedFrom, 'images'), path.join(stateDir, 'images')]);
