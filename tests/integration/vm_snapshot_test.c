@@ -119,6 +119,27 @@ static bool boot_and_stop(const char *image, const char *hostname)
 		sbx_vm_stop(vm, sbx_now_ms() + 5000);
 	return ok;
 }
+/* A format 3 RAM directory on /dev/shm whose owner file names `owner`,
+ * with a RAM file in it: its path (out). */
+static bool legacy_ram_dir(const char *name, const char *owner, char *out, size_t cap)
+{
+	char p[800];
+	snprintf(out, cap, "/dev/shm/sandbox-libkrun-%s-%ld", name, (long)getpid());
+	if (mkdir(out, 0700) < 0)
+		return false;
+	snprintf(p, sizeof(p), "%s/owner", out);
+	FILE *f = fopen(p, "w");
+	bool ok = f != NULL && fputs(owner, f) >= 0;
+	if (f != NULL && fclose(f) != 0)
+		ok = false;
+	snprintf(p, sizeof(p), "%s/k-1.mem", out);
+	int fd = open(p, O_CREAT | O_WRONLY | O_CLOEXEC, 0600);
+	if (fd < 0)
+		return false;
+	close(fd);
+	return ok;
+}
+
 /* What a copy-on-write template records of its RAM file (its "ram.id"). */
 static bool ram_id(const char *tpl, char *out, size_t cap)
 {
@@ -339,6 +360,22 @@ int main(int argc, char **argv)
 	free(alive);
 	if (live != NULL)
 		sbx_vm_stop(live, sbx_now_ms() + 5000);
+	/* The /dev/shm RAM directories of format 3 templates: this state
+	 * directory's and a gone one's are swept, a live one's stays. */
+	char real[600], other[] = "/tmp/sbx-snapshot-other-XXXXXX", other_snaps[600];
+	char mine_dir[200], gone_dir[200], live_dir[200];
+	bool made = realpath(state, real) != NULL && mkdtemp(other) != NULL;
+	snprintf(other_snaps, sizeof(other_snaps), "%s/snapshots", other);
+	made = made && mkdir(other_snaps, 0700) == 0 && legacy_ram_dir("mine", real, mine_dir, sizeof(mine_dir)) &&
+	       legacy_ram_dir("gone", "/nonexistent/sbx-state", gone_dir, sizeof(gone_dir)) &&
+	       legacy_ram_dir("live", other, live_dir, sizeof(live_dir));
+	template_cache_sweep();
+	result(made && !exists(mine_dir) && !exists(gone_dir) && exists(live_dir),
+	       "the sweep removes /dev/shm RAM directories of format 3 of this or a gone state directory", live_dir);
+	char rm_legacy[1200];
+	snprintf(rm_legacy, sizeof(rm_legacy), "rm -rf '%s' '%s' '%s' '%s'", mine_dir, gone_dir, live_dir, other);
+	if (system(rm_legacy) != 0)
+		fprintf(stderr, "could not remove %s\n", live_dir);
 	char *bufs[] = { ra, rb, rc, hb, hc, idb, idc, wb, wc, clock, hd, mb, mc, me, hf };
 	for (size_t i = 0; i < sizeof(bufs) / sizeof(bufs[0]); i++)
 		free(bufs[i]);
