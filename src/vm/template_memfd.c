@@ -7,10 +7,13 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/sendfile.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include "common/cleanup.h"
+#include "common/clock.h"
+#include "common/log.h"
 
 #define SEALS (F_SEAL_SEAL | F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_WRITE)
 #define COPY_CHUNK (1u << 20)
@@ -93,12 +96,28 @@ static int put_nonzero(int to, const unsigned char *buf, size_t n, off_t off, sb
 	return 0;
 }
 
-/* Copies the data of `from` (size bytes) into `to`, already that size:
- * its holes are skipped (SEEK_DATA/SEEK_HOLE), and so are zero pages. */
-static int sparse_copy(int from, int to, off_t size, sbx_error_t *err)
+/* Copies [off, end) of `from` to the same place in `to` in the kernel
+ * (the saved file holds no zero pages to skip). */
+static int send_range(int from, int to, off_t off, off_t end, sbx_error_t *err)
 {
-	cleanup_free unsigned char *buf = malloc(COPY_CHUNK);
-	if (buf == NULL)
+	if (lseek(to, off, SEEK_SET) != off)
+		return sbx_error_errno(err, errno, "template RAM: seek");
+	while (off < end) {
+		size_t want = end - off < COPY_CHUNK ? (size_t)(end - off) : COPY_CHUNK;
+		ssize_t n = sendfile(to, from, &off, want);
+		if (n <= 0)
+			return sbx_error_errno(err, n < 0 ? errno : EIO, "template RAM: copy (truncated?)");
+	}
+	return 0;
+}
+
+/* Copies the data of `from` (size bytes) into `to`, already that size:
+ * its holes are skipped (SEEK_DATA/SEEK_HOLE), and, when `skip_zero`, so
+ * are zero pages. */
+static int sparse_copy(int from, int to, off_t size, bool skip_zero, sbx_error_t *err)
+{
+	cleanup_free unsigned char *buf = skip_zero ? malloc(COPY_CHUNK) : NULL;
+	if (skip_zero && buf == NULL)
 		return sbx_error_errno(err, ENOMEM, "template RAM");
 	off_t pos = 0;
 	while (pos < size) {
@@ -110,7 +129,9 @@ static int sparse_copy(int from, int to, off_t size, sbx_error_t *err)
 			return sbx_error_errno(err, errno, "template RAM: seek");
 		if (hole > size)
 			hole = size;
-		for (off_t off = data; off < hole;) {
+		if (!skip_zero && data < hole && send_range(from, to, data, hole, err) < 0)
+			return -1;
+		for (off_t off = data; skip_zero && off < hole;) {
 			size_t want = hole - off < COPY_CHUNK ? (size_t)(hole - off) : COPY_CHUNK;
 			ssize_t r = pread(from, buf, want, off);
 			if (r <= 0)
@@ -146,7 +167,7 @@ int template_memfd_save(int fd, const char *path, char *desc, size_t cap, sbx_er
 	if (out < 0)
 		return sbx_error_errno(err, errno, "create %s", path);
 	/* fsync: a template must never name bytes that a crash lost. */
-	if (ftruncate(out, st.st_size) < 0 || sparse_copy(fd, out, st.st_size, err) < 0 || fsync(out) < 0) {
+	if (ftruncate(out, st.st_size) < 0 || sparse_copy(fd, out, st.st_size, true, err) < 0 || fsync(out) < 0) {
 		if (*err == NULL)
 			sbx_error_errno(err, errno, "write %s", path);
 		unlink(path);
@@ -178,7 +199,7 @@ int template_memfd_load(const char *path, const char *desc, unsigned memory_mib,
 		return -1;
 	cleanup_close int fd = template_memfd_new(memory_mib, err);
 	/* Checked again: a file changed during the copy is refused too. */
-	if (fd < 0 || sparse_copy(in, fd, (off_t)memory_mib << 20, err) < 0 ||
+	if (fd < 0 || sparse_copy(in, fd, (off_t)memory_mib << 20, false, err) < 0 ||
 	    check(in, path, desc, memory_mib, err) < 0 || template_memfd_seal(fd, err) < 0)
 		return -1;
 	return sbx_steal_fd(fd);
@@ -245,7 +266,12 @@ int template_memfd_get(const char *key, const char *path, const char *desc, unsi
 		return fd >= 0 ? fd : sbx_error_errno(err, errno, "template RAM: dup");
 	}
 	/* Loaded under the lock: racing restores of a key load it once. */
+	int64_t t = sbx_now_ms();
 	int fd = template_memfd_load(path, desc, memory_mib, err);
+	struct stat st;
+	if (fd >= 0 && fstat(fd, &st) == 0)
+		sbx_info("vm: template %.12s RAM loaded into a sealed memfd in %lld ms (%llu MiB of data)", key,
+			 (long long)(sbx_now_ms() - t), (unsigned long long)st.st_blocks >> 11);
 	if (fd >= 0)
 		keep_locked(key, desc, fd);
 	pthread_mutex_unlock(&kept_lock);
