@@ -2,6 +2,7 @@
  * bytes anywhere give the same key, changed bytes a new one, and the sweep
  * (vm/template_cache.h) removes a template whose files changed or whose
  * image left the store. */
+#include <dirent.h>
 #include <fcntl.h>
 #include <ftw.h>
 #include <stdio.h>
@@ -82,12 +83,46 @@ TEST(file_hash_is_of_the_bytes_and_cached)
 	CHECK_INT(system(cmd), 0);
 	CHECK_INT(file_hash(a, hex2, &err), 0);
 	CHECK_STR(hex1, hex2);
+	/* An entry of the right path and identity whose hash is not 64 hex
+	 * digits, or that is cut short, is not believed either. */
+	snprintf(cmd, sizeof(cmd), "for f in %s/*; do sed -i '3s/^./z/' $f; done", hashes);
+	CHECK_INT(system(cmd), 0);
+	CHECK_INT(file_hash(a, hex2, &err), 0);
+	CHECK_STR(hex1, hex2);
+	snprintf(cmd, sizeof(cmd), "for f in %s/*; do truncate -s -2 $f; done", hashes);
+	CHECK_INT(system(cmd), 0);
+	CHECK_INT(file_hash(a, hex2, &err), 0);
+	CHECK_STR(hex1, hex2);
 	/* Changed bytes (a new identity) are hashed again. */
 	CHECK_INT(put(state, "qemu-copy", "other bytes"), 0);
 	CHECK_INT(file_hash(b, hex2, &err), 0);
 	CHECK(strcmp(hex1, hex2) != 0);
 	CHECK(file_hash(state, hex2, &err) < 0); /* a directory */
 	sbx_error_free(&err);
+}
+
+TEST(the_hash_cache_stays_small)
+{
+	CHECK_INT(setup(), 0);
+	char dir[512], hashes[512], p[700], hex[FILE_HASH_HEX + 1];
+	at(dir, sizeof(dir), "many");
+	at(hashes, sizeof(hashes), "hashes");
+	CHECK_INT(mkdir(dir, 0700), 0);
+	sbx_error_t err = NULL;
+	for (int i = 0; i < FILE_HASH_MAX + 10; i++) {
+		snprintf(p, sizeof(p), "f%d", i);
+		CHECK_INT(put(dir, p, p), 0);
+		snprintf(p, sizeof(p), "%s/f%d", dir, i);
+		CHECK_INT(file_hash(p, hex, &err), 0);
+	}
+	DIR *d = opendir(hashes);
+	CHECK(d != NULL);
+	int n = 0;
+	struct dirent *e;
+	while ((e = readdir(d)) != NULL)
+		n += e->d_name[0] != '.';
+	closedir(d);
+	CHECK(n > 0 && n <= FILE_HASH_MAX);
 }
 
 TEST(same_content_elsewhere_same_key)
