@@ -10,7 +10,8 @@
  * sbx_image_config_free), or fails with a message for the operator.  The
  * file holds the adapter's whole configuration, and only the adapter's
  * parser knows all of it, so this command refuses exactly the files serve
- * would refuse.  `pulled` (NULL: none) runs after a successful pull unless
+ * would refuse.  `pulled` (NULL: none) runs after a successful pull or
+ * import (`name`: what was pulled, the reference for an import) unless
  * --no-template was given: it makes the image's VM template, reports on
  * stderr and never fails the pull. */
 struct sbx_image_cli_host {
