@@ -21,7 +21,7 @@ static void not_made(const char *name, sbx_error_t *err)
 
 void template_pull_make(const struct sbx_config *cfg, const char *name, const char *ref)
 {
-	/* The VM layer's own lines would bury the one line this step prints. */
+	/* The VM layer's info lines would bury the lines of this step. */
 	if (getenv("SANDBOX_LOG") == NULL)
 		sbx_log_set_level(SBX_LOG_WARN);
 	fprintf(stderr, PREFIX "making the VM template of %s (%u CPU%s, %u MiB)\n", name, cfg->default_cpus,
