@@ -16,13 +16,22 @@
 
 static const char usage_text[] =
 	"usage: sandbox-libkrun image [--config FILE] COMMAND\n"
-	"  pull NAME|REF            pull an image (catalog name or OCI ref) into the cache\n"
-	"  import PATH [--ref REF]  load an OCI layout directory or a docker save archive\n"
+	"  pull NAME|REF [--no-template]\n"
+	"                           pull an image (catalog name or OCI ref) into the cache and\n"
+	"                           make its VM template (booted once at default_cpus and\n"
+	"                           default_memory_mb), so the daemon's first create of it\n"
+	"                           restores; --no-template skips that\n"
+	"  import PATH [--ref REF] [--no-template]\n"
+	"                           load an OCI layout directory or a docker save archive (and\n"
+	"                           make its VM template, as pull does)\n"
 	"  ls                       list cached images: ref, digest, size, last used\n"
 	"  rm NAME|REF|DIGEST       forget an image and delete its disk if unused\n"
-	"--config FILE: the adapter's configuration (JSON), checked as serve checks it; the image\n"
-	"commands use registry_mirrors, registry_auth, custom_images and auto_install.\n"
-	"Output is tab-separated; progress is shown only on a terminal.\n";
+	"--config FILE: the adapter's configuration (JSON or YAML, as serve --config), checked as\n"
+	"serve checks it; the image commands use registry_mirrors, registry_auth, custom_images\n"
+	"and auto_install; pull's template also the VM's keys (default_cpus, default_memory_mb,\n"
+	"accel, scratch_disk_mb, krunfw_path, jail, ...): give it the daemon's file so they match.\n"
+	"Output is tab-separated; layer progress is shown only on a terminal, the template's\n"
+	"two lines (or its warning) always on stderr.\n";
 
 static void on_layer(void *ud, size_t index, size_t count, const char *digest, uint64_t done, uint64_t total)
 {
@@ -45,7 +54,8 @@ static int fail(sbx_error_t *err)
 	return 1;
 }
 
-static int cmd_pull(const char *name, const struct sbx_image_config *cfg)
+static int cmd_pull(const char *name, const struct sbx_image_config *cfg, const struct sbx_image_cli_host *host,
+		    bool template)
 {
 	const char *ref = sbx_image_catalog_ref(cfg, name);
 	struct sbx_pull_progress progress = { .layer = on_layer };
@@ -54,17 +64,23 @@ static int cmd_pull(const char *name, const struct sbx_image_config *cfg)
 	if (sbx_image_pull(ref ? ref : name, cfg, isatty(2) ? &progress : NULL, &info, &err) < 0)
 		return fail(&err);
 	print_info(&info);
+	fflush(stdout);
+	if (template && host->pulled != NULL)
+		host->pulled(host->ud, name, info.ref);
 	free(info.path);
 	return 0;
 }
 
-static int cmd_import(const char *path, const char *ref)
+static int cmd_import(const char *path, const char *ref, const struct sbx_image_cli_host *host, bool template)
 {
 	struct sbx_image_info info;
 	sbx_error_t err = NULL;
 	if (sbx_image_import(path, ref, &info, &err) < 0)
 		return fail(&err);
 	print_info(&info);
+	fflush(stdout);
+	if (template && host->pulled != NULL)
+		host->pulled(host->ud, info.ref, info.ref);
 	free(info.path);
 	return 0;
 }
@@ -130,9 +146,10 @@ static int cmd_rm(const char *name, const struct sbx_image_config *cfg)
 	return rc;
 }
 
-int sbx_image_cli(int argc, char **argv, sbx_image_config_loader load)
+int sbx_image_cli(int argc, char **argv, const struct sbx_image_cli_host *host)
 {
 	const char *config_path = NULL, *ref = NULL;
+	bool template = true;
 	const char *args[3];
 	int nargs = 0;
 	for (int i = 1; i < argc; i++) {
@@ -143,6 +160,8 @@ int sbx_image_cli(int argc, char **argv, sbx_image_config_loader load)
 			config_path = argv[++i];
 		} else if (strcmp(argv[i], "--ref") == 0 && i + 1 < argc) {
 			ref = argv[++i];
+		} else if (strcmp(argv[i], "--no-template") == 0) {
+			template = false;
 		} else if (argv[i][0] == '-' || nargs == 3) {
 			fputs(usage_text, stderr);
 			return 2;
@@ -158,16 +177,16 @@ int sbx_image_cli(int argc, char **argv, sbx_image_config_loader load)
 	struct sbx_image_config cfg;
 	sbx_image_config_init(&cfg);
 	sbx_error_t err = NULL;
-	if (config_path != NULL && load(config_path, &cfg, &err) < 0) {
+	if (config_path != NULL && host->load(host->ud, config_path, &cfg, &err) < 0) {
 		fail(&err);
 		return 2;
 	}
 	int rc = 2;
 	const char *cmd = args[0];
 	if (strcmp(cmd, "pull") == 0 && nargs == 2)
-		rc = cmd_pull(args[1], &cfg);
+		rc = cmd_pull(args[1], &cfg, host, template);
 	else if (strcmp(cmd, "import") == 0 && nargs == 2)
-		rc = cmd_import(args[1], ref);
+		rc = cmd_import(args[1], ref, host, template);
 	else if (strcmp(cmd, "ls") == 0 && nargs == 1)
 		rc = cmd_ls();
 	else if (strcmp(cmd, "rm") == 0 && nargs == 2)

@@ -5,13 +5,21 @@
 #include "common/error.h"
 #include "image/image_config.h"
 
-/* Fills *out from a --config file (free with sbx_image_config_free), or
- * fails with a message for the operator.  The file holds the adapter's whole
- * configuration, and only the adapter's parser knows all of it: the adapter
- * passes its loader in, so that this command refuses exactly the files
- * serve would refuse, and src/image needs no adapter header. */
-typedef int (*sbx_image_config_loader)(const char *path, struct sbx_image_config *out, sbx_error_t *err);
+/* What the adapter lends the command: src/image needs no adapter header.
+ * `load` fills *out from a --config file (free with
+ * sbx_image_config_free), or fails with a message for the operator.  The
+ * file holds the adapter's whole configuration, and only the adapter's
+ * parser knows all of it, so this command refuses exactly the files serve
+ * would refuse.  `pulled` (NULL: none) runs after a successful pull or
+ * import (`name`: what was pulled, the reference for an import) unless
+ * --no-template was given: it makes the image's VM template, reports on
+ * stderr and never fails the pull. */
+struct sbx_image_cli_host {
+	int (*load)(void *ud, const char *path, struct sbx_image_config *out, sbx_error_t *err);
+	void (*pulled)(void *ud, const char *name, const char *ref);
+	void *ud;
+};
 
 /* The command; a bad --config FILE exits 2, like serve on a bad config. */
-int sbx_image_cli(int argc, char **argv, sbx_image_config_loader load);
+int sbx_image_cli(int argc, char **argv, const struct sbx_image_cli_host *host);
 #endif

@@ -3,7 +3,6 @@
 #include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <openssl/evp.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -14,6 +13,7 @@
 #include "common/cleanup.h"
 #include "common/scodes.h"
 #include "common/state_dir.h"
+#include "vm/file_hash.h"
 #include "vm/pvh_elf.h"
 
 #define KRUNFW_FIX "run scripts/fetch-libkrunfw (as root) or set SANDBOX_KRUNFW / krunfw_path"
@@ -33,37 +33,17 @@ static const char *pick_library(const char *krunfw_path)
 	return "/usr/lib/x86_64-linux-gnu/libkrunfw.so.5";
 }
 
-/* SHA-256 of the library file, as 64 hex digits. */
-static int hash_file(const char *path, char hex[65], sbx_error_t *err)
+/* SHA-256 of the library file (vm/file_hash.h: read once per version of
+ * the file on this machine, not once per process). */
+static int hash_library(const char *path, char hex[FILE_HASH_HEX + 1], sbx_error_t *err)
 {
-	cleanup_close int fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
+	if (access(path, R_OK) < 0)
 		return sbx_error_scode(err, SBX_S_VM_BOOT, "guest kernel library %s: %s; %s", path, strerror(errno),
 				       KRUNFW_FIX);
-	EVP_MD_CTX *ctx = EVP_MD_CTX_new();
-	if (ctx == NULL || EVP_DigestInit_ex(ctx, EVP_sha256(), NULL) != 1) {
-		EVP_MD_CTX_free(ctx);
-		return sbx_error_set(err, ENOMEM, "sha256 init");
+	if (file_hash(path, hex, err) < 0) {
+		sbx_error_default_scode(err, SBX_S_VM_BOOT);
+		return -1;
 	}
-	uint8_t buf[65536];
-	ssize_t n;
-	while ((n = read(fd, buf, sizeof(buf))) != 0) {
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n < 0 || EVP_DigestUpdate(ctx, buf, (size_t)n) != 1) {
-			int e = n < 0 ? errno : EIO;
-			EVP_MD_CTX_free(ctx);
-			return sbx_error_errno(err, e, "read %s", path);
-		}
-	}
-	unsigned char md[32];
-	unsigned int mdlen = 0;
-	int ok = EVP_DigestFinal_ex(ctx, md, &mdlen) == 1 && mdlen == sizeof(md);
-	EVP_MD_CTX_free(ctx);
-	if (!ok)
-		return sbx_error_set(err, EIO, "sha256 of %s", path);
-	for (unsigned i = 0; i < 32; i++)
-		snprintf(hex + 2 * i, 3, "%02x", md[i]);
 	return 0;
 }
 
@@ -116,9 +96,9 @@ char *sbx_kernel_elf(const char *krunfw_path, sbx_error_t *err)
 			sbx_error_errno(err, ENOMEM, "kernel path");
 		return res;
 	}
-	char hex[65];
+	char hex[FILE_HASH_HEX + 1];
 	cleanup_free char *dir = NULL, *elf = NULL, *tmp = NULL;
-	if (hash_file(lib, hex, err) < 0)
+	if (hash_library(lib, hex, err) < 0)
 		goto out;
 	if ((dir = sbx_state_subdir("kernel", err)) == NULL)
 		goto out;

@@ -18,32 +18,81 @@
 #include "common/path.h"
 #include "common/state_dir.h"
 #include "vm/disk.h"
+#include "vm/file_hash.h"
 #include "vm/template_memfd.h"
 
 #define KEY_TEXT_MAX SNAPSHOT_KEY_TEXT_MAX
 #define MIGRATE_POLL_US 5000
 
 /* Bumped when what a template holds changes meaning. */
-#define SNAPSHOT_FORMAT 4 /* 2: the balloon device; 3: copy-on-write RAM files; 4: sealed memfds */
+/* 2: the balloon device; 3: copy-on-write RAM files; 4: sealed memfds, keyed by content */
+#define SNAPSHOT_FORMAT 4
 #define RAM_DESC_MAX TEMPLATE_RAM_DESC_MAX
+#define STORE_SUFFIX ".erofs"
 
-/* A file's identity: path, device, inode, size and change times.  A
- * rebuilt or replaced file gets a new key without hashing its bytes. */
-static int file_id(char *buf, size_t cap, size_t *len, const char *what, const char *path, sbx_error_t *err)
+static const char *const components[] = { "qemu", "kernel", "boot", "image" };
+#define N_COMPONENTS (sizeof(components) / sizeof(components[0]))
+
+/* The digest (hex) when `path` is an image of this state directory's image
+ * store (images/erofs/<manifest digest hex>.erofs, image_store.h): its
+ * name is its content's identity, so its bytes need no hashing.  False
+ * for any other file. */
+static bool store_digest(const char *path, char hex[SNAPSHOT_KEY_LEN + 1])
 {
+	const char *slash = strrchr(path, '/');
+	const char *name = slash != NULL ? slash + 1 : path;
+	if (strlen(name) != SNAPSHOT_KEY_LEN + strlen(STORE_SUFFIX) || strcmp(name + SNAPSHOT_KEY_LEN, STORE_SUFFIX) != 0)
+		return false;
+	for (size_t i = 0; i < SNAPSHOT_KEY_LEN; i++) {
+		if (!((name[i] >= '0' && name[i] <= '9') || (name[i] >= 'a' && name[i] <= 'f')))
+			return false;
+	}
+	sbx_error_t err = NULL;
+	cleanup_free char *state = sbx_state_dir(&err);
+	sbx_error_free(&err);
+	cleanup_free char *store = NULL, *dir = slash != NULL ? strndup(path, (size_t)(slash - path)) : NULL;
+	if (state == NULL || dir == NULL || asprintf(&store, "%s/images/erofs", state) < 0)
+		return false;
+	cleanup_free char *a = realpath(dir, NULL), *b = realpath(store, NULL);
 	struct stat st;
-	if (stat(path, &st) < 0)
-		return sbx_error_errno(err, errno, "%s %s", what, path);
-	int n = snprintf(buf + *len, cap - *len, "%s=%s %llu %llu %lld %lld.%09ld %lld.%09ld\n", what, path,
-			 (unsigned long long)st.st_dev, (unsigned long long)st.st_ino, (long long)st.st_size,
-			 (long long)st.st_mtim.tv_sec, st.st_mtim.tv_nsec, (long long)st.st_ctim.tv_sec,
-			 st.st_ctim.tv_nsec);
+	if (a == NULL || b == NULL || strcmp(a, b) != 0 || stat(path, &st) < 0 || !S_ISREG(st.st_mode))
+		return false;
+	memcpy(hex, name, SNAPSHOT_KEY_LEN);
+	hex[SNAPSHOT_KEY_LEN] = '\0';
+	return true;
+}
+
+/* A file's line of the key: what its content is.  A stored image by its
+ * manifest digest, any other file by the SHA-256 of its bytes
+ * (vm/file_hash.h: hashed once per version of the file on this machine). */
+static int component(char *buf, size_t cap, size_t *len, const char *what, const char *path, sbx_error_t *err)
+{
+	char hex[SNAPSHOT_KEY_LEN + 1];
+	const char *kind = "digest";
+	if (strcmp(what, "image") != 0 || !store_digest(path, hex)) {
+		kind = "sha256";
+		if (file_hash(path, hex, err) < 0)
+			return sbx_error_prefix(err, "snapshot key: %s", what);
+	}
+	int n = snprintf(buf + *len, cap - *len, "%s=%s:%s\n", what, kind, hex);
 	if (n < 0 || (size_t)n >= cap - *len)
-		return sbx_error_set(err, ENAMETOOLONG, "snapshot key: %s path too long", what);
+		return sbx_error_set(err, EOVERFLOW, "snapshot key");
 	*len += (size_t)n;
 	return 0;
 }
 
+static int append(char *buf, size_t cap, size_t *len, const char *what, const char *path, sbx_error_t *err)
+{
+	int n = snprintf(buf + *len, cap - *len, "path %s %s\n", what, path);
+	if (n < 0 || (size_t)n >= cap - *len || strchr(path, '\n') != NULL)
+		return sbx_error_set(err, ENAMETOOLONG, "snapshot key: %s path unusable", what);
+	*len += (size_t)n;
+	return 0;
+}
+
+/* The key hashes what the template's state depends on (the header and the
+ * files' contents); the text adds where the files were, for
+ * snapshot_key_current.  The same contents elsewhere give the same key. */
 int snapshot_key(const struct snapshot_id *id, char key[SNAPSHOT_KEY_LEN + 1], char *key_text, sbx_error_t *err)
 {
 	char text[KEY_TEXT_MAX];
@@ -53,14 +102,19 @@ int snapshot_key(const struct snapshot_id *id, char key[SNAPSHOT_KEY_LEN + 1], c
 	if (n < 0 || (size_t)n >= sizeof(text))
 		return sbx_error_set(err, EOVERFLOW, "snapshot key");
 	size_t len = (size_t)n;
-	if (file_id(text, sizeof(text), &len, "qemu", id->qemu, err) < 0 ||
-	    file_id(text, sizeof(text), &len, "kernel", id->kernel, err) < 0 ||
-	    file_id(text, sizeof(text), &len, "boot", id->boot_disk, err) < 0 ||
-	    file_id(text, sizeof(text), &len, "image", id->image, err) < 0)
-		return -1;
+	const char *paths[N_COMPONENTS] = { id->qemu, id->kernel, id->boot_disk, id->image };
+	for (size_t i = 0; i < N_COMPONENTS; i++) {
+		if (component(text, sizeof(text), &len, components[i], paths[i], err) < 0)
+			return -1;
+	}
+	size_t hashed = len;
+	for (size_t i = 0; i < N_COMPONENTS; i++) {
+		if (append(text, sizeof(text), &len, components[i], paths[i], err) < 0)
+			return -1;
+	}
 	unsigned char md[EVP_MAX_MD_SIZE];
 	unsigned mdlen = 0;
-	if (EVP_Digest(text, len, md, &mdlen, EVP_sha256(), NULL) != 1 || mdlen * 2 != SNAPSHOT_KEY_LEN)
+	if (EVP_Digest(text, hashed, md, &mdlen, EVP_sha256(), NULL) != 1 || mdlen * 2 != SNAPSHOT_KEY_LEN)
 		return sbx_error_set(err, EIO, "snapshot key: sha256 failed");
 	for (unsigned i = 0; i < mdlen; i++)
 		snprintf(key + 2 * i, 3, "%02x", md[i]);
@@ -69,35 +123,52 @@ int snapshot_key(const struct snapshot_id *id, char key[SNAPSHOT_KEY_LEN + 1], c
 	return 0;
 }
 
+/* The text is the template's own file (hostile to this check as any file
+ * is): it is current when it is of this format and the files it names
+ * still have the contents it recorded, i.e. when building its key again
+ * from those paths gives the same text. */
 bool snapshot_key_current(const char *text)
 {
 	char want[32];
 	snprintf(want, sizeof(want), "format=%d ", SNAPSHOT_FORMAT);
-	if (strncmp(text, want, strlen(want)) != 0)
+	const char *header_end = strchr(text, '\n');
+	if (strncmp(text, want, strlen(want)) != 0 || header_end == NULL)
 		return false;
-	const char *line = strchr(text, '\n');
-	int files = 0;
-	while (line != NULL && line[1] != '\0') {
-		line++;
-		const char *eq = strchr(line, '='), *end = strchr(line, '\n');
-		const char *sp = eq != NULL ? strchr(eq, ' ') : NULL;
-		if (eq == NULL || end == NULL || sp == NULL || sp > end || eq - line >= 16 || sp - eq - 1 >= 4096)
+	char now[KEY_TEXT_MAX];
+	size_t len = (size_t)(header_end - text) + 1;
+	if (len >= sizeof(now))
+		return false;
+	memcpy(now, text, len);
+	char paths[N_COMPONENTS][4096];
+	const char *line = strstr(text, "\npath ");
+	for (size_t i = 0; i < N_COMPONENTS; i++) {
+		if (line == NULL || strncmp(line + 1, "path ", 5) != 0)
 			return false;
-		char what[16], path[4096], now[KEY_TEXT_MAX];
-		memcpy(what, line, (size_t)(eq - line));
-		what[eq - line] = '\0';
-		memcpy(path, eq + 1, (size_t)(sp - eq - 1));
-		path[sp - eq - 1] = '\0';
-		size_t len = 0;
-		sbx_error_t err = NULL;
-		int rc = file_id(now, sizeof(now), &len, what, path, &err);
-		sbx_error_free(&err);
-		if (rc < 0 || len != (size_t)(end - line + 1) || memcmp(now, line, len) != 0)
+		const char *what = line + 6, *end = strchr(what, '\n');
+		size_t wlen = strlen(components[i]);
+		if (end == NULL || strncmp(what, components[i], wlen) != 0 || what[wlen] != ' ' ||
+		    (size_t)(end - what) - wlen - 1 >= sizeof(paths[i]))
 			return false;
-		files++;
+		memcpy(paths[i], what + wlen + 1, (size_t)(end - what) - wlen - 1);
+		paths[i][end - what - wlen - 1] = '\0';
 		line = end;
 	}
-	return files == 4;
+	if (line[1] != '\0')
+		return false;
+	sbx_error_t err = NULL;
+	for (size_t i = 0; i < N_COMPONENTS; i++) {
+		if (component(now, sizeof(now), &len, components[i], paths[i], &err) < 0) {
+			sbx_error_free(&err);
+			return false;
+		}
+	}
+	for (size_t i = 0; i < N_COMPONENTS; i++) {
+		if (append(now, sizeof(now), &len, components[i], paths[i], &err) < 0) {
+			sbx_error_free(&err);
+			return false;
+		}
+	}
+	return strcmp(now, text) == 0;
 }
 
 char *snapshot_dir(sbx_error_t *err)

@@ -5,12 +5,13 @@
  * the same key start from it with -incoming and their own copy of that
  * scratch disk, then get CONFIG (identity, env, clock, entropy; the guest
  * reseeds its CRNG).  The key covers everything the saved state depends
- * on: the QEMU, kernel, boot disk and image files, CPUs, memory, the
- * accelerator, the TSC rate on the kernel command line, and whether the
- * device set has a NIC (a template per network mode), and whether guest
- * RAM is a sealed copy-on-write memfd (vm/template_memfd.h, kept on disk
- * as the template's sparse "ram" file, described in "ram.id") or streamed
- * into the state file. */
+ * on, by content: the QEMU binary's, kernel's and boot disk's bytes
+ * (SHA-256), the image's manifest digest (or its bytes' hash for an image
+ * outside the store), CPUs, memory, the accelerator, the TSC rate on
+ * the kernel command line, whether the device set has a NIC (a template
+ * per network mode), and whether guest RAM is a sealed copy-on-write
+ * memfd (vm/template_memfd.h, kept on disk as the template's sparse "ram"
+ * file, described in "ram.id") or streamed into the state file. */
 #ifndef SBX_VM_SNAPSHOT_H
 #define SBX_VM_SNAPSHOT_H
 
@@ -41,8 +42,9 @@ struct snapshot_id {
  * text it hashes: the template keeps it, to tell later whether the key
  * can still match (snapshot_key_current). */
 int snapshot_key(const struct snapshot_id *id, char key[SNAPSHOT_KEY_LEN + 1], char *text, sbx_error_t *err);
-/* Whether a template's key text is of this format and its files (QEMU,
- * kernel, boot disk, image) are still the ones it was saved from. */
+/* Whether a template's key text is of this format and the files it names
+ * (QEMU, kernel, boot disk, image) still have the contents it was saved
+ * from (a stored image: its digest still in the store). */
 bool snapshot_key_current(const char *text);
 /* <state>/snapshots (created when missing). */
 char *snapshot_dir(sbx_error_t *err);

@@ -99,6 +99,7 @@ struct sbx_vm_options {
 struct sbx_vm_timings {
 	int64_t kernel, disks, qemu, hello, ready;
 	bool restored;
+	bool saved; /* this boot saved its template (vm/snapshot.h) */
 };
 
 /* A parked VM (sbx_vm_options.park) that is ready to take CONFIG: gets

@@ -219,6 +219,7 @@ int vm_save_template(struct sbx_vm *vm, sbx_error_t *err)
 	if (cow)
 		return finish_cow(vm, pending, err);
 	if (saved == 0) {
+		vm->t.saved = true;
 		template_cache_trim(vm->template_cache_mib);
 		template_cache_sweep();
 	}

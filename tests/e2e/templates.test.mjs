@@ -8,11 +8,13 @@
 // distinct VMs (two of them the parked ones), the pool is refilled, and
 // every VM goes with the daemon.  A template's RAM file changed on disk
 // makes a new daemon fall back (a cold boot, a new template), never crash.
-// About eighteen VM boots.
+// `sandbox-libkrun image pull python` run by hand beside a running daemon
+// with an empty cache makes the template, and the daemon's first create
+// restores it.  About twenty VM boots.
 import { describe, test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { spawnSync } from 'node:child_process';
-import { existsSync, readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
+import { spawn, spawnSync } from 'node:child_process';
+import { existsSync, readdirSync, readFileSync, realpathSync, statSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { BIN } from './daemon.mjs';
 import { eventually } from './lib.mjs';
@@ -102,6 +104,63 @@ describe('templates made ahead and removed with their image', () => {
 		assert.equal(r.status, 0, r.stderr);
 		assert.deepEqual(templates(s.stateDir), []);
 		assert.deepEqual(ramFiles(s.stateDir), []);
+	});
+});
+
+// Runs the CLI without blocking the event loop (the stand-in engine and
+// the daemon's connection live in it): {status, stdout, stderr}.
+const runCli = (args, env) => new Promise((resolve, reject) => {
+	const p = spawn(BIN, args, { env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+	let stdout = '', stderr = '';
+	p.stdout.on('data', (d) => { stdout += d; });
+	p.stderr.on('data', (d) => { stderr += d; });
+	p.on('error', reject);
+	p.on('close', (status) => resolve({ status, stdout, stderr }));
+});
+
+describe('image pull by hand beside a running daemon', () => {
+	let s, conf;
+	before(async () => {
+		s = await startSandboxStack({ registry: reg, config: { image_allowlist: ['python'] } });
+		// The operator's file, in serve's YAML form (JSON in YAML flow style).
+		conf = path.join(s.stateDir, 'serve.yaml');
+		writeFileSync(conf, `registry_mirrors: ${JSON.stringify(reg.mirrors)}\nimage_allowlist: [python]\n`);
+	});
+	after(async () => {
+		await s?.stop();
+		s?.cleanupState();
+	});
+
+	test('the pull makes the template and the first create restores it', async () => {
+		assert.deepEqual(templates(s.stateDir), [], 'an empty cache');
+		const env = { III_SANDBOX_STATE_DIR: s.stateDir };
+		const r = await runCli(['image', '--config', conf, 'pull', 'python'], env);
+		assert.equal(r.status, 0, r.stderr);
+		assert.match(r.stdout, /^docker\.io\/iiidev\/python:latest\tsha256:[0-9a-f]{64}\t/);
+		assert.match(r.stderr, /making the VM template of python \(1 CPU, 512 MiB\)\n/);
+		assert.match(r.stderr, /the template of python: saved in \d+\.\d s\n/);
+		const made = { templates: templates(s.stateDir), ram: ramFiles(s.stateDir) };
+		assert.equal(made.templates.length, 1, 'one template');
+		assert.deepEqual(processesMentioning(s.stateDir).filter((p) => /qemu-system/.test(p.cmdline)), [],
+			'the template VM went with the command');
+		const id = (await s.vm('create', { image: 'python' })).sandbox_id;
+		const qemu = processesMentioning(s.stateDir).filter((p) => /qemu-system/.test(p.cmdline));
+		assert.equal(qemu.length, 1);
+		assert.match(qemu[0].cmdline, /-incoming defer/, 'the first create restored');
+		assert.deepEqual({ templates: templates(s.stateDir), ram: ramFiles(s.stateDir) }, made,
+			'the create made no new template');
+		assert.doesNotMatch(s.daemon.output(), /snapshot [0-9a-f]+ saved/);
+		const out = await s.exec(id, { cmd: 'python3 -c "print(6*7)"' });
+		assert.equal(out.stdout, '42\n');
+		await s.vm('stop', { sandbox_id: id });
+		// Pulled again: already there, and --no-template boots nothing.
+		const again = await runCli(['image', '--config', conf, 'pull', '--no-template', 'python'], env);
+		assert.equal(again.status, 0, again.stderr);
+		assert.doesNotMatch(again.stderr, /template/);
+		const present = await runCli(['image', '--config', conf, 'pull', 'python'], env);
+		assert.equal(present.status, 0, present.stderr);
+		assert.match(present.stderr, /the template of python: already made/);
+		assert.deepEqual(templates(s.stateDir), made.templates);
 	});
 });
 

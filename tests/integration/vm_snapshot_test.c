@@ -323,12 +323,14 @@ int main(int argc, char **argv)
 			sbx_vm_stop(vms[i], sbx_now_ms() + 5000);
 	}
 
-	/* The cache (vm/template_cache.h).  A second image (a copy: a file of
-	 * its own) gets a template of its own; the first image's template is
-	 * used after it and a clone of it stays live. */
+	/* The cache (vm/template_cache.h).  A second image (a copy with a
+	 * block more at its end: templates are keyed by content, so a plain
+	 * copy would share the first one's) gets a template of its own; the
+	 * first image's template is used after it and a clone of it stays
+	 * live. */
 	char copy[600], cpcmd[1400];
 	snprintf(copy, sizeof(copy), "%s/copy.erofs", state);
-	snprintf(cpcmd, sizeof(cpcmd), "cp '%s' '%s'", image, copy);
+	snprintf(cpcmd, sizeof(cpcmd), "cp '%s' '%s' && truncate -s +4096 '%s'", image, copy, copy);
 	bool copied = system(cpcmd) == 0;
 	char tpl_copy[600], tpl_orig[600];
 	bool built = copied && boot_and_stop(copy, "h");

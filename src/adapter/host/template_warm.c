@@ -40,6 +40,14 @@ static bool cached(const struct sbx_config *cfg, const char *name, const char *r
 	return path != NULL;
 }
 
+void *template_boot(const struct sbx_config *cfg, const struct sbx_backend_ops *ops, void *ctx, const char *name,
+		    const char *ref, sbx_error_t *err)
+{
+	struct sbx_boot_request req = { .image = name, .oci_ref = ref, .cpus = cfg->default_cpus,
+					.memory_mb = cfg->default_memory_mb };
+	return ops->boot(ctx, &req, err);
+}
+
 static void *warm(void *arg)
 {
 	struct template_warm *w = arg;
@@ -53,10 +61,8 @@ static void *warm(void *arg)
 			sbx_error_free(&err);
 			continue;
 		}
-		struct sbx_boot_request req = { .image = name, .oci_ref = ref, .cpus = w->cfg->default_cpus,
-						.memory_mb = w->cfg->default_memory_mb };
 		int64_t t0 = sbx_now_ms();
-		void *vm = w->ops->boot(w->ctx, &req, &err);
+		void *vm = template_boot(w->cfg, w->ops, w->ctx, name, ref, &err);
 		if (vm == NULL) {
 			sbx_warn("template of %s not made ahead: %s", name, sbx_error_msg(err));
 			sbx_error_free(&err);

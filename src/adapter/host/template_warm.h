@@ -14,6 +14,12 @@
 
 struct template_warm;
 
+/* Boots the image once as a `create` with the default size and no network
+ * does (same VM options, so the same template key): the boot saves the
+ * image's template, or restores it when it is there.  The caller stops
+ * the VM.  `image pull` uses it too (host/template_pull.h). */
+void *template_boot(const struct sbx_config *cfg, const struct sbx_backend_ops *ops, void *ctx, const char *name,
+		    const char *ref, sbx_error_t *err);
 /* NULL when the thread could not start (logged: templates are then made
  * by the first creates, as without it). */
 struct template_warm *template_warm_start(const struct sbx_config *cfg, const struct sbx_backend_ops *ops, void *ctx);

@@ -204,6 +204,13 @@ TEST(image_config_bad_file_exits_2_with_the_parser_message)
 	const char *good = write_file("good.json", "{\"custom_images\": {\"pg\": \"postgres:17\"}, \"accel\": \"tcg\"}");
 	CHECK_INT(run_image(good, out, sizeof(out)), 0);
 	CHECK_STR(out, "");
+	/* serve --config's YAML file works here too, checked the same way. */
+	const char *yaml = write_file("serve.yaml", "custom_images:\n  pg: postgres:17\naccel: tcg\n");
+	CHECK_INT(run_image(yaml, out, sizeof(out)), 0);
+	CHECK_STR(out, "");
+	yaml = write_file("bad.yaml", "accel: tcg\ndefault_cpus: -1\n");
+	CHECK_INT(run_image(yaml, out, sizeof(out)), 2);
+	CHECK(strstr(out, "config key `default_cpus`: expected an unsigned 32-bit integer") != NULL);
 }
 
 TEST(cleanup)
