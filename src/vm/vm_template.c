@@ -175,6 +175,7 @@ static int finish_cow(struct sbx_vm *vm, char *pending, sbx_error_t *err)
 	if (pending != NULL && down < 0)
 		snapshot_remove_dir(pending);
 	if (published) {
+		vm->t.saved = true;
 		template_cache_trim(vm->template_cache_mib);
 		template_cache_sweep();
 	}
