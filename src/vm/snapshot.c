@@ -415,7 +415,9 @@ int snapshot_publish(const char *pending, const char *key, int ram_fd, sbx_error
 		snapshot_remove_dir(pending);
 		return sbx_error_prefix(err, "snapshot");
 	}
-	template_memfd_keep(key, desc, ram_fd);
+	cleanup_free char *kept = sbx_path_join(final, "ram");
+	if (kept != NULL)
+		template_memfd_keep(key, kept, desc, ram_fd);
 	return 0;
 }
 

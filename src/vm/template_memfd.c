@@ -208,7 +208,8 @@ int template_memfd_load(const char *path, const char *desc, unsigned memory_mib,
 struct kept {
 	char key[72];
 	char desc[TEMPLATE_RAM_DESC_MAX];
-	int fd; /* -1 = free slot */
+	char *path; /* the template's ram file */
+	int fd;     /* -1 = free slot */
 };
 
 static pthread_mutex_t kept_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -233,18 +234,31 @@ static struct kept *slot(const char *key, bool take_free)
 	return take_free ? free_slot : NULL;
 }
 
+/* With kept_lock held. */
+static void forget(struct kept *k)
+{
+	close(k->fd);
+	k->fd = -1;
+	free(k->path);
+	k->path = NULL;
+}
+
 /* With kept_lock held: the key's slot now holds a copy of fd. */
-static void keep_locked(const char *key, const char *desc, int fd)
+static void keep_locked(const char *key, const char *path, const char *desc, int fd)
 {
 	struct kept *k = slot(key, true);
 	if (k == NULL || strlen(key) >= sizeof(k->key) || strlen(desc) >= sizeof(k->desc))
 		return;
-	int copy = fcntl(fd, F_DUPFD_CLOEXEC, 3);
-	if (copy < 0)
+	char *p = strdup(path);
+	int copy = p != NULL ? fcntl(fd, F_DUPFD_CLOEXEC, 3) : -1;
+	if (copy < 0) {
+		free(p);
 		return;
+	}
 	if (k->fd >= 0)
-		close(k->fd);
+		forget(k);
 	k->fd = copy;
+	k->path = p;
 	snprintf(k->key, sizeof(k->key), "%s", key);
 	snprintf(k->desc, sizeof(k->desc), "%s", desc);
 }
@@ -273,15 +287,15 @@ int template_memfd_get(const char *key, const char *path, const char *desc, unsi
 		sbx_info("vm: template %.12s RAM loaded into a sealed memfd in %lld ms (%llu MiB of data)", key,
 			 (long long)(sbx_now_ms() - t), (unsigned long long)st.st_blocks >> 11);
 	if (fd >= 0)
-		keep_locked(key, desc, fd);
+		keep_locked(key, path, desc, fd);
 	pthread_mutex_unlock(&kept_lock);
 	return fd;
 }
 
-void template_memfd_keep(const char *key, const char *desc, int fd)
+void template_memfd_keep(const char *key, const char *path, const char *desc, int fd)
 {
 	pthread_mutex_lock(&kept_lock);
-	keep_locked(key, desc, fd);
+	keep_locked(key, path, desc, fd);
 	pthread_mutex_unlock(&kept_lock);
 }
 
@@ -289,11 +303,23 @@ void template_memfd_drop(const char *key)
 {
 	pthread_mutex_lock(&kept_lock);
 	struct kept *k = slot(key, false);
-	if (k != NULL) {
-		close(k->fd);
-		k->fd = -1;
-	}
+	if (k != NULL)
+		forget(k);
 	pthread_mutex_unlock(&kept_lock);
+}
+
+/* With kept_lock held: whether the kept file is still the template's (the
+ * template may have been removed by another process: `image rm`, the trim
+ * of a `vm run`). */
+static bool still_there(const struct kept *k)
+{
+	unsigned long long dev, ino, now_dev, now_ino;
+	struct stat st;
+	if (sscanf(k->desc, "%*s %llu %llu", &dev, &ino) != 2 || stat(k->path, &st) < 0)
+		return false;
+	now_dev = (unsigned long long)st.st_dev;
+	now_ino = (unsigned long long)st.st_ino;
+	return dev == now_dev && ino == now_ino;
 }
 
 uint64_t template_memfd_usage(void)
@@ -302,7 +328,9 @@ uint64_t template_memfd_usage(void)
 	pthread_mutex_lock(&kept_lock);
 	for (size_t i = 0; kept_ready && i < KEPT_MAX; i++) {
 		struct stat st;
-		if (kept[i].fd >= 0 && fstat(kept[i].fd, &st) == 0)
+		if (kept[i].fd >= 0 && !still_there(&kept[i]))
+			forget(&kept[i]);
+		else if (kept[i].fd >= 0 && fstat(kept[i].fd, &st) == 0)
 			total += (uint64_t)st.st_blocks * 512u;
 	}
 	pthread_mutex_unlock(&kept_lock);

@@ -50,12 +50,14 @@ int template_memfd_load(const char *path, const char *desc, unsigned memory_mib,
  * the caller), when `path` is still the file `desc` describes: the one it
  * keeps of that file, else loaded from it (and kept). */
 int template_memfd_get(const char *key, const char *path, const char *desc, unsigned memory_mib, sbx_error_t *err);
-/* Keeps a copy of the sealed `fd` as the key's, saved as `desc`. */
-void template_memfd_keep(const char *key, const char *desc, int fd);
+/* Keeps a copy of the sealed `fd` as the key's, saved as `path`, which
+ * `desc` describes. */
+void template_memfd_keep(const char *key, const char *path, const char *desc, int fd);
 /* Forgets the key's memfd (its template went; live clones keep their
  * mappings). */
 void template_memfd_drop(const char *key);
-/* Bytes the kept memfds hold now. */
+/* Bytes the kept memfds hold now; first forgets those whose file is gone
+ * or replaced (their template was removed, maybe by another process). */
 uint64_t template_memfd_usage(void);
 
 #endif
