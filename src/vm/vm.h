@@ -95,9 +95,10 @@ struct sbx_vm_options {
 };
 
 /* Milliseconds since sbx_vm_start was called, for each boot phase (0 =
- * not reached; a VM restored from a snapshot has no hello). */
+ * not reached; a VM restored from a snapshot has no hello, and `loaded`,
+ * QEMU running the restored state, only a restored VM has). */
 struct sbx_vm_timings {
-	int64_t kernel, disks, qemu, hello, ready;
+	int64_t kernel, disks, qemu, hello, loaded, ready;
 	bool restored;
 };
 

@@ -315,9 +315,9 @@ static int vm_run(int argc, char **argv)
 			const struct sbx_vm_timings *t = sbx_vm_timings(vm);
 			fprintf(stderr,
 				"vm: kernel %lld ms, disks %lld ms, qemu started %lld ms, guest hello %lld ms, "
-				"ready %lld ms%s\n",
+				"state loaded %lld ms, ready %lld ms%s\n",
 				(long long)t->kernel, (long long)t->disks, (long long)t->qemu, (long long)t->hello,
-				(long long)t->ready, t->restored ? " (restored from a snapshot)" : "");
+				(long long)t->loaded, (long long)t->ready, t->restored ? " (restored from a snapshot)" : "");
 		}
 		status = run_command(vm, argv + optind, verbose, t0);
 	}
