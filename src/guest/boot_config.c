@@ -101,6 +101,19 @@ static int read_small(const char *path, char **buf, size_t *len, sbx_error_t *er
 	return 0;
 }
 
+void boot_preload_users(void)
+{
+	static const char *const files[] = { "/etc/passwd", "/etc/group" };
+	for (size_t i = 0; i < sizeof(files) / sizeof(files[0]); i++) {
+		char *text = NULL;
+		size_t len;
+		sbx_error_t err = NULL;
+		read_small(files[i], &text, &len, &err);
+		sbx_error_free(&err);
+		free(text);
+	}
+}
+
 int boot_resolve_user(const struct proto_config *c, struct guest_user *u, char ***env, sbx_error_t *err)
 {
 	cleanup_free char *passwd = NULL, *group = NULL;

@@ -12,6 +12,10 @@ int boot_apply_config(const struct proto_config *c, sbx_error_t *err);
  * mounted) sandbox root, as user_resolve.h describes, and returns in *env
  * the boot env with HOME=<the user's home> beneath it (a HOME in the boot
  * env wins).  Fails, naming the user, when it cannot be resolved. */
+/* Before HELLO: reads /etc/passwd and /etc/group once, so that a template
+ * holds them in its page cache for boot_resolve_user (a restored VM would
+ * otherwise wait for its disk).  Errors are boot_resolve_user's to report. */
+void boot_preload_users(void);
 int boot_resolve_user(const struct proto_config *c, struct guest_user *u, char ***env, sbx_error_t *err);
 
 #endif

@@ -13,6 +13,7 @@
 #include "common/log.h"
 #include "guest/boot_config.h"
 #include "guest/boot_mounts.h"
+#include "guest/boot_net.h"
 #include "guest/boot_shares.h"
 #include "guest/control_port.h"
 #include "guest/dispatch.h"
@@ -129,7 +130,11 @@ int main(void)
 	proto_reader_init(&rd);
 	if (boot_early_mounts(&err) < 0)
 		boot_failed(-1, &rd, sbx_error_msg(err));
-	int root_ok = boot_switch_root(&err) == 0 && boot_root_mounts(&err) == 0;
+	/* All that is the same in every sandbox of an image happens before
+	 * HELLO, where templates are saved: a restored VM skips it. */
+	int root_ok = boot_switch_root(&err) == 0 && boot_root_mounts(&err) == 0 && boot_net_loopback(&err) == 0 &&
+		      boot_cgroup_prepare(&err) == 0;
+	boot_preload_users();
 	/* Before a failed root is reported, find the port: the host should
 	 * hear why, not just time out. */
 	sbx_error_t perr = NULL;
