@@ -17,6 +17,7 @@
 #include "guest/boot_shares.h"
 #include "guest/control_port.h"
 #include "guest/dispatch.h"
+#include "guest/warm_up.h"
 #include "proto/proto_msg.h"
 #include "proto/proto_reader.h"
 
@@ -165,6 +166,11 @@ int main(void)
 			break;
 		if (m.type == PROTO_SHUTDOWN)
 			power_off();
+		if (m.type == PROTO_WARM_UP && warm_up_run(&err) < 0) {
+			/* Not fatal: CONFIG and the first exec pay for it. */
+			sbx_err("init: %s", sbx_error_msg(err));
+			sbx_error_free(&err);
+		}
 		if (m.type == PROTO_PING) {
 			struct proto_msg pong = { .stream = 0, .type = PROTO_PONG, .u.nonce = m.u.nonce };
 			send_msg(port, &pong);

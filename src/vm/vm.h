@@ -96,9 +96,10 @@ struct sbx_vm_options {
 
 /* Milliseconds since sbx_vm_start was called, for each boot phase (0 =
  * not reached; a VM restored from a snapshot has no hello, and `loaded`,
- * QEMU running the restored state, only a restored VM has). */
+ * QEMU running the restored state, only a restored VM has); warm_up: how
+ * long a parked VM's warm-up took (proto.h WARM_UP). */
 struct sbx_vm_timings {
-	int64_t kernel, disks, qemu, hello, loaded, ready;
+	int64_t kernel, disks, qemu, hello, loaded, ready, warm_up;
 	bool restored;
 };
 
