@@ -135,7 +135,7 @@ int main(void)
 	 * HELLO, where templates are saved: a restored VM skips it. */
 	int root_ok = boot_switch_root(&err) == 0 && boot_root_mounts(&err) == 0 && boot_net_loopback(&err) == 0 &&
 		      boot_cgroup_prepare(&err) == 0;
-	boot_preload_users();
+	boot_resolve_default_user();
 	/* Before a failed root is reported, find the port: the host should
 	 * hear why, not just time out. */
 	sbx_error_t perr = NULL;
