@@ -84,10 +84,11 @@ struct sbx_vm_options {
 				    stop).  Else this file, appended to,
 				    capped like the default one (vm/console.h)
 				    and kept at stop */
-	bool park;              /* sbx_vm_wait_ready stops short of CONFIG: the
-				   guest waits for its identity from
-				   sbx_vm_configure (a warm pool's VM; env and
-				   user are not looked at until then) */
+	bool park;              /* sbx_vm_wait_ready stops short of CONFIG,
+				   once the guest ran its warm-up (proto.h
+				   WARM_UP): the guest waits for its identity
+				   from sbx_vm_configure (a warm pool's VM; env
+				   and user are not looked at until then) */
 	bool boot_log;          /* for measuring a boot: kernel messages with
 				   their guest timestamps instead of quiet, and
 				   every console line copied to stderr prefixed
