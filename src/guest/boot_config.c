@@ -131,9 +131,11 @@ static int copy_user(const struct guest_user *from, struct guest_user *to, sbx_e
 	return 0;
 }
 
-static int resolve(const char *spec, struct guest_user *u, sbx_error_t *err)
+/* Shares are mounted at CONFIG, and one may cover /etc: then the files
+ * are read again. */
+static int resolve(const char *spec, bool shares, struct guest_user *u, sbx_error_t *err)
 {
-	if (spec[0] == '\0' && default_known)
+	if (spec[0] == '\0' && default_known && !shares)
 		return copy_user(&default_user, u, err);
 	cleanup_free char *passwd = NULL, *group = NULL;
 	size_t plen, glen;
@@ -145,7 +147,7 @@ static int resolve(const char *spec, struct guest_user *u, sbx_error_t *err)
 int boot_resolve_user(const struct proto_config *c, struct guest_user *u, char ***env, sbx_error_t *err)
 {
 	const char *spec = c->user != NULL ? c->user : "";
-	if (resolve(spec, u, err) < 0)
+	if (resolve(spec, c->n_shares > 0, u, err) < 0)
 		return -1;
 	cleanup_free char *home = NULL;
 	if (asprintf(&home, "HOME=%s", u->home) < 0) {
