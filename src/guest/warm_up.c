@@ -110,7 +110,8 @@ static _Noreturn void serve(int fd, int cgroup_fd, char **env, const struct gues
 	_exit(rc == 1 ? 0 : 1);
 }
 
-/* The exec's cgroup of a server that did not end its exec itself. */
+/* The exec's cgroup of a server that did not end its exec itself: its
+ * processes are killed and the cgroup removed once they are gone. */
 static void remove_exec_cgroups(int cgroup_fd)
 {
 	/* The server's first exec is its "e1" (guest/exec_cgroup.h). */
@@ -167,10 +168,11 @@ int warm_up_run(sbx_error_t *err)
 			kill(pid, SIGKILL);
 		usleep(1000);
 	}
-	/* Orphans of the server came to PID 1: none may stay a zombie. */
+	remove_exec_cgroups(cgroup_fd);
+	/* Orphans of a killed server came to PID 1 (the cgroup is empty once
+	 * they died): none may stay a zombie. */
 	while (waitpid(-1, NULL, WNOHANG) > 0)
 		;
-	remove_exec_cgroups(cgroup_fd);
 	if (code > 0)
 		return sbx_error_set(err, EIO, "warm-up: `true` exited with %d", code);
 	return code < 0 ? -1 : 0;
