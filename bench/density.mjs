@@ -12,9 +12,9 @@
 // warm_pool {python: K} in DENSITY_CONFIG, also create -> first exec of
 // `true` four times, each once the pool is full again, against the cold
 // boot (the parked VMs count among the live QEMUs above).
-// Usage: node bench/density.mjs N
+// Usage: node bench/density.mjs N   (DENSITY_LOG=FILE keeps the daemon's log)
 import { spawnSync } from 'node:child_process';
-import { existsSync, readdirSync, readFileSync, readlinkSync, statSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync, readlinkSync, realpathSync, statSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { BIN } from '../tests/e2e/daemon.mjs';
 import { startRegistry } from '../tests/e2e/lib/registry-fixture.mjs';
@@ -136,6 +136,7 @@ try {
 	}
 	for (const f of failures.slice(0, 5)) console.log(`failure: ${f}`);
 } finally {
+	if (process.env.DENSITY_LOG && s) writeFileSync(process.env.DENSITY_LOG, s.daemon.output());
 	await s?.stop();
 	s?.cleanupState();
 	await reg.stop();

@@ -5,7 +5,9 @@
 // adapter (its bare-kernel floor, and python3 booted as init for `run`),
 // so the ratios show the adapter's own cost.
 // Usage: node bench/sandbox.mjs RUNS   (SANDBOX_BENCH_LOG=FILE keeps the
-// daemon's debug log)
+// daemon's debug log; SANDBOX_BENCH_CONFIG='{"key": value}' adds
+// configuration keys: with warm_pool {python: K} each timed run, create and
+// parallel creates starts once the pool is full again)
 import { execFileSync } from 'node:child_process';
 import { writeFileSync } from 'node:fs';
 import path from 'node:path';
@@ -53,22 +55,34 @@ function benchVm() {
 	};
 }
 
+const extra = JSON.parse(process.env.SANDBOX_BENCH_CONFIG ?? '{}');
+const poolWant = extra.warm_pool?.python ?? 0;
+const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 const reg = await startRegistry({ images: ['python'] });
 let s;
+// Waits (up to 2 minutes) until the warm pool holds poolWant parked VMs.
+async function poolFull() {
+	const count = (re) => s.daemon.output().match(re)?.length ?? 0;
+	const parked = () => count(/warm pool: \d+ of \d+ VMs of python parked/g) - count(/warm pool: a parked VM of python taken/g);
+	for (let t = 0; t < 1200 && parked() < poolWant; t++) await sleep(100);
+}
 const samples = { run: [], first: [], stop: [], exec: [], parallel: [] };
 try {
-	s = await startSandboxStack({ registry: reg, config: { image_allowlist: ['python'], max_concurrent_sandboxes: PARALLEL } });
+	s = await startSandboxStack({ registry: reg,
+		config: { image_allowlist: ['python'], max_concurrent_sandboxes: PARALLEL, ...extra } });
 	// Warm-up: the image pull, the kernel wrapper and the image's VM
 	// snapshot are made once.
 	const warm = await s.vm('create', { image: 'python' });
 	await s.vm('stop', { sandbox_id: warm.sandbox_id });
 
 	for (let i = 0; i < runs; i++) {
+		await poolFull();
 		const [ms, r] = await timed(() => s.vm('run', { image: 'python', lang: 'python', code: 'print(6*7)' }));
 		if (r.stdout !== '42\n') throw new Error(`run printed ${JSON.stringify(r)}`);
 		samples.run.push(ms);
 	}
 	for (let i = 0; i < runs; i++) {
+		await poolFull();
 		const [ms, id] = await timed(async () => {
 			const { sandbox_id } = await s.vm('create', { image: 'python' });
 			await s.exec(sandbox_id, { cmd: 'true' });
@@ -82,6 +96,7 @@ try {
 	for (let i = 0; i < EXEC_RUNS; i++) samples.exec.push((await timed(() => s.exec(live, { cmd: 'true' })))[0]);
 	await s.vm('stop', { sandbox_id: live });
 	for (let i = 0; i < runs; i++) {
+		await poolFull();
 		const [ms, created] = await timed(() => Promise.all(Array.from({ length: PARALLEL },
 			() => s.vm('create', { image: 'python' }))));
 		samples.parallel.push(ms);
@@ -107,6 +122,7 @@ const row = (label, v, base) => {
 	const ratio = base ? (m / base).toFixed(2) : '';
 	console.log(`${label.padEnd(46)} ${String(m).padStart(7)} ${String(quantile(v, 0.95)).padStart(7)} ${ratio.padStart(7)}`);
 };
+if (poolWant > 0) console.log(`configuration: ${JSON.stringify(extra)} (each run, create and parallel creates with the pool full)`);
 console.log(`${`through the engine (ms, ${runs} runs)`.padEnd(46)} ${'median'.padStart(7)} ${'p95'.padStart(7)} ${'/floor'.padStart(7)}`);
 row('run python print(6*7)', samples.run, vm.floor);
 row('create -> first exec (true)', samples.first, vm.floor);

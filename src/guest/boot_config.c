@@ -4,6 +4,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <linux/random.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -101,14 +102,52 @@ static int read_small(const char *path, char **buf, size_t *len, sbx_error_t *er
 	return 0;
 }
 
-int boot_resolve_user(const struct proto_config *c, struct guest_user *u, char ***env, sbx_error_t *err)
+/* The image's default user (CONFIG's "") as resolved before HELLO. */
+static struct guest_user default_user;
+static bool default_known;
+
+void boot_resolve_default_user(void)
 {
 	cleanup_free char *passwd = NULL, *group = NULL;
 	size_t plen, glen;
-	const char *spec = c->user != NULL ? c->user : "";
+	sbx_error_t err = NULL;
+	if (read_small("/etc/passwd", &passwd, &plen, &err) == 0 && read_small("/etc/group", &group, &glen, &err) == 0 &&
+	    user_resolve("", passwd, plen, group, glen, &default_user, &err) == 0)
+		default_known = true;
+	sbx_error_free(&err);
+}
+
+static int copy_user(const struct guest_user *from, struct guest_user *to, sbx_error_t *err)
+{
+	*to = (struct guest_user){ .uid = from->uid, .gid = from->gid, .ngroups = from->ngroups };
+	to->home = strdup(from->home);
+	to->groups = from->ngroups > 0 ? calloc(from->ngroups, sizeof(gid_t)) : NULL;
+	if (to->home == NULL || (from->ngroups > 0 && to->groups == NULL)) {
+		guest_user_free(to);
+		return sbx_error_errno(err, ENOMEM, "user");
+	}
+	if (from->ngroups > 0)
+		memcpy(to->groups, from->groups, from->ngroups * sizeof(gid_t));
+	return 0;
+}
+
+/* Shares are mounted at CONFIG, and one may cover /etc: then the files
+ * are read again. */
+static int resolve(const char *spec, bool shares, struct guest_user *u, sbx_error_t *err)
+{
+	if (spec[0] == '\0' && default_known && !shares)
+		return copy_user(&default_user, u, err);
+	cleanup_free char *passwd = NULL, *group = NULL;
+	size_t plen, glen;
 	if (read_small("/etc/passwd", &passwd, &plen, err) < 0 || read_small("/etc/group", &group, &glen, err) < 0)
 		return sbx_error_prefix(err, "user \"%s\"", spec);
-	if (user_resolve(spec, passwd, plen, group, glen, u, err) < 0)
+	return user_resolve(spec, passwd, plen, group, glen, u, err);
+}
+
+int boot_resolve_user(const struct proto_config *c, struct guest_user *u, char ***env, sbx_error_t *err)
+{
+	const char *spec = c->user != NULL ? c->user : "";
+	if (resolve(spec, c->n_shares > 0, u, err) < 0)
 		return -1;
 	cleanup_free char *home = NULL;
 	if (asprintf(&home, "HOME=%s", u->home) < 0) {

@@ -118,7 +118,7 @@ static int write_file(const char *path, const char *text, sbx_error_t *err)
  * keeps init from answering the host. */
 #define SANDBOX_CPU_WEIGHT "10"
 
-int boot_process_cgroup(uint64_t memory_bytes, sbx_error_t *err)
+int boot_cgroup_prepare(sbx_error_t *err)
 {
 	if (write_file("/sys/fs/cgroup/cgroup.subtree_control", "+memory +pids", err) < 0)
 		return -1;
@@ -132,8 +132,11 @@ int boot_process_cgroup(uint64_t memory_bytes, sbx_error_t *err)
 	if (cpu && write_file(CGROUP_DIR "/cpu.weight", SANDBOX_CPU_WEIGHT, err) < 0)
 		return -1;
 	/* Each exec's own cgroup gets pids.max (and an equal CPU share). */
-	if (write_file(CGROUP_DIR "/cgroup.subtree_control", cpu ? "+pids +cpu" : "+pids", err) < 0)
-		return -1;
+	return write_file(CGROUP_DIR "/cgroup.subtree_control", cpu ? "+pids +cpu" : "+pids", err);
+}
+
+int boot_process_cgroup(uint64_t memory_bytes, sbx_error_t *err)
+{
 	if (memory_bytes != 0) {
 		char v[32];
 		snprintf(v, sizeof(v), "%" PRIu64, memory_bytes);

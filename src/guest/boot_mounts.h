@@ -14,9 +14,12 @@ int boot_early_mounts(sbx_error_t *err);
 int boot_switch_root(sbx_error_t *err);
 /* proc, sys, dev, devpts, shm, tmp, run and cgroup2 in the new root. */
 int boot_root_mounts(sbx_error_t *err);
-/* Creates the cgroup every process runs in (each exec in a cgroup of its
- * own inside it, guest/exec_cgroup.h), capped at memory_bytes when nonzero
- * and weighted below init for CPU, and returns its directory opened. */
+/* Before HELLO (a template carries it): creates the cgroup every process
+ * runs in (each exec in a cgroup of its own inside it,
+ * guest/exec_cgroup.h), weighted below init for CPU. */
+int boot_cgroup_prepare(sbx_error_t *err);
+/* At CONFIG: caps that cgroup at memory_bytes when nonzero and returns
+ * its directory opened. */
 int boot_process_cgroup(uint64_t memory_bytes, sbx_error_t *err);
 
 #endif

@@ -95,12 +95,20 @@ static int configure_eth0(int s, const struct proto_config *c, sbx_error_t *err)
 	return write_resolv_conf(c->net_dns, err);
 }
 
-int boot_net_configure(const struct proto_config *c, sbx_error_t *err)
+int boot_net_loopback(sbx_error_t *err)
 {
 	cleanup_close int s = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
 	if (s < 0)
 		return sbx_error_errno(err, errno, "socket");
-	if (link_up(s, "lo", err) < 0)
-		return -1;
-	return c->net_addr != 0 ? configure_eth0(s, c, err) : 0;
+	return link_up(s, "lo", err);
+}
+
+int boot_net_configure(const struct proto_config *c, sbx_error_t *err)
+{
+	if (c->net_addr == 0)
+		return 0;
+	cleanup_close int s = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+	if (s < 0)
+		return sbx_error_errno(err, errno, "socket");
+	return configure_eth0(s, c, err);
 }

@@ -13,9 +13,11 @@
 #include "common/log.h"
 #include "guest/boot_config.h"
 #include "guest/boot_mounts.h"
+#include "guest/boot_net.h"
 #include "guest/boot_shares.h"
 #include "guest/control_port.h"
 #include "guest/dispatch.h"
+#include "guest/warm_up.h"
 #include "proto/proto_msg.h"
 #include "proto/proto_reader.h"
 
@@ -129,7 +131,11 @@ int main(void)
 	proto_reader_init(&rd);
 	if (boot_early_mounts(&err) < 0)
 		boot_failed(-1, &rd, sbx_error_msg(err));
-	int root_ok = boot_switch_root(&err) == 0 && boot_root_mounts(&err) == 0;
+	/* All that is the same in every sandbox of an image happens before
+	 * HELLO, where templates are saved: a restored VM skips it. */
+	int root_ok = boot_switch_root(&err) == 0 && boot_root_mounts(&err) == 0 && boot_net_loopback(&err) == 0 &&
+		      boot_cgroup_prepare(&err) == 0;
+	boot_resolve_default_user();
 	/* Before a failed root is reported, find the port: the host should
 	 * hear why, not just time out. */
 	sbx_error_t perr = NULL;
@@ -160,6 +166,11 @@ int main(void)
 			break;
 		if (m.type == PROTO_SHUTDOWN)
 			power_off();
+		if (m.type == PROTO_WARM_UP && warm_up_run(&err) < 0) {
+			/* Not fatal: CONFIG and the first exec pay for it. */
+			sbx_err("init: %s", sbx_error_msg(err));
+			sbx_error_free(&err);
+		}
 		if (m.type == PROTO_PING) {
 			struct proto_msg pong = { .stream = 0, .type = PROTO_PONG, .u.nonce = m.u.nonce };
 			send_msg(port, &pong);

@@ -53,6 +53,13 @@
  * keep running as root.
  * Nothing identifying the sandbox travels before CONFIG, so a VM stopped at
  * HELLO can be snapshotted and restored as many sandboxes.
+ *   host  -> WARM_UP    {}  only before CONFIG: the guest runs `true`
+ *                       through its own process server once and leaves
+ *                       nothing of it behind (guest/warm_up.h), so that a
+ *                       restored VM waiting in a warm pool has the paths
+ *                       of CONFIG and a first exec translated (TCG) or
+ *                       faulted in.  No reply: a PING after it answers
+ *                       once it is done.
  *
  * Processes (host picks stream id S != 0):
  *   host  -> SPAWN      {strv argv, strv env (layered over the boot env),
@@ -207,7 +214,7 @@
 #include "common/error.h"
 #include "common/strv.h"
 
-#define PROTO_VERSION 4 /* 2: CONFIG carries `user`; 3: and the network; 4: and shares */
+#define PROTO_VERSION 5 /* 2: CONFIG carries `user`; 3: and the network; 4: and shares; 5: WARM_UP */
 #define PROTO_HEADER_SIZE 9u
 #define PROTO_MAX_PAYLOAD (1024u * 1024u)
 #define PROTO_MAX_CHUNK (64u * 1024u)
@@ -227,6 +234,7 @@ enum proto_type {
 	PROTO_PING = 0x04,
 	PROTO_PONG = 0x05,
 	PROTO_SHUTDOWN = 0x06,
+	PROTO_WARM_UP = 0x07,
 
 	PROTO_SPAWN = 0x10,
 	PROTO_STARTED = 0x11,

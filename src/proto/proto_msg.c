@@ -17,6 +17,7 @@ const char *proto_type_name(uint8_t type)
 	case PROTO_PING: return "PING";
 	case PROTO_PONG: return "PONG";
 	case PROTO_SHUTDOWN: return "SHUTDOWN";
+	case PROTO_WARM_UP: return "WARM_UP";
 	case PROTO_SPAWN: return "SPAWN";
 	case PROTO_STARTED: return "STARTED";
 	case PROTO_STDIN: return "STDIN";
@@ -38,7 +39,7 @@ const char *proto_type_name(uint8_t type)
  * failure is reported on stream 0). */
 static int vm_wide(uint8_t type)
 {
-	return type >= PROTO_HELLO && type <= PROTO_SHUTDOWN;
+	return type >= PROTO_HELLO && type <= PROTO_WARM_UP;
 }
 
 static int check_stream(uint8_t type, uint32_t stream, sbx_error_t *err)
@@ -191,6 +192,7 @@ static int decode_body(struct proto_rbuf *r, struct proto_msg *m, sbx_error_t *e
 		return decode_config(r, &m->u.config, err);
 	case PROTO_READY:
 	case PROTO_SHUTDOWN:
+	case PROTO_WARM_UP:
 	case PROTO_STDIN_EOF:
 		return 0;
 	case PROTO_PING:
@@ -326,6 +328,7 @@ static int encode_body(struct proto_wbuf *b, const struct proto_msg *m, sbx_erro
 	}
 	case PROTO_READY:
 	case PROTO_SHUTDOWN:
+	case PROTO_WARM_UP:
 	case PROTO_STDIN_EOF:
 		return 0;
 	case PROTO_PING:

@@ -336,6 +336,13 @@ int chan_ping(struct chan *c, int64_t deadline, sbx_error_t *err)
 	return rc;
 }
 
+int chan_warm_up(struct chan *c, int64_t deadline, sbx_error_t *err)
+{
+	struct proto_msg m = { .stream = 0, .type = PROTO_WARM_UP };
+	/* The guest answers the ping once the warm-up is over. */
+	return chan_send(c, &m, err) < 0 ? -1 : chan_ping(c, deadline, err);
+}
+
 int chan_send_shutdown(struct chan *c, sbx_error_t *err)
 {
 	struct proto_msg m = { .stream = 0, .type = PROTO_SHUTDOWN };

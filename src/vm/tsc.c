@@ -9,6 +9,9 @@
 #include <time.h>
 
 #include "common/cleanup.h"
+#include "common/log.h"
+#include "common/state_dir.h"
+#include "vm/tsc_cache.h"
 
 #if defined(__x86_64__)
 #include <x86intrin.h>
@@ -63,20 +66,17 @@ static bool sample(int64_t *ns, uint64_t *tsc)
 	return false;
 }
 
-static void measure(void)
+static unsigned measure(double mhz)
 {
-	double mhz;
-	if (!tsc_invariant(&mhz))
-		return;
 	int64_t t0, t1;
 	uint64_t c0, c1;
 	if (!sample(&t0, &c0))
-		return;
+		return 0;
 	struct timespec pause = { 0, MEASURE_NS };
 	while (nanosleep(&pause, &pause) < 0 && errno == EINTR)
 		;
 	if (!sample(&t1, &c1) || t1 - t0 < MEASURE_NS / 2 || c1 <= c0)
-		return;
+		return 0;
 	double khz = (double)(c1 - c0) * 1e6 / (double)(t1 - t0);
 	/* Where cpuinfo's figure is the TSC's rate (hosts with an invariant
 	 * TSC usually report it there), it is exact and the same in every
@@ -84,13 +84,33 @@ static void measure(void)
 	if (mhz > 0 && khz > mhz * 1000.0 * 0.999 && khz < mhz * 1000.0 * 1.001)
 		khz = mhz * 1000.0;
 	/* Anything outside 100 MHz..20 GHz is a broken measurement. */
-	if (khz >= 100000.0 && khz <= 20000000.0)
-		tsc_khz = (unsigned)(khz + 0.5);
+	return khz >= 100000.0 && khz <= 20000000.0 ? (unsigned)(khz + 0.5) : 0;
+}
+
+/* The rate this boot of the host already measured (state dir's host-tsc),
+ * else measured now and remembered. */
+static void find_rate(void)
+{
+	double mhz;
+	if (!tsc_invariant(&mhz))
+		return;
+	char boot_id[37];
+	sbx_error_t err = NULL;
+	cleanup_free char *dir = tsc_cache_boot_id(boot_id) ? sbx_state_dir(&err) : NULL;
+	sbx_error_free(&err);
+	cleanup_free char *path = NULL;
+	if (dir != NULL && asprintf(&path, "%s/host-tsc", dir) < 0)
+		path = NULL;
+	if (path != NULL && (tsc_khz = tsc_cache_read(path, boot_id)) != 0)
+		return;
+	tsc_khz = measure(mhz);
+	if (path != NULL && tsc_khz != 0 && tsc_cache_write(path, boot_id, tsc_khz) < 0)
+		sbx_debug("vm: cannot remember the TSC rate in %s", path);
 }
 
 unsigned sbx_host_tsc_khz(void)
 {
-	pthread_once(&tsc_once, measure);
+	pthread_once(&tsc_once, find_rate);
 	return tsc_khz;
 }
 #else

@@ -7,8 +7,9 @@
 #ifndef SBX_VM_TSC_H
 #define SBX_VM_TSC_H
 
-/* kHz, measured once per process against CLOCK_MONOTONIC_RAW (about
- * 20 ms); 0 when the host has no invariant TSC or is not x86-64. */
+/* kHz, measured against CLOCK_MONOTONIC_RAW (about 20 ms) once per boot
+ * of the host and remembered in the state directory (vm/tsc_cache.h); 0
+ * when the host has no invariant TSC or is not x86-64. */
 unsigned sbx_host_tsc_khz(void);
 
 #endif

@@ -390,6 +390,8 @@ int sbx_vm_wait_ready(struct sbx_vm *vm, int64_t deadline, sbx_error_t *err)
 		return boot_failure(vm, err);
 	}
 	vm->t.ready = sbx_now_ms() - vm->t0;
+	if (vm->park)
+		vm_warm_up(vm, deadline);
 	sbx_debug("vm: boot phases (ms since start): kernel %lld, disks %lld, qemu %lld, hello %lld, ready %lld%s",
 		  (long long)vm->t.kernel, (long long)vm->t.disks, (long long)vm->t.qemu, (long long)vm->t.hello,
 		  (long long)vm->t.ready, vm->t.restored ? " (restored from a snapshot)" : "");

@@ -84,10 +84,11 @@ struct sbx_vm_options {
 				    stop).  Else this file, appended to,
 				    capped like the default one (vm/console.h)
 				    and kept at stop */
-	bool park;              /* sbx_vm_wait_ready stops short of CONFIG: the
-				   guest waits for its identity from
-				   sbx_vm_configure (a warm pool's VM; env and
-				   user are not looked at until then) */
+	bool park;              /* sbx_vm_wait_ready stops short of CONFIG,
+				   once the guest ran its warm-up (proto.h
+				   WARM_UP): the guest waits for its identity
+				   from sbx_vm_configure (a warm pool's VM; env
+				   and user are not looked at until then) */
 	bool boot_log;          /* for measuring a boot: kernel messages with
 				   their guest timestamps instead of quiet, and
 				   every console line copied to stderr prefixed
@@ -95,9 +96,11 @@ struct sbx_vm_options {
 };
 
 /* Milliseconds since sbx_vm_start was called, for each boot phase (0 =
- * not reached; a VM restored from a snapshot has no hello). */
+ * not reached; a VM restored from a snapshot has no hello, and `loaded`,
+ * QEMU running the restored state, only a restored VM has); warm_up: how
+ * long a parked VM's warm-up took (proto.h WARM_UP). */
 struct sbx_vm_timings {
-	int64_t kernel, disks, qemu, hello, ready;
+	int64_t kernel, disks, qemu, hello, loaded, ready, warm_up;
 	bool restored;
 	bool saved; /* this boot saved its template (vm/snapshot.h) */
 };

@@ -65,6 +65,9 @@ enum { F_SCRATCH, F_CONSOLE, F_QEMU_LOG, F_IMAGE };
  * restore that saved state); sends the guest its CONFIG. */
 int vm_launch(struct sbx_vm *vm, int state_fd, sbx_error_t *err);
 int vm_send_config(struct sbx_vm *vm, sbx_error_t *err);
+/* A parked VM, before it waits: the guest runs an exec of its own
+ * (proto.h WARM_UP).  Failing costs only the warmth (logged). */
+void vm_warm_up(struct sbx_vm *vm, int64_t deadline);
 
 /* vm_host.c */
 char *vm_find_qemu(sbx_error_t *err);

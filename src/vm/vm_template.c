@@ -277,6 +277,7 @@ static int try_restored(struct sbx_vm *vm, int64_t deadline, sbx_error_t *err)
 	int64_t limit = sbx_now_ms() + RESTORE_READY_MS;
 	if (wait_restored(vm, limit, err) < 0)
 		return -1;
+	vm->t.loaded = sbx_now_ms() - vm->t0;
 	if (vm->park)
 		return 0;
 	if (vm_send_config(vm, err) < 0)

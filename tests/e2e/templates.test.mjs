@@ -6,11 +6,12 @@
 // rm python` then leaves no template and no template RAM file behind.  With
 // warm_pool {python: 2}, two parked VMs wait; 10 racing creates get 10
 // distinct VMs (two of them the parked ones), the pool is refilled, and
+// a parked VM keeps nothing of its warm-up and gets the create's identity;
 // every VM goes with the daemon.  A template's RAM file changed on disk
 // makes a new daemon fall back (a cold boot, a new template), never crash.
 // `sandbox-libkrun image pull python` run by hand beside a running daemon
 // with an empty cache makes the template, and the daemon's first create
-// restores it.  About twenty VM boots.
+// restores it.  About twenty-two VM boots.
 import { describe, test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawn, spawnSync } from 'node:child_process';
@@ -191,6 +192,38 @@ describe('warm_pool {python: 2}', () => {
 			'two replacements parked'), 180000);
 		assert.equal(qemus().length, 12);
 		await Promise.all(ids.map((id) => s.vm('stop', { sandbox_id: id })));
+	});
+
+	// A parked VM ran `true` through the guest's process server before it
+	// waited (WARM_UP): nothing of that may be in the sandbox it becomes,
+	// and its identity still comes only with the create.
+	test('a parked VM becomes a fresh sandbox: the create\'s env, its own entropy and boot_id, nothing of its warm-up', async () => {
+		await eventually(() => assert.match(s.daemon.output(), /warm pool: 2 of 2 VMs of python parked/), 180000);
+		const taken = () => s.daemon.output().match(/warm pool: a parked VM of python taken/g)?.length ?? 0;
+		const before = taken();
+		const script = 'echo "$GREETING"; cat /proc/sys/kernel/random/boot_id; head -c 16 /dev/urandom | od -An -tx1; ' +
+			'n=0 z=0; for f in /proc/[0-9]*/stat; do read -r p c st pp r <"$f"; [ "$pp" = 1 ] && n=$((n + 1)); ' +
+			'[ "$st" = Z ] && z=$((z + 1)); done; echo "children of init $n, zombies $z"; cat /proc/self/cgroup; ' +
+			'ls /sys/fs/cgroup/sandbox | grep "^e"; ls -A /tmp /run /dev/shm | tr "\\n" " "; echo';
+		const out = [];
+		const run = async (args) => {
+			const id = (await s.vm('create', { image: 'python', ...args })).sandbox_id;
+			const r = (await s.exec(id, { argv: ['sh', '-c', script] })).stdout.split('\n');
+			await s.vm('stop', { sandbox_id: id });
+			return r;
+		};
+		for (const greeting of ['one', 'two']) out.push(await run({ env: { GREETING: greeting } }));
+		assert.equal(taken() - before, 2, 'both creates took parked VMs');
+		// Not the default size: no parked VM, no warm-up.
+		const plain = await run({ env: { GREETING: 'three' }, memory_mb: 384 });
+		assert.equal(taken() - before, 2, 'the third create did not take a parked VM');
+		assert.deepEqual(out.map((o) => o[0]), ['one', 'two'], "the create's env");
+		assert.notEqual(out[0][1], out[1][1], 'distinct boot_ids');
+		assert.notEqual(out[0][2], out[1][2], 'distinct /dev/urandom bytes');
+		assert.equal(plain[3], 'children of init 1, zombies 0');
+		for (const o of out) {
+			assert.deepEqual(o.slice(3), plain.slice(3), 'no process, cgroup or file of the warm-up');
+		}
 	});
 
 	test('parked VMs go with the daemon', async () => {

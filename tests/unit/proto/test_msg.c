@@ -240,6 +240,9 @@ TEST(scalar_messages_roundtrip)
 	CHECK_INT(roundtrip(&m, &d), 0);
 	m.type = PROTO_SHUTDOWN;
 	CHECK_INT(roundtrip(&m, &d), 0);
+	m.type = PROTO_WARM_UP;
+	CHECK_INT(roundtrip(&m, &d), 0);
+	CHECK_INT(d.type, PROTO_WARM_UP);
 	m = (struct proto_msg){ .stream = 3, .type = PROTO_STARTED, .u.pid = 1234 };
 	CHECK_INT(roundtrip(&m, &d), 0);
 	CHECK_INT(d.u.pid, 1234);
@@ -446,6 +449,17 @@ TEST(fs_write_and_fs_error_roundtrip)
 	CHECK_INT(d.u.fs_error.errnum, 2);
 	CHECK_STR(d.u.fs_error.message, "parent not found: /a/b");
 	proto_msg_free(&d);
+}
+
+TEST(warm_up_is_empty_and_vm_wide)
+{
+	struct proto_wbuf p;
+	proto_wbuf_init(&p);
+	CHECK_INT(decode_raw(PROTO_WARM_UP, 0, &p), 0);
+	CHECK_INT(decode_raw(PROTO_WARM_UP, 3, &p), -1);
+	proto_put_u32(&p, 1);
+	CHECK_INT(decode_raw(PROTO_WARM_UP, 0, &p), -1);
+	proto_wbuf_free(&p);
 }
 
 TEST(fs_write_rejections)
