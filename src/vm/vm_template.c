@@ -162,7 +162,8 @@ static int start_as_clone(struct sbx_vm *vm, sbx_error_t *err)
  * VM starts again from it.  Without a template it boots cold. */
 static int finish_cow(struct sbx_vm *vm, char *pending, sbx_error_t *err)
 {
-	cleanup_close int lock = sbx_steal_fd(vm->snap_lock);
+	/* Held (only closed at return) until the template is published. */
+	__attribute__((unused)) cleanup_close int lock = sbx_steal_fd(vm->snap_lock);
 	cleanup_close int ram = sbx_steal_fd(vm->ram_fd);
 	vm_drop_snapshot_fds(vm);
 	sbx_error_t serr = NULL;
