@@ -166,7 +166,7 @@ int main(void)
 			break;
 		if (m.type == PROTO_SHUTDOWN)
 			power_off();
-		if (m.type == PROTO_WARM_UP && warm_up_run(&err) < 0) {
+		if (m.type == PROTO_WARM_UP && warm_up_run(m.u.warm_up, &err) < 0) {
 			/* Not fatal: CONFIG and the first exec pay for it. */
 			sbx_err("init: %s", sbx_error_msg(err));
 			sbx_error_free(&err);

@@ -33,7 +33,7 @@ static int send_all(int fd, const struct proto_msg *m, sbx_error_t *err)
 		if (n < 0 && errno == EINTR)
 			continue;
 		if (n < 0)
-			rc = sbx_error_errno(err, errno, "warm-up: write");
+			rc = sbx_error_errno(err, errno, " write");
 		else
 			off += (size_t)n;
 	}
@@ -52,7 +52,7 @@ static int await_exit(int fd, int64_t deadline, sbx_error_t *err)
 	while (rc == -2) {
 		int64_t left = deadline - sbx_now_ms();
 		if (left <= 0) {
-			rc = sbx_error_set(err, ETIMEDOUT, "warm-up: `true` did not exit within %d ms", WARM_UP_MS);
+			rc = sbx_error_set(err, ETIMEDOUT, "did not exit within %d ms", WARM_UP_MS);
 			break;
 		}
 		struct pollfd p = { fd, POLLIN, 0 };
@@ -60,7 +60,7 @@ static int await_exit(int fd, int64_t deadline, sbx_error_t *err)
 		if (n < 0 && errno == EINTR)
 			continue;
 		if (n < 0) {
-			rc = sbx_error_errno(err, errno, "warm-up: poll");
+			rc = sbx_error_errno(err, errno, " poll");
 			break;
 		}
 		if (n == 0)
@@ -69,7 +69,7 @@ static int await_exit(int fd, int64_t deadline, sbx_error_t *err)
 		if (got < 0 && errno == EINTR)
 			continue;
 		if (got <= 0) {
-			rc = sbx_error_set(err, EPIPE, "warm-up: the process server went");
+			rc = sbx_error_set(err, EPIPE, "the process server went");
 			break;
 		}
 		for (size_t off = 0; off < (size_t)got && rc == -2;) {
@@ -91,7 +91,7 @@ static int await_exit(int fd, int64_t deadline, sbx_error_t *err)
 			if (m.type == PROTO_EXIT)
 				rc = m.u.code;
 			else if (m.type == PROTO_ERROR)
-				rc = sbx_error_set(err, EIO, "warm-up: %s", m.u.message);
+				rc = sbx_error_set(err, EIO, "%s", m.u.message);
 			proto_msg_free(&m);
 		}
 	}
@@ -124,9 +124,10 @@ static void remove_exec_cgroups(int cgroup_fd)
 		usleep(10000);
 }
 
-int warm_up_run(sbx_error_t *err)
+/* One exec of argv through a process server of its own, in a child; then
+ * nothing of it stays.  Fails when it did not exit 0. */
+static int run_one(char *const *argv, int64_t deadline, sbx_error_t *err)
 {
-	int64_t deadline = sbx_now_ms() + WARM_UP_MS;
 	struct proto_config none = { .hostname = "", .user = "" };
 	struct guest_user user;
 	cleanup_strv char **env = NULL;
@@ -136,7 +137,7 @@ int warm_up_run(sbx_error_t *err)
 	int sv[2];
 	if (cgroup_fd < 0 || socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) < 0) {
 		if (cgroup_fd >= 0)
-			sbx_error_errno(err, errno, "warm-up: socketpair");
+			sbx_error_errno(err, errno, "socketpair");
 		guest_user_free(&user);
 		return -1;
 	}
@@ -149,11 +150,10 @@ int warm_up_run(sbx_error_t *err)
 	guest_user_free(&user);
 	if (pid < 0) {
 		close(sv[0]);
-		return sbx_error_errno(err, errno, "warm-up: fork");
+		return sbx_error_errno(err, errno, "fork");
 	}
-	char *argv[] = { "true", NULL };
 	struct proto_msg spawn = { .stream = STREAM, .type = PROTO_SPAWN,
-				   .u.spawn = { .argv = argv, .env = NULL, .cwd = "", .flags = 0 } };
+				   .u.spawn = { .argv = (char **)argv, .env = NULL, .cwd = "", .flags = 0 } };
 	int code = send_all(sv[0], &spawn, err) < 0 ? -1 : await_exit(sv[0], deadline, err);
 	/* The server ends when its peer goes, killing what it started. */
 	close(sv[0]);
@@ -174,6 +174,17 @@ int warm_up_run(sbx_error_t *err)
 	while (waitpid(-1, NULL, WNOHANG) > 0)
 		;
 	if (code > 0)
-		return sbx_error_set(err, EIO, "warm-up: `true` exited with %d", code);
+		return sbx_error_set(err, EIO, "exited with %d", code);
 	return code < 0 ? -1 : 0;
+}
+
+int warm_up_run(char *const *argv, sbx_error_t *err)
+{
+	int64_t deadline = sbx_now_ms() + WARM_UP_MS;
+	char *const truth[] = { "true", NULL };
+	if (run_one(truth, deadline, err) < 0)
+		return sbx_error_prefix(err, "warm-up: `true`");
+	if (argv != NULL && argv[0] != NULL && run_one(argv, deadline, err) < 0)
+		return sbx_error_prefix(err, "warm-up: `%s`", argv[0]);
+	return 0;
 }

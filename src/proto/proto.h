@@ -53,13 +53,18 @@
  * keep running as root.
  * Nothing identifying the sandbox travels before CONFIG, so a VM stopped at
  * HELLO can be snapshotted and restored as many sandboxes.
- *   host  -> WARM_UP    {}  only before CONFIG: the guest runs `true`
- *                       through its own process server once and leaves
- *                       nothing of it behind (guest/warm_up.h), so that a
- *                       restored VM waiting in a warm pool has the paths
- *                       of CONFIG and a first exec translated (TCG) or
- *                       faulted in.  No reply: a PING after it answers
- *                       once it is done.
+ *   host  -> WARM_UP    {strv argv}  only before CONFIG: the guest runs
+ *                       `true`, then argv unless it is empty (the image's
+ *                       interpreter, e.g. python3 -I -B -c pass; at most
+ *                       PROTO_MAX_WARM_UP_ARGS entries of at most
+ *                       PROTO_MAX_WARM_UP_ARG bytes, argv[0] non-empty),
+ *                       each through its own process server once, and
+ *                       leaves nothing of them behind (guest/warm_up.h),
+ *                       so that a restored VM waiting in a warm pool has
+ *                       the paths of CONFIG, a first exec and the
+ *                       interpreter translated (TCG) or faulted in.  No
+ *                       reply (a failure is the guest's to log): a PING
+ *                       after it answers once it is done.
  *
  * Processes (host picks stream id S != 0):
  *   host  -> SPAWN      {strv argv, strv env (layered over the boot env),
@@ -214,7 +219,7 @@
 #include "common/error.h"
 #include "common/strv.h"
 
-#define PROTO_VERSION 5 /* 2: CONFIG carries `user`; 3: and the network; 4: and shares; 5: WARM_UP */
+#define PROTO_VERSION 6 /* 2: CONFIG carries `user`; 3: and the network; 4: and shares; 5: WARM_UP; 6: its argv */
 #define PROTO_HEADER_SIZE 9u
 #define PROTO_MAX_PAYLOAD (1024u * 1024u)
 #define PROTO_MAX_CHUNK (64u * 1024u)
@@ -226,6 +231,8 @@
 #define PROTO_MAX_SHARES 8u
 #define PROTO_MAX_SHARE_TAG 36u /* virtio-fs's tag field */
 #define PROTO_SHARE_RO 1u
+#define PROTO_MAX_WARM_UP_ARGS 16u
+#define PROTO_MAX_WARM_UP_ARG 256u
 
 enum proto_type {
 	PROTO_HELLO = 0x01,

@@ -151,6 +151,7 @@ struct proto_msg {
 		uint32_t version;          /* HELLO */
 		struct proto_config config; /* CONFIG */
 		uint64_t nonce;            /* PING, PONG */
+		char **warm_up;            /* WARM_UP: argv, empty = only `true` */
 		struct proto_spawn spawn;  /* SPAWN */
 		uint32_t pid;              /* STARTED */
 		struct proto_data data;    /* STDIN, STDOUT, STDERR */

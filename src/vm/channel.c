@@ -336,9 +336,9 @@ int chan_ping(struct chan *c, int64_t deadline, sbx_error_t *err)
 	return rc;
 }
 
-int chan_warm_up(struct chan *c, int64_t deadline, sbx_error_t *err)
+int chan_warm_up(struct chan *c, char *const *argv, int64_t deadline, sbx_error_t *err)
 {
-	struct proto_msg m = { .stream = 0, .type = PROTO_WARM_UP };
+	struct proto_msg m = { .stream = 0, .type = PROTO_WARM_UP, .u.warm_up = (char **)argv };
 	/* The guest answers the ping once the warm-up is over. */
 	return chan_send(c, &m, err) < 0 ? -1 : chan_ping(c, deadline, err);
 }

@@ -39,7 +39,7 @@ int chan_send_config(struct chan *c, const struct proto_config *cfg, sbx_error_t
 int chan_wait_ready(struct chan *c, int64_t deadline, sbx_error_t *err);
 int chan_ping(struct chan *c, int64_t deadline, sbx_error_t *err);
 /* Before CONFIG: WARM_UP (proto.h), then waits until the guest is done. */
-int chan_warm_up(struct chan *c, int64_t deadline, sbx_error_t *err);
+int chan_warm_up(struct chan *c, char *const *argv, int64_t deadline, sbx_error_t *err);
 int chan_send_shutdown(struct chan *c, sbx_error_t *err);
 /* Waits for the connection to end (the VM powered off). */
 int chan_wait_dead(struct chan *c, int64_t deadline, sbx_error_t *err);

@@ -54,6 +54,7 @@ static void vm_free(struct sbx_vm *vm)
 	free(vm->hostname);
 	sbx_strv_free(vm->env);
 	sbx_strv_free(vm->net_args);
+	sbx_strv_free(vm->warm_up);
 	net_link_close(&vm->net);
 	free(vm->user);
 	console_destroy(&vm->console);
@@ -211,9 +212,10 @@ static struct sbx_vm *vm_new(const struct sbx_vm_options *opt, sbx_error_t *err)
 		return NULL;
 	}
 	vm->net_args = opt->net_args != NULL ? sbx_strv_dup(opt->net_args) : NULL;
+	vm->warm_up = opt->warm_up != NULL ? sbx_strv_dup(opt->warm_up) : NULL;
 	vm->console_log = opt->console_log != NULL ? strdup(opt->console_log) : NULL;
 	if (vm->hostname == NULL || vm->env == NULL || vm->user == NULL ||
-	    (opt->net_args != NULL && vm->net_args == NULL) || (opt->console_log != NULL && vm->console_log == NULL)) {
+	    (opt->net_args != NULL && vm->net_args == NULL) || (opt->warm_up != NULL && vm->warm_up == NULL) || (opt->console_log != NULL && vm->console_log == NULL)) {
 		vm_free(vm);
 		sbx_error_set(err, ENOMEM, "vm");
 		return NULL;

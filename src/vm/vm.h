@@ -89,6 +89,10 @@ struct sbx_vm_options {
 				   WARM_UP): the guest waits for its identity
 				   from sbx_vm_configure (a warm pool's VM; env
 				   and user are not looked at until then) */
+	char *const *warm_up;   /* with park: after `true`, the guest runs this
+				   argv once in its warm-up (the image's
+				   interpreter, writing nothing; proto.h
+				   WARM_UP bounds it); NULL: `true` only */
 	bool boot_log;          /* for measuring a boot: kernel messages with
 				   their guest timestamps instead of quiet, and
 				   every console line copied to stderr prefixed

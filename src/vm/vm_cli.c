@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "common/log.h"
+#include "proto/proto.h"
 #include "vm/disk.h"
 #include "vm/qemu_cmdline.h"
 #include "vm/share_arg.h"
@@ -32,6 +33,7 @@ static void usage(FILE *out)
 		"                              [--data-disk FILE] [--console-log FILE]\n"
 		"                              [--share HOST:GUEST[:ro|:rw]]...\n"
 		"                              --rootfs DIR|IMAGE.erofs [-v] [--boot-log] [--cold] [--parked]\n"
+		"                              [--warm-up ARG]...\n"
 		"                              -- CMD [ARGS...]\n\n"
 		"Boots a microVM with the given root filesystem, runs CMD in it with this\n"
 		"process's stdin, stdout and stderr, and exits with CMD's exit status\n"
@@ -58,6 +60,9 @@ static void usage(FILE *out)
 		"  --parked        start as a warm pool's VM does (warmed up, then waiting\n"
 		"                  for its CONFIG), then configure it; -v times the\n"
 		"                  command from the CONFIG\n"
+		"  --warm-up ARG   with --parked: one more argument of the command the\n"
+		"                  warm-up runs after `true` (as a pool's does the image's\n"
+		"                  interpreter); implies --parked\n"
 		"  -h, --help      this text\n");
 }
 
@@ -206,11 +211,13 @@ static int vm_run(int argc, char **argv)
 		{ "tcg-cache-mb", required_argument, NULL, 't' }, { "scratch-mb", required_argument, NULL, 's' },
 		{ "jail", required_argument, NULL, 'j' }, { "data-disk", required_argument, NULL, 'D' },
 		{ "console-log", required_argument, NULL, 'L' }, { "share", required_argument, NULL, 'S' },
-		{ "parked", no_argument, NULL, 'P' },
+		{ "parked", no_argument, NULL, 'P' }, { "warm-up", required_argument, NULL, 'W' },
 		{ NULL, 0, NULL, 0 },
 	};
 	struct sbx_vm_options opt = { .cpus = 1, .memory_mib = 512 };
 	struct sbx_vm_share shares[SBX_VM_MAX_SHARES];
+	char *warm_up[PROTO_MAX_WARM_UP_ARGS + 1] = { NULL };
+	size_t n_warm_up = 0;
 	enum sbx_jail_mode jail_mode = SBX_JAIL_AUTO;
 	bool verbose = false;
 	sbx_error_t err = NULL;
@@ -291,6 +298,16 @@ static int vm_run(int argc, char **argv)
 			opt.cold_boot = true;
 			break;
 		case 'P':
+			opt.park = true;
+			break;
+		case 'W':
+			if (n_warm_up == PROTO_MAX_WARM_UP_ARGS || strlen(optarg) > PROTO_MAX_WARM_UP_ARG) {
+				fprintf(stderr, "sandbox-libkrun: at most %u --warm-up of at most %u bytes\n",
+					PROTO_MAX_WARM_UP_ARGS, PROTO_MAX_WARM_UP_ARG);
+				return 2;
+			}
+			warm_up[n_warm_up++] = optarg;
+			opt.warm_up = warm_up;
 			opt.park = true;
 			break;
 		case 'h':

@@ -46,6 +46,7 @@ struct sbx_vm {
 	struct jail *jail;      /* QEMU's, NULL when unconfined */
 	struct keeper keeper;
 	char **net_args;        /* NULL = no network */
+	char **warm_up;         /* a parked VM's warm-up argv after `true`, or NULL */
 	struct net_link net;
 	struct console console;
 	struct chan *chan;
@@ -65,7 +66,7 @@ enum { F_SCRATCH, F_CONSOLE, F_QEMU_LOG, F_IMAGE };
  * restore that saved state); sends the guest its CONFIG. */
 int vm_launch(struct sbx_vm *vm, int state_fd, sbx_error_t *err);
 int vm_send_config(struct sbx_vm *vm, sbx_error_t *err);
-/* A parked VM, before it waits: the guest runs an exec of its own
+/* A parked VM, before it waits: the guest runs `true` and vm->warm_up
  * (proto.h WARM_UP).  Failing costs only the warmth (logged). */
 void vm_warm_up(struct sbx_vm *vm, int64_t deadline);
 

@@ -1,5 +1,5 @@
 /* Parked VMs (vm.h: sbx_vm_options.park, sbx_vm_configure): a warm pool's
- * VMs are restored, run one exec of the guest's own (WARM_UP) and wait
+ * VMs are restored, run execs of the guest's own (WARM_UP) and wait
  * without their CONFIG; a create hands one its identity. */
 #include <errno.h>
 #include <stdlib.h>
@@ -19,7 +19,7 @@ void vm_warm_up(struct sbx_vm *vm, int64_t deadline)
 	int64_t t = sbx_now_ms();
 	int64_t until = t + WARM_UP_WAIT_MS;
 	sbx_error_t err = NULL;
-	if (chan_warm_up(vm->chan, deadline >= 0 && deadline < until ? deadline : until, &err) < 0)
+	if (chan_warm_up(vm->chan, vm->warm_up, deadline >= 0 && deadline < until ? deadline : until, &err) < 0)
 		sbx_warn("vm: parked VM not warmed up: %s", sbx_error_msg(err));
 	else
 		sbx_debug("vm: parked VM warmed up in %lld ms", (long long)(sbx_now_ms() - t));

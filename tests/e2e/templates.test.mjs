@@ -6,7 +6,8 @@
 // rm python` then leaves no template and no template RAM file behind.  With
 // warm_pool {python: 2}, two parked VMs wait; 10 racing creates get 10
 // distinct VMs (two of them the parked ones), the pool is refilled, and
-// a parked VM keeps nothing of its warm-up and gets the create's identity;
+// a parked VM keeps nothing of its warm-up (`true` and python3, no file
+// written anywhere) and gets the create's identity;
 // every VM goes with the daemon.  A template's RAM file changed on disk
 // makes a new daemon fall back (a cold boot, a new template), never crash.
 // `sandbox-libkrun image pull python` run by hand beside a running daemon
@@ -194,9 +195,12 @@ describe('warm_pool {python: 2}', () => {
 		await Promise.all(ids.map((id) => s.vm('stop', { sandbox_id: id })));
 	});
 
-	// A parked VM ran `true` through the guest's process server before it
-	// waited (WARM_UP): nothing of that may be in the sandbox it becomes,
-	// and its identity still comes only with the create.
+	// A parked VM ran `true` and then python3 (the image's interpreter,
+	// from run's lang table) through the guest's process server before it
+	// waited (WARM_UP): nothing of that may be in the sandbox it becomes
+	// (no process, cgroup, and no file anywhere: the listing of the whole
+	// tree but /proc and /sys, with sizes, is the one of a VM that never
+	// warmed up), and its identity still comes only with the create.
 	test('a parked VM becomes a fresh sandbox: the create\'s env, its own entropy and boot_id, nothing of its warm-up', async () => {
 		await eventually(() => assert.match(s.daemon.output(), /warm pool: 2 of 2 VMs of python parked/), 180000);
 		const taken = () => s.daemon.output().match(/warm pool: a parked VM of python taken/g)?.length ?? 0;
@@ -204,7 +208,9 @@ describe('warm_pool {python: 2}', () => {
 		const script = 'echo "$GREETING"; cat /proc/sys/kernel/random/boot_id; head -c 16 /dev/urandom | od -An -tx1; ' +
 			'n=0 z=0; for f in /proc/[0-9]*/stat; do read -r p c st pp r <"$f"; [ "$pp" = 1 ] && n=$((n + 1)); ' +
 			'[ "$st" = Z ] && z=$((z + 1)); done; echo "children of init $n, zombies $z"; cat /proc/self/cgroup; ' +
-			'ls /sys/fs/cgroup/sandbox | grep "^e"; ls -A /tmp /run /dev/shm | tr "\\n" " "; echo';
+			'ls /sys/fs/cgroup/sandbox | grep "^e"; ls -A /tmp /run /dev/shm | tr "\\n" " "; echo; ' +
+			'find / \\( -path /proc -o -path /sys \\) -prune -o -printf "%p %s\\n" | sort > /dev/shm/l; ' +
+			'wc -l < /dev/shm/l; cksum < /dev/shm/l; rm /dev/shm/l';
 		const out = [];
 		const run = async (args) => {
 			const id = (await s.vm('create', { image: 'python', ...args })).sandbox_id;
@@ -221,6 +227,7 @@ describe('warm_pool {python: 2}', () => {
 		assert.notEqual(out[0][1], out[1][1], 'distinct boot_ids');
 		assert.notEqual(out[0][2], out[1][2], 'distinct /dev/urandom bytes');
 		assert.equal(plain[3], 'children of init 1, zombies 0');
+		assert.ok(Number(plain.at(-3)) > 1000, `the listing covers the image's files: ${plain.at(-3)} entries`);
 		for (const o of out) {
 			assert.deepEqual(o.slice(3), plain.slice(3), 'no process, cgroup or file of the warm-up');
 		}

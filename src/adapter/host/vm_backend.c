@@ -9,6 +9,7 @@
 #include <sys/statvfs.h>
 
 #include "adapter/sandbox/boot_env.h"
+#include "adapter/sandbox/lang.h"
 #include "adapter/host/warm_pool.h"
 #include "adapter/mem_budget.h"
 #include "common/cleanup.h"
@@ -113,6 +114,8 @@ static void *boot_vm(struct backend *b, const struct sbx_boot_request *req, bool
 		.net_args = req->net_args,
 		.jail = b->jail,
 		.park = park,
+		/* The pool's images are catalog names: "python" warms python3. */
+		.warm_up = park ? run_lang_lookup(req->image).warm_up : NULL,
 		/* The admission's worst case is also the cgroup's limit. */
 		.jail_memory_mib = req->memory_mb > 0 ? (unsigned)sbx_vm_cost_mib(req->memory_mb,
 										   sbx_config_tcg_cache_mib(b->cfg))

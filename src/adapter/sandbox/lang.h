@@ -5,6 +5,10 @@
 struct run_lang {
 	const char *program; /* looked up in the guest's PATH unless absolute */
 	const char *file;    /* where the code is written */
+	char *const *warm_up; /* the program started once, writing nothing
+				 (no bytecode, no user dirs), by a warm pool's
+				 VM of the image named like the lang (proto.h
+				 WARM_UP); NULL for any other lang */
 };
 
 /* node/js/javascript, python/py, shell/sh/bash (-> /bin/sh: bash is not in

@@ -33,6 +33,23 @@ TEST(lang_table)
 	CHECK_STR(run_lang_lookup("Python").program, "Python"); /* case matters */
 }
 
+/* A warm pool's VM of image "python" or "node" starts the program `run`
+ * starts for that lang, with what keeps it from writing. */
+TEST(lang_warm_up)
+{
+	const char *langs[] = { "node", "js", "python", "py", "sh" };
+	for (int i = 0; i < 5; i++) {
+		struct run_lang l = run_lang_lookup(langs[i]);
+		CHECK(l.warm_up != NULL);
+		CHECK_STR(l.warm_up[0], l.program);
+	}
+	char *const *py = run_lang_lookup("python").warm_up;
+	CHECK_STR(py[1], "-I");
+	CHECK_STR(py[2], "-B");
+	CHECK(run_lang_lookup("ruby").warm_up == NULL);
+	CHECK(run_lang_lookup("Python").warm_up == NULL);
+}
+
 TEST(output_is_capped_and_counted_as_truncated)
 {
 	struct exec_output o;

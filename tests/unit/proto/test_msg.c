@@ -240,9 +240,11 @@ TEST(scalar_messages_roundtrip)
 	CHECK_INT(roundtrip(&m, &d), 0);
 	m.type = PROTO_SHUTDOWN;
 	CHECK_INT(roundtrip(&m, &d), 0);
-	m.type = PROTO_WARM_UP;
+	m.type = PROTO_WARM_UP; /* no argv: `true` only */
 	CHECK_INT(roundtrip(&m, &d), 0);
 	CHECK_INT(d.type, PROTO_WARM_UP);
+	CHECK(d.u.warm_up != NULL && d.u.warm_up[0] == NULL);
+	proto_msg_free(&d);
 	m = (struct proto_msg){ .stream = 3, .type = PROTO_STARTED, .u.pid = 1234 };
 	CHECK_INT(roundtrip(&m, &d), 0);
 	CHECK_INT(d.u.pid, 1234);
@@ -451,15 +453,77 @@ TEST(fs_write_and_fs_error_roundtrip)
 	proto_msg_free(&d);
 }
 
-TEST(warm_up_is_empty_and_vm_wide)
+TEST(warm_up_argv_roundtrip)
 {
+	char *argv[] = { "python3", "-I", "-B", "-c", "pass", NULL };
+	struct proto_msg m = { .stream = 0, .type = PROTO_WARM_UP, .u.warm_up = argv };
+	struct proto_msg d;
+	CHECK_INT(roundtrip(&m, &d), 0);
+	for (int i = 0; i < 5; i++)
+		CHECK_STR(d.u.warm_up[i], argv[i]);
+	CHECK(d.u.warm_up[5] == NULL);
+	proto_msg_free(&d);
+}
+
+/* The argv is bounded on both sides: count, lengths, a non-empty argv[0]. */
+TEST(warm_up_rejections)
+{
+	char arg[PROTO_MAX_WARM_UP_ARG + 2];
+	memset(arg, 'a', sizeof(arg) - 1);
+	arg[sizeof(arg) - 1] = '\0';
 	struct proto_wbuf p;
 	proto_wbuf_init(&p);
+	/* an empty payload: the count is missing */
+	CHECK_INT(decode_raw(PROTO_WARM_UP, 0, &p), -1);
+	proto_put_u32(&p, 0);
 	CHECK_INT(decode_raw(PROTO_WARM_UP, 0, &p), 0);
 	CHECK_INT(decode_raw(PROTO_WARM_UP, 3, &p), -1);
 	proto_put_u32(&p, 1);
+	CHECK_INT(decode_raw(PROTO_WARM_UP, 0, &p), -1); /* trailing bytes */
+	/* PROTO_MAX_WARM_UP_ARG bytes pass, one more does not */
+	p.len = 0;
+	proto_put_u32(&p, 1);
+	proto_put_str(&p, arg + 1);
+	CHECK_INT(decode_raw(PROTO_WARM_UP, 0, &p), 0);
+	p.len = 0;
+	proto_put_u32(&p, 1);
+	proto_put_str(&p, arg);
+	CHECK_INT(decode_raw(PROTO_WARM_UP, 0, &p), -1);
+	CHECK(strstr(last_err, "longer than") != NULL);
+	p.len = 0;
+	proto_put_u32(&p, 2);
+	proto_put_str(&p, "");
+	proto_put_str(&p, "x");
+	CHECK_INT(decode_raw(PROTO_WARM_UP, 0, &p), -1);
+	CHECK(strstr(last_err, "empty argv[0]") != NULL);
+	/* a count over the cap is refused before any entry is read */
+	p.len = 0;
+	proto_put_u32(&p, PROTO_MAX_WARM_UP_ARGS + 1);
+	CHECK_INT(decode_raw(PROTO_WARM_UP, 0, &p), -1);
+	CHECK(strstr(last_err, "at most") != NULL);
+	p.len = 0;
+	proto_put_u32(&p, PROTO_MAX_WARM_UP_ARGS + 1);
+	for (unsigned i = 0; i <= PROTO_MAX_WARM_UP_ARGS; i++)
+		proto_put_str(&p, "x");
 	CHECK_INT(decode_raw(PROTO_WARM_UP, 0, &p), -1);
 	proto_wbuf_free(&p);
+	/* the encoder refuses what the decoder would */
+	char *many[PROTO_MAX_WARM_UP_ARGS + 2];
+	for (unsigned i = 0; i <= PROTO_MAX_WARM_UP_ARGS; i++)
+		many[i] = "x";
+	many[PROTO_MAX_WARM_UP_ARGS + 1] = NULL;
+	char *long_arg[] = { "python3", arg, NULL };
+	char *empty[] = { "", NULL };
+	char **bad[] = { many, long_arg, empty };
+	for (int i = 0; i < 3; i++) {
+		struct proto_msg m = { .stream = 0, .type = PROTO_WARM_UP, .u.warm_up = bad[i] };
+		struct proto_wbuf f;
+		sbx_error_t err = NULL;
+		proto_wbuf_init(&f);
+		CHECK_INT(proto_msg_encode(&f, &m, &err), -1);
+		sbx_error_free(&err);
+		proto_wbuf_free(&f);
+	}
 }
 
 TEST(fs_write_rejections)
