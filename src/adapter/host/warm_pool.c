@@ -7,14 +7,21 @@
 #include <time.h>
 
 #include "adapter/sandbox/catalog.h"
+#include "common/clock.h"
 #include "common/log.h"
 
 /* After a failed boot, the next try of that pool waits this long. */
 #define RETRY_S 30
+/* A replacement's restore and warm-up take about a second of CPU: while
+ * the pool still has a VM of that image, it waits this long after a take,
+ * so that the sandbox just handed out gets the host's cores for its first
+ * commands.  An empty slot is refilled at once. */
+#define REFILL_DELAY_MS 2000
 
 struct slot {
 	const char *image, *ref; /* borrowed from the configuration */
 	uint32_t want, n;
+	int64_t taken_ms; /* monotonic time of the last take */
 	void **vms;
 };
 
@@ -30,13 +37,37 @@ struct warm_pool {
 	pthread_t thread;
 };
 
-static struct slot *wanting(struct warm_pool *p)
+/* With p->lock held: a slot to refill now, or NULL and in *wait the ms
+ * until a slot that waits after a take is due (0: none wants a VM). */
+static struct slot *wanting(struct warm_pool *p, int64_t *wait)
 {
+	int64_t now = sbx_now_ms();
+	*wait = 0;
 	for (size_t i = 0; i < p->n_slots; i++) {
-		if (p->slots[i].n < p->slots[i].want)
-			return &p->slots[i];
+		struct slot *s = &p->slots[i];
+		if (s->n >= s->want)
+			continue;
+		int64_t due = s->n > 0 ? s->taken_ms + REFILL_DELAY_MS - now : 0;
+		if (due <= 0)
+			return s;
+		if (*wait == 0 || due < *wait)
+			*wait = due;
 	}
 	return NULL;
+}
+
+/* With p->lock held: waits until `ms` from now or a signal. */
+static void wait_ms(struct warm_pool *p, int64_t ms)
+{
+	struct timespec until;
+	clock_gettime(CLOCK_REALTIME, &until);
+	until.tv_sec += ms / 1000;
+	until.tv_nsec += (ms % 1000) * 1000000;
+	if (until.tv_nsec >= 1000000000) {
+		until.tv_sec++;
+		until.tv_nsec -= 1000000000;
+	}
+	pthread_cond_timedwait(&p->cond, &p->lock, &until);
 }
 
 static void *refill(void *arg)
@@ -44,9 +75,13 @@ static void *refill(void *arg)
 	struct warm_pool *p = arg;
 	pthread_mutex_lock(&p->lock);
 	while (!p->stop) {
-		struct slot *s = wanting(p);
+		int64_t wait;
+		struct slot *s = wanting(p, &wait);
 		if (s == NULL) {
-			pthread_cond_wait(&p->cond, &p->lock);
+			if (wait > 0)
+				wait_ms(p, wait);
+			else
+				pthread_cond_wait(&p->cond, &p->lock);
 			continue;
 		}
 		pthread_mutex_unlock(&p->lock);
@@ -145,6 +180,7 @@ void *warm_pool_take(struct warm_pool *p, const char *image)
 		struct slot *s = &p->slots[i];
 		if (strcmp(s->image, image) == 0 && s->n > 0) {
 			vm = s->vms[--s->n];
+			s->taken_ms = sbx_now_ms();
 			sbx_info("warm pool: a parked VM of %s taken (%u left)", image, s->n);
 		}
 	}

@@ -1,10 +1,12 @@
 /* The warm pool (config warm_pool, warm_pool_max): per image, that many
  * VMs restored from the image's template and parked before their CONFIG
  * (vm.h: sbx_vm_options.park), for creates to take.  A background thread
- * keeps the pool filled (a replacement as soon as one is taken); a VM is
- * taken under the pool's lock, so never handed out twice.  Parked VMs are
- * no sandboxes yet: max_concurrent_sandboxes does not count them.  They
- * are stopped with the pool (the daemon's end). */
+ * keeps the pool filled: a replacement at once when none of that image is
+ * left, else two seconds after the take, so that the sandbox just handed
+ * out has the host's cores for its first commands.  A VM is taken under
+ * the pool's lock, so never handed out twice.  Parked VMs are no
+ * sandboxes yet: max_concurrent_sandboxes does not count them.  They are
+ * stopped with the pool (the daemon's end). */
 #ifndef SBX_ADAPTER_HOST_WARM_POOL_H
 #define SBX_ADAPTER_HOST_WARM_POOL_H
 
