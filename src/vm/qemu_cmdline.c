@@ -137,7 +137,11 @@ char **qemu_cmdline(const struct qemu_config *c, sbx_error_t *err)
 		add(&b, "-cpu");
 		add(&b, "host");
 	} else {
-		add(&b, "tcg,thread=multi,tb-size=%u", c->tcg_cache_mib);
+		/* One thread for all vCPUs of a guest with several: with one
+		 * thread per vCPU (QEMU 7.2), a vCPU can run a stale block of
+		 * code another vCPU just patched (the kernel's static keys at
+		 * boot) and the guest oopses on the int3 of the patch. */
+		add(&b, "tcg,thread=%s,tb-size=%u", c->cpus > 1 ? "single" : "multi", c->tcg_cache_mib);
 		add(&b, "-cpu");
 		add(&b, "max");
 	}

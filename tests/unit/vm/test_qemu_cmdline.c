@@ -42,7 +42,14 @@ TEST(tcg_command_line)
 	CHECK(find(v, "-no-user-config") > 0);
 	CHECK(find(v, "-no-reboot") > 0);
 	CHECK_STR(after(v, "-sandbox"), "on,obsolete=deny,elevateprivileges=deny,spawn=deny,resourcecontrol=deny");
-	CHECK_STR(after(v, "-accel"), "tcg,thread=multi,tb-size=64");
+	/* base() has 2 vCPUs: one TCG thread for both; a single vCPU gets its own. */
+	CHECK_STR(after(v, "-accel"), "tcg,thread=single,tb-size=64");
+	c.cpus = 1;
+	char **one = qemu_cmdline(&c, &err);
+	CHECK(one != NULL);
+	CHECK_STR(after(one, "-accel"), "tcg,thread=multi,tb-size=64");
+	sbx_strv_free(one);
+	c.cpus = 2;
 	CHECK_STR(after(v, "-cpu"), "max");
 	CHECK_STR(after(v, "-smp"), "2");
 	CHECK_STR(after(v, "-m"), "256");
