@@ -1,6 +1,7 @@
 #include "adapter/reaper.h"
 
-#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <time.h>
 
 #include "adapter/adapter.h"
@@ -33,34 +34,94 @@ unsigned reaper_scan(struct sbx_adapter *a, bool all)
 	return n;
 }
 
+struct reaper_handoff {
+	struct reaper_handoff *next;
+	void *vm;
+	uint64_t mem_mib;
+	char id[SBX_UUID_STRLEN + 1];
+};
+
+/* Stops every VM handed over; called and returns with r->lock held. */
+static void stop_handed(struct reaper *r)
+{
+	while (r->handed != NULL) {
+		struct reaper_handoff *h = r->handed;
+		r->handed = h->next;
+		pthread_mutex_unlock(&r->lock);
+		sandbox_release(r->a, h->id, h->vm, h->mem_mib);
+		free(h);
+		pthread_mutex_lock(&r->lock);
+		r->n_gone++;
+		pthread_cond_broadcast(&r->handed_done);
+	}
+}
+
 static void *reaper_main(void *arg)
 {
 	struct reaper *r = arg;
 	struct sbx_adapter *a = r->a;
 	pthread_mutex_lock(&r->lock);
-	while (!r->stopping) {
-		struct timespec until = sbx_ms_timespec(sbx_now_ms() + REAPER_PERIOD_MS);
-		while (!r->stopping && pthread_cond_timedwait(&r->wake, &r->lock, &until) != ETIMEDOUT)
-			;
+	int64_t next_scan = sbx_now_ms() + REAPER_PERIOD_MS;
+	for (;;) {
+		stop_handed(r);
 		if (r->stopping)
 			break;
-		pthread_mutex_unlock(&r->lock);
-		reaper_scan(a, false);
-		pthread_mutex_lock(&r->lock);
+		if (sbx_now_ms() >= next_scan) {
+			pthread_mutex_unlock(&r->lock);
+			reaper_scan(a, false);
+			pthread_mutex_lock(&r->lock);
+			next_scan = sbx_now_ms() + REAPER_PERIOD_MS;
+			continue;
+		}
+		struct timespec until = sbx_ms_timespec(next_scan);
+		if (r->handed == NULL)
+			pthread_cond_timedwait(&r->wake, &r->lock, &until);
 	}
 	pthread_mutex_unlock(&r->lock);
 	return NULL;
+}
+
+void reaper_hand_over(struct reaper *r, void *vm, uint64_t mem_mib, const char *id)
+{
+	struct reaper_handoff *h = r->running ? malloc(sizeof(*h)) : NULL;
+	if (h == NULL) {
+		sandbox_release(r->a, id, vm, mem_mib);
+		return;
+	}
+	*h = (struct reaper_handoff){ .vm = vm, .mem_mib = mem_mib };
+	snprintf(h->id, sizeof(h->id), "%s", id);
+	pthread_mutex_lock(&r->lock);
+	h->next = r->handed;
+	r->handed = h;
+	r->n_handed++;
+	pthread_cond_signal(&r->wake);
+	pthread_mutex_unlock(&r->lock);
+}
+
+void reaper_wait_handed(struct reaper *r)
+{
+	if (!r->running)
+		return;
+	pthread_mutex_lock(&r->lock);
+	uint64_t want = r->n_handed;
+	while (r->n_gone < want)
+		pthread_cond_wait(&r->handed_done, &r->lock);
+	pthread_mutex_unlock(&r->lock);
 }
 
 int reaper_start(struct reaper *r, struct sbx_adapter *a, sbx_error_t *err)
 {
 	r->a = a;
 	sbx_cond_init_monotonic(&r->wake);
+	pthread_cond_init(&r->handed_done, NULL);
 	pthread_mutex_init(&r->lock, NULL);
 	r->stopping = false;
+	r->handed = NULL;
+	r->n_handed = r->n_gone = 0;
 	int rc = pthread_create(&r->thread, NULL, reaper_main, r);
 	if (rc != 0) {
 		pthread_cond_destroy(&r->wake);
+		pthread_cond_destroy(&r->handed_done);
 		pthread_mutex_destroy(&r->lock);
 		return sbx_error_errno(err, rc, "reaper thread");
 	}
@@ -76,8 +137,10 @@ void reaper_stop(struct reaper *r)
 	r->stopping = true;
 	pthread_cond_signal(&r->wake);
 	pthread_mutex_unlock(&r->lock);
+	/* The thread stops what was handed over before it ends. */
 	pthread_join(r->thread, NULL);
 	pthread_cond_destroy(&r->wake);
+	pthread_cond_destroy(&r->handed_done);
 	pthread_mutex_destroy(&r->lock);
 	r->running = false;
 }

@@ -1,10 +1,13 @@
 /* The idle reaper (contract §6.4): a thread that every REAPER_PERIOD_MS
- * claims the sandboxes reaper_decide() selects and tears them down. */
+ * claims the sandboxes reaper_decide() selects and tears them down.  It
+ * also stops the VMs handed over to it: run's own sandbox is out of the
+ * registry before run replies, and its QEMU goes after the reply. */
 #ifndef SBX_ADAPTER_REAPER_H
 #define SBX_ADAPTER_REAPER_H
 
 #include <pthread.h>
 #include <stdbool.h>
+#include <stdint.h>
 
 #include "common/error.h"
 
@@ -12,17 +15,29 @@
 
 struct sbx_adapter;
 
+struct reaper_handoff;
+
 struct reaper {
 	struct sbx_adapter *a;
 	pthread_t thread;
 	pthread_mutex_t lock;
 	pthread_cond_t wake;
+	pthread_cond_t handed_done; /* a handed-over VM is gone */
+	struct reaper_handoff *handed;
+	uint64_t n_handed, n_gone; /* how many were handed over, and are gone */
 	bool running, stopping;
 };
 
 int reaper_start(struct reaper *r, struct sbx_adapter *a, sbx_error_t *err);
-/* Ends the thread (no-op when not started). */
+/* Ends the thread (no-op when not started), once every VM handed over is
+ * gone. */
 void reaper_stop(struct reaper *r);
+/* Stops `vm` of sandbox `id`, already detached from the registry, and
+ * gives back its `mem_mib` on the reaper's thread; here when the thread
+ * does not run (or cannot take it). */
+void reaper_hand_over(struct reaper *r, void *vm, uint64_t mem_mib, const char *id);
+/* Waits until every VM handed over before the call is gone. */
+void reaper_wait_handed(struct reaper *r);
 /* One scan: tears down every sandbox due (all of them with `all`);
  * returns how many. */
 unsigned reaper_scan(struct sbx_adapter *a, bool all);

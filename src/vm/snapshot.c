@@ -25,8 +25,9 @@
 #define MIGRATE_POLL_US 5000
 
 /* Bumped when what a template holds changes meaning. */
-/* 2: the balloon device; 3: copy-on-write RAM files; 4: sealed memfds, keyed by content */
-#define SNAPSHOT_FORMAT 4
+/* 2: the balloon device; 3: copy-on-write RAM files; 4: sealed memfds, keyed
+ * by content; 5: TCG guests without user-space ASLR (norandmaps) */
+#define SNAPSHOT_FORMAT 5
 #define RAM_DESC_MAX TEMPLATE_RAM_DESC_MAX
 #define STORE_SUFFIX ".erofs"
 

@@ -48,6 +48,10 @@ int sandbox_write_file(struct sbx_adapter *a, const char *id, const char *path, 
 /* stop: S002 for an unknown id; a sandbox the reaper already claimed
  * answers success without a second kill. */
 int sandbox_stop(struct sbx_adapter *a, const char *id, sbx_error_t *err);
+/* stop as run's cleanup: the sandbox leaves the registry now (later calls
+ * get S002) and its VM is stopped by the reaper's thread, so the reply
+ * need not wait for QEMU to exit.  Its memory is given back only then. */
+int sandbox_stop_soon(struct sbx_adapter *a, const char *id, sbx_error_t *err);
 
 /* Whether the VM of `sb` (held by an exec slot or fs hold) is gone. */
 bool sandbox_vm_dead(struct sbx_adapter *a, const struct sbx_sandbox *sb);
@@ -58,5 +62,8 @@ void sandbox_remove_dead(struct sbx_adapter *a, const char *id);
 /* For a record already claimed stopped: waits for its execs, stops the VM
  * (removing its scratch disk and files) and drops the record. */
 void sandbox_teardown(struct sbx_adapter *a, const char *id);
+/* The end of a teardown, for a VM already detached from the registry:
+ * stops it and gives back its memory. */
+void sandbox_release(struct sbx_adapter *a, const char *id, void *vm, uint64_t mem_mib);
 
 #endif

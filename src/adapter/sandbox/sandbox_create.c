@@ -76,8 +76,14 @@ int sandbox_create(struct sbx_adapter *a, const struct sandbox_create_args *c, c
 	uint64_t need = sbx_vm_cost_mib(mem, sbx_config_tcg_cache_mib(cfg)) + (c->network ? SBX_NET_HELPER_MIB : 0);
 	if (a->backend.ops != NULL && a->backend.ops->templates_mib != NULL)
 		sbx_mem_budget_set_templates(&a->mem, a->backend.ops->templates_mib(a->backend.ctx));
-	if (sbx_mem_budget_take(&a->mem, need, mem, err) < 0)
-		goto out;
+	if (sbx_mem_budget_take(&a->mem, need, mem, err) < 0) {
+		/* The VMs of runs that replied may still hold memory they are
+		 * about to give back: wait for them, then ask once more. */
+		sbx_error_free(err);
+		reaper_wait_handed(&a->reaper);
+		if (sbx_mem_budget_take(&a->mem, need, mem, err) < 0)
+			goto out;
+	}
 	cost = need;
 	/* The insert turns the reservation into the record, which then holds
 	 * the memory committed. */

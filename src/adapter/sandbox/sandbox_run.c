@@ -102,7 +102,9 @@ int sbx_op_run(struct sbx_adapter *a, json_t *req, json_t **out)
 	json_t *reply = run_steps(a, id, &r, &step, &err);
 	if (!r.keep) {
 		sbx_error_t serr = NULL;
-		if (sandbox_stop(a, id, &serr) < 0)
+		/* The reply does not wait for QEMU to exit (contract §7.7 step 5
+		 * is best effort): the sandbox is gone from the registry now. */
+		if (sandbox_stop_soon(a, id, &serr) < 0)
 			sbx_warn("run: cleanup of sandbox %s: %s", id, sbx_error_msg(serr));
 		sbx_error_free(&serr);
 	}

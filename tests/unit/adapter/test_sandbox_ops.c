@@ -14,6 +14,7 @@ struct fake {
 	pthread_mutex_t lock;
 	int boots, stops, vms_live;
 	bool fail_boot, fail_write, block;
+	bool hold_stop; /* a stop waits until the test clears it */
 	char argv[4][64];
 	char cwd[64];
 	uint64_t timeout_ms;
@@ -103,6 +104,11 @@ static int fake_write(void *vm, const char *path, uint32_t mode, bool parents, c
 static void fake_stop(void *vm)
 {
 	pthread_mutex_lock(&F.lock);
+	while (F.hold_stop) {
+		pthread_mutex_unlock(&F.lock);
+		usleep(1000);
+		pthread_mutex_lock(&F.lock);
+	}
 	F.stops++;
 	F.vms_live--;
 	pthread_mutex_unlock(&F.lock);
@@ -135,7 +141,7 @@ static const struct sbx_backend_ops fake_ops = { fake_boot, fake_exec, fake_writ
 static struct sbx_adapter *make(const char *config)
 {
 	pthread_mutex_lock(&F.lock);
-	F.fail_boot = F.fail_write = F.block = false;
+	F.fail_boot = F.fail_write = F.block = F.hold_stop = false;
 	F.n_written = 0;
 	pthread_mutex_unlock(&F.lock);
 	json_t *v = json_loads(config, 0, NULL);
@@ -423,6 +429,63 @@ TEST(exec_cap_and_stop_while_running)
 	sbx_adapter_free(a);
 }
 
+/* run's VM is stopped on the reaper's thread: F.stops once it reached n
+ * (or what it is after 5 s). */
+static int stops_reach(int n)
+{
+	for (int i = 0; i < 5000; i++) {
+		pthread_mutex_lock(&F.lock);
+		int stops = F.stops;
+		pthread_mutex_unlock(&F.lock);
+		if (stops >= n)
+			return stops;
+		usleep(1000);
+	}
+	return F.stops;
+}
+
+static void *release_stops(void *arg)
+{
+	usleep(50000);
+	pthread_mutex_lock(&F.lock);
+	F.hold_stop = false;
+	pthread_mutex_unlock(&F.lock);
+	return arg;
+}
+
+TEST(run_replies_before_its_vm_stops)
+{
+	/* One sandbox fits the budget (256 + 64 + 32 = 352), two do not. */
+	struct sbx_adapter *a = make(CFG ",\"memory_budget_mb\":400,\"tcg_cache_mb\":32,\"default_memory_mb\":256}");
+	CHECK(a != NULL);
+	int stops = F.stops, live = F.vms_live;
+	F.hold_stop = true;
+	json_t *r = call(a, "run", "{\"image\":\"python\",\"lang\":\"py\",\"code\":\"print(1)\"}");
+	CHECK_INT(json_integer_value(json_object_get(r, "exit_code")), 0);
+	json_decref(r);
+	/* Replied while its VM is still being stopped; the sandbox is gone. */
+	CHECK_INT(F.stops, stops);
+	r = call(a, "list", "{}");
+	CHECK_INT(json_array_size(json_object_get(r, "sandboxes")), 0);
+	json_decref(r);
+	/* A create the budget refuses until that VM is gone waits for it. */
+	pthread_t t;
+	CHECK(pthread_create(&t, NULL, release_stops, NULL) == 0);
+	char *id = create(a, "{\"image\":\"python\"}");
+	pthread_join(t, NULL);
+	CHECK(id != NULL);
+	CHECK_INT(F.stops, stops + 1);
+	free(id);
+	/* The daemon's end stops a VM still handed over, and the live one. */
+	F.hold_stop = true;
+	r = call(a, "run", "{\"image\":\"python\",\"lang\":\"py\",\"code\":\"print(1)\"}");
+	json_decref(r);
+	CHECK(pthread_create(&t, NULL, release_stops, NULL) == 0);
+	sbx_adapter_free(a);
+	pthread_join(t, NULL);
+	CHECK_INT(F.vms_live, live);
+}
+
 TEST(run_steps_and_cleanup)
 {
 	struct sbx_adapter *a = make(CFG "}");
@@ -438,7 +501,7 @@ TEST(run_steps_and_cleanup)
 	CHECK_STR(F.written[1], "/tmp/run.py:644:1:print(1)");
 	CHECK_STR(F.argv[0], "python3");
 	CHECK_STR(F.argv[1], "/tmp/run.py");
-	CHECK_INT(F.stops, stops + 1);
+	CHECK_INT(stops_reach(stops + 1), stops + 1);
 	/* keep_sandbox: the id comes back and the sandbox stays. */
 	r = call(a, "run", "{\"image\":\"python\",\"lang\":\"false\",\"code\":\"\",\"keep_sandbox\":true}");
 	CHECK(str(r, "sandbox_id") != NULL);
@@ -457,7 +520,7 @@ TEST(run_steps_and_cleanup)
 	CHECK(strncmp(str(r, "message"), want, strlen(want)) == 0);
 	CHECK_STR(str(json_object_get(r, "fix"), "inner_code"), "S215");
 	json_decref(r);
-	CHECK_INT(F.stops, stops + 1);
+	CHECK_INT(stops_reach(stops + 1), stops + 1);
 	/* create failure: step create, empty sandbox id. */
 	r = call(a, "run", "{\"image\":\"ruby\",\"lang\":\"sh\",\"code\":\"true\"}");
 	CHECK_STR(str(r, "code"), "S100");

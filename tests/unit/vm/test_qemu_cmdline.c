@@ -55,7 +55,7 @@ TEST(tcg_command_line)
 	CHECK_STR(after(v, "-m"), "256");
 	CHECK_STR(after(v, "-kernel"), "/s/k.pvh");
 	CHECK_STR(after(v, "-append"), "root=/dev/vda rootfstype=erofs ro init=/init console=hvc0 panic=-1 "
-					"reboot=t quiet noapictimer tsc=reliable");
+					"reboot=t quiet noapictimer tsc=reliable norandmaps");
 	CHECK(find(v, "socket,id=console,fd=4") > 0);
 	CHECK(find(v, "socket,id=control,fd=5") > 0);
 	CHECK(find(v, "virtconsole,chardev=console") > 0);
@@ -98,13 +98,13 @@ TEST(tcg_tsc_frequency_and_boot_log)
 	char **v = qemu_cmdline(&c, &err);
 	CHECK(v != NULL);
 	CHECK_STR(after(v, "-append"), "root=/dev/vda rootfstype=erofs ro init=/init console=hvc0 panic=-1 "
-					"reboot=t quiet noapictimer tsc=reliable tsc_early_khz=2445406");
+					"reboot=t quiet noapictimer tsc=reliable norandmaps tsc_early_khz=2445406");
 	sbx_strv_free(v);
 	c.boot_log = true;
 	v = qemu_cmdline(&c, &err);
 	CHECK(v != NULL);
 	CHECK_STR(after(v, "-append"), "root=/dev/vda rootfstype=erofs ro init=/init console=hvc0 panic=-1 "
-					"reboot=t printk.time=1 noapictimer tsc=reliable tsc_early_khz=2445406");
+					"reboot=t printk.time=1 noapictimer tsc=reliable norandmaps tsc_early_khz=2445406");
 	sbx_strv_free(v);
 }
 
