@@ -47,6 +47,8 @@ static void stop_handed(struct reaper *r)
 	while (r->handed != NULL) {
 		struct reaper_handoff *h = r->handed;
 		r->handed = h->next;
+		if (r->handed == NULL)
+			r->handed_tail = &r->handed;
 		pthread_mutex_unlock(&r->lock);
 		sandbox_release(r->a, h->id, h->vm, h->mem_mib);
 		free(h);
@@ -81,21 +83,21 @@ static void *reaper_main(void *arg)
 	return NULL;
 }
 
-void reaper_hand_over(struct reaper *r, void *vm, uint64_t mem_mib, const char *id)
+bool reaper_hand_over(struct reaper *r, void *vm, uint64_t mem_mib, const char *id)
 {
 	struct reaper_handoff *h = r->running ? malloc(sizeof(*h)) : NULL;
-	if (h == NULL) {
-		sandbox_release(r->a, id, vm, mem_mib);
-		return;
-	}
+	if (h == NULL)
+		return false;
 	*h = (struct reaper_handoff){ .vm = vm, .mem_mib = mem_mib };
 	snprintf(h->id, sizeof(h->id), "%s", id);
 	pthread_mutex_lock(&r->lock);
-	h->next = r->handed;
-	r->handed = h;
+	/* In order: reaper_wait_handed() counts what is gone. */
+	*r->handed_tail = h;
+	r->handed_tail = &h->next;
 	r->n_handed++;
 	pthread_cond_signal(&r->wake);
 	pthread_mutex_unlock(&r->lock);
+	return true;
 }
 
 void reaper_wait_handed(struct reaper *r)
@@ -117,6 +119,7 @@ int reaper_start(struct reaper *r, struct sbx_adapter *a, sbx_error_t *err)
 	pthread_mutex_init(&r->lock, NULL);
 	r->stopping = false;
 	r->handed = NULL;
+	r->handed_tail = &r->handed;
 	r->n_handed = r->n_gone = 0;
 	int rc = pthread_create(&r->thread, NULL, reaper_main, r);
 	if (rc != 0) {

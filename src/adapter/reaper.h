@@ -23,7 +23,7 @@ struct reaper {
 	pthread_mutex_t lock;
 	pthread_cond_t wake;
 	pthread_cond_t handed_done; /* a handed-over VM is gone */
-	struct reaper_handoff *handed;
+	struct reaper_handoff *handed, **handed_tail; /* oldest first */
 	uint64_t n_handed, n_gone; /* how many were handed over, and are gone */
 	bool running, stopping;
 };
@@ -32,10 +32,10 @@ int reaper_start(struct reaper *r, struct sbx_adapter *a, sbx_error_t *err);
 /* Ends the thread (no-op when not started), once every VM handed over is
  * gone. */
 void reaper_stop(struct reaper *r);
-/* Stops `vm` of sandbox `id`, already detached from the registry, and
- * gives back its `mem_mib` on the reaper's thread; here when the thread
- * does not run (or cannot take it). */
-void reaper_hand_over(struct reaper *r, void *vm, uint64_t mem_mib, const char *id);
+/* Has the reaper's thread stop `vm` of sandbox `id`, already detached
+ * from the registry, and give back its `mem_mib`.  False when the thread
+ * does not run or the handoff cannot be allocated: the caller stops it. */
+bool reaper_hand_over(struct reaper *r, void *vm, uint64_t mem_mib, const char *id);
 /* Waits until every VM handed over before the call is gone. */
 void reaper_wait_handed(struct reaper *r);
 /* One scan: tears down every sandbox due (all of them with `all`);

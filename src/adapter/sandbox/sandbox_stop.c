@@ -56,7 +56,8 @@ int sandbox_stop_soon(struct sbx_adapter *a, const char *id, sbx_error_t *err)
 	if (!was_stopped) {
 		uint64_t mem_mib;
 		void *vm = sbx_registry_detach(a->reg, id, &mem_mib);
-		reaper_hand_over(&a->reaper, vm, mem_mib, id);
+		if (!reaper_hand_over(&a->reaper, vm, mem_mib, id))
+			sandbox_release(a, id, vm, mem_mib);
 	}
 	return 0;
 }
