@@ -9,7 +9,7 @@
 import { describe, test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { existsSync, mkdirSync, readFileSync, rmdirSync, writeFileSync } from 'node:fs';
-import { sleep } from './lib.mjs';
+import { eventually, sleep } from './lib.mjs';
 import { registryUnavailable, startRegistry } from './lib/registry-fixture.mjs';
 import { assertNoVmLeft, assertScode, processesMentioning, startSandboxStack } from './lib/sandbox-stack.mjs';
 
@@ -126,7 +126,7 @@ describe('memory budget and dying VMs', { skip: skip ?? false }, () => {
 		assertScode(err, 'S300', /^VM boot failed: the sandbox's VM exited: killed by signal 9 \(Killed\)$/);
 		await untilUnlisted(s, a, 5000);
 		assertScode(await s.vmError('exec', { sandbox_id: a, cmd: 'true' }), 'S002');
-		assertNoVmLeft(s.stateDir, 'after the kill');
+		await eventually(() => assertNoVmLeft(s.stateDir, 'after the kill'));
 	});
 
 	test('kill -9 of an idle QEMU, then fs calls: S300 with the cause at once, the sandbox leaves, then S002', async () => {
@@ -139,14 +139,14 @@ describe('memory budget and dying VMs', { skip: skip ?? false }, () => {
 		assertScode(err, 'S300', /^VM boot failed: the sandbox's VM exited: killed by signal 9 \(Killed\)$/);
 		await untilUnlisted(s, id, 2000);
 		assertScode(await s.vmError('fs::stat', { sandbox_id: id, path: '/' }), 'S002');
-		assertNoVmLeft(s.stateDir, 'after the kill');
+		await eventually(() => assertNoVmLeft(s.stateDir, 'after the kill'));
 	});
 
 	test('a VM killed idle leaves the list at the reaper\'s next scan (10 s)', async () => {
 		const id = (await s.vm('create', { image: 'python' })).sandbox_id;
 		process.kill(qemuPids(s.stateDir)[0], 'SIGKILL');
 		await untilUnlisted(s, id, 15000);
-		assertNoVmLeft(s.stateDir, 'after the reaper');
+		await eventually(() => assertNoVmLeft(s.stateDir, 'after the reaper'));
 	});
 
 	test('an out-of-memory kill is named as one', async (t) => {
@@ -163,7 +163,7 @@ describe('memory budget and dying VMs', { skip: skip ?? false }, () => {
 			const err = await s.vmError('exec', { sandbox_id: id, cmd: 'python3 -c "a = b\'x\' * (400 << 20)"' });
 			assertScode(err, 'S300', /^VM boot failed: the sandbox's VM was killed by the host's out-of-memory killer$/);
 			await untilUnlisted(s, id, 5000);
-			assertNoVmLeft(s.stateDir, 'after the OOM kill');
+			await eventually(() => assertNoVmLeft(s.stateDir, 'after the OOM kill'));
 		} finally {
 			await removeCgroup(cg);
 		}

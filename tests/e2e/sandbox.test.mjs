@@ -6,7 +6,8 @@
 import { describe, test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
-import { rmSync, writeFileSync } from 'node:fs';
+import { readdirSync, rmSync, writeFileSync } from 'node:fs';
+import path from 'node:path';
 import { eventually, sleep } from './lib.mjs';
 import { REPO, registryUnavailable, startRegistry, WORKDIR_IMAGE } from './lib/registry-fixture.mjs';
 import { assertNoVmLeft, assertScode, b64, processesMentioning, startSandboxStack, UUID_V4, vmFilesLeft } from './lib/sandbox-stack.mjs';
@@ -331,9 +332,11 @@ describe('sandboxes booted from the loopback registry', { skip: skip ?? false },
 	});
 
 	test('stopping every sandbox leaves no QEMU process and no VM file', async () => {
-		// The runs' VMs went after their replies: the three live ones stay.
+		// The runs' VMs went after their replies (QEMU first, then its
+		// files): the three live ones stay.
 		const qemus = () => processesMentioning(s.stateDir).filter((p) => /qemu-system/.test(p.cmdline)).length;
-		await eventually(() => assert.equal(qemus(), 3));
+		const vmDirs = () => readdirSync(path.join(s.stateDir, 'vms')).length;
+		await eventually(() => assert.deepEqual([qemus(), vmDirs()], [3, 3]));
 		for (const { sandbox_id } of [py, py2, nd]) {
 			assert.deepEqual(await s.vm('stop', { sandbox_id }), { sandbox_id, stopped: true });
 		}
