@@ -24,7 +24,7 @@ const quantile = (v, q) => sorted(v)[Math.min(v.length - 1, Math.ceil(q * v.leng
 const peakRss = (pid) => Number(/VmHWM:\s+(\d+)/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))[1]) / 1024;
 
 const reg = await startRegistry();
-const s = await startSandboxStack({ registry: reg, config: { image_allowlist: ['python'] } });
+const s = await startSandboxStack({ registry: reg, standby: true, config: { image_allowlist: ['python'] } });
 try {
 	const id = (await s.vm('create', { image: 'python' })).sandbox_id;
 	const fs = (op, payload, timeoutMs) => s.vm(`fs::${op}`, { sandbox_id: id, ...payload }, timeoutMs);

@@ -68,7 +68,7 @@ async function poolFull() {
 }
 const samples = { run: [], first: [], stop: [], exec: [], parallel: [] };
 try {
-	s = await startSandboxStack({ registry: reg,
+	s = await startSandboxStack({ registry: reg, standby: true,
 		config: { image_allowlist: ['python'], max_concurrent_sandboxes: PARALLEL, ...extra } });
 	// Warm-up: the image pull, the kernel wrapper and the image's VM
 	// snapshot are made once.

@@ -114,7 +114,17 @@ struct sbx_vm_timings {
  * its CRNG), and waits for the guest's READY.  On failure stop the VM. */
 int sbx_vm_configure(struct sbx_vm *vm, char *const *env, const char *user, int64_t deadline, sbx_error_t *err);
 
-/* Boots a VM (returns once QEMU runs; the guest boots in the background). */
+/* Replaces the boot env and user of a VM not yet waited for: a standby
+ * (QEMU launched, its template not loaded yet) that a create takes before
+ * it calls sbx_vm_wait_ready. */
+int sbx_vm_set_identity(struct sbx_vm *vm, char *const *env, const char *user, sbx_error_t *err);
+/* True when sbx_vm_start launched QEMU for a copy-on-write template that
+ * it has not loaded yet: QEMU waits idle (no guest RAM of its own, no
+ * vCPU running) until sbx_vm_wait_ready. */
+bool sbx_vm_awaits_template(struct sbx_vm *vm);
+
+/* Boots a VM (returns once QEMU runs; the guest boots in the background:
+ * a VM restored from a template waits for sbx_vm_wait_ready to load it). */
 struct sbx_vm *sbx_vm_start(const struct sbx_vm_options *opt, sbx_error_t *err);
 /* Waits for the guest's init to be configured and ready.  On failure the
  * error includes the tail of the guest console. */

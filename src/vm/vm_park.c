@@ -27,10 +27,13 @@ void vm_warm_up(struct sbx_vm *vm, int64_t deadline)
 	vm->t.warm_up = sbx_now_ms() - t;
 }
 
-int sbx_vm_configure(struct sbx_vm *vm, char *const *env, const char *user, int64_t deadline, sbx_error_t *err)
+bool sbx_vm_awaits_template(struct sbx_vm *vm)
 {
-	if (!vm->park)
-		return sbx_error_set(err, EINVAL, "vm: configured already");
+	return vm->restored && vm->ram_fd >= 0 && !vm->ram_shared && vm->t.loaded == 0 && !vm->park;
+}
+
+int sbx_vm_set_identity(struct sbx_vm *vm, char *const *env, const char *user, sbx_error_t *err)
+{
 	char **e = sbx_strv_dup(env);
 	char *u = strdup(user != NULL ? user : "");
 	if (e == NULL || u == NULL) {
@@ -42,6 +45,15 @@ int sbx_vm_configure(struct sbx_vm *vm, char *const *env, const char *user, int6
 	free(vm->user);
 	vm->env = e;
 	vm->user = u;
+	return 0;
+}
+
+int sbx_vm_configure(struct sbx_vm *vm, char *const *env, const char *user, int64_t deadline, sbx_error_t *err)
+{
+	if (!vm->park)
+		return sbx_error_set(err, EINVAL, "vm: configured already");
+	if (sbx_vm_set_identity(vm, env, user, err) < 0)
+		return -1;
 	vm->park = false;
 	int64_t t = sbx_now_ms();
 	if (vm_send_config(vm, err) < 0 || chan_wait_ready(vm->chan, deadline, err) < 0)

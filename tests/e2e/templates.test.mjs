@@ -8,11 +8,16 @@
 // distinct VMs (two of them the parked ones), the pool is refilled, and
 // a parked VM keeps nothing of its warm-up (`true` and python3, no file
 // written anywhere) and gets the create's identity;
-// every VM goes with the daemon.  A template's RAM file changed on disk
+// every VM goes with the daemon.  With config standby (the default; the
+// other suites turn it off), one QEMU waits for the template made ahead,
+// with no guest memory of its own; the next create is restored in it with
+// its own env, entropy and boot_id and nothing of the other VM's memory;
+// the next one waits then; `image rm python` stops it; it goes with the
+// daemon.  A template's RAM file changed on disk
 // makes a new daemon fall back (a cold boot, a new template), never crash.
 // `sandbox-libkrun image pull python` run by hand beside a running daemon
 // with an empty cache makes the template, and the daemon's first create
-// restores it.  About twenty-two VM boots.
+// restores it.  About twenty-eight VM boots.
 import { describe, test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawn, spawnSync } from 'node:child_process';
@@ -163,6 +168,78 @@ describe('image pull by hand beside a running daemon', () => {
 		assert.equal(present.status, 0, present.stderr);
 		assert.match(present.stderr, /the template of python: already made/);
 		assert.deepEqual(templates(s.stateDir), made.templates);
+	});
+});
+
+describe('the standby VM (config standby, the default)', () => {
+	let s;
+	before(async () => {
+		s = await startSandboxStack({ registry: reg, seedFrom: seed.stateDir, standby: true,
+			config: { image_allowlist: ['python'] } });
+	});
+	after(async () => {
+		await s?.stop();
+		s?.cleanupState();
+	});
+	const qemus = () => processesMentioning(s.stateDir).filter((p) => /qemu-system/.test(p.cmdline));
+	const count = (re) => s.daemon.output().match(re)?.length ?? 0;
+	const waiting = () => count(/standby: a VM of python waits for the next create/g);
+	const taken = () => count(/standby: the VM waiting for python taken/g);
+
+	test('a QEMU waits, not loaded, for the next create; that create loads the template into it and is a VM of its own', async () => {
+		// The template made ahead at the daemon's start asks for the first.
+		await eventually(() => assert.match(s.daemon.output(), /template of python ready ahead of its first create/),
+			180000);
+		await eventually(() => assert.equal(waiting(), 1, s.daemon.output().slice(-3000)), 60000);
+		await eventually(() => assert.equal(qemus().length, 1, 'the standby alone'), 20000);
+		const first = qemus()[0].pid;
+		const script = 'echo "$GREETING"; cat /proc/sys/kernel/random/boot_id; head -c 16 /dev/urandom | od -An -tx1; ' +
+			'cat /dev/shm/mark 2>/dev/null || echo no mark; echo x > /dev/shm/mark';
+		const a = (await s.vm('create', { image: 'python', env: { GREETING: 'one' } })).sandbox_id;
+		assert.equal(taken(), 1, 'the create took the standby');
+		const ra = (await s.exec(a, { argv: ['sh', '-c', script] })).stdout.split('\n');
+		// The next one, for the next create: one at a time.
+		await eventually(() => assert.equal(waiting(), 2), 60000);
+		const vms = qemus().map((p) => p.pid);
+		assert.equal(vms.length, 2, 'the sandbox and the standby');
+		assert.ok(vms.includes(first), 'the first standby QEMU serves the sandbox');
+		const second = vms.find((pid) => pid !== first);
+		// A standby has loaded nothing: QEMU waits for migrate-incoming, no
+		// guest page of its own, no translated code.
+		const anon = (pid) => Number(/^Pss_Anon:\s+(\d+)/m.exec(readFileSync(`/proc/${pid}/smaps_rollup`, 'utf8'))[1]);
+		const [idle, busy] = [anon(second), anon(first)];
+		assert.ok(idle < 20 * 1024 && idle < busy, `the standby's ${idle} KiB of anonymous memory, the sandbox's ${busy} KiB`);
+		const b = (await s.vm('create', { image: 'python', env: { GREETING: 'two' } })).sandbox_id;
+		assert.equal(taken(), 2, 'the second create took the second standby');
+		assert.ok(qemus().some((p) => p.pid === second), 'the second standby QEMU serves the sandbox');
+		const rb = (await s.exec(b, { argv: ['sh', '-c', script] })).stdout.split('\n');
+		assert.deepEqual([ra[0], rb[0]], ['one', 'two'], "each create's env");
+		assert.notEqual(ra[1], rb[1], 'distinct boot_ids');
+		assert.notEqual(ra[2], rb[2], 'distinct /dev/urandom bytes');
+		assert.deepEqual([ra[3], rb[3]], ['no mark', 'no mark'], "a write in one VM's memory never shows in the other");
+		const py = await s.exec(b, { cmd: 'python3 -c "print(6*7)"' });
+		assert.equal(py.stdout, '42\n');
+		await eventually(() => assert.equal(waiting(), 3), 60000);
+		await Promise.all([a, b].map((id) => s.vm('stop', { sandbox_id: id })));
+		await eventually(() => assert.equal(qemus().length, 1, 'the standby alone'), 20000);
+	});
+
+	test('image rm python stops the standby of the removed image', async () => {
+		const r = await runCli(['image', 'rm', 'python'], { III_SANDBOX_STATE_DIR: s.stateDir });
+		assert.equal(r.status, 0, r.stderr);
+		await eventually(() => assert.match(s.daemon.output(), /standby: the VM waiting for python stopped: its image is gone/),
+			20000);
+		await eventually(() => assertNoVmLeft(s.stateDir, 'after image rm'), 20000);
+		assert.deepEqual(templates(s.stateDir), []);
+	});
+
+	test('the standby goes with the daemon', async () => {
+		const a = (await s.vm('create', { image: 'python' })).sandbox_id;
+		await s.vm('stop', { sandbox_id: a });
+		await eventually(() => assert.equal(waiting(), 4), 120000);
+		await eventually(() => assert.equal(qemus().length, 1, 'the standby alone'), 20000);
+		await s.stopClean();
+		assertNoVmLeft(s.stateDir, 'after SIGTERM');
 	});
 });
 

@@ -24,6 +24,7 @@ struct sbx_config *sbx_config_defaults(sbx_error_t *err)
 	cfg->tcg_cache_mb = SBX_VM_TCG_CACHE_DEFAULT_MIB;
 	cfg->template_cache_mb = SBX_TEMPLATE_CACHE_DEFAULT_MIB;
 	cfg->warm_pool_max = SBX_WARM_POOL_MAX_DEFAULT;
+	cfg->standby = true;
 	cfg->scratch_disk_mb = SBX_SCRATCH_DEFAULT_MIB;
 	cfg->worker_disk_mb = SBX_WORKER_DISK_DEFAULT_MIB;
 	cfg->max_guest_pids = 1024;
@@ -231,6 +232,10 @@ static int parse_key(struct sbx_config *cfg, const char *k, json_t *v, sbx_error
 		return parse_warm_pool(cfg, v, err);
 	} else if (strcmp(k, "warm_pool_max") == 0) {
 		return get_u32(v, k, &cfg->warm_pool_max, err);
+	} else if (strcmp(k, "standby") == 0) {
+		if (!json_is_boolean(v))
+			return sbx_config_type_error(err, k, "a boolean", v);
+		cfg->standby = json_is_true(v);
 	} else if (strcmp(k, "template_cache_mb") == 0) {
 		if (get_uint(v, k, UINT32_MAX, &u, err) < 0)
 			return -1;

@@ -7,9 +7,11 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/statvfs.h>
+#include <unistd.h>
 
 #include "adapter/sandbox/boot_env.h"
 #include "adapter/sandbox/lang.h"
+#include "adapter/host/standby.h"
 #include "adapter/host/warm_pool.h"
 #include "adapter/mem_budget.h"
 #include "common/cleanup.h"
@@ -29,12 +31,19 @@ struct backend {
 	const struct sbx_config *cfg;
 	struct sbx_jail_host *jail;
 	struct warm_pool *pool; /* NULL: no warm_pool */
+	struct standby *standby; /* NULL: config standby false */
 };
 
 struct sandbox_vm {
 	struct sbx_vm *vm;
 	char *workdir; /* the image's WorkingDir, or NULL */
+	char *image;   /* a standby's image file (gone: the image was removed) */
 };
+
+/* How a VM is started: ready for its sandbox, parked for the warm pool
+ * (restored, warmed up, before its CONFIG), or as a standby (QEMU
+ * launched, its template not loaded yet). */
+enum boot_mode { BOOT_READY, BOOT_PARK, BOOT_STANDBY };
 
 void *vm_backend_new(const struct sbx_config *cfg, struct sbx_jail_host *jail, sbx_error_t *err)
 {
@@ -53,6 +62,7 @@ void vm_backend_free(void *ctx)
 	struct backend *b = ctx;
 	if (b != NULL) {
 		warm_pool_stop(b->pool);
+		standby_stop(b->standby);
 		sbx_jail_host_free(b->jail);
 	}
 	free(b);
@@ -78,9 +88,9 @@ static int check_free_space(uint32_t scratch_mib, sbx_error_t *err)
 	return 0;
 }
 
-/* Boots a sandbox's VM; `park`: a warm pool's, left before its CONFIG. */
-static void *boot_vm(struct backend *b, const struct sbx_boot_request *req, bool park, sbx_error_t *err)
+static void *boot_vm(struct backend *b, const struct sbx_boot_request *req, enum boot_mode mode, sbx_error_t *err)
 {
+	bool park = mode == BOOT_PARK;
 	if (check_free_space(b->cfg->scratch_disk_mb, err) < 0)
 		return NULL;
 	cleanup_free char *image = sbx_image_ensure(req->image, req->oci_ref, &b->cfg->images, err);
@@ -122,17 +132,32 @@ static void *boot_vm(struct backend *b, const struct sbx_boot_request *req, bool
 						      : 0,
 	};
 	s->vm = sbx_vm_start(&opt, err);
-	if (s->vm == NULL || sbx_vm_wait_ready(s->vm, sbx_now_ms() + VM_BACKEND_READY_MS, err) < 0) {
-		sbx_error_default_scode(err, SBX_S_VM_BOOT);
-		goto fail;
+	if (s->vm == NULL)
+		goto fail_boot;
+	if (mode == BOOT_STANDBY) {
+		/* A cold boot (no template yet) would run its guest now. */
+		if (!sbx_vm_awaits_template(s->vm)) {
+			sbx_error_set(err, EAGAIN, "no template of the image to wait on");
+			goto fail;
+		}
+		if ((s->image = strdup(image)) == NULL) {
+			sbx_error_errno(err, ENOMEM, "sandbox");
+			goto fail;
+		}
+	} else if (sbx_vm_wait_ready(s->vm, sbx_now_ms() + VM_BACKEND_READY_MS, err) < 0) {
+		goto fail_boot;
 	}
 	s->workdir = sbx_steal_ptr(rt.workdir);
 	boot_env_free(env);
 	image_runtime_free(&rt);
 	return s;
+fail_boot:
+	sbx_error_default_scode(err, SBX_S_VM_BOOT);
 fail:
 	if (s != NULL && s->vm != NULL)
 		sbx_vm_stop(s->vm, sbx_now_ms() + VM_BACKEND_STOP_MS);
+	if (s != NULL)
+		free(s->image);
 	free(s);
 	boot_env_free(env);
 	image_runtime_free(&rt);
@@ -157,25 +182,75 @@ static int configure_taken(struct backend *b, struct sandbox_vm *s, const struct
 	return rc;
 }
 
+/* A standby taken for a create: the template is loaded into it, then the
+ * image's Env under the create's env and the image's User go with CONFIG.
+ * The image must still be the one its QEMU opened. */
+static int start_standby(struct backend *b, struct sandbox_vm *s, const struct sbx_boot_request *req,
+			 sbx_error_t *err)
+{
+	cleanup_free char *image = sbx_image_ensure(req->image, req->oci_ref, &b->cfg->images, err);
+	if (image == NULL)
+		return -1;
+	if (strcmp(image, s->image) != 0 || access(s->image, F_OK) < 0)
+		return sbx_error_set(err, ESTALE, "the image changed since its QEMU started");
+	struct image_runtime rt;
+	if (image_runtime_load(image, &rt, err) < 0)
+		return -1;
+	char **env = boot_env_layer(rt.env, req->env, err);
+	int rc = env != NULL && sbx_vm_set_identity(s->vm, env, rt.user, err) == 0 &&
+			 sbx_vm_wait_ready(s->vm, sbx_now_ms() + VM_BACKEND_READY_MS, err) == 0
+		 ? 0
+		 : -1;
+	if (rc == 0)
+		s->workdir = sbx_steal_ptr(rt.workdir);
+	boot_env_free(env);
+	image_runtime_free(&rt);
+	return rc;
+}
+
 static void stop(void *vm);
+
+/* Parked and standby VMs have the default size and no network. */
+static bool default_shape(const struct backend *b, const struct sbx_boot_request *req)
+{
+	return req->net_args == NULL && req->cpus == b->cfg->default_cpus && req->memory_mb == b->cfg->default_memory_mb;
+}
 
 static void *boot(void *ctx, const struct sbx_boot_request *req, sbx_error_t *err)
 {
 	struct backend *b = ctx;
-	/* Parked VMs have the default size and no network. */
-	struct sandbox_vm *s = req->net_args == NULL && req->cpus == b->cfg->default_cpus &&
-					       req->memory_mb == b->cfg->default_memory_mb
-				       ? warm_pool_take(b->pool, req->image)
-				       : NULL;
+	bool shaped = default_shape(b, req);
+	struct sandbox_vm *s = shaped ? warm_pool_take(b->pool, req->image) : NULL;
 	if (s != NULL) {
 		sbx_error_t perr = NULL;
+		/* The pool's refill follows; a standby would only compete
+		 * with this sandbox's first commands for the cores. */
 		if (configure_taken(b, s, req, &perr) == 0)
 			return s;
 		sbx_warn("warm pool: a parked VM of %s failed (%s); booting another", req->image, sbx_error_msg(perr));
 		sbx_error_free(&perr);
 		stop(s);
 	}
-	return boot_vm(b, req, false, err);
+	s = shaped ? standby_take(b->standby, req->image) : NULL;
+	if (s != NULL) {
+		sbx_error_t serr = NULL;
+		if (start_standby(b, s, req, &serr) < 0) {
+			sbx_warn("standby: the VM of %s failed (%s); booting another", req->image, sbx_error_msg(serr));
+			sbx_error_free(&serr);
+			stop(s);
+			s = NULL;
+		}
+	}
+	if (s == NULL)
+		s = boot_vm(b, req, BOOT_READY, err);
+	/* The next create of the image finds its QEMU started, when this one
+	 * had a template to start from (or saved it). */
+	if (s != NULL && shaped) {
+		const struct sbx_vm_timings *t = sbx_vm_timings(s->vm);
+		if (t->restored || t->saved)
+			standby_want(b->standby, req->image, req->oci_ref);
+	}
+	return s;
 }
 
 static void *park_vm(void *ctx, const char *image, const char *ref)
@@ -184,11 +259,30 @@ static void *park_vm(void *ctx, const char *image, const char *ref)
 	struct sbx_boot_request req = { .image = image, .oci_ref = ref, .cpus = b->cfg->default_cpus,
 					.memory_mb = b->cfg->default_memory_mb };
 	sbx_error_t err = NULL;
-	void *s = boot_vm(b, &req, true, &err);
+	void *s = boot_vm(b, &req, BOOT_PARK, &err);
 	if (s == NULL)
 		sbx_warn("warm pool: %s: %s", image, sbx_error_msg(err));
 	sbx_error_free(&err);
 	return s;
+}
+
+static void *standby_vm(void *ctx, const char *image, const char *ref)
+{
+	struct backend *b = ctx;
+	struct sbx_boot_request req = { .image = image, .oci_ref = ref, .cpus = b->cfg->default_cpus,
+					.memory_mb = b->cfg->default_memory_mb };
+	sbx_error_t err = NULL;
+	void *s = boot_vm(b, &req, BOOT_STANDBY, &err);
+	if (s == NULL)
+		sbx_info("standby: %s: %s", image, sbx_error_msg(err));
+	sbx_error_free(&err);
+	return s;
+}
+
+static bool standby_stale(void *ctx, void *vm)
+{
+	const struct sandbox_vm *s = vm;
+	return access(s->image, F_OK) < 0 || !sbx_vm_alive(s->vm);
 }
 
 static void discard_vm(void *ctx, void *vm)
@@ -200,6 +294,8 @@ void vm_backend_start_pool(void *ctx)
 {
 	struct backend *b = ctx;
 	b->pool = warm_pool_start(b->cfg, park_vm, discard_vm, b);
+	if (b->cfg->standby)
+		b->standby = standby_start(standby_vm, discard_vm, standby_stale, b);
 }
 
 struct sbx_vm *vm_backend_vm(void *sandbox_vm)
@@ -236,6 +332,7 @@ static void stop(void *vm)
 	struct sandbox_vm *s = vm;
 	sbx_vm_stop(s->vm, sbx_now_ms() + VM_BACKEND_STOP_MS);
 	free(s->workdir);
+	free(s->image);
 	free(s);
 }
 

@@ -44,14 +44,20 @@ export const UUID_V4 = /^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-
 // (create, run) made through stack.vm.  With spawnOptions {uid, gid} the
 // daemon runs as that user, owning its state directory.  With stateDir, the
 // daemon takes that state directory as it is (another daemon's, stopped).
-export async function startSandboxStack({ registry, config = {}, seedFrom, spawnOptions, stateDir: reuse } = {}) {
+// The standby VM (config standby, on by default: a QEMU launched ahead for
+// the next create) is off unless `standby` is true or the config names it,
+// so that the tests counting a daemon's QEMU processes and VM files count
+// its sandboxes only; templates.test.mjs tests the standby, the benchmarks
+// run with it.
+export async function startSandboxStack({ registry, config = {}, seedFrom, spawnOptions, stateDir: reuse,
+	standby = false } = {}) {
 	const stateDir = reuse ?? mkdtempSync(path.join(tmpdir(), 'sbx-e2e-vmstate-'));
 	if (spawnOptions?.uid !== undefined) chownSync(stateDir, spawnOptions.uid, spawnOptions.gid);
 	if (seedFrom && existsSync(path.join(seedFrom, 'images'))) {
 		execFileSync('cp', ['-al', path.join(seedFrom, 'images'), path.join(stateDir, 'images')]);
 	}
 	const s = await startStack({
-		config: { registry_mirrors: registry.mirrors, ...config },
+		config: { registry_mirrors: registry.mirrors, ...(standby ? {} : { standby: false }), ...config },
 		env: { III_SANDBOX_STATE_DIR: stateDir },
 		spawnOptions,
 	});

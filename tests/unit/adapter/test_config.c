@@ -44,6 +44,7 @@ TEST(config_defaults_for_null_and_absent)
 	CHECK_INT(cfg->template_cache_mb, 2048);
 	CHECK_INT(cfg->n_warm_pool, 0);
 	CHECK_INT(cfg->warm_pool_max, 8);
+	CHECK(cfg->standby);
 	CHECK_INT(cfg->memory_budget_mb, 0);
 	CHECK_INT(cfg->scratch_disk_mb, 2048);
 	CHECK_INT(cfg->worker_disk_mb, 4096);
@@ -132,10 +133,11 @@ TEST(config_own_keys)
 	CHECK_INT(sbx_config_tcg_cache_mib(cfg), 128);
 	CHECK_INT(cfg->memory_budget_mb, 9000);
 	sbx_config_free(cfg);
-	cfg = parse("{\"warm_pool\":{\"python\":2,\"node\":0},\"warm_pool_max\":3}", &err);
+	cfg = parse("{\"warm_pool\":{\"python\":2,\"node\":0},\"warm_pool_max\":3,\"standby\":false}", &err);
 	CHECK(cfg != NULL);
 	CHECK_INT(cfg->n_warm_pool, 2);
 	CHECK_INT(cfg->warm_pool_max, 3);
+	CHECK(!cfg->standby);
 	for (size_t i = 0; cfg != NULL && i < cfg->n_warm_pool; i++)
 		CHECK_INT(cfg->warm_pool[i].count, strcmp(cfg->warm_pool[i].image, "python") == 0 ? 2 : 0);
 	sbx_config_free(cfg);
@@ -184,6 +186,7 @@ TEST(config_fatal_cases)
 	CHECK(fails_with("{\"warm_pool\":{\"python\":-1}}", "image 'python'"));
 	CHECK(fails_with("{\"warm_pool\":{\"\":1}}", "empty image name"));
 	CHECK(fails_with("{\"warm_pool_max\":true}", "warm_pool_max"));
+	CHECK(fails_with("{\"standby\":1}", "standby"));
 	CHECK(fails_with("{\"template_cache_mb\":0}", "config key `template_cache_mb`: must be at least 1 (MiB)"));
 	CHECK(fails_with("{\"template_cache_mb\":-5}", "template_cache_mb"));
 	CHECK(fails_with("{\"template_cache_mb\":\"big\"}", "template_cache_mb"));
