@@ -296,6 +296,8 @@ int sbx_cmd_serve(int argc, char **argv)
 		goto out;
 	}
 	if (a != NULL && backend != NULL) {
+		/* Before the handlers are registered: a create may come at once. */
+		vm_backend_start_pool(backend);
 		a->fs = (struct sbx_fs_host){ &fs_vm_ops, e };
 		a->workers = &worker_ops_vm;
 		a->worker_vms = worker_table_new(a->cfg, jail, &a->mem, &err);
@@ -306,7 +308,6 @@ int sbx_cmd_serve(int argc, char **argv)
 	}
 	sbx_info("serving %s::* (version %s)", SBX_WORKER_NAME, SBX_VERSION);
 	warm = template_warm_start(a->cfg, &vm_backend_ops, backend);
-	vm_backend_start_pool(backend);
 	engine_wait_stopped(e);
 	if (engine_fatally_rejected(e))
 		fprintf(stderr, "sandbox-libkrun serve: the engine rejected this worker; is another '%s' running?\n",

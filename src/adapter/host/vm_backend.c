@@ -253,30 +253,30 @@ static void *boot(void *ctx, const struct sbx_boot_request *req, sbx_error_t *er
 	return s;
 }
 
-static void *park_vm(void *ctx, const char *image, const char *ref)
+/* A VM of the default shape booted in the background: the warm pool's
+ * or a standby. */
+static void *background_vm(struct backend *b, const char *image, const char *ref, enum boot_mode mode)
 {
-	struct backend *b = ctx;
 	struct sbx_boot_request req = { .image = image, .oci_ref = ref, .cpus = b->cfg->default_cpus,
 					.memory_mb = b->cfg->default_memory_mb };
 	sbx_error_t err = NULL;
-	void *s = boot_vm(b, &req, BOOT_PARK, &err);
-	if (s == NULL)
+	void *s = boot_vm(b, &req, mode, &err);
+	if (s == NULL && mode == BOOT_PARK)
 		sbx_warn("warm pool: %s: %s", image, sbx_error_msg(err));
+	else if (s == NULL)
+		sbx_info("standby: %s: %s", image, sbx_error_msg(err));
 	sbx_error_free(&err);
 	return s;
 }
 
+static void *park_vm(void *ctx, const char *image, const char *ref)
+{
+	return background_vm(ctx, image, ref, BOOT_PARK);
+}
+
 static void *standby_vm(void *ctx, const char *image, const char *ref)
 {
-	struct backend *b = ctx;
-	struct sbx_boot_request req = { .image = image, .oci_ref = ref, .cpus = b->cfg->default_cpus,
-					.memory_mb = b->cfg->default_memory_mb };
-	sbx_error_t err = NULL;
-	void *s = boot_vm(b, &req, BOOT_STANDBY, &err);
-	if (s == NULL)
-		sbx_info("standby: %s: %s", image, sbx_error_msg(err));
-	sbx_error_free(&err);
-	return s;
+	return background_vm(ctx, image, ref, BOOT_STANDBY);
 }
 
 static bool standby_stale(void *ctx, void *vm)
