@@ -131,8 +131,11 @@ describe('memory budget and dying VMs', { skip: skip ?? false }, () => {
 
 	test('kill -9 of an idle QEMU, then fs calls: S300 with the cause at once, the sandbox leaves, then S002', async () => {
 		const id = (await s.vm('create', { image: 'python' })).sandbox_id;
-		process.kill(qemuPids(s.stateDir)[0], 'SIGKILL');
-		await sleep(500);
+		const [qemu] = qemuPids(s.stateDir);
+		process.kill(qemu, 'SIGKILL');
+		// Only until QEMU is gone: the reaper's scan (every 10 s) would
+		// unlist the sandbox before the call if it came in between.
+		for (let i = 0; i < 500 && existsSync(`/proc/${qemu}`); i++) await sleep(10);
 		const t0 = Date.now();
 		const err = await s.vmError('fs::ls', { sandbox_id: id, path: '/' });
 		assert.ok(Date.now() - t0 < 5000, `fs::ls failed ${Date.now() - t0} ms after the kill`);
