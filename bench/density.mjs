@@ -138,6 +138,22 @@ try {
 	const standby = [];
 	const waits = () => count(/standby: a VM of python waits for the next create/g);
 	const takes = () => count(/standby: the VM waiting for python taken/g);
+	// What a waiting standby holds and spends: its anonymous memory and
+	// its CPU ticks over 5 s (all sandboxes are stopped: it is the only QEMU).
+	let idle = null;
+	if (want === 0 && extra.standby !== false) {
+		for (let t = 0; t < 600 && waits() <= takes(); t++) await sleep(100);
+		await sleep(1000);
+		const q = processesMentioning(s.stateDir).filter((p) => /qemu-system/.test(p.cmdline));
+		const ticks = (pid) => readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1].split(' ')
+			.slice(11, 13).reduce((a, x) => a + Number(x), 0);
+		if (q.length === 1) {
+			const before = ticks(q[0].pid);
+			await sleep(5000);
+			idle = { anonKiB: kib(readFileSync(`/proc/${q[0].pid}/smaps_rollup`, 'utf8'), 'Pss_Anon'),
+				ticks: ticks(q[0].pid) - before };
+		}
+	}
 	for (let i = 0; i < 5 && want === 0 && extra.standby !== false; i++) {
 		for (let t = 0; t < 600 && waits() <= takes(); t++) await sleep(100);
 		await sleep(1000);
@@ -151,6 +167,7 @@ try {
 	const restored = ready(false), cold = ready(true);
 	row('vm run -v, same image: restored ready / cold ready ms (median of 3)', `${restored} / ${cold}`);
 	row('restore -> ready / cold boot', (restored / cold).toFixed(3));
+	if (idle) row('standby QEMU waiting: anonymous MiB / CPU ticks over 5 s', `${mib(idle.anonKiB)} / ${idle.ticks}`);
 	if (standby.length) {
 		row('standby QEMU: create -> ready ms, each', standby.map((x) => x.toFixed(0)).join(' '));
 		row('standby QEMU: create -> ready (median) / cold ready', (median(standby) / cold).toFixed(3));
