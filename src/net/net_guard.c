@@ -7,9 +7,10 @@
 #include <sys/socket.h>
 #include <sys/stat.h>
 
-#include "common/log.h"
+#include "common/log_limit.h"
 #include "net/net_addr.h"
 #include "net/net_helper.h"
+#include "net/net_hostaddr.h"
 
 #define BEACON_EVERY_MS 1000
 
@@ -20,7 +21,7 @@ static int send_frame(struct net_helper *h, const uint8_t *buf, size_t len)
 		return 1;
 	if (errno == EAGAIN || errno == ENOBUFS)
 		return 0;
-	sbx_debug("net: send to the guest: %s", strerror(errno));
+	sbx_debug_limited("net: send to the guest: %s", strerror(errno));
 	return -1;
 }
 
@@ -72,7 +73,23 @@ void net_beacon(struct net_helper *h)
 		return;
 	h->beacon_at_ms = now;
 	if (futimens(h->beacon_fd, NULL) < 0)
-		sbx_debug("net: beacon: %s", strerror(errno));
+		sbx_debug_limited("net: beacon: %s", strerror(errno));
+}
+
+int net_host_addrs_refresh(struct net_helper *h, sbx_error_t *err)
+{
+	int64_t now = net_now_ms();
+	if (h->policy.host_addrs != NULL && now - h->host_addrs_at_ms < NET_HOST_ADDRS_EVERY_MS)
+		return 0;
+	uint32_t *v;
+	size_t n;
+	if (net_host_addrs_read(&v, &n, err) < 0)
+		return -1;
+	free(h->policy.host_addrs);
+	h->policy.host_addrs = v;
+	h->policy.n_host_addrs = n;
+	h->host_addrs_at_ms = now;
+	return 0;
 }
 
 void net_denial(struct net_helper *h, const char *what, uint64_t key, const char *why)
@@ -85,7 +102,7 @@ void net_denial(struct net_helper *h, const char *what, uint64_t key, const char
 			return;
 		if (h->denial_seen[i] == 0) {
 			h->denial_seen[i] = key;
-			sbx_warn("net: sandbox %s: denied %s (%s)", h->sandbox, what, why);
+			sbx_warn_limited("net: sandbox %s: denied %s (%s)", h->sandbox, what, why);
 			return;
 		}
 	}
@@ -167,6 +184,11 @@ void net_guard_input(struct net_helper *h, const uint8_t *buf, size_t len)
 		return;
 	}
 	if (judge) {
+		sbx_error_t err = NULL;
+		if (net_host_addrs_refresh(h, &err) < 0) {
+			sbx_warn_limited("net: sandbox %s: %s (the last list stays)", h->sandbox, sbx_error_msg(err));
+			sbx_error_free(&err);
+		}
 		struct net_verdict v;
 		net_policy_judge(&h->policy, h->pins, net_now_ms(), f.dst, f.proto, f.has_ports ? f.dport : 0, &v);
 		if (!v.allowed) {

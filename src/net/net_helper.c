@@ -19,7 +19,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "common/log.h"
+#include "common/log_limit.h"
 #include "net/net_addr.h"
 #include "net/net_helper.h"
 #include "net/net_seccomp.h"
@@ -57,7 +57,7 @@ static ssize_t cb_send(const void *buf, size_t len, void *opaque)
 
 static void cb_guest_error(const char *msg, void *opaque)
 {
-	sbx_debug("net: slirp: %s", msg);
+	sbx_debug_limited("net: slirp: %s", msg);
 }
 
 static int64_t cb_clock(void *opaque)
@@ -208,7 +208,7 @@ static void read_frames(void)
 		ssize_t n = recv(H.frames_fd, buf, sizeof(buf), MSG_DONTWAIT);
 		if (n < 0) {
 			if (errno != EAGAIN && errno != EINTR)
-				sbx_debug("net: recv: %s", strerror(errno));
+				sbx_debug_limited("net: recv: %s", strerror(errno));
 			return;
 		}
 		net_guard_input(&H, buf, (size_t)n);
@@ -316,6 +316,11 @@ int main(int argc, char **argv)
 		return 1;
 	}
 	sbx_error_t err = NULL;
+	/* fail closed: unknown, the host's addresses would pass as any other */
+	if (net_host_addrs_refresh(&H, &err) < 0) {
+		sbx_err("net: sandbox %s: %s", H.sandbox, sbx_error_msg(err));
+		return 1;
+	}
 	if (H.dns_servers == NULL || H.dns_servers[0] != '\0') {
 		if (net_resolver_init(&H, &err) < 0) {
 			sbx_err("net: sandbox %s: %s", H.sandbox, sbx_error_msg(err));

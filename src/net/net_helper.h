@@ -12,6 +12,8 @@
 #include "net/net_policy.h"
 
 #define NET_DENIAL_SLOTS 4096
+/* An address added to the host reaches the gateway rule within this. */
+#define NET_HOST_ADDRS_EVERY_MS 2000
 /* Frames waiting for QEMU: an AF_UNIX datagram socket holds only
  * net.unix.max_dgram_qlen (10) of them, and a dropped frame costs TCP a
  * retransmission timeout. */
@@ -38,6 +40,7 @@ struct net_helper {
 	bool have_ares;
 	const char *dns_servers;   /* "host:port,..." or NULL = the host's resolv.conf */
 	unsigned dns_pending;
+	int64_t host_addrs_at_ms; /* when the host's addresses were last read */
 	/* denials: a (kind, destination, port) key logged once */
 	uint64_t denial_seen[NET_DENIAL_SLOTS];
 	bool denial_table_full;
@@ -59,6 +62,9 @@ bool net_txq_flush(struct net_helper *h);
 void net_txq_free(struct net_helper *h);
 /* Records payload relayed now (the reaper's activity beacon). */
 void net_beacon(struct net_helper *h);
+/* Re-reads the host's addresses (policy.host_addrs) when the last read is
+ * older than NET_HOST_ADDRS_EVERY_MS; a failed re-read keeps the old list. */
+int net_host_addrs_refresh(struct net_helper *h, sbx_error_t *err);
 /* Logs a denial once per key; counts every one. */
 void net_denial(struct net_helper *h, const char *what, uint64_t key, const char *why);
 

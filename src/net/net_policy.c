@@ -10,6 +10,7 @@
 
 #include "common/cleanup.h"
 #include "common/scodes.h"
+#include "net/net_addr.h"
 #include "net/net_frame.h"
 
 struct range {
@@ -18,12 +19,17 @@ struct range {
 	const char *text;
 };
 
+/* Private, shared, link-local and special-purpose space (RFC 6890): no
+ * destination a guest has business with unless the operator names it. */
 static const struct range always_denied[] = {
-	{ 0x00000000, 8, "0.0.0.0/8" },	      { 0x0a000000, 8, "10.0.0.0/8" },
-	{ 0x64400000, 10, "100.64.0.0/10" },  { 0x7f000000, 8, "127.0.0.0/8" },
-	{ 0xa9fe0000, 16, "169.254.0.0/16" }, { 0xac100000, 12, "172.16.0.0/12" },
-	{ 0xc0a80000, 16, "192.168.0.0/16" }, { 0xe0000000, 4, "224.0.0.0/4" },
-	{ 0xf0000000, 4, "240.0.0.0/4" },     { 0xffffffff, 32, "255.255.255.255" },
+	{ 0x00000000, 8, "0.0.0.0/8" },	       { 0x0a000000, 8, "10.0.0.0/8" },
+	{ 0x64400000, 10, "100.64.0.0/10" },   { 0x7f000000, 8, "127.0.0.0/8" },
+	{ 0xa9fe0000, 16, "169.254.0.0/16" },  { 0xac100000, 12, "172.16.0.0/12" },
+	{ 0xc0000000, 24, "192.0.0.0/24" },    { 0xc0000200, 24, "192.0.2.0/24" },
+	{ 0xc0a80000, 16, "192.168.0.0/16" },  { 0xc6120000, 15, "198.18.0.0/15" },
+	{ 0xc6336400, 24, "198.51.100.0/24" }, { 0xcb007100, 24, "203.0.113.0/24" },
+	{ 0xe0000000, 4, "224.0.0.0/4" },      { 0xf0000000, 4, "240.0.0.0/4" },
+	{ 0xffffffff, 32, "255.255.255.255" },
 };
 
 static uint32_t prefix_mask(unsigned prefix)
@@ -183,6 +189,9 @@ void net_rules_free(struct net_rules *rs)
 
 void net_policy_free(struct net_policy *p)
 {
+	free(p->host_addrs);
+	p->host_addrs = NULL;
+	p->n_host_addrs = 0;
 	net_rules_free(&p->allow);
 	net_rules_free(&p->deny);
 	net_rules_free(&p->sb_allow);
@@ -275,19 +284,45 @@ static void deny(struct net_verdict *v, const char *prefix, const char *what)
 	snprintf(v->why, sizeof(v->why), "%s%s", prefix, what);
 }
 
+bool net_policy_is_host(const struct net_policy *p, uint32_t a)
+{
+	/* Old libslirp maps every alias of its /24 to host loopback, every
+	 * version maps 255.255.255.255 there, and the host's stack takes
+	 * 0.0.0.0 and 127/8 as itself. */
+	if ((a & prefix_mask(NET_ADDR_PREFIX)) == (p->gateway & prefix_mask(NET_ADDR_PREFIX)) || a == 0 ||
+	    a == 0xffffffffu || (a >> 24) == 127)
+		return true;
+	for (size_t i = 0; i < p->n_host_addrs; i++) {
+		if (p->host_addrs[i] == a)
+			return true;
+	}
+	return false;
+}
+
+static void judge_host(const struct net_policy *p, uint32_t dst, uint8_t proto, uint16_t port,
+		       struct net_verdict *v)
+{
+	if (proto == NET_PROTO_ICMP) {
+		/* the helper's stack answers the gateway itself; slirp would ping
+		 * any other address for real */
+		if (dst != p->gateway)
+			deny(v, "", "the host's own address (ICMP)");
+		return;
+	}
+	for (size_t i = 0; i < p->n_host_ports; i++) {
+		if ((proto == NET_PROTO_TCP || proto == NET_PROTO_UDP) && p->host_ports[i] == port)
+			return;
+	}
+	deny(v, dst == p->gateway ? "gateway" : "the host's own address:", " port not in network_policy.host_ports");
+}
+
 void net_policy_judge(const struct net_policy *p, const struct net_pins *pins, int64_t now_ms, uint32_t dst,
 		      uint8_t proto, uint16_t port, struct net_verdict *v)
 {
 	v->allowed = true;
 	v->why[0] = '\0';
-	if (dst == p->gateway) {
-		if (proto == NET_PROTO_ICMP)
-			return; /* answered by the helper's stack itself */
-		for (size_t i = 0; i < p->n_host_ports; i++) {
-			if ((proto == NET_PROTO_TCP || proto == NET_PROTO_UDP) && p->host_ports[i] == port)
-				return;
-		}
-		deny(v, "", "gateway port not in network_policy.host_ports");
+	if (net_policy_is_host(p, dst)) {
+		judge_host(p, dst, proto, port, v);
 		return;
 	}
 	const struct net_rule *r;
@@ -333,6 +368,8 @@ void net_policy_judge_name(const struct net_policy *p, const char *name, struct 
 
 bool net_policy_rebinding(const struct net_policy *p, uint32_t addr)
 {
+	if (net_policy_is_host(p, addr))
+		return true;
 	const struct range *rg = denied_range(addr);
 	return rg != NULL && !explicitly_allowed(p, rg, addr, 0, true);
 }

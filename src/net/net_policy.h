@@ -3,7 +3,9 @@
  *
  * A rule is a CIDR or IPv4 address, or a DNS name with an optional leading
  * "*." (any subdomain, not the apex), each with an optional ":port".
- * Verdicts: the gateway is reachable only on host_ports; deny rules
+ * Verdicts: the host (the gateway, slirp's whole /24, loopback, 0.0.0.0,
+ * 255.255.255.255 and every address of the host's interfaces) is reachable
+ * only on host_ports; deny rules
  * (configured and the sandbox's) always win; the always-denied ranges stay
  * closed unless a configured allow CIDR inside the range names the
  * address; a non-empty allow list (configured, and the sandbox's) must
@@ -47,6 +49,8 @@ struct net_policy {
 	uint16_t host_ports[NET_MAX_HOST_PORTS];
 	size_t n_host_ports;
 	uint32_t gateway; /* host byte order */
+	uint32_t *host_addrs; /* the host's interfaces' addresses (owned) */
+	size_t n_host_addrs;
 };
 
 void net_policy_free(struct net_policy *p);
@@ -74,10 +78,12 @@ struct net_verdict {
 /* proto is NET_PROTO_*; port 0 for ICMP.  pins may be NULL. */
 void net_policy_judge(const struct net_policy *p, const struct net_pins *pins, int64_t now_ms, uint32_t dst,
 		      uint8_t proto, uint16_t port, struct net_verdict *v);
+/* True when a connection to a reaches the host itself. */
+bool net_policy_is_host(const struct net_policy *p, uint32_t a);
 /* May the sandbox resolve this name (lower case, no final dot)? */
 void net_policy_judge_name(const struct net_policy *p, const char *name, struct net_verdict *v);
-/* True when a DNS answer pointing at addr is rebinding: the address is in
- * an always-denied range no configured allow rule names. */
+/* True when a DNS answer pointing at addr is rebinding: the address is the
+ * host's, or in an always-denied range no configured allow rule names. */
 bool net_policy_rebinding(const struct net_policy *p, uint32_t addr);
 /* Fails (S001, naming the rule) when a sandbox's allow rule would reach
  * what the configured policy does not. */

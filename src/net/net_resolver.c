@@ -7,7 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "common/log.h"
+#include "common/log_limit.h"
 #include "net/net_addr.h"
 #include "net/net_dns.h"
 #include "net/net_helper.h"
@@ -76,7 +76,7 @@ static void resolved(void *arg, int status, int timeouts, unsigned char *abuf, i
 		rcode = NET_DNS_NXDOMAIN;
 	} else if (status != ARES_ENODATA) {
 		rcode = NET_DNS_SERVFAIL;
-		sbx_warn("net: sandbox %s: resolving %s failed: %s", h->sandbox, p->q.name, ares_strerror(status));
+		sbx_warn_limited("net: sandbox %s: resolving %s failed: %s", h->sandbox, p->q.name, ares_strerror(status));
 	}
 	answer(h, p->frame, p->len, &p->q, rcode, addrs, ttls, n);
 	free(p);
@@ -120,7 +120,7 @@ void net_resolver_query(struct net_helper *h, const struct net_frame *f)
 		return;
 	}
 	if (!h->have_ares || h->dns_pending >= MAX_PENDING) {
-		sbx_warn("net: sandbox %s: %s: no resolver%s", h->sandbox, name,
+		sbx_warn_limited("net: sandbox %s: %s: no resolver%s", h->sandbox, name,
 			 h->have_ares ? " free (too many queries in flight)" : "");
 		answer(h, f->eth, f->len, &q, NET_DNS_SERVFAIL, NULL, NULL, 0);
 		return;

@@ -11,7 +11,7 @@
 #include <unistd.h>
 
 #include "common/clock.h"
-#include "common/log.h"
+#include "common/log_limit.h"
 #include "proto/proto_reader.h"
 #include "vm/channel_internal.h"
 
@@ -195,7 +195,7 @@ static void *reader_main(void *arg)
 				proto_msg_free(&m);
 		}
 		if (err != NULL) {
-			sbx_warn("VM control protocol error: %s", sbx_error_msg(err));
+			sbx_warn_limited("VM control protocol error: %s", sbx_error_msg(err));
 			reason = "protocol error from the guest";
 			break;
 		}
