@@ -1,8 +1,10 @@
 // Guest networking end to end (issue 9): `network: true` sandboxes behind the
 // stand-in engine, called through iii-sdk.  No packet leaves this machine:
 // the whole file re-executes itself in a fresh network namespace holding
-// only `lo`, where the engine, the registry, an HTTP server and a DNS server
-// run; the daemon's network helper sees nothing else.  Public addresses
+// only `lo` and a veth pair giving the "host" two addresses of its own
+// (11.0.0.2, 203.0.113.2: the dummy driver is missing here), where the
+// engine, the registry, HTTP servers and a DNS server run; the daemon's
+// network helper sees nothing else.  Public addresses
 // appear only as destinations the policy denies, and the config carries an
 // `allow` list, so that a mistake is denied rather than sent.
 import { describe, test, before, after } from 'node:test';
@@ -16,10 +18,13 @@ import { eventually, sleep } from './lib.mjs';
 import { ociLayout, registryUnavailable, startRegistry } from './lib/registry-fixture.mjs';
 import { assertScode, startSandboxStack } from './lib/sandbox-stack.mjs';
 
+const HOST_IFACE = ['ip link add sbxh0 type veth peer name sbxh1', 'ip addr add 11.0.0.2/32 dev sbxh0',
+	'ip addr add 203.0.113.2/32 dev sbxh0', 'ip link set sbxh0 up', 'ip link set sbxh1 up'].join(' && ');
+
 if (!process.env.SBX_E2E_NETNS && process.getuid?.() === 0) {
 	// The python image is built (debootstrap) out here, where Debian's mirror is reachable.
 	if (!registryUnavailable()) ociLayout('python');
-	const r = spawnSync('unshare', ['-n', '--', 'sh', '-c', 'ip link set lo up && exec "$0" "$@"', process.execPath,
+	const r = spawnSync('unshare', ['-n', '--', 'sh', '-c', `ip link set lo up && ${HOST_IFACE} && exec "$0" "$@"`, process.execPath,
 		...process.execArgv, ...process.argv.slice(1)], { stdio: 'inherit', env: { ...process.env, SBX_E2E_NETNS: '1' } });
 	process.exit(r.status ?? 1);
 }
@@ -29,7 +34,7 @@ const DNS_ANSWERS = { 'good.test': ['203.0.113.10'], 'rebind.test': ['10.1.2.3']
 	'mixed.test': ['192.168.7.7', '203.0.113.11'], 'denied.test': ['203.0.113.12'] };
 
 // A minimal DNS server for A queries: the names above, no answer at all for
-// silent.test, NXDOMAIN otherwise.
+// silent.test and its subdomains, NXDOMAIN otherwise.
 function startDns() {
 	const sock = dgram.createSocket('udp4');
 	sock.on('message', (q, rinfo) => {
@@ -41,7 +46,7 @@ function startDns() {
 			off += 1 + q[off];
 		}
 		const qend = off + 5;
-		if (labels.join('.') === 'silent.test') return;
+		if (/(^|\.)silent\.test$/.test(labels.join('.'))) return;
 		const addrs = DNS_ANSWERS[labels.join('.').toLowerCase()];
 		const head = Buffer.from(q.subarray(0, qend));
 		head.writeUInt16BE(0x8180 | (addrs ? 0 : 3), 2);
@@ -53,7 +58,8 @@ function startDns() {
 	return new Promise((resolve) => sock.bind(0, '127.0.0.1', () => resolve(sock)));
 }
 
-// /page: PAGE; /slow?s=N: one chunk every 500 ms for N seconds.
+// /page: PAGE; /slow?s=N: one chunk every 500 ms for N seconds.  On every
+// address of the namespace, as a host's services often are.
 function startHttp() {
 	const server = http.createServer((req, res) => {
 		if (req.url === '/page') return res.end(PAGE);
@@ -70,7 +76,7 @@ function startHttp() {
 		}, 500);
 		req.on('close', () => clearInterval(t));
 	});
-	return new Promise((resolve) => server.listen(0, '127.0.0.1', () => resolve(server)));
+	return new Promise((resolve) => server.listen(0, '0.0.0.0', () => resolve(server)));
 }
 
 // Python run in a sandbox; prints one JSON line.
@@ -100,6 +106,17 @@ def query(name):
     return [rcode, addrs]
 print(json.dumps({n: query(n) for n in sys.argv[1:]}))
 `;
+// argv: N, first index: N A queries for q<i>.silent.test, sent without
+// waiting for answers.
+const PY_DNS_FLOOD = `
+import socket, struct, sys
+s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+n, first = int(sys.argv[1]), int(sys.argv[2])
+for i in range(first, first + n):
+    q = struct.pack('>HHHHHH', i & 0xffff, 0x0100, 1, 0, 0, 0) + b''.join(bytes([len(l)]) + l.encode() for l in ('q%d.silent.test' % i).split('.')) + b'\\0' + struct.pack('>HH', 1, 1)
+    s.sendto(q, ('10.0.2.3', 53))
+print(n)
+`;
 
 const skip = registryUnavailable() ?? (process.getuid?.() !== 0 ? 'needs root (a network namespace)' : null);
 
@@ -116,7 +133,7 @@ function helperPids(id) {
 }
 
 describe('guest networking in a private network namespace', { skip: skip ?? false }, () => {
-	let reg, s, web, other, dns, net1, narrow, nonet;
+	let reg, s, web, other, dns, net1, narrow, nonet, side;
 	const ids = [];
 	before(async () => {
 		[reg, web, other, dns] = await Promise.all([startRegistry({ images: ['python'] }), startHttp(), startHttp(), startDns()]);
@@ -133,7 +150,9 @@ describe('guest networking in a private network namespace', { skip: skip ?? fals
 			env: { WEB: `http://localhost:${web.address().port}/page`, ENGINE: 'ws://127.0.0.1:49134/x' } });
 		narrow = await s.vm('create', { image: 'python', network: { allow: ['good.test', '203.0.113.20'] } });
 		nonet = await s.vm('create', { image: 'python', env: { WEB: 'http://localhost:1/' } });
-		ids.push(net1.sandbox_id, narrow.sandbox_id, nonet.sandbox_id);
+		// its own helper, so that its floods do not spend net1's log budget
+		side = await s.vm('create', { image: 'python', network: true });
+		ids.push(net1.sandbox_id, narrow.sandbox_id, nonet.sandbox_id, side.sandbox_id);
 	});
 	after(async () => {
 		await s?.stop();
@@ -213,7 +232,7 @@ describe('guest networking in a private network namespace', { skip: skip ?? fals
 		const out = s.daemon.output();
 		for (const [d, why] of [[unlisted, 'gateway port not in network_policy.host_ports'],
 			['169.254.169.254:80', 'always-denied range 169.254.0.0/16'], ['10.0.0.1:22', 'always-denied range 10.0.0.0/8'],
-			['198.51.100.7:443', 'deny rule 198.51.100.0/24'], ['192.0.2.1:80', 'no network_policy.allow rule matches']]) {
+			['198.51.100.7:443', 'deny rule 198.51.100.0/24'], ['192.0.2.1:80', 'always-denied range 192.0.2.0/24']]) {
 			const line = `net: sandbox ${id}: denied tcp ${d} (${why})`;
 			assert.ok(out.includes(line), `log line: ${line}`);
 		}
@@ -239,6 +258,48 @@ describe('guest networking in a private network namespace', { skip: skip ?? fals
 		assert.equal(g.stdout, '203.0.113.10\n');
 		assert.match(s.daemon.output(), /denied dns denied\.test \(deny rule denied\.test\)/);
 		assert.match(s.daemon.output(), /dns answer rebind\.test -> 10\.1\.2\.3 \(answer into an always-denied range dropped/);
+	});
+
+	test('the host\'s own addresses are the gateway: only host_ports reach them, whatever the allow rules', async () => {
+		const id = side.sandbox_id;
+		const [listed, unlisted] = [web.address().port, other.address().port];
+		// 203.0.113.0/24 is in the configured allow list, 11.0.0.0/8 is not
+		const open = [`11.0.0.2:${listed}`, `203.0.113.2:${listed}`];
+		const closed = [`11.0.0.2:${unlisted}`, `203.0.113.2:${unlisted}`];
+		const r = await py(id, PY_CONNECT, [...open, ...closed]);
+		for (const d of open) assert.equal(r[d][0], 'connected', `${d}: ${r[d]}`);
+		const out = s.daemon.output();
+		for (const d of closed) {
+			assert.equal(r[d][0], 'ConnectionRefusedError', `${d}: ${r[d]}`);
+			const line = `net: sandbox ${id}: denied tcp ${d} (the host's own address: port not in network_policy.host_ports)`;
+			assert.ok(out.includes(line), `log line: ${line}`);
+		}
+		// an address the host gains while the sandbox runs counts within seconds
+		const add = spawnSync('ip', ['addr', 'add', '11.0.0.3/32', 'dev', 'sbxh0']);
+		assert.equal(add.status, 0, String(add.stderr));
+		await sleep(2500);
+		const later = await py(id, PY_CONNECT, [`11.0.0.3:${unlisted}`, `11.0.0.3:${listed}`]);
+		assert.equal(later[`11.0.0.3:${unlisted}`][0], 'ConnectionRefusedError');
+		assert.equal(later[`11.0.0.3:${listed}`][0], 'connected');
+	});
+
+	test('20,000 failing DNS queries from a guest leave a few log lines, which count what they suppressed', async (t) => {
+		const id = side.sandbox_id;
+		const t0 = Date.now();
+		// 128 wait for a silent server; the rest find no resolver free
+		assert.equal((await s.exec(id, { argv: ['python3', '-c', PY_DNS_FLOOD, '20000', '0'] }, 300000)).exit_code, 0);
+		// the pending ones fail; a second, small flood comes after the limiter's period
+		await sleep(7000);
+		assert.equal((await s.exec(id, { argv: ['python3', '-c', PY_DNS_FLOOD, '300', '20000'] }, 60000)).exit_code, 0);
+		await sleep(7000);
+		const secs = (Date.now() - t0) / 1000;
+		const lines = s.daemon.output().split('\n').filter((l) => l.includes(`net: sandbox ${id}: `) &&
+			/silent\.test/.test(l));
+		// each of the two lines (no resolver free, resolving failed): a burst of 10, then one per 5 s
+		assert.ok(lines.length <= 2 * (10 + Math.ceil(secs / 5)), `${lines.length} lines in ${secs} s:\n${lines.slice(0, 40).join('\n')}`);
+		const counted = lines.map((l) => /\((\d+) similar lines suppressed\)$/.exec(l)).filter(Boolean).map((m) => Number(m[1]));
+		t.diagnostic(`${lines.length} lines in ${secs} s; suppressed counts ${counted}`);
+		assert.ok(counted.reduce((a, b) => a + b, 0) >= 15000, `suppressed counts: ${counted}`);
 	});
 
 	test('a sandbox narrows the policy: only its rules (names by what it resolved) pass; widening is S001', async () => {
