@@ -28,8 +28,9 @@ static const char usage_text[] =
 	"  rm NAME|REF|DIGEST       forget an image and delete its disk if unused\n"
 	"--config FILE: the adapter's configuration (JSON or YAML, as serve --config), checked as\n"
 	"serve checks it; the image commands use registry_mirrors, registry_auth, custom_images,\n"
-	"auto_install, image_max_entries, image_max_mb and image_max_blob_mb; pull's template also the VM's keys (default_cpus, default_memory_mb,\n"
-	"accel, scratch_disk_mb, krunfw_path, jail, ...): give it the daemon's file so they match.\n"
+	"auto_install, image_max_entries, image_max_mb and image_max_blob_mb; pull's template\n"
+	"also the VM's keys (default_cpus, default_memory_mb, accel, scratch_disk_mb,\n"
+	"krunfw_path, jail, ...): give it the daemon's file so they match.\n"
 	"Output is tab-separated; layer progress is shown only on a terminal, the template's\n"
 	"two lines (or its warning) always on stderr.\n";
 
