@@ -27,9 +27,10 @@ static const char usage_text[] =
 	"  ls                       list cached images: ref, digest, size, last used\n"
 	"  rm NAME|REF|DIGEST       forget an image and delete its disk if unused\n"
 	"--config FILE: the adapter's configuration (JSON or YAML, as serve --config), checked as\n"
-	"serve checks it; the image commands use registry_mirrors, registry_auth, custom_images\n"
-	"and auto_install; pull's template also the VM's keys (default_cpus, default_memory_mb,\n"
-	"accel, scratch_disk_mb, krunfw_path, jail, ...): give it the daemon's file so they match.\n"
+	"serve checks it; the image commands use registry_mirrors, registry_auth, custom_images,\n"
+	"auto_install, image_max_entries, image_max_mb and image_max_blob_mb; pull's template\n"
+	"also the VM's keys (default_cpus, default_memory_mb, accel, scratch_disk_mb,\n"
+	"krunfw_path, jail, ...): give it the daemon's file so they match.\n"
 	"Output is tab-separated; layer progress is shown only on a terminal, the template's\n"
 	"two lines (or its warning) always on stderr.\n";
 
@@ -71,11 +72,12 @@ static int cmd_pull(const char *name, const struct sbx_image_config *cfg, const 
 	return 0;
 }
 
-static int cmd_import(const char *path, const char *ref, const struct sbx_image_cli_host *host, bool template)
+static int cmd_import(const char *path, const char *ref, const struct sbx_image_config *cfg,
+		      const struct sbx_image_cli_host *host, bool template)
 {
 	struct sbx_image_info info;
 	sbx_error_t err = NULL;
-	if (sbx_image_import(path, ref, &info, &err) < 0)
+	if (sbx_image_import(path, ref, &cfg->limits, &info, &err) < 0)
 		return fail(&err);
 	print_info(&info);
 	fflush(stdout);
@@ -186,7 +188,7 @@ int sbx_image_cli(int argc, char **argv, const struct sbx_image_cli_host *host)
 	if (strcmp(cmd, "pull") == 0 && nargs == 2)
 		rc = cmd_pull(args[1], &cfg, host, template);
 	else if (strcmp(cmd, "import") == 0 && nargs == 2)
-		rc = cmd_import(args[1], ref, host, template);
+		rc = cmd_import(args[1], ref, &cfg, host, template);
 	else if (strcmp(cmd, "ls") == 0 && nargs == 1)
 		rc = cmd_ls();
 	else if (strcmp(cmd, "rm") == 0 && nargs == 2)

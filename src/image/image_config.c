@@ -13,6 +13,11 @@ void sbx_image_config_init(struct sbx_image_config *c)
 {
 	memset(c, 0, sizeof(*c));
 	c->auto_install = true;
+	c->limits = (struct sbx_image_limits){
+		.max_entries = SBX_IMAGE_MAX_ENTRIES_DEFAULT,
+		.max_bytes = SBX_IMAGE_MAX_MB_DEFAULT << 20,
+		.max_blob_bytes = SBX_IMAGE_MAX_BLOB_MB_DEFAULT << 20,
+	};
 }
 
 const char *sbx_config_json_kind(json_t *v)
@@ -139,9 +144,47 @@ static int parse_custom(struct sbx_image_config *c, json_t *v, sbx_error_t *err)
 	return 0;
 }
 
+/* An integer of 1..max for key; MiB keys stay far below 2^64 bytes. */
+static int parse_count(json_t *v, const char *key, uint64_t max, uint64_t *out, sbx_error_t *err)
+{
+	if (!json_is_integer(v))
+		return sbx_config_type_error(err, key, "an integer", v);
+	json_int_t n = json_integer_value(v);
+	if (n < 1 || (uint64_t)n > max)
+		return sbx_error_set(err, EINVAL, "config key `%s`: must be 1..%llu, got %lld", key,
+				     (unsigned long long)max, (long long)n);
+	*out = (uint64_t)n;
+	return 0;
+}
+
+/* 1 when key is one of the image limits (parsed into c), 0 when not. */
+static int parse_limit(struct sbx_image_config *c, const char *key, json_t *v, sbx_error_t *err)
+{
+	const uint64_t max_mb = 1ull << 30; /* 1 PiB */
+	uint64_t n;
+	if (strcmp(key, "image_max_entries") == 0) {
+		if (parse_count(v, key, UINT32_MAX, &n, err) < 0)
+			return -1;
+		c->limits.max_entries = n;
+	} else if (strcmp(key, "image_max_mb") == 0) {
+		if (parse_count(v, key, max_mb, &n, err) < 0)
+			return -1;
+		c->limits.max_bytes = n << 20;
+	} else if (strcmp(key, "image_max_blob_mb") == 0) {
+		if (parse_count(v, key, max_mb, &n, err) < 0)
+			return -1;
+		c->limits.max_blob_bytes = n << 20;
+	} else {
+		return 0;
+	}
+	return 1;
+}
+
 int sbx_image_config_parse_key(struct sbx_image_config *c, const char *key, json_t *v, sbx_error_t *err)
 {
-	int rc;
+	int rc = parse_limit(c, key, v, err);
+	if (rc != 0)
+		return rc;
 	if (strcmp(key, "auto_install") == 0) {
 		if (!json_is_boolean(v))
 			return sbx_config_type_error(err, key, "a boolean", v);

@@ -1,5 +1,6 @@
 /* The configuration keys the image store uses (auto_install,
- * registry_mirrors, registry_auth, custom_images) and their parsers.
+ * registry_mirrors, registry_auth, custom_images, image_max_entries,
+ * image_max_mb, image_max_blob_mb) and their parsers.
  *
  * Why the parsers live here and not in the adapter: src/image must not see
  * the adapter, but the adapter may use src/image.  So the one parser of each
@@ -13,6 +14,7 @@
 #include <jansson.h>
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 #include "common/error.h"
 
@@ -31,8 +33,20 @@ struct sbx_custom_image {
 	char *ref;  /* OCI ref */
 };
 
+/* What one image may cost to build (see README "Hostile layers"). */
+#define SBX_IMAGE_MAX_ENTRIES_DEFAULT 1000000ull
+#define SBX_IMAGE_MAX_MB_DEFAULT 32768ull
+#define SBX_IMAGE_MAX_BLOB_MB_DEFAULT 16384ull
+
+struct sbx_image_limits {
+	uint64_t max_entries;    /* entries of all layers together */
+	uint64_t max_bytes;      /* what they are charged, all layers together */
+	uint64_t max_blob_bytes; /* one layer blob as downloaded or imported */
+};
+
 struct sbx_image_config {
 	bool auto_install;
+	struct sbx_image_limits limits;
 	struct sbx_oci_registry_mirror *mirrors;
 	size_t n_mirrors;
 	struct sbx_oci_registry_cred *creds;
@@ -41,7 +55,8 @@ struct sbx_image_config {
 	size_t n_custom;
 };
 
-/* Defaults: auto_install true, no mirrors, no credentials, no custom images. */
+/* Defaults: auto_install true, no mirrors, no credentials, no custom
+ * images, the SBX_IMAGE_*_DEFAULT limits. */
 void sbx_image_config_init(struct sbx_image_config *c);
 /* Parses `v` as the value of configuration key `key` when it is one of the
  * image store's keys: returns 1 when it was, 0 when `key` is not one of them

@@ -24,27 +24,38 @@ struct local_layers {
 	char (*digests)[SBX_DIGEST_LEN + 1];
 	int64_t *sizes;            /* -1 when unknown */
 	size_t n;
+	uint64_t max_blob_bytes;
 };
 
 /* Opens the regular file rel inside dir as if dir were "/": symlinks in an
  * unpacked archive (docker save links shared layers) cannot reach the
- * host's files, and a FIFO cannot stall the import. */
+ * host's files.  It is looked at (O_PATH) before it is opened, and only a
+ * regular file is: opening a device node can act on the device (a
+ * watchdog's arms it), a FIFO's can stall the import. */
 static int open_in(const char *dir, const char *rel, sbx_error_t *err)
 {
 	cleanup_close int dfd = open(dir, O_PATH | O_DIRECTORY | O_CLOEXEC);
 	if (dfd < 0)
 		return sbx_error_errno(err, errno, "open '%s'", dir);
 	struct open_how how = {
-		.flags = O_RDONLY | O_NONBLOCK | O_CLOEXEC,
+		.flags = O_PATH | O_CLOEXEC,
 		.resolve = RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS | RESOLVE_NO_XDEV,
 	};
-	cleanup_close int fd = (int)syscall(SYS_openat2, dfd, rel, &how, sizeof(how));
-	struct stat st;
-	if (fd < 0 || fstat(fd, &st) < 0)
+	cleanup_close int pfd = (int)syscall(SYS_openat2, dfd, rel, &how, sizeof(how));
+	if (pfd < 0)
 		return sbx_error_errno(err, errno, "open '%s' in '%s'", rel, dir);
+	struct stat st;
+	if (fstat(pfd, &st) < 0)
+		return sbx_error_errno(err, errno, "stat '%s' in '%s'", rel, dir);
 	if (!S_ISREG(st.st_mode))
-		return sbx_error_set(err, 0, "'%s' in '%s' is not a regular file", rel, dir);
-	return sbx_steal_fd(fd);
+		return sbx_error_set(err, 0, "'%s' in '%s' is not a regular file: not opened", rel, dir);
+	/* Reopening the descriptor reaches the very inode just checked. */
+	char self[64];
+	snprintf(self, sizeof(self), "/proc/self/fd/%d", pfd);
+	int fd = open(self, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+	if (fd < 0)
+		return sbx_error_errno(err, errno, "open '%s' in '%s'", rel, dir);
+	return fd;
 }
 
 /* Reads a small file of dir (index.json, manifest.json, a config) whole,
@@ -80,9 +91,12 @@ static char *read_small(const char *dir, const char *rel, size_t *len, sbx_error
 }
 
 /* Copies a blob of dir into fd, hashing it; it must match digest (and size). */
-static int copy_verified(const char *dir, const char *src, const char *digest, int64_t size, int fd,
-			 sbx_error_t *err)
+static int copy_verified(const char *dir, const char *src, const char *digest, int64_t size, uint64_t max_blob,
+			 int fd, sbx_error_t *err)
 {
+	if (size >= 0 && (uint64_t)size > max_blob)
+		return sbx_error_set(err, 0, "blob %s declares %lld bytes, more than %llu MiB (config key `image_max_blob_mb`)",
+				     digest, (long long)size, (unsigned long long)(max_blob >> 20));
 	cleanup_close int in = open_in(dir, src, err);
 	if (in < 0)
 		return -1;
@@ -103,6 +117,11 @@ static int copy_verified(const char *dir, const char *src, const char *digest, i
 		if (n == 0)
 			break;
 		total += n;
+		if ((uint64_t)total > max_blob) {
+			rc = sbx_error_set(err, 0, "blob '%s' is larger than %llu MiB (config key `image_max_blob_mb`)", src,
+					   (unsigned long long)(max_blob >> 20));
+			break;
+		}
 		if ((rc = sbx_sha256_update(h, buf, (size_t)n, err)) < 0)
 			break;
 		for (ssize_t off = 0; off < n;) {
@@ -129,7 +148,13 @@ static int copy_verified(const char *dir, const char *src, const char *digest, i
 static int fetch_local(void *ud, size_t i, int fd, sbx_error_t *err)
 {
 	struct local_layers *l = ud;
-	return copy_verified(l->dir, l->files[i], l->digests[i], l->sizes[i], fd, err);
+	return copy_verified(l->dir, l->files[i], l->digests[i], l->sizes[i], l->max_blob_bytes, fd, err);
+}
+
+static int64_t declared_local(void *ud, size_t i)
+{
+	const struct local_layers *l = ud;
+	return l->sizes[i];
 }
 
 /* Reads a small verified blob of an OCI layout into memory. */
@@ -155,7 +180,8 @@ static char *read_blob(const char *dir, const char *digest, int64_t size, size_t
 	return buf;
 }
 
-static int import_oci(const char *dir, const char *ref, struct sbx_image_info *out, sbx_error_t *err)
+static int import_oci(const char *dir, const char *ref, const struct sbx_image_limits *limits,
+		      struct sbx_image_info *out, sbx_error_t *err)
 {
 	/* index.json is not content-addressed: read it with a size cap. */
 	size_t len;
@@ -189,7 +215,7 @@ static int import_oci(const char *dir, const char *ref, struct sbx_image_info *o
 	}
 	if (rc < 0)
 		return -1;
-	struct local_layers l = { .dir = dir, .n = m.n_entries };
+	struct local_layers l = { .dir = dir, .n = m.n_entries, .max_blob_bytes = limits->max_blob_bytes };
 	l.files = calloc(m.n_entries + 1, sizeof(*l.files));
 	l.digests = calloc(m.n_entries + 1, sizeof(*l.digests));
 	l.sizes = calloc(m.n_entries + 1, sizeof(*l.sizes));
@@ -213,8 +239,8 @@ static int import_oci(const char *dir, const char *ref, struct sbx_image_info *o
 		rc = -1;
 		goto out;
 	}
-	struct sbx_layer_source src = { .n_layers = l.n, .fetch = fetch_local, .ud = &l };
-	rc = sbx_image_store(root, ref, digest, config, config_len, &src, out, err);
+	struct sbx_layer_source src = { .n_layers = l.n, .fetch = fetch_local, .declared = declared_local, .ud = &l };
+	rc = sbx_image_store(root, ref, digest, config, config_len, &src, limits, out, err);
 out:
 	free(l.files);
 	free(l.digests);
@@ -227,7 +253,8 @@ out:
 
 /* The older `docker save` form: manifest.json names the config file and the
  * uncompressed layer tars, whose sha256 are the config's rootfs.diff_ids. */
-static int import_docker(const char *dir, const char *ref, struct sbx_image_info *out, sbx_error_t *err)
+static int import_docker(const char *dir, const char *ref, const struct sbx_image_limits *limits,
+			 struct sbx_image_info *out, sbx_error_t *err)
 {
 	const char *path = "manifest.json";
 	size_t len;
@@ -242,7 +269,7 @@ static int import_docker(const char *dir, const char *ref, struct sbx_image_info
 	int rc = -1;
 	char *config = NULL, *root = NULL;
 	json_t *cfg = NULL;
-	struct local_layers l = { .dir = dir };
+	struct local_layers l = { .dir = dir, .max_blob_bytes = limits->max_blob_bytes };
 	size_t config_len;
 	if (doc == NULL || json_array_size(doc) != 1 || cfg_name == NULL || !json_is_array(layers) ||
 	    json_array_size(layers) > SBX_MANIFEST_MAX_ENTRIES) {
@@ -286,13 +313,13 @@ static int import_docker(const char *dir, const char *ref, struct sbx_image_info
 	}
 	if ((root = sbx_image_root(err)) == NULL)
 		goto out;
-	struct sbx_layer_source src = { .n_layers = l.n, .fetch = fetch_local, .ud = &l };
+	struct sbx_layer_source src = { .n_layers = l.n, .fetch = fetch_local, .declared = declared_local, .ud = &l };
 	struct sbx_image_ref r;
 	char canonical[sizeof(out->ref)];
 	if (sbx_image_ref_parse(ref, &r, err) < 0 || sbx_image_ref_format(&r, canonical, sizeof(canonical)) < 0) {
 		if (*err == NULL)
 			sbx_error_set(err, 0, "reference too long");
-	} else if (sbx_image_store(root, canonical, digest, config, config_len, &src, out, err) == 0)
+	} else if (sbx_image_store(root, canonical, digest, config, config_len, &src, limits, out, err) == 0)
 		rc = 0;
 out:
 	json_decref(doc);
@@ -305,13 +332,15 @@ out:
 	return rc;
 }
 
-static int unpack_archive(const char *archive, const char *dir, sbx_error_t *err)
+static int unpack_archive(const char *archive, const char *dir, const struct sbx_image_limits *limits,
+			  sbx_error_t *err)
 {
 	cleanup_close int fd = open(archive, O_RDONLY | O_CLOEXEC);
 	if (fd < 0)
 		return sbx_error_errno(err, errno, "open '%s'", archive);
-	/* The same in-root extraction as image layers: the archive is untrusted. */
-	struct sbx_rootfs *r = sbx_rootfs_open(dir, err);
+	/* The same in-root extraction and charges as image layers (the archive
+	 * is untrusted), and no device node or FIFO: its files are only read. */
+	struct sbx_rootfs *r = sbx_rootfs_open(dir, limits, SBX_ROOTFS_NO_SPECIAL, err);
 	if (r == NULL)
 		return -1;
 	int rc = sbx_rootfs_apply_layer(r, fd, err);
@@ -332,7 +361,8 @@ static void remove_tree_quiet(const char *dir)
 			;
 }
 
-int sbx_image_import(const char *path, const char *ref, struct sbx_image_info *out, sbx_error_t *err)
+int sbx_image_import(const char *path, const char *ref, const struct sbx_image_limits *limits,
+		     struct sbx_image_info *out, sbx_error_t *err)
 {
 	memset(out, 0, sizeof(*out));
 	struct stat st;
@@ -347,7 +377,7 @@ int sbx_image_import(const char *path, const char *ref, struct sbx_image_info *o
 	if (S_ISDIR(st.st_mode)) {
 		if (ref == NULL)
 			return sbx_error_set(err, 0, "importing an OCI layout needs --ref NAME");
-		return import_oci(path, canonical, out, err);
+		return import_oci(path, canonical, limits, out, err);
 	}
 	char *root = sbx_image_root(err);
 	if (root == NULL)
@@ -360,14 +390,14 @@ int sbx_image_import(const char *path, const char *ref, struct sbx_image_info *o
 	remove_tree_quiet(tmp);
 	if (mkdir(tmp, 0700) < 0)
 		return sbx_error_errno(err, errno, "mkdir '%s'", tmp);
-	int rc = unpack_archive(path, tmp, err);
+	int rc = unpack_archive(path, tmp, limits, err);
 	if (rc == 0) {
 		char marker[4200];
 		snprintf(marker, sizeof(marker), "%s/oci-layout", tmp);
 		if (access(marker, F_OK) == 0 && ref != NULL)
-			rc = import_oci(tmp, canonical, out, err);
+			rc = import_oci(tmp, canonical, limits, out, err);
 		else
-			rc = import_docker(tmp, ref ? canonical : NULL, out, err);
+			rc = import_docker(tmp, ref ? canonical : NULL, limits, out, err);
 	}
 	remove_tree_quiet(tmp);
 	return rc < 0 ? sbx_error_prefix(err, "import '%s'", path) : 0;

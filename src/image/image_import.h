@@ -9,7 +9,10 @@
 
 /* ref names the image in the index; NULL takes the archive's own tag
  * (docker save's RepoTags).  Images from the older docker save form are
- * stored by their config digest (Docker's image id): they have no manifest. */
-int sbx_image_import(const char *path, const char *ref, struct sbx_image_info *out, sbx_error_t *err);
+ * stored by their config digest (Docker's image id): they have no manifest.
+ * An archive's outer tar is unpacked within limits, as a layer is, and may
+ * hold only regular files, directories and links. */
+int sbx_image_import(const char *path, const char *ref, const struct sbx_image_limits *limits,
+		     struct sbx_image_info *out, sbx_error_t *err);
 
 #endif

@@ -25,6 +25,7 @@
 struct pull_ctx {
 	struct sbx_oci_registry *reg;
 	const struct sbx_manifest *m;
+	uint64_t max_blob_bytes;
 	const struct sbx_pull_progress *progress;
 	size_t current;
 };
@@ -40,9 +41,19 @@ static int fetch_layer(void *ud, size_t i, int fd, sbx_error_t *err)
 	struct pull_ctx *c = ud;
 	c->current = i;
 	const struct sbx_descriptor *d = &c->m->entries[i];
+	/* The download stops at the declared size: cap that. */
+	if (d->size < 0 || (uint64_t)d->size > c->max_blob_bytes)
+		return sbx_error_set(err, 0, "layer %s declares %lld bytes, more than %llu MiB (config key `image_max_blob_mb`)",
+				     d->digest, (long long)d->size, (unsigned long long)(c->max_blob_bytes >> 20));
 	if (c->progress != NULL && c->progress->layer != NULL)
 		c->progress->layer(c->progress->ud, i, c->m->n_entries, d->digest, 0, (uint64_t)d->size);
 	return sbx_oci_registry_blob(c->reg, d, fd, c->progress && c->progress->layer ? on_progress : NULL, c, err);
+}
+
+static int64_t declared_layer(void *ud, size_t i)
+{
+	const struct pull_ctx *c = ud;
+	return c->m->entries[i].size;
 }
 
 static int record(const char *root, const char *ref, const char *digest, struct sbx_image_info *out,
@@ -69,13 +80,14 @@ static int record(const char *root, const char *ref, const char *digest, struct 
 }
 
 int sbx_image_store(const char *root, const char *ref, const char *digest, const char *config, size_t config_len,
-		    const struct sbx_layer_source *src, struct sbx_image_info *out, sbx_error_t *err)
+		    const struct sbx_layer_source *src, const struct sbx_image_limits *limits, struct sbx_image_info *out,
+		    sbx_error_t *err)
 {
 	cleanup_close int lock = sbx_store_lock(root, digest, err);
 	if (lock < 0)
 		return -1;
 	int built;
-	if (sbx_store_build(root, digest, config, config_len, src, &built, err) < 0 ||
+	if (sbx_store_build(root, digest, config, config_len, src, limits, &built, err) < 0 ||
 	    record(root, ref, digest, out, err) < 0)
 		return -1;
 	out->pulled = built;
@@ -139,9 +151,11 @@ int sbx_image_pull(const char *ref_str, const struct sbx_image_config *cfg, cons
 	}
 	if (sbx_oci_registry_blob_mem(reg, &m.config, &config, &config_len, err) < 0)
 		goto out;
-	struct pull_ctx ctx = { .reg = reg, .m = &m, .progress = progress };
-	struct sbx_layer_source src = { .n_layers = m.n_entries, .fetch = fetch_layer, .ud = &ctx };
-	if (sbx_image_store(root, canonical, digest, config, config_len, &src, out, err) < 0) {
+	struct pull_ctx ctx = { .reg = reg, .m = &m, .max_blob_bytes = cfg->limits.max_blob_bytes, .progress = progress };
+	struct sbx_layer_source src = {
+		.n_layers = m.n_entries, .fetch = fetch_layer, .declared = declared_layer, .ud = &ctx
+	};
+	if (sbx_image_store(root, canonical, digest, config, config_len, &src, &cfg->limits, out, err) < 0) {
 		sbx_error_prefix(err, "%s", canonical);
 		goto out;
 	}

@@ -36,9 +36,11 @@ int sbx_image_pull(const char *ref, const struct sbx_image_config *cfg, const st
  * pull or build failure (including no linux/<arch> manifest) -> S102. */
 char *sbx_image_ensure(const char *name, const char *ref, const struct sbx_image_config *cfg, sbx_error_t *err);
 
-/* Builds the image of digest from src unless it is stored, and records
- * ref -> digest in the index, both under the digest's lock (pull, import). */
+/* Builds the image of digest from src (within limits) unless it is stored,
+ * and records ref -> digest in the index, both under the digest's lock
+ * (pull, import). */
 int sbx_image_store(const char *root, const char *ref, const char *digest, const char *config, size_t config_len,
-		    const struct sbx_layer_source *src, struct sbx_image_info *out, sbx_error_t *err);
+		    const struct sbx_layer_source *src, const struct sbx_image_limits *limits, struct sbx_image_info *out,
+		    sbx_error_t *err);
 
 #endif

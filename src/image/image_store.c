@@ -18,6 +18,7 @@
 #include "image/digest.h"
 #include "image/image_index.h"
 #include "image/layer_apply.h"
+#include "image/store_space.h"
 
 extern char **environ;
 
@@ -143,8 +144,27 @@ static int write_file(const char *path, const char *data, size_t len, sbx_error_
 	return 0;
 }
 
+/* Fetches and applies layer i through the file at path. */
+static int apply_one(struct sbx_rootfs *r, const struct sbx_layer_source *src, size_t i, const char *path, int space,
+		     const char *root, sbx_error_t *err)
+{
+	int64_t declared = src->declared(src->ud, i);
+	if (sbx_store_space_check(space, root, declared > 0 ? (uint64_t)declared : 0, err) < 0)
+		return -1;
+	cleanup_close int fd = open(path, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+	if (fd < 0)
+		return sbx_error_errno(err, errno, "create '%s'", path);
+	int rc = src->fetch(src->ud, i, fd, err);
+	if (rc == 0 && lseek(fd, 0, SEEK_SET) < 0)
+		rc = sbx_error_errno(err, errno, "seek");
+	if (rc == 0 && (rc = sbx_rootfs_apply_layer(r, fd, err)) < 0)
+		sbx_error_prefix(err, "layer %zu", i + 1);
+	unlink(path);
+	return rc;
+}
+
 static int build(const char *root, const char *hex, const char *work, const char *config, size_t config_len,
-		 const struct sbx_layer_source *src, sbx_error_t *err)
+		 const struct sbx_layer_source *src, const struct sbx_image_limits *limits, sbx_error_t *err)
 {
 	char tree[4096], layer[4096], tmp_img[4096], img[4096], cfg_path[4096];
 	if (path_fmt(tree, sizeof(tree), err, "%s/rootfs", work) < 0 ||
@@ -155,26 +175,20 @@ static int build(const char *root, const char *hex, const char *work, const char
 		return -1;
 	if (mkdir(work, 0700) < 0 || mkdir(tree, 0755) < 0)
 		return sbx_error_errno(err, errno, "mkdir '%s'", work);
-	struct sbx_rootfs *r = sbx_rootfs_open(tree, err);
+	cleanup_close int space = open(root, O_PATH | O_DIRECTORY | O_CLOEXEC);
+	if (space < 0)
+		return sbx_error_errno(err, errno, "open '%s'", root);
+	struct sbx_rootfs *r = sbx_rootfs_open(tree, limits, 0, err);
 	if (r == NULL)
 		return -1;
 	int rc = 0;
-	for (size_t i = 0; rc == 0 && i < src->n_layers; i++) {
-		int fd = open(layer, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
-		if (fd < 0) {
-			rc = sbx_error_errno(err, errno, "create '%s'", layer);
-			break;
-		}
-		rc = src->fetch(src->ud, i, fd, err);
-		if (rc == 0 && lseek(fd, 0, SEEK_SET) < 0)
-			rc = sbx_error_errno(err, errno, "seek");
-		if (rc == 0 && (rc = sbx_rootfs_apply_layer(r, fd, err)) < 0)
-			sbx_error_prefix(err, "layer %zu", i + 1);
-		close(fd);
-		unlink(layer);
-	}
+	for (size_t i = 0; rc == 0 && i < src->n_layers; i++)
+		rc = apply_one(r, src, i, layer, space, root, err);
 	if (rc == 0)
 		rc = sbx_rootfs_finish(r, err);
+	/* The erofs image takes at most about what the tree was charged. */
+	if (rc == 0)
+		rc = sbx_store_space_check(space, root, sbx_rootfs_charged(r), err);
 	sbx_rootfs_free(r);
 	if (rc == 0)
 		rc = run_mkfs(work, tmp_img, tree, err);
@@ -217,7 +231,8 @@ int sbx_store_lock(const char *root, const char *digest, sbx_error_t *err)
 }
 
 int sbx_store_build(const char *root, const char *digest, const char *config, size_t config_len,
-		    const struct sbx_layer_source *src, int *built, sbx_error_t *err)
+		    const struct sbx_layer_source *src, const struct sbx_image_limits *limits, int *built,
+		    sbx_error_t *err)
 {
 	*built = 0;
 	if (!sbx_digest_valid(digest))
@@ -235,7 +250,7 @@ int sbx_store_build(const char *root, const char *digest, const char *config, si
 		if (rm_rf(work, err) < 0)
 			return -1;
 	}
-	int rc = build(root, hex, work, config, config_len, src, err);
+	int rc = build(root, hex, work, config, config_len, src, limits, err);
 	sbx_error_t cleanup_err = NULL;
 	if (rm_rf(work, &cleanup_err) < 0) {
 		sbx_warn("image: %s", sbx_error_msg(cleanup_err));

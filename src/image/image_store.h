@@ -10,8 +10,10 @@
 #define SBX_IMAGE_STORE_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 #include "common/error.h"
+#include "image/image_config.h"
 #include "image/image_ref.h"
 
 /* III_SANDBOX_STATE_DIR, else $XDG_STATE_HOME/sandbox-libkrun, else
@@ -21,10 +23,12 @@ char *sbx_image_root(sbx_error_t *err);
 char *sbx_image_path(const char *root, const char *digest, sbx_error_t *err);
 
 /* Supplies the layers of an image being built: writes layer i, verified,
- * into the empty file fd. */
+ * into the empty file fd (at most limits->max_blob_bytes); declared gives
+ * the size layer i declares, -1 when it is not known before the copy. */
 struct sbx_layer_source {
 	size_t n_layers;
 	int (*fetch)(void *ud, size_t i, int fd, sbx_error_t *err);
+	int64_t (*declared)(void *ud, size_t i);
 	void *ud;
 };
 
@@ -34,11 +38,14 @@ struct sbx_layer_source {
  * `image rm` cannot delete what a concurrent pull is about to record. */
 int sbx_store_lock(const char *root, const char *digest, sbx_error_t *err);
 
-/* Builds the image of digest from its layers unless it is already stored.
+/* Builds the image of digest from its layers unless it is already stored,
+ * within limits and the store's free space (store_space.h: checked before
+ * each layer, while applying it and before the erofs image is made).
  * The caller holds sbx_store_lock(root, digest), so concurrent callers for
  * one digest build it once.  *built says whether this call did the work. */
 int sbx_store_build(const char *root, const char *digest, const char *config, size_t config_len,
-		    const struct sbx_layer_source *src, int *built, sbx_error_t *err);
+		    const struct sbx_layer_source *src, const struct sbx_image_limits *limits, int *built,
+		    sbx_error_t *err);
 
 /* Deletes the stored image of digest (and its config) unless the index
  * still names it; takes the digest's lock, so it waits for a build or pull

@@ -18,22 +18,23 @@
 #include "common/cleanup.h"
 #include "common/log.h"
 #include "image/path_set.h"
+#include "image/store_space.h"
 #include "image/tar_path.h"
 
 #define WH_PREFIX ".wh."
 #define WH_OPAQUE ".wh..wh..opq"
 
-struct dir_time {
-	char *path;
-	struct timespec mtime;
-};
-
 struct sbx_rootfs {
 	int root;
-	uint64_t bytes;
+	char *dir; /* for messages */
+	struct sbx_image_limits limits;
+	unsigned flags;
+	uint64_t entries, bytes, next_space_check; /* charged so far, all layers */
 	struct sbx_path_set layer_paths; /* written by the layer being applied */
-	struct dir_time *dir_times;
-	size_t n_dir_times, cap_dir_times;
+	struct sbx_path_set opaque_dirs; /* made opaque by the layer being applied */
+	struct sbx_path_set dirs;        /* directories whose mtime finish sets */
+	struct timespec *dir_mtimes;     /* by the id of the path in dirs */
+	size_t cap_dir_mtimes;
 	bool warned_owner;
 };
 
@@ -164,8 +165,15 @@ static int apply_whiteout(struct sbx_rootfs *r, char *path, sbx_error_t *err)
 	char *base = slash ? slash + 1 : path;
 	char dir[SBX_TAR_PATH_MAX];
 	snprintf(dir, sizeof(dir), "%.*s", slash ? (int)(slash - path) : 0, path);
-	if (strcmp(base, WH_OPAQUE) == 0)
-		return make_opaque(r, dir, err);
+	if (strcmp(base, WH_OPAQUE) == 0) {
+		/* Once per directory per layer: a repeated marker finds only this
+		 * layer's own entries, which it spares. */
+		size_t id;
+		bool added;
+		if (sbx_path_set_intern(&r->opaque_dirs, dir, &id, &added) < 0)
+			return sbx_error_errno(err, ENOMEM, "layer");
+		return added ? make_opaque(r, dir, err) : 0;
+	}
 	if (strncmp(base, WH_PREFIX WH_PREFIX, 8) == 0)
 		return 0; /* other AUFS metadata (.wh..wh.plnk, ...) has no meaning here */
 	/* ".wh.name" removes name: drop the prefix in place. */
@@ -255,24 +263,62 @@ static int set_owner_mode(struct sbx_rootfs *r, int pfd, const char *name, struc
 	return set_xattrs(pfd, name, e, err);
 }
 
+/* Keeps one mtime per directory, the last layer's: memory follows the
+ * distinct directories, however often an archive repeats one. */
 static int record_dir_time(struct sbx_rootfs *r, const char *path, struct archive_entry *e)
 {
-	if (r->n_dir_times == r->cap_dir_times) {
-		size_t cap = r->cap_dir_times ? r->cap_dir_times * 2 : 64;
-		struct dir_time *t = realloc(r->dir_times, cap * sizeof(*t));
+	if (r->dirs.count == r->cap_dir_mtimes) {
+		size_t cap = r->cap_dir_mtimes ? r->cap_dir_mtimes * 2 : 64;
+		struct timespec *t = realloc(r->dir_mtimes, cap * sizeof(*t));
 		if (t == NULL)
 			return -1;
-		r->dir_times = t;
-		r->cap_dir_times = cap;
+		r->dir_mtimes = t;
+		r->cap_dir_mtimes = cap;
 	}
-	char *p = strdup(path);
-	if (p == NULL)
+	size_t id;
+	bool added;
+	if (sbx_path_set_intern(&r->dirs, path, &id, &added) < 0)
 		return -1;
-	r->dir_times[r->n_dir_times].path = p;
-	r->dir_times[r->n_dir_times].mtime =
-		(struct timespec){ .tv_sec = archive_entry_mtime(e), .tv_nsec = archive_entry_mtime_nsec(e) };
-	r->n_dir_times++;
+	r->dir_mtimes[id] = (struct timespec){ .tv_sec = archive_entry_mtime(e), .tv_nsec = archive_entry_mtime_nsec(e) };
 	return 0;
+}
+
+/* Charges entry e (see layer_apply.h), and checks the free space each
+ * time the charge crosses SBX_SPACE_CHECK_BYTES more. */
+static int charge(struct sbx_rootfs *r, struct archive_entry *e, const char *path, sbx_error_t *err)
+{
+	if (r->entries >= r->limits.max_entries)
+		return sbx_error_set(err, 0, "'%s': the image has more than %llu entries (config key `image_max_entries`)",
+				     path, (unsigned long long)r->limits.max_entries);
+	r->entries++;
+	uint64_t cost = SBX_ENTRY_COST + strlen(path);
+	const char *link = archive_entry_symlink(e);
+	if (link == NULL)
+		link = archive_entry_hardlink(e);
+	if (link != NULL)
+		cost += strlen(link);
+	const char *key;
+	const void *value;
+	size_t size;
+	archive_entry_xattr_reset(e);
+	while (archive_entry_xattr_next(e, &key, &value, &size) == ARCHIVE_OK)
+		cost += strlen(key) + size;
+	if (archive_entry_filetype(e) == AE_IFREG && archive_entry_hardlink(e) == NULL) {
+		/* The declared size, not the data: a sparse entry of a huge size
+		 * would otherwise become a huge file for mkfs.erofs to read. */
+		int64_t declared = archive_entry_size(e);
+		if (declared < 0)
+			return sbx_error_set(err, 0, "'%s': bad size", path);
+		cost += (uint64_t)declared;
+	}
+	if (cost > r->limits.max_bytes - r->bytes)
+		return sbx_error_set(err, 0, "'%s': the image takes more than %llu MiB (config key `image_max_mb`)", path,
+				     (unsigned long long)(r->limits.max_bytes >> 20));
+	r->bytes += cost;
+	if (r->bytes < r->next_space_check)
+		return 0;
+	r->next_space_check = r->bytes + SBX_SPACE_CHECK_BYTES;
+	return sbx_store_space_check(r->root, r->dir, cost + SBX_SPACE_CHECK_BYTES, err);
 }
 
 static int apply_entry(struct sbx_rootfs *r, struct archive *a, struct archive_entry *e, char *path,
@@ -326,12 +372,7 @@ static int apply_entry(struct sbx_rootfs *r, struct archive *a, struct archive_e
 			return sbx_error_errno(err, ENOMEM, "layer");
 		return set_owner_mode(r, pfd, name, e, false, err);
 	case AE_IFREG: {
-		/* Count the declared size, not the data: a sparse entry of a huge
-		 * size would otherwise become a huge file for mkfs.erofs to read. */
-		int64_t size = archive_entry_size(e);
-		if (size < 0 || (uint64_t)size > SBX_ROOTFS_MAX_BYTES - r->bytes)
-			return sbx_error_set(err, 0, "'%s': image larger than %llu bytes", path, SBX_ROOTFS_MAX_BYTES);
-		r->bytes += (uint64_t)size;
+		int64_t size = archive_entry_size(e); /* checked by charge() */
 		cleanup_close int fd = openat(pfd, name, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
 		if (fd < 0)
 			return sbx_error_errno(err, errno, "create '%s'", path);
@@ -354,6 +395,9 @@ static int apply_entry(struct sbx_rootfs *r, struct archive *a, struct archive_e
 	case AE_IFCHR:
 	case AE_IFBLK:
 	case AE_IFIFO: {
+		if (r->flags & SBX_ROOTFS_NO_SPECIAL)
+			return sbx_error_set(err, 0, "'%s' is a device node or FIFO: refused (an archive holds only files, "
+					     "directories and links)", path);
 		dev_t dev = makedev(archive_entry_rdevmajor(e), archive_entry_rdevminor(e));
 		if (mknodat(pfd, name, type | 0600, type == AE_IFIFO ? 0 : dev) < 0) {
 			if (errno != EPERM)
@@ -374,20 +418,35 @@ static int apply_entry(struct sbx_rootfs *r, struct archive *a, struct archive_e
 	return 0;
 }
 
-struct sbx_rootfs *sbx_rootfs_open(const char *dir, sbx_error_t *err)
+struct sbx_rootfs *sbx_rootfs_open(const char *dir, const struct sbx_image_limits *limits, unsigned flags,
+				   sbx_error_t *err)
 {
 	struct sbx_rootfs *r = calloc(1, sizeof(*r));
 	if (r == NULL) {
 		sbx_error_errno(err, ENOMEM, "rootfs");
 		return NULL;
 	}
+	r->limits = *limits;
+	r->flags = flags;
+	r->dir = strdup(dir);
+	if (r->dir == NULL) {
+		sbx_error_errno(err, ENOMEM, "rootfs");
+		free(r);
+		return NULL;
+	}
 	r->root = open(dir, O_PATH | O_DIRECTORY | O_CLOEXEC);
 	if (r->root < 0) {
 		sbx_error_errno(err, errno, "open staging directory '%s'", dir);
+		free(r->dir);
 		free(r);
 		return NULL;
 	}
 	return r;
+}
+
+uint64_t sbx_rootfs_charged(const struct sbx_rootfs *r)
+{
+	return r->bytes;
 }
 
 int sbx_rootfs_apply_layer(struct sbx_rootfs *r, int fd, sbx_error_t *err)
@@ -406,17 +465,12 @@ int sbx_rootfs_apply_layer(struct sbx_rootfs *r, int fd, sbx_error_t *err)
 		goto out;
 	}
 	struct archive_entry *e;
-	size_t count = 0;
 	for (;;) {
 		int st = archive_read_next_header(a, &e);
 		if (st == ARCHIVE_EOF)
 			break;
 		if (st != ARCHIVE_OK && st != ARCHIVE_WARN) {
 			rc = sbx_error_set(err, 0, "layer: %s", archive_error_string(a));
-			break;
-		}
-		if (++count > SBX_LAYER_MAX_ENTRIES) {
-			rc = sbx_error_set(err, 0, "layer has more than %d entries", SBX_LAYER_MAX_ENTRIES);
 			break;
 		}
 		const char *raw = archive_entry_pathname(e);
@@ -429,6 +483,8 @@ int sbx_rootfs_apply_layer(struct sbx_rootfs *r, int fd, sbx_error_t *err)
 			rc = sbx_error_prefix(err, "layer");
 			break;
 		}
+		if ((rc = charge(r, e, path, err)) < 0)
+			break;
 		const char *base = strrchr(path, '/');
 		base = base ? base + 1 : path;
 		if (strncmp(base, WH_PREFIX, 4) == 0)
@@ -441,15 +497,17 @@ int sbx_rootfs_apply_layer(struct sbx_rootfs *r, int fd, sbx_error_t *err)
 out:
 	archive_read_free(a);
 	sbx_path_set_clear(&r->layer_paths);
+	sbx_path_set_clear(&r->opaque_dirs);
 	return rc;
 }
 
 int sbx_rootfs_finish(struct sbx_rootfs *r, sbx_error_t *err)
 {
-	/* In record order, so a later layer's time for a directory wins;
-	 * setting a child's time does not touch its parent's. */
-	for (size_t i = 0; i < r->n_dir_times; i++) {
-		struct dir_time *t = &r->dir_times[i];
+	/* Any order: setting a child's time does not touch its parent's. */
+	for (size_t i = 0; i < r->dirs.cap; i++) {
+		const struct sbx_path_slot *t = &r->dirs.slots[i];
+		if (t->path == NULL)
+			continue;
 		int fd = resolve(r->root, t->path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW, err);
 		if (fd < 0) {
 			if ((*err)->errnum != ENOENT && (*err)->errnum != ENOTDIR && (*err)->errnum != ELOOP)
@@ -457,7 +515,7 @@ int sbx_rootfs_finish(struct sbx_rootfs *r, sbx_error_t *err)
 			sbx_error_free(err); /* removed by a later layer */
 			continue;
 		}
-		struct timespec times[2] = { { .tv_nsec = UTIME_OMIT }, t->mtime };
+		struct timespec times[2] = { { .tv_nsec = UTIME_OMIT }, r->dir_mtimes[t->id] };
 		int rc = futimens(fd, times);
 		close(fd);
 		if (rc < 0)
@@ -470,10 +528,11 @@ void sbx_rootfs_free(struct sbx_rootfs *r)
 {
 	if (r == NULL)
 		return;
-	for (size_t i = 0; i < r->n_dir_times; i++)
-		free(r->dir_times[i].path);
-	free(r->dir_times);
+	sbx_path_set_clear(&r->dirs);
+	free(r->dir_mtimes);
 	sbx_path_set_clear(&r->layer_paths);
+	sbx_path_set_clear(&r->opaque_dirs);
 	close(r->root);
+	free(r->dir);
 	free(r);
 }

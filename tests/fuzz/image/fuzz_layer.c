@@ -3,7 +3,7 @@
  * root (layer_scratch.h).  An input holding LAYER_SEP is two layers applied
  * in turn.  After each step nothing outside the root may have changed (no
  * entry, link or symlink reached out), and the files inside stay within
- * the size cap.  A last layer of whiteouts, then an opaque marker, must
+ * the limits (scratch_limits).  A last layer of whiteouts, then an opaque marker, must
  * empty the root.  The mutator keeps plain tar headers' checksums right,
  * so mutations reach the layer code instead of libarchive's checksum test. */
 #include <archive.h>
@@ -181,7 +181,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	scratch_reset();
 	sbx_error_t err = NULL;
-	struct sbx_rootfs *r = sbx_rootfs_open(root, &err);
+	struct sbx_rootfs *r = sbx_rootfs_open(root, &scratch_limits, 0, &err);
 	if (r == NULL)
 		scratch_die("sbx_rootfs_open");
 	const uint8_t *sep = memmem(data, size, LAYER_SEP, strlen(LAYER_SEP));

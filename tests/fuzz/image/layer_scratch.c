@@ -18,6 +18,12 @@
 
 #define KEEP_DATA "keep\n"
 
+const struct sbx_image_limits scratch_limits = {
+	.max_entries = 10000,
+	.max_bytes = 64ull << 20,
+	.max_blob_bytes = 64ull << 20,
+};
+
 static char base[256]; /* the parent: holds root/ and sentinel/ only */
 static char root[300];
 static struct stat base_st, sentinel_st, keep_st;
@@ -176,7 +182,7 @@ static void check_sizes(void)
 		scratch_die("open root");
 	sum_sizes(fd, &total, seen, &n_seen, sizeof(seen) / sizeof(seen[0]));
 	close(fd);
-	if (total > SBX_ROOTFS_MAX_BYTES) {
+	if (total > scratch_limits.max_bytes) {
 		fprintf(stderr, "fuzz_layer: %llu bytes of files, over the cap\n", (unsigned long long)total);
 		abort();
 	}

@@ -4,13 +4,20 @@
 #ifndef SBX_FUZZ_LAYER_SCRATCH_H
 #define SBX_FUZZ_LAYER_SCRATCH_H
 
+#include "image/image_config.h"
+
+/* The fuzzed image's limits: small, so that an input that is all entries
+ * or one huge sparse file is refused at once instead of running into the
+ * fuzzer's timeout. */
+extern const struct sbx_image_limits scratch_limits;
+
 /* Creates the tree (removed at exit; a later run removes one left by a run
  * that ended on a finding) and returns the root's path. */
 const char *scratch_create(void);
 /* Empties the root. */
 void scratch_reset(void);
 /* Nothing beside the root changed, and the root's regular files stay
- * within the image size cap. */
+ * within scratch_limits' bytes. */
 void scratch_check(void);
 /* Aborts with what failed and errno. */
 void scratch_die(const char *what) __attribute__((noreturn));

@@ -31,6 +31,9 @@ TEST(config_defaults_for_null_and_absent)
 	struct sbx_config *cfg = sbx_config_parse(NULL, &err);
 	CHECK(cfg != NULL);
 	CHECK(cfg->images.auto_install);
+	CHECK(cfg->images.limits.max_entries == 1000000);
+	CHECK(cfg->images.limits.max_bytes == 32ull << 30);
+	CHECK(cfg->images.limits.max_blob_bytes == 16ull << 30);
 	CHECK_INT(cfg->n_image_allowlist, 0);
 	CHECK_INT(cfg->default_idle_timeout_secs, 300);
 	CHECK_INT(cfg->max_concurrent_sandboxes, 32);
@@ -210,6 +213,22 @@ TEST(config_fatal_cases)
 	CHECK(fails_with("[{},{}]", "list of 2 entries"));
 	CHECK(fails_with("[1]", "expected a map"));
 	CHECK(fails_with("\"x\"", "expected a map"));
+}
+
+TEST(config_image_limits)
+{
+	sbx_error_t err = NULL;
+	struct sbx_config *cfg = parse("{\"image_max_entries\":5000,\"image_max_mb\":64,\"image_max_blob_mb\":8}", &err);
+	CHECK(cfg != NULL);
+	CHECK(cfg->images.limits.max_entries == 5000);
+	CHECK(cfg->images.limits.max_bytes == 64ull << 20);
+	CHECK(cfg->images.limits.max_blob_bytes == 8ull << 20);
+	sbx_config_free(cfg);
+	CHECK(fails_with("{\"image_max_entries\":0}", "config key `image_max_entries`: must be 1..4294967295, got 0"));
+	CHECK(fails_with("{\"image_max_mb\":-1}", "config key `image_max_mb`: must be 1..1073741824, got -1"));
+	CHECK(fails_with("{\"image_max_mb\":1073741825}", "image_max_mb"));
+	CHECK(fails_with("{\"image_max_blob_mb\":\"8\"}", "config key `image_max_blob_mb`: expected an integer"));
+	CHECK(fails_with("{\"image_max_blob_mb\":1.5}", "image_max_blob_mb"));
 }
 
 TEST(config_credentials_never_in_errors)

@@ -17,6 +17,12 @@
 
 #define N(a) (sizeof(a) / sizeof((a)[0]))
 
+static const struct sbx_image_limits limits = {
+	.max_entries = SBX_IMAGE_MAX_ENTRIES_DEFAULT,
+	.max_bytes = SBX_IMAGE_MAX_MB_DEFAULT << 20,
+	.max_blob_bytes = SBX_IMAGE_MAX_BLOB_MB_DEFAULT << 20,
+};
+
 static int rm_entry(const char *p, const struct stat *st, int flag, struct FTW *f)
 {
 	return remove(p);
@@ -49,7 +55,7 @@ static int apply(struct fixture *f, const struct tl_entry *const *layers, const 
 		 enum tl_compression c, char *msg, size_t msglen)
 {
 	sbx_error_t err = NULL;
-	struct sbx_rootfs *r = sbx_rootfs_open(f->root, &err);
+	struct sbx_rootfs *r = sbx_rootfs_open(f->root, &limits, 0, &err);
 	int rc = r ? 0 : -1;
 	for (size_t i = 0; rc == 0 && i < n; i++) {
 		int fd = tl_build(layers[i], counts[i], c);
@@ -322,7 +328,7 @@ TEST(refuses_garbage)
 	struct fixture f;
 	setup(&f);
 	sbx_error_t err = NULL;
-	struct sbx_rootfs *r = sbx_rootfs_open(f.root, &err);
+	struct sbx_rootfs *r = sbx_rootfs_open(f.root, &limits, 0, &err);
 	CHECK(r != NULL);
 	char tmpl[] = "/tmp/sbx-garbage-XXXXXX";
 	int fd = mkstemp(tmpl);
@@ -390,15 +396,110 @@ TEST(declared_size_counts_toward_the_cap)
 	struct fixture f;
 	setup(&f);
 	sbx_error_t err = NULL;
-	struct sbx_rootfs *r = sbx_rootfs_open(f.root, &err);
+	struct sbx_rootfs *r = sbx_rootfs_open(f.root, &limits, 0, &err);
 	CHECK(r != NULL);
-	int fd = huge_entry_layer(SBX_ROOTFS_MAX_BYTES + 1);
+	int fd = huge_entry_layer(limits.max_bytes);
 	CHECK(sbx_rootfs_apply_layer(r, fd, &err) < 0);
-	CHECK(err != NULL && strstr(sbx_error_msg(err), "image larger than") != NULL);
+	CHECK(err != NULL && strstr(sbx_error_msg(err), "config key `image_max_mb`") != NULL);
 	sbx_error_free(&err);
 	close(fd);
 	struct stat st;
 	CHECK(lstat_in(&f, "sparse-bomb", &st) < 0);
 	sbx_rootfs_free(r);
+	rm_rf(f.base);
+}
+
+/* Applies one layer into a fresh rootfs with these limits and flags. */
+static int apply_limited(struct fixture *f, const struct sbx_image_limits *lim, unsigned flags,
+			 const struct tl_entry *l, size_t n, char *msg, size_t msglen)
+{
+	sbx_error_t err = NULL;
+	struct sbx_rootfs *r = sbx_rootfs_open(f->root, lim, flags, &err);
+	if (r == NULL)
+		abort();
+	int fd = tl_build(l, n, TL_NONE);
+	if (fd < 0)
+		abort();
+	int rc = sbx_rootfs_apply_layer(r, fd, &err);
+	close(fd);
+	snprintf(msg, msglen, "%s", sbx_error_msg(err));
+	sbx_error_free(&err);
+	sbx_rootfs_free(r);
+	return rc;
+}
+
+TEST(every_entry_counts_toward_the_entries_cap)
+{
+	struct fixture f;
+	setup(&f);
+	struct sbx_image_limits lim = limits;
+	lim.max_entries = 3;
+	const struct tl_entry l[] = { { TL_DIR, "a", NULL, 0, 0, 0, 0, NULL },
+				      { TL_SYMLINK, "b", "a", 0, 0, 0, 0, NULL },
+				      { TL_FILE, "a/.wh.x", "", 0, 0, 0, 0, NULL },
+				      { TL_DIR, "c", NULL, 0, 0, 0, 0, NULL } };
+	char msg[256];
+	CHECK(apply_limited(&f, &lim, 0, l, N(l), msg, sizeof(msg)) < 0);
+	CHECK(strstr(msg, "'c': the image has more than 3 entries (config key `image_max_entries`)") != NULL);
+	struct stat st;
+	CHECK(lstat_in(&f, "c", &st) < 0);
+	rm_rf(f.base);
+}
+
+/* Directories and symlinks write no file data, yet each takes an inode and
+ * a block: 50 of them with 1000-byte targets must not fit in 64 KiB. */
+TEST(links_and_directories_count_toward_the_bytes_cap)
+{
+	struct fixture f;
+	setup(&f);
+	struct sbx_image_limits lim = limits;
+	lim.max_bytes = 64 << 10;
+	static char target[1001], names[100][8];
+	memset(target, 't', 1000);
+	struct tl_entry l[100];
+	for (int i = 0; i < 100; i++) {
+		snprintf(names[i], sizeof(names[i]), "%c%02d", i < 50 ? 'd' : 'l', i);
+		l[i] = (struct tl_entry){ i < 50 ? TL_DIR : TL_SYMLINK, names[i], i < 50 ? NULL : target, 0, 0, 0, 0, NULL };
+	}
+	char msg[256];
+	CHECK(apply_limited(&f, &lim, 0, l, N(l), msg, sizeof(msg)) < 0);
+	CHECK(strstr(msg, "the image takes more than 0 MiB (config key `image_max_mb`)") != NULL);
+	rm_rf(f.base);
+}
+
+TEST(repeated_opaque_markers_act_once)
+{
+	struct fixture f;
+	setup(&f);
+	const struct tl_entry lower[] = { { TL_FILE, "d/old", "x", 0, 0, 0, 0, NULL } };
+	const struct tl_entry upper[] = { { TL_FILE, "d/.wh..wh..opq", "", 0, 0, 0, 0, NULL },
+					  { TL_FILE, "d/new", "y", 0, 0, 0, 0, NULL },
+					  { TL_FILE, "d/.wh..wh..opq", "", 0, 0, 0, 0, NULL },
+					  { TL_DIR, "d", NULL, 0700, 0, 0, 7777, NULL },
+					  { TL_DIR, "d", NULL, 0700, 0, 0, 8888, NULL } };
+	const struct tl_entry *layers[] = { lower, upper };
+	size_t counts[] = { N(lower), N(upper) };
+	CHECK(apply(&f, layers, counts, 2, TL_GZIP, NULL, 0) == 0);
+	struct stat st;
+	CHECK(lstat_in(&f, "d/old", &st) < 0);
+	CHECK(lstat_in(&f, "d/new", &st) == 0);
+	CHECK(lstat_in(&f, "d", &st) == 0);
+	CHECK_INT(st.st_mtime, 8888); /* the last time a layer gave d */
+	rm_rf(f.base);
+}
+
+TEST(an_archive_refuses_device_nodes_and_fifos)
+{
+	struct fixture f;
+	setup(&f);
+	const struct tl_entry chr[] = { { TL_CHR, "cfg.json", NULL, 0666, 0, 0, 0, NULL } };
+	const struct tl_entry fifo[] = { { TL_FIFO, "manifest.json", NULL, 0600, 0, 0, 0, NULL } };
+	char msg[256];
+	CHECK(apply_limited(&f, &limits, SBX_ROOTFS_NO_SPECIAL, chr, N(chr), msg, sizeof(msg)) < 0);
+	CHECK(strstr(msg, "'cfg.json' is a device node or FIFO: refused") != NULL);
+	CHECK(apply_limited(&f, &limits, SBX_ROOTFS_NO_SPECIAL, fifo, N(fifo), msg, sizeof(msg)) < 0);
+	struct stat st;
+	CHECK(lstat_in(&f, "cfg.json", &st) < 0);
+	CHECK(lstat_in(&f, "manifest.json", &st) < 0);
 	rm_rf(f.base);
 }
