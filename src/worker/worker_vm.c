@@ -18,7 +18,7 @@ struct sbx_vm *worker_vm_boot(const struct worker_launch *l, sbx_error_t *err)
 	snprintf(console, sizeof(console), "%s/" WORKER_LOG_DIR "/console.log", l->dir);
 	/* One share: a networked VM has room for no more (worker_config.c). */
 	struct sbx_vm_share share = { l->rec.host_path,
-				      l->rec.source == WORKER_SOURCE_PATH ? "/mnt/host-src" : "/workspace", true };
+				      l->rec.source == WORKER_SOURCE_PATH ? "/mnt/host-src" : "/workspace", true, -1 };
 	struct sbx_vm_options opt = {
 		.cpus = l->rec.cpus,
 		.memory_mib = l->rec.memory_mb,
