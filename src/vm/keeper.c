@@ -86,10 +86,13 @@ static void exec_side(const struct keeper_spec *s, int i, pid_t keeper)
 	if (getppid() != keeper)
 		_exit(127);
 	setpgid(0, 0);
-	/* Over the lifeline: only the keeper may hold it. */
+	/* Over the lifeline: only the keeper may hold it.  The second
+	 * descriptor's slot lies above every target. */
 	if (dup2(KEEPER_QEMU_FD_BASE + s->nfds + i, KEEPER_SIDE_FD) < 0)
 		_exit(127);
-	syscall(SYS_close_range, KEEPER_SIDE_FD + 1, ~0u, 0);
+	if (side->fd2 >= 0 && dup2(KEEPER_QEMU_FD_BASE + s->nfds + s->nsides + i, KEEPER_SIDE_FD + 1) < 0)
+		_exit(127);
+	syscall(SYS_close_range, KEEPER_SIDE_FD + (side->fd2 >= 0 ? 2 : 1), ~0u, 0);
 	signal(SIGINT, SIG_DFL);
 	signal(SIGHUP, SIG_DFL);
 	signal(SIGPIPE, SIG_DFL);
@@ -120,7 +123,7 @@ static int start_sides(const struct keeper_spec *s, pid_t self, pid_t sides[KEEP
 		setpgid(pid, pid); /* as the child does: whichever runs first */
 		sides[i] = pid;
 	}
-	for (int i = 0; i < s->nsides; i++)
+	for (int i = 0; i < 2 * s->nsides; i++)
 		close(KEEPER_QEMU_FD_BASE + s->nfds + i);
 	return 0;
 }
@@ -226,17 +229,25 @@ static void keeper_main(const struct keeper_spec *s)
  * overwrites a source still to be moved. */
 static void arrange_fds(const struct keeper_spec *s, int null_fd, int log_fd, int life_rd)
 {
-	int high[KEEPER_MAX_FDS + KEEPER_MAX_SIDES];
-	int n = s->nfds + s->nsides;
+	int high[KEEPER_MAX_FDS + 2 * KEEPER_MAX_SIDES];
+	int n = s->nfds + 2 * s->nsides;
 	int hnull = fcntl(null_fd, F_DUPFD, 64), hlog = fcntl(log_fd, F_DUPFD, 64);
 	int hlife = fcntl(life_rd, F_DUPFD, 64);
-	for (int i = 0; i < n; i++)
-		high[i] = fcntl(i < s->nfds ? s->fds[i] : s->sides[i - s->nfds].fd, F_DUPFD, 64);
+	for (int i = 0; i < n; i++) {
+		int j = i - s->nfds, fd;
+		if (j < 0)
+			fd = s->fds[i];
+		else if (j < s->nsides)
+			fd = s->sides[j].fd;
+		else /* a side without a second descriptor holds /dev/null's slot */
+			fd = s->sides[j - s->nsides].fd2 >= 0 ? s->sides[j - s->nsides].fd2 : null_fd;
+		high[i] = fcntl(fd, F_DUPFD, 64);
+	}
 	if (hnull < 0 || hlog < 0 || hlife < 0)
 		_exit(126);
 	if (dup2(hnull, 0) < 0 || dup2(hnull, 1) < 0 || dup2(hlog, 2) < 0 || dup2(hlife, LIFELINE_FD) < 0)
 		_exit(126);
-	/* QEMU's descriptors, then the side processes'. */
+	/* QEMU's descriptors, then the side processes', then their second ones. */
 	for (int i = 0; i < n; i++) {
 		if (high[i] < 0 || dup2(high[i], KEEPER_QEMU_FD_BASE + i) < 0)
 			_exit(126);

@@ -33,13 +33,16 @@
 #define KEEPER_MAX_FDS 9
 #define KEEPER_MAX_FILES 8
 #define KEEPER_MAX_SIDES 4
-/* A side process finds its descriptor here. */
+/* A side process finds its descriptor here, and its second one (when it
+ * has one) at KEEPER_SIDE_FD + 1. */
 #define KEEPER_SIDE_FD 3
 
 /* A process beside QEMU that lives exactly as long as it. */
 struct keeper_side {
 	char *const *argv;              /* argv[0] is an absolute path */
 	int fd;                         /* passed as KEEPER_SIDE_FD */
+	int fd2;                        /* -1, or passed as KEEPER_SIDE_FD + 1
+					   (for enter: it closes it) */
 	int (*enter)(const void *arg);  /* NULL, or run before exec
 					   (async-signal-safe; -1 = do not exec) */
 	const void *arg;

@@ -7,6 +7,7 @@ int share_arg_parse(char *s, struct sbx_vm_share *out, sbx_error_t *err)
 {
 	size_t n = strlen(s);
 	out->read_only = false;
+	out->host_fd = -1;
 	if (n > 3 && (strcmp(s + n - 3, ":ro") == 0 || strcmp(s + n - 3, ":rw") == 0)) {
 		out->read_only = s[n - 2] == 'r' && s[n - 1] == 'o';
 		s[n - 3] = '\0';

@@ -3,22 +3,37 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
+#include <pthread.h>
 #include <sched.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mount.h>
+#include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/un.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "common/cleanup.h"
+#include "common/log.h"
 #include "common/scodes.h"
 #include "common/strv.h"
 #include "proto/proto.h"
 
 _Static_assert(VIRTIOFSD_FD == KEEPER_SIDE_FD, "the keeper hands virtiofsd its socket at VIRTIOFSD_FD");
+/* The pinned directory, for virtiofs_enter (which closes it). */
+#define VIRTIOFS_SIDE_DIR_FD (KEEPER_SIDE_FD + 1)
+/* Where, in virtiofsd's mount namespace only, a tmpfs holds the share at
+ * VIRTIOFS_STAGE<vm dir>/<tag>: a path its uid can walk. */
+#define VIRTIOFS_STAGE "/tmp"
+/* nobody/nogroup: the probe's uid, and the gid of a share whose group is
+ * root's. */
+#define VIRTIOFS_PROBE_ID 65534
 
 #define VIRTIOFSD_FIX "install qemu-system-common (scripts/setup) or set SANDBOX_VIRTIOFSD"
 
@@ -39,6 +54,77 @@ static int check_guest_path(const char *p, sbx_error_t *err)
 	return 0;
 }
 
+/* Its groups dropped, then gid and uid: raw system calls, as the jail
+ * makes them, since glibc's wrappers signal threads a forked child of the
+ * daemon does not have. */
+static int drop_ids(uid_t uid, gid_t gid)
+{
+	if (syscall(SYS_setgroups, 0, NULL) < 0 || syscall(SYS_setresgid, gid, gid, gid) < 0 ||
+	    syscall(SYS_setresuid, uid, uid, uid) < 0)
+		return -1;
+	return 0;
+}
+
+/* Whether an unprivileged uid may make a user namespace here (a sysctl,
+ * a seccomp profile or an LSM may forbid it): a child tries once. */
+static bool userns_probe(void)
+{
+	pid_t pid = fork();
+	if (pid == 0)
+		_exit(drop_ids(VIRTIOFS_PROBE_ID, VIRTIOFS_PROBE_ID) < 0 || unshare(CLONE_NEWUSER) < 0 ? 1 : 0);
+	int status;
+	if (pid < 0 || waitpid(pid, &status, 0) != pid)
+		return false;
+	return WIFEXITED(status) && WEXITSTATUS(status) == 0;
+}
+
+static bool userns_ok;
+static void userns_once(void)
+{
+	userns_ok = geteuid() == 0 && userns_probe();
+	if (userns_ok)
+		sbx_info("virtiofsd: read-only shares of a user's directory are served as that user, in a user "
+			 "namespace of their own");
+	else if (geteuid() == 0)
+		sbx_warn("virtiofsd: this host forbids user namespaces to unprivileged uids: every virtiofsd runs "
+			 "as root");
+}
+
+/* virtiofsd's uid and gid: a read-only share of a directory that a user
+ * other than root owns is served as that user (see virtiofs.h); 0 keeps
+ * root. */
+static void pick_owner(struct virtiofs_share *s, const struct stat *st)
+{
+	static pthread_once_t once = PTHREAD_ONCE_INIT;
+	s->uid = s->gid = 0;
+	if (!s->read_only || st->st_uid == 0)
+		return;
+	pthread_once(&once, userns_once);
+	if (!userns_ok)
+		return;
+	s->uid = st->st_uid;
+	s->gid = st->st_gid != 0 ? st->st_gid : VIRTIOFS_PROBE_ID;
+}
+
+/* The directory pinned: the caller's descriptor, else host_dir opened
+ * once; everything after this uses the descriptor, never the path. */
+static int pin_dir(struct virtiofs_share *s, const struct sbx_vm_share *in, struct stat *st, sbx_error_t *err)
+{
+	if (in->host_fd >= 0) {
+		s->dir_fd = fcntl(in->host_fd, F_DUPFD_CLOEXEC, 3);
+	} else {
+		cleanup_free char *real = realpath(in->host_dir, NULL);
+		if (real == NULL)
+			return sbx_error_errno(err, errno, "share %s", in->host_dir);
+		s->dir_fd = open(real, O_PATH | O_NOFOLLOW | O_CLOEXEC);
+	}
+	if (s->dir_fd < 0 || fstat(s->dir_fd, st) < 0)
+		return sbx_error_errno(err, errno, "share %s", in->host_dir);
+	if (!S_ISDIR(st->st_mode))
+		return sbx_error_set(err, ENOTDIR, "share %s is not a directory", in->host_dir);
+	return 0;
+}
+
 static int init_one(struct virtiofs_share *s, const struct sbx_vm_share *in, size_t i, sbx_error_t *err)
 {
 	if (in->host_dir == NULL || in->host_dir[0] != '/' || in->guest_path == NULL)
@@ -46,15 +132,12 @@ static int init_one(struct virtiofs_share *s, const struct sbx_vm_share *in, siz
 	if (check_guest_path(in->guest_path, err) < 0)
 		return -1;
 	struct stat st;
-	if ((s->host_dir = realpath(in->host_dir, NULL)) == NULL || stat(s->host_dir, &st) < 0)
-		return sbx_error_errno(err, errno, "share %s", in->host_dir);
-	if (!S_ISDIR(st.st_mode))
-		return sbx_error_set(err, ENOTDIR, "share %s is not a directory", in->host_dir);
-	if (strpbrk(s->host_dir, ",\\") != NULL)
-		return sbx_error_set(err, EINVAL, "share %s: a ',' or '\\' in the path is not supported", s->host_dir);
-	if ((s->guest_path = strdup(in->guest_path)) == NULL)
+	if (pin_dir(s, in, &st, err) < 0)
+		return -1;
+	if ((s->host_dir = strdup(in->host_dir)) == NULL || (s->guest_path = strdup(in->guest_path)) == NULL)
 		return sbx_error_errno(err, ENOMEM, "share");
 	s->read_only = in->read_only;
+	pick_owner(s, &st);
 	snprintf(s->tag, sizeof(s->tag), "sbxfs%zu", i);
 	return 0;
 }
@@ -70,7 +153,7 @@ int virtiofs_init(struct virtiofs *fs, const struct sbx_vm_share *shares, size_t
 	if ((fs->v = calloc(n, sizeof(*fs->v))) == NULL)
 		return sbx_error_errno(err, ENOMEM, "shares");
 	for (size_t i = 0; i < n; i++)
-		fs->v[i].listen_fd = fs->v[i].qemu_fd = -1;
+		fs->v[i].listen_fd = fs->v[i].qemu_fd = fs->v[i].dir_fd = -1;
 	fs->n = n;
 	for (size_t i = 0; i < n; i++) {
 		if (init_one(&fs->v[i], &shares[i], i, err) < 0)
@@ -145,7 +228,13 @@ int virtiofs_open(struct virtiofs *fs, const char *dir, sbx_error_t *err)
 		return sbx_error_errno(err, errno, "open %s", dir);
 	for (size_t i = 0; i < fs->n; i++) {
 		struct virtiofs_share *s = &fs->v[i];
-		if ((s->argv = virtiofs_argv(bin, s->host_dir, err)) == NULL || socket_pair(s, dirfd, err) < 0)
+		if (asprintf(&s->source, VIRTIOFS_STAGE "%s/%s", dir, s->tag) < 0) {
+			s->source = NULL;
+			return sbx_error_errno(err, ENOMEM, "share");
+		}
+		if (strlen(s->source) >= PATH_MAX)
+			return sbx_error_set(err, ENAMETOOLONG, "share: %s", s->source);
+		if ((s->argv = virtiofs_argv(bin, s->source, err)) == NULL || socket_pair(s, dirfd, err) < 0)
 			return -1;
 	}
 	return 0;
@@ -157,7 +246,9 @@ void virtiofs_plan(const struct virtiofs *fs, int *fds, int *nfds, struct qemu_s
 		const struct virtiofs_share *s = &fs->v[i];
 		qs[i] = (struct qemu_share){ .fd = KEEPER_QEMU_FD_BASE + *nfds, .tag = s->tag };
 		fds[(*nfds)++] = s->qemu_fd;
-		sides[i] = (struct keeper_side){ .argv = s->argv, .fd = s->listen_fd, .enter = virtiofs_enter, .arg = s };
+		sides[i] = (struct keeper_side){
+			.argv = s->argv, .fd = s->listen_fd, .fd2 = s->dir_fd, .enter = virtiofs_enter, .arg = s
+		};
 	}
 }
 
@@ -175,7 +266,9 @@ void virtiofs_close_fds(struct virtiofs *fs)
 			close(fs->v[i].listen_fd);
 		if (fs->v[i].qemu_fd >= 0)
 			close(fs->v[i].qemu_fd);
-		fs->v[i].listen_fd = fs->v[i].qemu_fd = -1;
+		if (fs->v[i].dir_fd >= 0)
+			close(fs->v[i].dir_fd);
+		fs->v[i].listen_fd = fs->v[i].qemu_fd = fs->v[i].dir_fd = -1;
 	}
 }
 
@@ -207,6 +300,7 @@ void virtiofs_free(struct virtiofs *fs)
 	for (size_t i = 0; i < fs->n; i++) {
 		jail_release(fs->v[i].jail);
 		free(fs->v[i].host_dir);
+		free(fs->v[i].source);
 		free(fs->v[i].guest_path);
 		sbx_strv_free(fs->v[i].argv);
 	}
@@ -215,17 +309,97 @@ void virtiofs_free(struct virtiofs *fs)
 	fs->n = 0;
 }
 
+/* mkdir -p of a path on the private tmpfs (a copy: the slashes are cut
+ * in turn). */
+static int make_path(const char *path)
+{
+	char p[PATH_MAX];
+	size_t n = strlen(path);
+	if (n >= sizeof(p))
+		return -1;
+	memcpy(p, path, n + 1);
+	for (size_t i = 1; i <= n; i++) {
+		if (p[i] != '/' && p[i] != '\0')
+			continue;
+		p[i] = '\0';
+		if (mkdir(p, 0755) < 0 && errno != EEXIST)
+			return -1;
+		p[i] = path[i];
+	}
+	return 0;
+}
+
+/* "0 <id> 1" into /proc/self/<file>. */
+static int write_map(const char *file, unsigned id)
+{
+	char buf[32] = "0 ", digits[12];
+	size_t n = 2, d = 0;
+	do
+		digits[d++] = (char)('0' + id % 10);
+	while ((id /= 10) != 0);
+	while (d > 0)
+		buf[n++] = digits[--d];
+	memcpy(buf + n, " 1", 2);
+	n += 2;
+	int fd = open(file, O_WRONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -1;
+	ssize_t w = write(fd, buf, n);
+	close(fd);
+	return w == (ssize_t)n ? 0 : -1;
+}
+
+/* The share's owner, root of a user namespace of its own: virtiofsd's
+ * --sandbox=namespace gets the capabilities it needs over that namespace
+ * only.  The uid change clears the parent-death signal (set again, then
+ * the keeper must still be the parent) and the dumpable flag, without
+ * which /proc/self's map files stay root's (execve sets it again anyway). */
+static int become_owner(const struct virtiofs_share *s, pid_t keeper)
+{
+	if (drop_ids(s->uid, s->gid) < 0 || prctl(PR_SET_PDEATHSIG, SIGKILL) < 0 || getppid() != keeper || prctl(PR_SET_DUMPABLE, 1) < 0 ||
+	    unshare(CLONE_NEWUSER) < 0)
+		return -1;
+	int fd = open("/proc/self/setgroups", O_WRONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -1;
+	ssize_t w = write(fd, "deny", 4);
+	close(fd);
+	if (w != 4 || write_map("/proc/self/uid_map", (unsigned)s->uid) < 0 ||
+	    write_map("/proc/self/gid_map", (unsigned)s->gid) < 0)
+		return -1;
+	return 0;
+}
+
 int virtiofs_enter(const void *share)
 {
 	const struct virtiofs_share *s = share;
+	pid_t keeper = getppid();
 	if (s->jail != NULL && jail_enter_limits(s->jail) < 0)
 		return -1;
-	if (!s->read_only)
-		return 0;
-	/* Nothing of this reaches the host's mount table. */
-	if (unshare(CLONE_NEWNS) < 0 || mount(NULL, "/", NULL, MS_REC | MS_SLAVE, NULL) < 0 ||
-	    mount(s->host_dir, s->host_dir, NULL, MS_BIND | MS_REC, NULL) < 0)
+	/* A detached copy of the pinned directory, made before the mount
+	 * namespace changes (a clone must come from the caller's own). */
+	int tree = (int)syscall(SYS_open_tree, VIRTIOFS_SIDE_DIR_FD, "",
+				OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_EMPTY_PATH | AT_RECURSIVE);
+	close(VIRTIOFS_SIDE_DIR_FD);
+	if (tree < 0) {
+		jail_report("virtiofsd", "open_tree of the share", errno);
 		return -1;
+	}
 	struct mount_attr ro = { .attr_set = MOUNT_ATTR_RDONLY };
-	return mount_setattr(AT_FDCWD, s->host_dir, AT_RECURSIVE, &ro, sizeof(ro));
+	/* Nothing of this reaches the host's mount table. */
+	if ((s->read_only && mount_setattr(tree, "", AT_EMPTY_PATH | AT_RECURSIVE, &ro, sizeof(ro)) < 0) ||
+	    unshare(CLONE_NEWNS) < 0 || mount(NULL, "/", NULL, MS_REC | MS_SLAVE, NULL) < 0 ||
+	    mount("tmpfs", VIRTIOFS_STAGE, "tmpfs", MS_NOSUID | MS_NODEV | MS_NOEXEC, "mode=0755,size=64k") < 0 ||
+	    make_path(s->source) < 0 ||
+	    syscall(SYS_move_mount, tree, "", AT_FDCWD, s->source, MOVE_MOUNT_F_EMPTY_PATH) < 0) {
+		jail_report("virtiofsd", "the share's mount", errno);
+		close(tree);
+		return -1;
+	}
+	close(tree);
+	if (s->uid != 0 && become_owner(s, keeper) < 0) {
+		jail_report("virtiofsd", "the owner's uid in a user namespace", errno);
+		return -1;
+	}
+	return 0;
 }

@@ -196,15 +196,9 @@ fail:
 	return -1;
 }
 
-int worker_manifest_load(const char *dir, bool bundle, struct worker_manifest *out, sbx_error_t *err)
+int worker_manifest_load(int dfd, const char *dir, bool bundle, struct worker_manifest *out, sbx_error_t *err)
 {
 	memset(out, 0, sizeof(*out));
-	cleanup_close int dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	if (dfd < 0) {
-		sbx_error_errno(err, errno, "host_path %s", dir);
-		sbx_error_default_scode(err, SBX_S_INVALID_REQUEST);
-		return -1;
-	}
 	/* Not a symlink (it could point anywhere, outside both roots), not a
 	 * FIFO that would block the open. */
 	cleanup_close int fd = openat(dfd, WORKER_MANIFEST_FILE, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);

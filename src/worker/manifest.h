@@ -27,8 +27,9 @@ struct worker_manifest {
 
 /* Parses manifest text; `bundle` applies the bundle rules. */
 int worker_manifest_parse(const char *text, size_t len, bool bundle, struct worker_manifest *out, sbx_error_t *err);
-/* Reads <dir>/iii.worker.yaml (a regular file, not a symlink) and parses it. */
-int worker_manifest_load(const char *dir, bool bundle, struct worker_manifest *out, sbx_error_t *err);
+/* Reads iii.worker.yaml (a regular file, not a symlink) in the directory
+ * dfd (which `dir` names in messages) and parses it. */
+int worker_manifest_load(int dfd, const char *dir, bool bundle, struct worker_manifest *out, sbx_error_t *err);
 void worker_manifest_free(struct worker_manifest *m);
 
 #endif

@@ -1,6 +1,7 @@
 /* worker::prepare {auth, worker, host_path, base_image?, exec?, resources?}
  *   -> {worker, prepared: true, source, base_image, cpus, memory_mb}
- * host_path in the roots (S501), bundles allowed (S504), the manifest
+ * host_path in the roots (S501) and pinned while prepare reads it,
+ * bundles allowed (S504), the manifest
  * (S503), the base image in the store (S101/S102), the data disk, then the
  * record.  Re-preparing costs an index read and a manifest parse, keeps the
  * data disk, and rewrites the record from what the manifest says now. */
@@ -143,7 +144,8 @@ static int prepare(struct sbx_adapter *a, json_t *req, struct worker_record *r, 
 		return -1;
 	char *host = NULL;
 	bool bundle = false;
-	if (worker_roots_check(p.host_path, &host, &bundle, err) < 0)
+	cleanup_close int host_fd = -1;
+	if (worker_roots_open(p.host_path, &host, &bundle, &host_fd, err) < 0)
 		return -1;
 	struct worker_manifest m = { 0 };
 	struct worker_image img = { 0 };
@@ -159,7 +161,7 @@ static int prepare(struct sbx_adapter *a, json_t *req, struct worker_record *r, 
 		goto out;
 	}
 	const char *image, *what, *bad_scode;
-	if (worker_manifest_load(host, bundle, &m, err) < 0 || check_runnable(&p, &m, err) < 0 ||
+	if (worker_manifest_load(host_fd, host, bundle, &m, err) < 0 || check_runnable(&p, &m, err) < 0 ||
 	    pick_base_image(&p, &m, bundle, &image, &what, &bad_scode, err) < 0 ||
 	    worker_image_ensure(a->cfg, image, what, bad_scode, &img, err) < 0)
 		goto out;

@@ -3,7 +3,11 @@
  * balloon, net, three disks), which leaves room for one share only: the
  * worker's own directory.  So the directory's regular files (bounded) are
  * written read-only into WORKER_CONFIG_GUEST_DIR at each start, before the
- * worker's process runs. */
+ * worker's process runs.  Read through the directory pinned when the
+ * start checked it (worker_start.c): every file opened without following
+ * a symlink and without blocking (a FIFO swapped in after the listing
+ * neither hangs the supervisor nor is read), then checked on its own
+ * descriptor. */
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -23,12 +27,14 @@
 #define CONFIG_MAX_BYTES (4u * 1024u * 1024u) /* all files together */
 #define CONFIG_WRITE_MS 60000
 
-static int read_file(int dirfd, const char *name, size_t max, char **out, size_t *len, sbx_error_t *err)
+int worker_config_read(int dirfd, const char *name, size_t max, char **out, size_t *len, sbx_error_t *err)
 {
-	cleanup_close int fd = openat(dirfd, name, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+	cleanup_close int fd = openat(dirfd, name, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY);
 	struct stat st;
 	if (fd < 0 || fstat(fd, &st) < 0)
 		return sbx_error_errno(err, errno, "config_dir: %s", name);
+	if (!S_ISREG(st.st_mode))
+		return sbx_error_set(err, EINVAL, "config_dir: %s changed into a special file while it was read", name);
 	if ((uint64_t)st.st_size > max)
 		return sbx_error_set(err, EFBIG, "config_dir: the files exceed %u bytes together", CONFIG_MAX_BYTES);
 	char *buf = malloc((size_t)st.st_size + 1);
@@ -55,9 +61,15 @@ int worker_config_copy(const struct worker_launch *l, struct sbx_vm *vm, sbx_err
 {
 	if (l->config_dir == NULL)
 		return 0;
-	cleanup_dir DIR *d = opendir(l->config_dir);
-	if (d == NULL)
-		return sbx_error_errno(err, errno, "config_dir %s", l->config_dir);
+	/* A directory of its own: fdopendir takes the descriptor it gets. */
+	int fd = openat(l->config_fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	cleanup_dir DIR *d = fd >= 0 ? fdopendir(fd) : NULL;
+	if (d == NULL) {
+		int e = errno;
+		if (fd >= 0)
+			close(fd);
+		return sbx_error_errno(err, e, "config_dir %s", l->config_dir);
+	}
 	size_t files = 0, bytes = 0;
 	struct dirent *e;
 	while ((errno = 0, e = readdir(d)) != NULL) {
@@ -73,7 +85,7 @@ int worker_config_copy(const struct worker_launch *l, struct sbx_vm *vm, sbx_err
 					     CONFIG_MAX_FILES);
 		char *data = NULL;
 		size_t len = 0;
-		if (read_file(dirfd(d), e->d_name, CONFIG_MAX_BYTES - bytes, &data, &len, err) < 0)
+		if (worker_config_read(dirfd(d), e->d_name, CONFIG_MAX_BYTES - bytes, &data, &len, err) < 0)
 			return -1;
 		bytes += len;
 		char path[sizeof(WORKER_CONFIG_GUEST_DIR) + 256 + 1];

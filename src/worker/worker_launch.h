@@ -24,7 +24,9 @@ struct worker_launch {
 	char record_path[4200];
 	char **env;        /* the guest's boot environment */
 	char **net_args;
+	int host_fd;       /* rec.host_path checked at this start (O_PATH) */
 	char *config_dir;  /* canonical, or NULL */
+	int config_fd;     /* config_dir checked at this start (O_PATH), or -1 */
 	uint64_t nofile;   /* III_VM_NOFILE_LIMIT, 0 = the guest's default */
 	uint64_t mem_cost; /* committed in the memory budget; given back at the end */
 };
@@ -37,6 +39,10 @@ struct sbx_vm *worker_vm_boot(const struct worker_launch *l, sbx_error_t *err);
 
 /* worker_config.c: config_dir's files written into the guest. */
 int worker_config_copy(const struct worker_launch *l, struct sbx_vm *vm, sbx_error_t *err);
+/* One of them: `name` in dirfd, a regular file of at most `max` bytes,
+ * opened without following a symlink or blocking on a FIFO; *out
+ * malloc'd. */
+int worker_config_read(int dirfd, const char *name, size_t max, char **out, size_t *len, sbx_error_t *err);
 
 /* worker_supervise.c: the supervisor thread's body (takes l): boots, runs
  * the steps and the worker process, feeds the logs, stops the VM when the

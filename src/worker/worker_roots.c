@@ -1,11 +1,15 @@
 #include "worker/worker_roots.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
+#include <linux/openat2.h>
 #include <pwd.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include "common/cleanup.h"
@@ -85,5 +89,50 @@ int worker_roots_check(const char *host_path, char **canonical, bool *in_package
 	}
 	*in_package_cache = in_cache;
 	*canonical = sbx_steal_ptr(real);
+	return 0;
+}
+
+/* The descriptor's own path now (readlink of /proc/self/fd/N), malloc'd. */
+static char *fd_path(int fd, sbx_error_t *err)
+{
+	char link[64], buf[PATH_MAX];
+	snprintf(link, sizeof(link), "/proc/self/fd/%d", fd);
+	ssize_t n = readlink(link, buf, sizeof(buf));
+	if (n < 0 || (size_t)n >= sizeof(buf))
+		return sbx_error_errno(err, n < 0 ? errno : ENAMETOOLONG, "readlink %s", link), NULL;
+	char *out = strndup(buf, (size_t)n);
+	if (out == NULL)
+		sbx_error_errno(err, ENOMEM, "host_path");
+	return out;
+}
+
+int worker_roots_open(const char *host_path, char **canonical, bool *in_package_cache, int *fd, sbx_error_t *err)
+{
+	*fd = -1;
+	cleanup_free char *real = NULL;
+	if (worker_roots_check(host_path, &real, in_package_cache, err) < 0)
+		return -1;
+	/* real has no symlink: one met now was swapped in since. */
+	struct open_how how = { .flags = O_PATH | O_CLOEXEC, .resolve = RESOLVE_NO_SYMLINKS };
+	cleanup_close int dfd = (int)syscall(SYS_openat2, AT_FDCWD, real, &how, sizeof(how));
+	if (dfd < 0 && errno == ELOOP)
+		return sbx_error_scode(err, SBX_S_HOST_PATH, "host_path '%s' changed while it was checked (a symlink in '%s')",
+				       host_path, real);
+	struct stat st;
+	int e = dfd < 0 || fstat(dfd, &st) < 0 ? errno : S_ISDIR(st.st_mode) ? 0 : ENOTDIR;
+	if (e != 0) {
+		sbx_error_errno(err, e, "host_path %s", host_path);
+		sbx_error_default_scode(err, SBX_S_INVALID_REQUEST);
+		return -1;
+	}
+	/* A parent renamed during the walk shows as another path. */
+	cleanup_free char *now = fd_path(dfd, err);
+	if (now == NULL)
+		return -1;
+	if (strcmp(now, real) != 0)
+		return sbx_error_scode(err, SBX_S_HOST_PATH, "host_path '%s' changed while it was checked (now '%s')",
+				       host_path, now);
+	*canonical = sbx_steal_ptr(real);
+	*fd = sbx_steal_fd(dfd);
 	return 0;
 }

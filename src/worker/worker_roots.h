@@ -15,6 +15,14 @@
  * in neither, does not resolve, or is not absolute. */
 int worker_roots_check(const char *host_path, char **canonical, bool *in_package_cache, sbx_error_t *err);
 
+/* worker_roots_check, then the directory pinned: *fd an O_PATH
+ * descriptor (close-on-exec) of *canonical, opened without following any
+ * symlink and whose own path is still *canonical.  What a caller uses
+ * afterwards goes through *fd, never the path: a directory swapped for a
+ * symlink later changes nothing.  S501 when the path changed during the
+ * check, S001 "host_path <path>: Not a directory" for a file. */
+int worker_roots_open(const char *host_path, char **canonical, bool *in_package_cache, int *fd, sbx_error_t *err);
+
 /* The package cache as configured (not resolved), malloc'd. */
 char *worker_package_cache(sbx_error_t *err);
 

@@ -16,6 +16,7 @@
 
 #include "adapter/request.h"
 #include "adapter/sandbox/env.h"
+#include "common/cleanup.h"
 #include "common/log.h"
 #include "common/scodes.h"
 #include "common/state_dir.h"
@@ -100,20 +101,29 @@ static char **net_args(const struct sbx_config *cfg, const char *worker, const c
 	return args;
 }
 
-/* config_dir: a directory under the same roots as host_path (S501), shared
- * as its canonical path. */
-static int config_dir(const char *path, char **out, sbx_error_t *err)
+/* config_dir: a directory under the same roots as host_path (S501),
+ * pinned: its files are read through *fd after the boot. */
+static int config_dir(const char *path, char **out, int *fd, sbx_error_t *err)
 {
 	bool in_cache;
-	if (worker_roots_check(path, out, &in_cache, err) < 0)
-		return sbx_error_prefix(err, "config_dir");
-	struct stat st;
-	if (stat(*out, &st) < 0 || !S_ISDIR(st.st_mode)) {
-		sbx_error_scode(err, SBX_S_INVALID_REQUEST, "config_dir %s is not a directory", path);
-		free(*out);
-		*out = NULL;
-		return -1;
+	if (worker_roots_open(path, out, &in_cache, fd, err) == 0)
+		return 0;
+	if ((*err)->errnum == ENOTDIR) {
+		sbx_error_free(err);
+		return sbx_error_scode(err, SBX_S_INVALID_REQUEST, "config_dir %s is not a directory", path);
 	}
+	return sbx_error_prefix(err, "config_dir");
+}
+
+/* The prepared directory checked again and pinned: what the VM shares is
+ * what this start checked, whatever the path is by the time virtiofsd
+ * starts. */
+static int host_dir(struct worker_launch *l, sbx_error_t *err)
+{
+	cleanup_free char *canonical = NULL;
+	bool in_cache;
+	if (worker_roots_open(l->rec.host_path, &canonical, &in_cache, &l->host_fd, err) < 0)
+		return sbx_error_prefix(err, "worker %s", l->rec.worker);
 	return 0;
 }
 
@@ -123,6 +133,7 @@ static struct worker_launch *launch_new(struct sbx_adapter *a, const char *name,
 	struct worker_launch *l = calloc(1, sizeof(*l));
 	if (l == NULL)
 		return sbx_error_errno(err, ENOMEM, "worker %s", name), NULL;
+	l->host_fd = l->config_fd = -1;
 	json_t *env;
 	const char *url = NULL, *cfg_dir = NULL;
 	if (worker_record_load(name, &l->rec, err) < 0) {
@@ -138,7 +149,7 @@ static struct worker_launch *launch_new(struct sbx_adapter *a, const char *name,
 		goto fail;
 	if (url == NULL || url[0] == '\0')
 		url = engine_default_url();
-	if (cfg_dir != NULL && config_dir(cfg_dir, &l->config_dir, err) < 0)
+	if (host_dir(l, err) < 0 || (cfg_dir != NULL && config_dir(cfg_dir, &l->config_dir, &l->config_fd, err) < 0))
 		goto fail;
 	if (worker_dir(name, l->dir, sizeof(l->dir), err) < 0)
 		goto fail;

@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "common/clock.h"
 #include "common/log.h"
@@ -49,6 +50,10 @@ void worker_launch_free(struct worker_launch *l)
 	sbx_strv_free(l->env);
 	net_args_free(l->net_args);
 	free(l->config_dir);
+	if (l->host_fd >= 0)
+		close(l->host_fd);
+	if (l->config_fd >= 0)
+		close(l->config_fd);
 	free(l);
 }
 

@@ -16,9 +16,11 @@ struct sbx_vm *worker_vm_boot(const struct worker_launch *l, sbx_error_t *err)
 	char disk[4200], console[4200];
 	snprintf(disk, sizeof(disk), "%s/" WORKER_DATA_DISK, l->dir);
 	snprintf(console, sizeof(console), "%s/" WORKER_LOG_DIR "/console.log", l->dir);
-	/* One share: a networked VM has room for no more (worker_config.c). */
+	/* One share: a networked VM has room for no more (worker_config.c);
+	 * the directory this start checked, by its descriptor. */
 	struct sbx_vm_share share = { l->rec.host_path,
-				      l->rec.source == WORKER_SOURCE_PATH ? "/mnt/host-src" : "/workspace", true };
+				      l->rec.source == WORKER_SOURCE_PATH ? "/mnt/host-src" : "/workspace", true,
+				      l->host_fd };
 	struct sbx_vm_options opt = {
 		.cpus = l->rec.cpus,
 		.memory_mib = l->rec.memory_mb,

@@ -1,5 +1,6 @@
 /* worker_roots_check: the project directory and the package cache, after
  * symlinks and `..`; S501 naming both roots otherwise. */
+#include <fcntl.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -136,4 +137,37 @@ TEST(cache_defaults_to_home)
 	free(cache);
 	expect_s501(at("state/packages/b-1"), ".iii/compose/packages'");
 	setenv("III_COMPOSE_STATE_DIR", at("state"), 1);
+}
+
+/* worker_roots_open pins what it checked: the descriptor is the directory
+ * at the canonical path, and it stays that directory after the path is
+ * swapped for `ln -s / <dir>`; a later open of the swapped path is S501. */
+TEST(open_pins_the_checked_directory)
+{
+	sbx_error_t err = NULL;
+	char *canon = NULL;
+	bool pkg;
+	int fd;
+	CHECK_INT(mkdir(at("proj/pin"), 0755), 0);
+	CHECK_INT(close(open(at("proj/pin/marker"), O_WRONLY | O_CREAT, 0644)), 0);
+	CHECK_INT(worker_roots_open(at("projlink/pin"), &canon, &pkg, &fd, &err), 0);
+	CHECK_STR(canon, at("proj/pin"));
+	CHECK(fd >= 0 && (fcntl(fd, F_GETFD) & FD_CLOEXEC));
+	CHECK_INT(rename(at("proj/pin"), at("proj/pinned")), 0);
+	CHECK_INT(symlink("/", at("proj/pin")), 0);
+	CHECK_INT(faccessat(fd, "marker", F_OK, 0), 0);
+	CHECK(faccessat(fd, "etc", F_OK, 0) < 0);
+	close(fd);
+	free(canon);
+	canon = NULL;
+	CHECK_INT(worker_roots_open(at("proj/pin"), &canon, &pkg, &fd, &err), -1);
+	CHECK(canon == NULL && fd == -1);
+	CHECK_STR(err->scode, SBX_S_HOST_PATH);
+	CHECK(strstr(sbx_error_msg(err), "(resolved: '/')") != NULL);
+	sbx_error_free(&err);
+	/* A file is a request error, as the manifest read said before. */
+	CHECK_INT(worker_roots_open(at("proj/pinned/marker"), &canon, &pkg, &fd, &err), -1);
+	CHECK_STR(err->scode, SBX_S_INVALID_REQUEST);
+	CHECK(strstr(sbx_error_msg(err), "pinned/marker: Not a directory") != NULL);
+	sbx_error_free(&err);
 }
