@@ -11,6 +11,7 @@
 #include <string.h>
 #include <sys/random.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -82,6 +83,13 @@ int vm_launch(struct sbx_vm *vm, int state_fd, sbx_error_t *err)
 			.ram_fd = vm->ram_fd >= 0,
 		};
 		ja.ram_memfd = vm->fs.n > 0;
+		ja.ram_cow = vm->ram_fd >= 0 && !vm->ram_shared;
+		if (ja.ram_cow) {
+			struct stat st;
+			if (fstat(vm->ram_fd, &st) < 0)
+				return sbx_error_errno(err, errno, "template memory");
+			ja.ram_held_bytes = (uint64_t)st.st_blocks * 512;
+		}
 		if ((vm->jail = vm_jail_prepare(vm->jail_host, &ja, err)) == NULL)
 			return -1;
 	}
