@@ -164,3 +164,9 @@ int disk_scratch_create(const char *path, uint64_t size, sbx_error_t *err)
 		return sbx_error_prefix(err, "scratch disk template");
 	return disk_clone(tpl, path, err);
 }
+
+bool disk_direct_io(const char *path)
+{
+	cleanup_close int fd = open(path, O_RDONLY | O_DIRECT | O_CLOEXEC);
+	return fd >= 0;
+}

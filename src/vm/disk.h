@@ -3,6 +3,7 @@
 #ifndef SBX_VM_DISK_H
 #define SBX_VM_DISK_H
 
+#include <stdbool.h>
 #include <stdint.h>
 
 #include "common/error.h"
@@ -23,5 +24,10 @@ int disk_scratch_create(const char *path, uint64_t size, sbx_error_t *err);
 /* Copies file `from` to a new file `to` (0600, must not exist), sharing
  * blocks where the filesystem can and keeping holes everywhere. */
 int disk_clone(const char *from, const char *to, sbx_error_t *err);
+
+/* Whether the file system holding `path` opens it with O_DIRECT (tmpfs
+ * before Linux 6.6 does not): QEMU then writes the disk without the host's
+ * page cache, which the VM's memory cgroup would be charged for. */
+bool disk_direct_io(const char *path);
 
 #endif

@@ -45,6 +45,8 @@ struct qemu_config {
 	const char *boot_disk; /* erofs holding /init -> /dev/vda */
 	const char *image;     /* image erofs -> /dev/vdb */
 	const char *scratch;   /* ext4 -> /dev/vdc */
+	bool scratch_direct;   /* vdc written with O_DIRECT (vm/disk.h
+				  disk_direct_io), else through the page cache */
 	unsigned cpus, memory_mib;
 	enum sbx_accel accel; /* KVM or TCG, already decided */
 	unsigned tsc_khz;     /* TCG: the host's TSC frequency, 0 = unknown */

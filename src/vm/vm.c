@@ -6,11 +6,13 @@
 #include <fcntl.h>
 #include <pthread.h>
 #include <signal.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/random.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -69,6 +71,19 @@ static int vm_socketpair(int pair[2], sbx_error_t *err)
 	return 0;
 }
 
+/* Whether QEMU writes the overlay upper disk with O_DIRECT; said once per
+ * process when the file system refuses it. */
+static bool upper_direct(const struct sbx_vm *vm)
+{
+	static atomic_bool warned;
+	if (disk_direct_io(vm_upper_disk(vm)))
+		return true;
+	if (!atomic_exchange(&warned, true))
+		sbx_warn("vm: %s refuses O_DIRECT: guests' disk writes go through the host's page cache, "
+			 "charged to their VM's memory limit", vm_upper_disk(vm));
+	return false;
+}
+
 /* Our ends of the pairs stay; QEMU's ends are closed at return, once the
  * keeper holds its own copies. */
 int vm_launch(struct sbx_vm *vm, int state_fd, sbx_error_t *err)
@@ -82,6 +97,13 @@ int vm_launch(struct sbx_vm *vm, int state_fd, sbx_error_t *err)
 			.ram_fd = vm->ram_fd >= 0,
 		};
 		ja.ram_memfd = vm->fs.n > 0;
+		ja.ram_cow = vm->ram_fd >= 0 && !vm->ram_shared;
+		if (ja.ram_cow) {
+			struct stat st;
+			if (fstat(vm->ram_fd, &st) < 0)
+				return sbx_error_errno(err, errno, "template memory");
+			ja.ram_held_bytes = (uint64_t)st.st_blocks * 512;
+		}
 		if ((vm->jail = vm_jail_prepare(vm->jail_host, &ja, err)) == NULL)
 			return -1;
 	}
@@ -127,7 +149,8 @@ int vm_launch(struct sbx_vm *vm, int state_fd, sbx_error_t *err)
 	vm->incoming_at = state_at;
 	struct qemu_config qc = {
 		.qemu = vm->qemu, .kernel = vm->kernel, .boot_disk = vm->boot, .image = vm->image,
-		.scratch = vm_upper_disk(vm), .cpus = vm->cpus, .memory_mib = vm->memory_mib, .accel = vm->accel,
+		.scratch = vm_upper_disk(vm), .scratch_direct = upper_direct(vm), .cpus = vm->cpus,
+		.memory_mib = vm->memory_mib, .accel = vm->accel,
 		.console_fd = KEEPER_QEMU_FD_BASE, .control_fd = KEEPER_QEMU_FD_BASE + 1,
 		.qmp_fd = qmp_at, .incoming_fd = state_at, .net_fd = net_at,
 		.ram_fd = ram_at, .ram_shared = vm->ram_shared, .incoming_defer = state_at > 0 && ram_at > 0,

@@ -4,6 +4,15 @@
 
 #include "common/scodes.h"
 
+uint64_t vm_jail_memory_mib(const struct vm_jail_args *a)
+{
+	uint64_t guest = a->guest_mib << 20;
+	if (!a->ram_cow || a->ram_held_bytes >= guest)
+		return a->memory_limit_mib;
+	uint64_t holes = guest - a->ram_held_bytes;
+	return a->memory_limit_mib + (holes + (1u << 20) - 1) / (1u << 20);
+}
+
 struct jail *vm_jail_prepare(struct sbx_jail_host *h, const struct vm_jail_args *a, sbx_error_t *err)
 {
 	const char *slash = strrchr(a->dir, '/');
@@ -17,7 +26,7 @@ struct jail *vm_jail_prepare(struct sbx_jail_host *h, const struct vm_jail_args 
 		fsize = (a->guest_mib << 20) + (64ull << 20);
 	struct jail_request r = {
 		.name = slash != NULL ? slash + 1 : a->dir,
-		.memory_mib = a->memory_limit_mib,
+		.memory_mib = vm_jail_memory_mib(a),
 		.cpus = a->cpus,
 		.fsize_bytes = fsize,
 		.ro_files = ro, .n_ro = 4,

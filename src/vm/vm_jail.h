@@ -25,7 +25,16 @@ struct vm_jail_args {
 	uint64_t scratch_bytes; /* the scratch disk: the most QEMU writes to a file */
 	bool ram_fd;            /* guest RAM is a template's memfd: QEMU names it
 				   in its own /proc */
+	bool ram_cow;           /* a clone: a private mapping of that memfd */
+	uint64_t ram_held_bytes; /* a clone's: the bytes the memfd holds now */
 };
+
+/* The cgroup's memory limit: memory_limit_mib, and for a clone the
+ * template memfd's holes besides.  A clone's first touch of a page the
+ * memfd lacks allocates that page in the memfd (shmem, charged to the
+ * clone's cgroup and not reclaimable without swap) before its private
+ * copy: up to twice the guest's RAM for one that fills it. */
+uint64_t vm_jail_memory_mib(const struct vm_jail_args *a);
 
 /* S300 on failure: the VM must not run unconfined when a jail is in force. */
 struct jail *vm_jail_prepare(struct sbx_jail_host *h, const struct vm_jail_args *a, sbx_error_t *err);

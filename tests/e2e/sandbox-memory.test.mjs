@@ -5,7 +5,9 @@
 // memory cgroup of the test's own) is reported as such.  A sandbox cannot
 // write more than scratch_disk_mb.  A hostile exec (background processes,
 // a fork bomb) never keeps the next exec or stop from working.  Every QEMU runs
-// with oom_score_adj 1000.  Same setup as sandbox.test.mjs.
+// with oom_score_adj 1000.  A guest that fills its own memory or its own
+// disk loses the process doing it, never its VM.  Same setup as
+// sandbox.test.mjs.
 import { describe, test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { existsSync, mkdirSync, readFileSync, rmdirSync, writeFileSync } from 'node:fs';
@@ -15,8 +17,12 @@ import { assertNoVmLeft, assertScode, processesMentioning, startSandboxStack } f
 
 const skip = registryUnavailable();
 // One sandbox of 512 MiB with its VM (512 + QEMU's 64 + the 64 MiB
-// translation cache = 640 MiB) fits, two do not.
-const BUDGET = 1000;
+// translation cache = 640 MiB) fits, two do not.  The templates' memfds
+// count too, and grow toward their guest RAM as clones touch pages: the
+// last test's sandbox (448 MiB) fits beside the 512 and 256 MiB ones full.
+const BUDGET = 1250;
+// Small, so that filling the disk is quick.
+const SCRATCH_MB = 256;
 
 function qemuPids(stateDir) {
 	return processesMentioning(stateDir).filter((p) => /qemu-system/.test(p.cmdline)).map((p) => p.pid);
@@ -66,7 +72,7 @@ describe('memory budget and dying VMs', { skip: skip ?? false }, () => {
 	before(async () => {
 		reg = await startRegistry({ images: ['python'] });
 		s = await startSandboxStack({ registry: reg, config: { image_allowlist: ['python'], memory_budget_mb: BUDGET,
-			scratch_disk_mb: 128 } });
+			scratch_disk_mb: SCRATCH_MB } });
 	});
 	after(async () => {
 		await s?.stop();
@@ -86,7 +92,7 @@ describe('memory budget and dying VMs', { skip: skip ?? false }, () => {
 	});
 
 	test('a sandbox writes at most scratch_disk_mb, then gets ENOSPC and still answers', async () => {
-		const r = await s.exec(a, { cmd: 'dd if=/dev/zero of=/fill bs=1M count=256' });
+		const r = await s.exec(a, { cmd: `dd if=/dev/zero of=/fill bs=1M count=${SCRATCH_MB}` });
 		assert.notEqual(r.exit_code, 0);
 		assert.match(r.stderr, /No space left on device/);
 		const used = await s.exec(a, { cmd: "sh -c 'rm /fill && echo ok'" });
@@ -170,5 +176,33 @@ describe('memory budget and dying VMs', { skip: skip ?? false }, () => {
 		} finally {
 			await removeCgroup(cg);
 		}
+	});
+
+	// The memory cgroup of a VM's QEMU is charged for QEMU's memory, for
+	// the pages of its template's memfd it is the first to touch, and for
+	// the host's page cache of what QEMU reads and writes: the guest's own
+	// limits (its RAM, its disk's size) must act before the host's.  A
+	// template's memfd keeps the pages its clones touched, so each test
+	// has a guest size, and a template, of its own.
+	test('a guest that fills its memory: its OOM killer ends the process (137), the sandbox answers', async () => {
+		const id = (await s.vm('create', { image: 'python', memory_mb: 256 })).sandbox_id;
+		const hog = await s.exec(id, { cmd: 'python3 -c "x=[]\nwhile True: x.append(bytearray(16<<20))"',
+			timeout_ms: 120000 }, 180000);
+		assert.equal(hog.exit_code, 137, JSON.stringify(hog));
+		const next = await s.exec(id, { cmd: 'echo alive' });
+		assert.equal(next.stdout, 'alive\n', JSON.stringify(next));
+		assert.deepEqual(await s.vm('stop', { sandbox_id: id }), { sandbox_id: id, stopped: true });
+	});
+
+	test('a guest that fills its disk: ENOSPC at the scratch disk\'s size, the sandbox answers', async () => {
+		const id = (await s.vm('create', { image: 'python', memory_mb: 320 })).sandbox_id;
+		const fill = await s.exec(id, { cmd: 'dd if=/dev/zero of=/var/tmp/fill bs=1M', timeout_ms: 120000 }, 180000);
+		assert.notEqual(fill.exit_code, 0, JSON.stringify(fill));
+		assert.match(fill.stderr, /No space left on device/);
+		const written = Number(/^(\d+) bytes/m.exec(fill.stderr)?.[1]);
+		assert.ok(written > (SCRATCH_MB - 64) << 20 && written <= SCRATCH_MB << 20, fill.stderr);
+		const next = await s.exec(id, { cmd: "sh -c 'rm /var/tmp/fill && echo alive'" });
+		assert.equal(next.stdout, 'alive\n', JSON.stringify(next));
+		assert.deepEqual(await s.vm('stop', { sandbox_id: id }), { sandbox_id: id, stopped: true });
 	});
 });

@@ -71,6 +71,20 @@ TEST(tcg_command_line)
 	sbx_strv_free(v);
 }
 
+TEST(scratch_disk_written_without_the_page_cache)
+{
+	struct qemu_config c = base();
+	c.scratch_direct = true;
+	sbx_error_t err = NULL;
+	char **v = qemu_cmdline(&c, &err);
+	CHECK(v != NULL);
+	CHECK(find(v, "file=/v/scratch.ext4,if=none,id=scratch,format=raw,readonly=off,cache.direct=on,"
+		      "cache.no-flush=on,discard=unmap") > 0);
+	/* The images stay in the page cache every VM of them shares. */
+	CHECK(find(v, "file=/i/img.erofs,if=none,id=image,format=raw,readonly=on,cache=writeback") > 0);
+	sbx_strv_free(v);
+}
+
 TEST(kvm_command_line)
 {
 	struct qemu_config c = base();
