@@ -133,7 +133,7 @@ static const struct {
 	{ "adapter::info", "{}" },
 	{ "catalog::list", "{}" },
 	{ "create", "{\"image\":\"python\"}" },
-	{ "exec", "{\"sandbox_id\":\"\",\"cmd\":\"true\",\"stdin\":\"x\"}" },
+	{ "exec", "{\"sandbox_id\":\"\",\"cmd\":\"true\",\"stdin\":\"eA==\"}" },
 	{ "stop", "{\"sandbox_id\":\"\"}" },
 	{ "list", "{}" },
 	{ "run", "{\"image\":\"python\",\"code\":\"print(1)\",\"lang\":\"python\",\"files\":[{\"path\":\"/a\","
@@ -246,9 +246,9 @@ static void every_failure_has_a_cause(bool silent)
 	size_t n;
 	sbx_ops(&n);
 	CHECK_INT(n, sizeof(requests) / sizeof(requests[0]));
-	int injected = 0;
 	for (size_t i = 0; i < n; i++) {
 		CHECK(sbx_op_find(requests[i].op) != NULL);
+		int injected = 0;
 		for (int at = 0; at < MAX_STEPS; at++) {
 			char bad[512], text[512];
 			bool failed_one = run_injected(i, at, silent, bad, sizeof(bad), text, sizeof(text));
@@ -259,9 +259,14 @@ static void every_failure_has_a_cause(bool silent)
 				break;
 			injected++;
 		}
+		/* Each request reaches the fakes, but for those that need no VM
+		 * and stop, whose one VM call cannot fail. */
+		const char *op = requests[i].op;
+		bool local = strcmp(op, "adapter::info") == 0 || strcmp(op, "catalog::list") == 0 ||
+			     strcmp(op, "list") == 0 || strcmp(op, "stop") == 0;
+		if (!local && injected == 0)
+			sbx_test_fail(__FILE__, __LINE__, "%s never reached a fake call", op);
 	}
-	/* The fakes were reached: create, exec, run, fs::* and worker::*. */
-	CHECK(injected > 30);
 }
 
 TEST(every_failing_call_states_its_cause)
