@@ -1,4 +1,4 @@
-#include "adapter/host/template_pull.h"
+#include "cmd/template_pull.h"
 
 #include <stdio.h>
 #include <stdlib.h>

@@ -4,8 +4,8 @@
  * image at its first `create` instead of booting it cold.  The VM's
  * template build lock (vm/snapshot.h) keeps it from colliding with a
  * daemon building the same template. */
-#ifndef SBX_ADAPTER_HOST_TEMPLATE_PULL_H
-#define SBX_ADAPTER_HOST_TEMPLATE_PULL_H
+#ifndef SBX_CMD_TEMPLATE_PULL_H
+#define SBX_CMD_TEMPLATE_PULL_H
 
 #include "adapter/config/config.h"
 

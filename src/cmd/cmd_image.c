@@ -1,10 +1,10 @@
-#include "adapter/config/image_conf.h"
+#include "cmd/cmd_image.h"
 
 #include <stdio.h>
 #include <string.h>
 
 #include "adapter/config/config_file.h"
-#include "adapter/host/template_pull.h"
+#include "cmd/template_pull.h"
 #include "common/cleanup.h"
 #include "image/image_cli.h"
 #include "vm/template_cache.h"
