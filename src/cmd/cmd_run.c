@@ -12,7 +12,7 @@
 
 #include "adapter/adapter.h"
 #include "adapter/config/config_file.h"
-#include "adapter/host/vm_backend.h"
+#include "adapter/vm_backend/vm_backend.h"
 #include "common/base64.h"
 #include "common/cleanup.h"
 #include "common/log.h"

@@ -3,8 +3,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-#include "adapter/host/template_warm.h"
-#include "adapter/host/vm_backend.h"
+#include "adapter/vm_backend/template_warm.h"
+#include "adapter/vm_backend/vm_backend.h"
 #include "common/clock.h"
 #include "common/log.h"
 #include "jail/jail.h"

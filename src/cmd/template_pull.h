@@ -1,9 +1,9 @@
 /* `sandbox-libkrun image pull`'s last step: the pulled image's VM template
- * (host/template_warm.h's boot, with the configuration of --config or the
- * defaults), so that a daemon sharing the state directory restores the
- * image at its first `create` instead of booting it cold.  The VM's
- * template build lock (vm/snapshot.h) keeps it from colliding with a
- * daemon building the same template. */
+ * (adapter/vm_backend/template_warm.h's boot, with the configuration of
+ * --config or the defaults), so that a daemon sharing the state directory
+ * restores the image at its first `create` instead of booting it cold.
+ * The VM's template build lock (vm/snapshot.h) keeps it from colliding
+ * with a daemon building the same template. */
 #ifndef SBX_CMD_TEMPLATE_PULL_H
 #define SBX_CMD_TEMPLATE_PULL_H
 

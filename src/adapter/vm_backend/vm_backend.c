@@ -1,4 +1,4 @@
-#include "adapter/host/vm_backend.h"
+#include "adapter/vm_backend/vm_backend.h"
 
 #include <errno.h>
 #include <inttypes.h>
@@ -11,8 +11,8 @@
 
 #include "adapter/sandbox/boot_env.h"
 #include "adapter/sandbox/lang.h"
-#include "adapter/host/standby.h"
-#include "adapter/host/warm_pool.h"
+#include "adapter/vm_backend/standby.h"
+#include "adapter/vm_backend/warm_pool.h"
 #include "adapter/mem_budget.h"
 #include "common/cleanup.h"
 #include "common/log.h"
