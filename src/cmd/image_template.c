@@ -1,4 +1,4 @@
-#include "cmd/template_pull.h"
+#include "cmd/image_template.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -19,7 +19,7 @@ static void not_made(const char *name, sbx_error_t *err)
 	sbx_error_free(err);
 }
 
-void template_pull_make(const struct sbx_config *cfg, const char *name, const char *ref)
+void image_template_make(const struct sbx_config *cfg, const char *name, const char *ref)
 {
 	/* The VM layer's info lines would bury the lines of this step. */
 	if (getenv("SANDBOX_LOG") == NULL)
