@@ -3,10 +3,10 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "adapter/config/image_conf.h"
-#include "adapter/host/run_cli.h"
-#include "adapter/host/serve.h"
-#include "vm/vm_cli.h"
+#include "cmd/cmd_image.h"
+#include "cmd/cmd_run.h"
+#include "cmd/cmd_serve.h"
+#include "cmd/cmd_vm.h"
 
 struct command {
 	const char *name;

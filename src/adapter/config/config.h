@@ -56,7 +56,7 @@ struct sbx_config {
 	struct sbx_warm_pool_entry *warm_pool;
 	size_t n_warm_pool;
 	uint32_t warm_pool_max;    /* parked VMs of all images together */
-	bool standby;              /* QEMU launched ahead for the next create (host/standby.h) */
+	bool standby;              /* QEMU launched ahead for the next create (vm_backend/standby.h) */
 	uint32_t scratch_disk_mb;  /* what one sandbox may write */
 	uint32_t worker_disk_mb;   /* a Compose worker's persistent data disk */
 	uint32_t max_guest_pids;   /* processes one exec may have, 0 = no limit */

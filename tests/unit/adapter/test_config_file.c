@@ -8,7 +8,7 @@
 #include <unistd.h>
 
 #include "adapter/config/config_file.h"
-#include "adapter/config/image_conf.h"
+#include "cmd/cmd_image.h"
 #include "harness.h"
 
 static char dir[] = "/tmp/sbx-config-file-XXXXXX";

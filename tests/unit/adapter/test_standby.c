@@ -9,7 +9,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "adapter/host/standby.h"
+#include "adapter/vm_backend/standby.h"
 #include "common/clock.h"
 #include "harness.h"
 

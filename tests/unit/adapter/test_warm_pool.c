@@ -6,7 +6,7 @@
 #include <unistd.h>
 
 #include "adapter/config/config.h"
-#include "adapter/host/warm_pool.h"
+#include "adapter/vm_backend/warm_pool.h"
 #include "common/clock.h"
 #include "harness.h"
 

@@ -1,7 +1,7 @@
 /* `sandbox-libkrun serve`: connect to the engine, read the configuration
  * (configuration::get, or the engine's `--config FILE`), register the 23
  * functions and serve them until SIGTERM/SIGINT or the death of the engine
- * that spawned it (lifeline.h).  III_NAMESPACE and III_ISOLATION go into
+ * that spawned it (serve_lifeline.h).  III_NAMESPACE and III_ISOLATION go into
  * engine::workers::register.
  *
  * An engine that is not up yet is waited for (the engine client retries
@@ -13,7 +13,7 @@
  * III_DISABLE_TRACE_PAYLOADS is honoured trivially: this worker never sends
  * request or reply payloads as telemetry, so auth tokens and guest env never
  * reach the engine's trace store. */
-#include "adapter/host/serve.h"
+#include "cmd/cmd_serve.h"
 
 #include <errno.h>
 #include <pthread.h>
@@ -26,16 +26,16 @@
 #include "adapter/adapter.h"
 #include "adapter/config/config_fetch.h"
 #include "adapter/config/config_file.h"
-#include "adapter/host/fs_vm.h"
-#include "adapter/host/lifeline.h"
-#include "adapter/host/template_warm.h"
-#include "adapter/host/vm_backend.h"
+#include "adapter/vm_backend/template_warm.h"
+#include "adapter/vm_backend/vm_backend.h"
+#include "adapter/vm_backend/vm_backend_fs.h"
+#include "cmd/serve_lifeline.h"
 #include "common/log.h"
 #include "common/scodes.h"
 #include "engine/engine.h"
 #include "vm/leftovers.h"
-#include "vm/template_cache.h"
 #include "vm/oom_score.h"
+#include "vm/template_cache.h"
 #include "worker/worker_ops.h"
 #include "worker/worker_table.h"
 
@@ -298,7 +298,7 @@ int sbx_cmd_serve(int argc, char **argv)
 	if (a != NULL && backend != NULL) {
 		/* Before the handlers are registered: a create may come at once. */
 		vm_backend_start_pool(backend);
-		a->fs = (struct sbx_fs_host){ &fs_vm_ops, e };
+		a->fs = (struct sbx_fs_host){ &vm_backend_fs_ops, e };
 		a->workers = &worker_ops_vm;
 		a->worker_vms = worker_table_new(a->cfg, jail, &a->mem, &err);
 	}

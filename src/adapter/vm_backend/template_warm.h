@@ -6,8 +6,8 @@
  * cold.  Images not yet pulled are left alone: the `create` that pulls one
  * makes its template; so are images with a warm pool, whose first VM makes
  * it. */
-#ifndef SBX_ADAPTER_HOST_TEMPLATE_WARM_H
-#define SBX_ADAPTER_HOST_TEMPLATE_WARM_H
+#ifndef SBX_ADAPTER_VM_BACKEND_TEMPLATE_WARM_H
+#define SBX_ADAPTER_VM_BACKEND_TEMPLATE_WARM_H
 
 #include "adapter/backend.h"
 #include "adapter/config/config.h"
@@ -17,7 +17,7 @@ struct template_warm;
 /* Boots the image once as a `create` with the default size and no network
  * does (same VM options, so the same template key): the boot saves the
  * image's template, or restores it when it is there.  The caller stops
- * the VM.  `image pull` uses it too (host/template_pull.h). */
+ * the VM.  `image pull` uses it too (cmd/image_template.h). */
 void *template_boot(const struct sbx_config *cfg, const struct sbx_backend_ops *ops, void *ctx, const char *name,
 		    const char *ref, sbx_error_t *err);
 /* NULL when the thread could not start (logged: templates are then made

@@ -1,8 +1,8 @@
 /* serve's tie to the engine that spawned it (iii-protocol.md §1.4): EOF on
  * the pipe III_LIFELINE_FD names, or the process III_ENGINE_PID names gone,
  * means the engine died, and serve stops as on SIGTERM (its VMs with it). */
-#ifndef SBX_ADAPTER_LIFELINE_H
-#define SBX_ADAPTER_LIFELINE_H
+#ifndef SBX_CMD_SERVE_LIFELINE_H
+#define SBX_CMD_SERVE_LIFELINE_H
 
 #include "common/error.h"
 

@@ -1,4 +1,4 @@
-#include "adapter/host/standby.h"
+#include "adapter/vm_backend/standby.h"
 
 #include <pthread.h>
 #include <stdint.h>

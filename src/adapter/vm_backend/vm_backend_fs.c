@@ -1,11 +1,11 @@
 /* fs::* request/answer operations and fs::write over the VM layer; the
  * byte channels of fs::write come from the engine (the ops' context). */
-#include "adapter/host/fs_vm.h"
+#include "adapter/vm_backend/vm_backend_fs.h"
 
 #include <errno.h>
 
 #include "adapter/fs/fs_reply.h"
-#include "adapter/host/vm_backend.h"
+#include "adapter/vm_backend/vm_backend.h"
 #include "common/scodes.h"
 #include "engine/channel.h"
 #include "vm/vm.h"
@@ -109,13 +109,13 @@ static int write(void *ctx, void *vm, const struct sbx_fs_write_req *w, uint64_t
 
 static json_t *read_file(void *ctx, void *vm, const char *path, void (*done)(void *ud), void *done_ud, sbx_error_t *err)
 {
-	json_t *out = fs_vm_read(ctx, vm, path, done, done_ud, err);
+	json_t *out = vm_backend_fs_read(ctx, vm, path, done, done_ud, err);
 	if (out == NULL)
 		vm_backend_blame_death(vm, err);
 	return out;
 }
 
-const struct sbx_fs_ops fs_vm_ops = {
+const struct sbx_fs_ops vm_backend_fs_ops = {
 	.call = call,
 	.write = write,
 	.read = read_file,

@@ -7,8 +7,8 @@
  * it is no sandbox (max_concurrent_sandboxes and the memory budget do not
  * count it), is taken under the lock (never handed out twice), is stopped
  * when its image is gone, and stops with the daemon. */
-#ifndef SBX_ADAPTER_HOST_STANDBY_H
-#define SBX_ADAPTER_HOST_STANDBY_H
+#ifndef SBX_ADAPTER_VM_BACKEND_STANDBY_H
+#define SBX_ADAPTER_VM_BACKEND_STANDBY_H
 
 #include <stdbool.h>
 

@@ -1,10 +1,10 @@
-#include "adapter/config/image_conf.h"
+#include "cmd/cmd_image.h"
 
 #include <stdio.h>
 #include <string.h>
 
 #include "adapter/config/config_file.h"
-#include "adapter/host/template_pull.h"
+#include "cmd/image_template.h"
 #include "common/cleanup.h"
 #include "image/image_cli.h"
 #include "vm/template_cache.h"
@@ -53,7 +53,7 @@ static void pulled(void *ud, const char *name, const char *ref)
 		sbx_error_free(&err);
 		return;
 	}
-	template_pull_make(ic->cfg, name, ref);
+	image_template_make(ic->cfg, name, ref);
 }
 
 int sbx_cmd_image(int argc, char **argv)

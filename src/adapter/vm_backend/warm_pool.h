@@ -7,8 +7,8 @@
  * the pool's lock, so never handed out twice.  Parked VMs are no
  * sandboxes yet: max_concurrent_sandboxes does not count them.  They are
  * stopped with the pool (the daemon's end). */
-#ifndef SBX_ADAPTER_HOST_WARM_POOL_H
-#define SBX_ADAPTER_HOST_WARM_POOL_H
+#ifndef SBX_ADAPTER_VM_BACKEND_WARM_POOL_H
+#define SBX_ADAPTER_VM_BACKEND_WARM_POOL_H
 
 #include "adapter/config/config.h"
 

@@ -1,16 +1,16 @@
 /* fs::* over the VM layer and the engine's byte channels (fs_host.h);
  * the context is the engine client. */
-#ifndef SBX_ADAPTER_FS_VM_H
-#define SBX_ADAPTER_FS_VM_H
+#ifndef SBX_ADAPTER_VM_BACKEND_FS_H
+#define SBX_ADAPTER_VM_BACKEND_FS_H
 
 #include "adapter/fs/fs_host.h"
 
 #define FS_OP_TIMEOUT_MS (10 * 60 * 1000) /* one grep or sed over a large tree */
 #define FS_CHUNK_TIMEOUT_MS 60000         /* the guest taking or giving one chunk */
 
-extern const struct sbx_fs_ops fs_vm_ops;
+extern const struct sbx_fs_ops vm_backend_fs_ops;
 
-/* fs_read.c */
-json_t *fs_vm_read(void *ctx, void *vm, const char *path, void (*done)(void *ud), void *done_ud, sbx_error_t *err);
+/* vm_backend_fs_read.c */
+json_t *vm_backend_fs_read(void *ctx, void *vm, const char *path, void (*done)(void *ud), void *done_ud, sbx_error_t *err);
 
 #endif

@@ -1,6 +1,6 @@
 /* `sandbox-libkrun vm run`: boot a VM, run one command in it with this
  * process's stdin/stdout/stderr, exit with its status. */
-#include "vm/vm_cli.h"
+#include "cmd/cmd_vm.h"
 
 #include <errno.h>
 #include <getopt.h>

@@ -1,7 +1,7 @@
 /* `sandbox-libkrun run`: builds the same request the engine would send to
  * sandbox-libkrun::run, serves it with a private adapter and prints the
  * result: the code's stdout and stderr as they are, its exit status as ours. */
-#include "adapter/host/run_cli.h"
+#include "cmd/cmd_run.h"
 
 #include <errno.h>
 #include <getopt.h>
@@ -12,7 +12,7 @@
 
 #include "adapter/adapter.h"
 #include "adapter/config/config_file.h"
-#include "adapter/host/vm_backend.h"
+#include "adapter/vm_backend/vm_backend.h"
 #include "common/base64.h"
 #include "common/cleanup.h"
 #include "common/log.h"

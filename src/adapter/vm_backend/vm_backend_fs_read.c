@@ -7,8 +7,8 @@
 #include <string.h>
 
 #include "adapter/fs/fs_reply.h"
-#include "adapter/host/fs_vm.h"
-#include "adapter/host/vm_backend.h"
+#include "adapter/vm_backend/vm_backend_fs.h"
+#include "adapter/vm_backend/vm_backend.h"
 #include "common/log.h"
 #include "common/scodes.h"
 #include "engine/channel.h"
@@ -124,7 +124,7 @@ static json_t *reply(struct pump *p, const struct proto_fs_meta *meta, const str
 	return j;
 }
 
-json_t *fs_vm_read(void *ctx, void *vm, const char *path, void (*done)(void *ud), void *done_ud, sbx_error_t *err)
+json_t *vm_backend_fs_read(void *ctx, void *vm, const char *path, void (*done)(void *ud), void *done_ud, sbx_error_t *err)
 {
 	struct pump *p = calloc(1, sizeof(*p));
 	if (p == NULL)

@@ -1,4 +1,4 @@
-#include "adapter/host/warm_pool.h"
+#include "adapter/vm_backend/warm_pool.h"
 
 #include <pthread.h>
 #include <stdbool.h>

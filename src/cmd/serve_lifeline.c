@@ -1,4 +1,4 @@
-#include "adapter/host/lifeline.h"
+#include "cmd/serve_lifeline.h"
 
 #include <errno.h>
 #include <fcntl.h>

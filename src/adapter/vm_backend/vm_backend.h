@@ -18,10 +18,10 @@ extern const struct sbx_backend_ops vm_backend_ops;
 void *vm_backend_new(const struct sbx_config *cfg, struct sbx_jail_host *jail, sbx_error_t *err);
 /* Stops the warm pool and the standby VMs first. */
 void vm_backend_free(void *ctx);
-/* Starts the warm pool of the configuration (host/warm_pool.h) and the
- * standby VMs (host/standby.h): serve only. */
+/* Starts the warm pool of the configuration (warm_pool.h) and the
+ * standby VMs (standby.h): serve only. */
 void vm_backend_start_pool(void *ctx);
-/* The VM of a sandbox this backend booted (for fs_vm.c). */
+/* The VM of a sandbox this backend booted (for vm_backend_fs.c). */
 struct sbx_vm *vm_backend_vm(void *sandbox_vm);
 /* After a failed call: when the VM is gone, *err becomes S300 naming why
  * ("the sandbox's VM exited: killed by signal 9 (Killed)"). */

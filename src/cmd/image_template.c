@@ -1,10 +1,10 @@
-#include "adapter/host/template_pull.h"
+#include "cmd/image_template.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 
-#include "adapter/host/template_warm.h"
-#include "adapter/host/vm_backend.h"
+#include "adapter/vm_backend/template_warm.h"
+#include "adapter/vm_backend/vm_backend.h"
 #include "common/clock.h"
 #include "common/log.h"
 #include "jail/jail.h"
@@ -19,7 +19,7 @@ static void not_made(const char *name, sbx_error_t *err)
 	sbx_error_free(err);
 }
 
-void template_pull_make(const struct sbx_config *cfg, const char *name, const char *ref)
+void image_template_make(const struct sbx_config *cfg, const char *name, const char *ref)
 {
 	/* The VM layer's info lines would bury the lines of this step. */
 	if (getenv("SANDBOX_LOG") == NULL)

@@ -1,4 +1,4 @@
-#include "adapter/host/template_warm.h"
+#include "adapter/vm_backend/template_warm.h"
 
 #include <pthread.h>
 #include <stdatomic.h>

@@ -1,0 +1,112 @@
+/* The VM backend's ops table (backend.h) and its small ops; boot and exec
+ * have files of their own (vm_backend_boot.c, vm_backend_exec.c). */
+#include <errno.h>
+#include <stdlib.h>
+
+#include "adapter/vm_backend/vm_backend_internal.h"
+#include "common/clock.h"
+#include "common/scodes.h"
+#include "vm/template_memfd.h"
+
+#define WRITE_FILE_MS 60000 /* one file of run */
+#define DEATH_WAIT_MS 2000  /* QEMU's exit after the guest connection broke */
+
+void *vm_backend_new(const struct sbx_config *cfg, struct sbx_jail_host *jail, sbx_error_t *err)
+{
+	struct backend *b = calloc(1, sizeof(*b));
+	if (b == NULL) {
+		sbx_jail_host_free(jail);
+		return sbx_error_errno(err, ENOMEM, "backend"), NULL;
+	}
+	b->cfg = cfg;
+	b->jail = jail;
+	return b;
+}
+
+void vm_backend_free(void *ctx)
+{
+	struct backend *b = ctx;
+	if (b != NULL) {
+		warm_pool_stop(b->pool);
+		standby_stop(b->standby);
+		sbx_jail_host_free(b->jail);
+	}
+	free(b);
+}
+
+struct sbx_vm *vm_backend_vm(void *sandbox_vm)
+{
+	return ((struct sandbox_vm *)sandbox_vm)->vm;
+}
+
+static bool alive(void *vm)
+{
+	return sbx_vm_alive(((struct sandbox_vm *)vm)->vm);
+}
+
+/* A call that failed because the VM went says so, and why, rather than
+ * what broke on the way (a lost connection, a refused spawn). */
+static void blame_death(struct sandbox_vm *s, sbx_error_t *err)
+{
+	if (*err == NULL)
+		return;
+	if (sbx_vm_alive(s->vm))
+		return;
+	char cause[256];
+	sbx_vm_death_cause(s->vm, DEATH_WAIT_MS, cause, sizeof(cause));
+	sbx_error_free(err);
+	sbx_error_scode(err, SBX_S_VM_BOOT, "%s", cause);
+}
+
+void vm_backend_blame_death(void *sandbox_vm, sbx_error_t *err)
+{
+	blame_death(sandbox_vm, err);
+}
+
+void vm_backend_stop(void *vm)
+{
+	struct sandbox_vm *s = vm;
+	sbx_vm_stop(s->vm, sbx_now_ms() + VM_BACKEND_STOP_MS);
+	free(s->workdir);
+	free(s->image);
+	free(s);
+}
+
+static int write_file(void *vm, const char *path, uint32_t mode, bool parents, const void *data, size_t len,
+		      sbx_error_t *err)
+{
+	struct sandbox_vm *s = vm;
+	if (sbx_vm_write_file(s->vm, path, mode, parents, data, len, sbx_now_ms() + WRITE_FILE_MS, err) == 0)
+		return 0;
+	if (!sbx_vm_alive(s->vm)) {
+		blame_death(s, err);
+		return -1;
+	}
+	/* The fs S-codes of contract §3 by the guest's errno. */
+	int e = (*err)->errnum;
+	sbx_error_default_scode(err, e == ENOENT || e == ENOTDIR ? SBX_S_FS_NOT_FOUND
+				     : e == EISDIR		  ? SBX_S_FS_WRONG_TYPE
+				     : e == EACCES || e == EPERM ? SBX_S_FS_PERMISSION
+								  : SBX_S_FS_IO);
+	return -1;
+}
+
+static int64_t net_activity_ms(void *vm)
+{
+	return sbx_vm_net_activity_ms(((struct sandbox_vm *)vm)->vm);
+}
+
+static uint64_t templates_mib(void *ctx)
+{
+	return (template_memfd_usage() + (1u << 20) - 1) >> 20;
+}
+
+const struct sbx_backend_ops vm_backend_ops = {
+	.boot = vm_backend_boot,
+	.exec = vm_backend_exec,
+	.write_file = write_file,
+	.stop = vm_backend_stop,
+	.alive = alive,
+	.net_activity_ms = net_activity_ms,
+	.templates_mib = templates_mib,
+};
