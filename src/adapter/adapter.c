@@ -5,7 +5,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "adapter/scode.h"
 #include "common/log.h"
 
 /* memory_budget_mb, else MemTotal less the host's reserve. */
@@ -89,52 +88,4 @@ int sbx_adapter_use_backend(struct sbx_adapter *a, const struct sbx_backend_ops 
 	a->backend = (struct sbx_backend){ ops, ctx };
 	check_capacity(a);
 	return reaper_start(&a->reaper, a, err);
-}
-
-const struct sbx_op *sbx_op_find(const char *op)
-{
-	size_t n;
-	const struct sbx_op *ops = sbx_ops(&n);
-	for (size_t i = 0; i < n; i++) {
-		if (strcmp(ops[i].op, op) == 0)
-			return &ops[i];
-	}
-	return NULL;
-}
-
-/* The body used when even the error body cannot be built. */
-static json_t *oom_body(void)
-{
-	return json_pack("{s:s, s:s}", "code", "invocation_failed", "message", "out of memory");
-}
-
-int sbx_op_fail_run(sbx_error_t *err, const char *step, const char *sandbox_id, json_t **out)
-{
-	*out = sbx_error_body_from_error(*err, step, sandbox_id);
-	sbx_error_free(err);
-	if (*out == NULL)
-		*out = oom_body();
-	return -1;
-}
-
-int sbx_op_fail(sbx_error_t *err, json_t **out)
-{
-	return sbx_op_fail_run(err, NULL, "", out);
-}
-
-int sbx_adapter_call(struct sbx_adapter *a, const char *op, json_t *req, json_t **out)
-{
-	*out = NULL;
-	const struct sbx_op *o = sbx_op_find(op);
-	if (o == NULL) {
-		*out = json_pack("{s:s, s:s}", "code", "function_not_found", "message", "unknown sandbox-libkrun function");
-		return -1;
-	}
-	int rc = o->fn(a, req, out);
-	if (rc == 0 && *out == NULL) {
-		sbx_error_t err = NULL;
-		sbx_error_set(&err, ENOMEM, "out of memory building the reply");
-		return sbx_op_fail(&err, out);
-	}
-	return rc;
 }

@@ -10,7 +10,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "adapter/sandbox/exec_output.h"
+#include "adapter/exec_output.h"
 #include "common/error.h"
 
 struct sbx_boot_request {

@@ -169,3 +169,23 @@ json_t *sbx_error_body_from_error(sbx_error_t e, const char *run_step, const cha
 	}
 	return sbx_error_body_from_envelope(env);
 }
+
+/* The body used when even the error body cannot be built. */
+static json_t *oom_body(void)
+{
+	return json_pack("{s:s, s:s}", "code", "invocation_failed", "message", "out of memory");
+}
+
+int sbx_op_fail_run(sbx_error_t *err, const char *step, const char *sandbox_id, json_t **out)
+{
+	*out = sbx_error_body_from_error(*err, step, sandbox_id);
+	sbx_error_free(err);
+	if (*out == NULL)
+		*out = oom_body();
+	return -1;
+}
+
+int sbx_op_fail(sbx_error_t *err, json_t **out)
+{
+	return sbx_op_fail_run(err, NULL, "", out);
+}

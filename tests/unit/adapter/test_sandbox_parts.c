@@ -12,7 +12,7 @@
 #include "adapter/mem_budget.h"
 #include "adapter/reaper_policy.h"
 #include "adapter/sandbox/boot_env.h"
-#include "adapter/sandbox/exec_output.h"
+#include "adapter/exec_output.h"
 #include "adapter/sandbox/lang.h"
 #include "harness.h"
 #include "proto/proto.h"
