@@ -9,6 +9,7 @@
 #include <sys/statvfs.h>
 #include <unistd.h>
 
+#include "adapter/fs/fs_errors.h"
 #include "adapter/sandbox/boot_env.h"
 #include "adapter/sandbox/lang.h"
 #include "adapter/host/standby.h"
@@ -464,12 +465,8 @@ static int write_file(void *vm, const char *path, uint32_t mode, bool parents, c
 		blame_death(s, err);
 		return -1;
 	}
-	/* The fs S-codes of contract §3 by the guest's errno. */
-	int e = (*err)->errnum;
-	sbx_error_default_scode(err, e == ENOENT || e == ENOTDIR ? SBX_S_FS_NOT_FOUND
-				     : e == EISDIR		  ? SBX_S_FS_WRONG_TYPE
-				     : e == EACCES || e == EPERM ? SBX_S_FS_PERMISSION
-								  : SBX_S_FS_IO);
+	/* The guest's errno gets its S-code as fs::write's would. */
+	fs_error_classify(err, PROTO_FS_WRITE);
 	return -1;
 }
 
