@@ -99,7 +99,9 @@ json_t *sbx_envelope_new(const char *code, const char *detail)
 	cleanup_free char *message = NULL;
 	char docs_url[sizeof(SBX_DOCS_BASE) + 8];
 	snprintf(docs_url, sizeof(docs_url), "%s#%s", SBX_DOCS_BASE, sc->code);
-	if (fix == NULL || asprintf(&message, "%s%s", prefix, detail) < 0) {
+	if (fix == NULL)
+		return NULL;
+	if (asprintf(&message, "%s%s", prefix, detail) < 0) {
 		json_decref(fix);
 		return NULL;
 	}
@@ -116,14 +118,20 @@ int sbx_envelope_wrap_run(json_t *envelope, const char *step, const char *sandbo
 		return sbx_error_set(err, EINVAL, "run wrapping: envelope lacks code or message");
 	cleanup_free char *message = NULL;
 	cleanup_free char *context = NULL;
-	if (asprintf(&message, "during sandbox::run step `%s` (sandbox_id=%s): %s", step, sandbox_id, inner_msg) < 0 ||
-	    asprintf(&context, "during sandbox::run step `%s`", step) < 0)
+	if (asprintf(&message, "during sandbox::run step `%s` (sandbox_id=%s): %s", step, sandbox_id, inner_msg) < 0)
+		return sbx_error_errno(err, ENOMEM, "run wrapping");
+	if (asprintf(&context, "during sandbox::run step `%s`", step) < 0)
 		return sbx_error_errno(err, ENOMEM, "run wrapping");
 	json_t *fix = json_pack("{s:s, s:s, s:s}", "context", context, "sandbox_id", sandbox_id, "inner_code",
 				inner_code);
-	if (fix == NULL || json_object_set_new(envelope, "fix", fix) < 0 ||
-	    json_object_set_new(envelope, "fix_note", json_null()) < 0 ||
-	    json_object_set_new(envelope, "message", json_string(message)) < 0)
+	if (fix == NULL)
+		return sbx_error_errno(err, ENOMEM, "run wrapping");
+	/* Each set takes its value, even when it fails. */
+	if (json_object_set_new(envelope, "fix", fix) < 0)
+		return sbx_error_errno(err, ENOMEM, "run wrapping");
+	if (json_object_set_new(envelope, "fix_note", json_null()) < 0)
+		return sbx_error_errno(err, ENOMEM, "run wrapping");
+	if (json_object_set_new(envelope, "message", json_string(message)) < 0)
 		return sbx_error_errno(err, ENOMEM, "run wrapping");
 	return 0;
 }
