@@ -2,9 +2,9 @@
  * checks the contract puts before the sandbox lookup (fs::write's body,
  * fs::sed's files/path), runs the preamble (UUID, lookup, idle clock), the
  * checks the guest makes first (octal mode), then one guest call through
- * the adapter's fs host.  No exec slot is taken; the sandbox is held so its
- * VM is not stopped under the call.  Guest failures get their S-code in
- * fs_error_classify(). */
+ * the adapter's fs port (fs_backend.h).  No exec slot is taken; the sandbox
+ * is held so its VM is not stopped under the call.  Guest failures get
+ * their S-code in fs_error_classify(). */
 #include <errno.h>
 #include <string.h>
 
