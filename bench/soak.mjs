@@ -6,6 +6,8 @@
 // cache, the rest of QEMU), the host's MemAvailable low point, the OOM kills
 // the kernel counted during the run, the daemon's RSS and open fds before
 // and after, and what was left behind.
+// Every failed call is printed with its whole reply and when it happened;
+// SBX_E2E_DAEMON_LOG=FILE keeps the daemon's log beside them.
 // Usage: node bench/soak.mjs N SECONDS   (SOAK_CONFIG='{"tcg_cache_mb":32}'
 // adds configuration keys; the default configuration otherwise)
 import { readdirSync, readFileSync } from 'node:fs';
@@ -61,6 +63,8 @@ try {
 	const oomBefore = vmstat('oom_kill');
 
 	const t0 = performance.now();
+	// When a failure happened, to match it with the daemon's log.
+	const at = () => `+${((performance.now() - t0) / 1000).toFixed(1)} s`;
 	const created = await Promise.allSettled(Array.from({ length: n }, () => s.vm('create', { image: 'python' })));
 	const createMs = performance.now() - t0;
 	const ids = created.filter((r) => r.status === 'fulfilled').map((r) => r.value.sandbox_id);
@@ -95,9 +99,9 @@ try {
 			try {
 				const r = await s.exec(id, { cmd: `sh -c 'echo soak ${k} ${i}; ls / | head -5 | wc -l'` });
 				latencies.push(performance.now() - t);
-				if (r.exit_code !== 0 || r.stdout !== want) failures.push(`${id}: ${JSON.stringify(r)}`);
+				if (r.exit_code !== 0 || r.stdout !== want) failures.push(`${at()} ${id} exec ${i}: ${JSON.stringify(r)}`);
 			} catch (e) {
-				failures.push(`${id}: ${e.message}`);
+				failures.push(`${at()} ${id} exec ${i}: ${e.message}`);
 				await sleep(1000);
 			}
 		}
@@ -138,7 +142,8 @@ try {
 	row('daemon RSS MiB before / after', `${mib(before.rss)} / ${mib(after.rss)}`);
 	row('daemon open fds before / after', `${before.fds} / ${after.fds}`);
 	row('left behind: QEMU processes / VM files', `${leftQemu} / ${leftFiles}`);
-	for (const f of [...createFailures, ...failures].slice(0, 10)) console.log(`failure: ${f}`);
+	// Every failure with its whole reply: one lost in a summary is not found again.
+	for (const f of [...createFailures, ...failures]) console.log(`failure: ${f}`);
 } finally {
 	await s?.stop();
 	s?.cleanupState();

@@ -157,11 +157,16 @@ int sbx_adapter_call(struct sbx_adapter *a, const char *op, json_t *req, json_t 
 		*out = json_pack("{s:s, s:s}", "code", "function_not_found", "message", "unknown sandbox-libkrun function");
 		return -1;
 	}
+	const char *outer = sbx_op_set_current(o->op);
 	int rc = o->fn(a, req, out);
 	if (rc == 0 && *out == NULL) {
 		sbx_error_t err = NULL;
 		sbx_error_set(&err, ENOMEM, "out of memory building the reply");
-		return sbx_op_fail(&err, out);
+		rc = sbx_op_fail(&err, out);
+	} else if (rc < 0 && *out == NULL) {
+		sbx_error_t err = NULL;
+		rc = sbx_op_fail(&err, out);
 	}
+	sbx_op_set_current(outer);
 	return rc;
 }

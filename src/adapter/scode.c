@@ -5,7 +5,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "adapter/adapter_state.h"
 #include "common/cleanup.h"
+#include "common/log.h"
 #include "common/scodes.h"
 #include "proto/proto.h"
 
@@ -184,8 +186,42 @@ static json_t *oom_body(void)
 	return json_pack("{s:s, s:s}", "code", "invocation_failed", "message", "out of memory");
 }
 
+/* The function sbx_adapter_call runs on this thread, named in the error of
+ * a failure that gave no cause. */
+static _Thread_local const char *current_op;
+
+const char *sbx_op_set_current(const char *op)
+{
+	const char *outer = current_op;
+	current_op = op;
+	return outer;
+}
+
+/* Every failure says why.  One without an error, or with an empty message,
+ * is a bug of the code that failed: it becomes an internal error naming the
+ * function, logged loudly so that it is found, never an empty detail. */
+static void ensure_cause(sbx_error_t *err)
+{
+	if (*err != NULL && sbx_error_msg(*err)[0] != '\0')
+		return;
+	const char *op = current_op != NULL ? current_op : "(outside a call)";
+	char scode[sizeof((*err)->scode)] = "";
+	int errnum = 0;
+	if (*err != NULL) {
+		memcpy(scode, (*err)->scode, sizeof(scode));
+		errnum = (*err)->errnum;
+	}
+	sbx_err("BUG: %s::%s failed without a cause (error %s, S-code \"%s\", errno %d)", SBX_WORKER_NAME, op,
+		*err != NULL ? "with an empty message" : "not set", scode, errnum);
+	sbx_error_scode(err, scode[0] != '\0' ? scode : SBX_S_VM_BOOT,
+			"internal error: %s::%s failed without giving a cause (a bug of sandbox-libkrun: its log "
+			"says where)",
+			SBX_WORKER_NAME, op);
+}
+
 int sbx_op_fail_run(sbx_error_t *err, const char *step, const char *sandbox_id, json_t **out)
 {
+	ensure_cause(err);
 	*out = sbx_error_body_from_error(*err, step, sandbox_id);
 	sbx_error_free(err);
 	if (*out == NULL)

@@ -280,10 +280,12 @@ bool chan_boot_failed(struct chan *c)
 
 int chan_wait_hello(struct chan *c, int64_t deadline, sbx_error_t *err)
 {
-	int rc = 0;
+	bool timed_out = false;
 	pthread_mutex_lock(&c->lock);
-	while (!c->hello && !c->dead && rc == 0)
-		rc = chan_wait_until(c, deadline) == ETIMEDOUT ? -1 : 0;
+	while (!c->hello && !c->dead && !timed_out)
+		timed_out = chan_wait_until(c, deadline) == ETIMEDOUT;
+	/* The hello may have come as the deadline passed: it counts. */
+	int rc = 0;
 	if (!c->hello)
 		rc = c->dead ? chan_dead_error(c, err) : sbx_error_set(err, ETIMEDOUT, "timed out waiting for the guest's hello");
 	pthread_mutex_unlock(&c->lock);

@@ -181,10 +181,13 @@ ssize_t chan_stream_read(struct chan_stream *s, enum chan_output *which, void *b
 	if (len == 0)
 		return sbx_error_set(err, EINVAL, "read of 0 bytes");
 	pthread_mutex_lock(&c->lock);
-	int rc = 0;
-	while (s->head == NULL && !s->ended && rc == 0)
-		rc = chan_wait_until(c, deadline) == ETIMEDOUT ? -1 : 0;
+	bool timed_out = false;
+	while (s->head == NULL && !s->ended && !timed_out)
+		timed_out = chan_wait_until(c, deadline) == ETIMEDOUT;
+	/* What the stream holds decides, not the wait: it may have ended as
+	 * the deadline passed. */
 	if (s->head == NULL) {
+		int rc = 0;
 		if (!s->ended)
 			rc = sbx_error_set(err, ETIMEDOUT, "timed out reading output");
 		else if (s->lost)

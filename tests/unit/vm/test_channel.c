@@ -11,6 +11,7 @@
 #include "proto/proto_msg.h"
 #include "proto/proto_reader.h"
 #include "vm/channel.h"
+#include "vm/channel_internal.h"
 
 struct guest {
 	int fd;
@@ -374,4 +375,81 @@ TEST(host_only_message_from_guest_kills_the_channel)
 	CHECK_INT(guest_send(&g, &m), 0);
 	CHECK_INT(chan_wait_dead(c, soon(), &err), 0);
 	teardown(c, &g);
+}
+
+/* A wait whose deadline passes while the awaited frame is being handled:
+ * the waiter wakes with ETIMEDOUT and finds the frame there.  Holding the
+ * channel's lock across the deadline makes the reader thread and the
+ * waiter race for it; either order must give a result or a stated error,
+ * never a failure without one. */
+struct racer {
+	struct chan *c;
+	struct chan_stream *s; /* NULL: wait for the hello */
+	ssize_t rc;
+	sbx_error_t err;
+};
+
+static void *race_wait(void *arg)
+{
+	struct racer *r = arg;
+	int64_t deadline = sbx_now_ms() + 30;
+	if (r->s != NULL) {
+		char buf[8];
+		enum chan_output which;
+		r->rc = chan_stream_read(r->s, &which, buf, sizeof(buf), deadline, &r->err);
+	} else {
+		r->rc = chan_wait_hello(r->c, deadline, &r->err);
+	}
+	return NULL;
+}
+
+/* Runs race_wait against `m` sent while the lock is held past the deadline. */
+static int race_once(struct guest *g, struct racer *r, const struct proto_msg *m)
+{
+	pthread_t t;
+	if (pthread_create(&t, NULL, race_wait, r) != 0)
+		return -1;
+	usleep(10000);
+	pthread_mutex_lock(&r->c->lock);
+	int rc = guest_send(g, m);
+	usleep(40000);
+	pthread_mutex_unlock(&r->c->lock);
+	pthread_join(t, NULL);
+	return rc;
+}
+
+TEST(a_read_timing_out_as_its_stream_ends_says_why)
+{
+	for (int i = 0; i < 20; i++) {
+		struct guest g;
+		struct racer r = { .c = setup(&g) };
+		CHECK(r.c != NULL);
+		char *argv[] = { "true", NULL }, *env[] = { NULL };
+		struct proto_spawn sp = { .argv = argv, .env = env, .cwd = "" };
+		r.s = chan_spawn(r.c, &sp, &r.err);
+		CHECK(r.s != NULL);
+		struct proto_msg in;
+		CHECK_INT(guest_recv(&g, &in), 0);
+		struct proto_msg m = { .stream = in.stream, .type = PROTO_EXIT, .u.code = 0 };
+		proto_msg_free(&in);
+		CHECK_INT(race_once(&g, &r, &m), 0);
+		CHECK(r.rc == 0 || (r.rc < 0 && r.err != NULL && sbx_error_msg(r.err)[0] != '\0'));
+		sbx_error_free(&r.err);
+		chan_stream_release(r.s);
+		teardown(r.c, &g);
+	}
+}
+
+TEST(a_hello_arriving_at_the_deadline_is_no_silent_failure)
+{
+	for (int i = 0; i < 20; i++) {
+		struct guest g;
+		struct racer r = { .c = setup(&g) };
+		CHECK(r.c != NULL);
+		struct proto_msg m = { .stream = 0, .type = PROTO_HELLO, .u.version = PROTO_VERSION };
+		CHECK_INT(race_once(&g, &r, &m), 0);
+		CHECK(r.rc == 0 || (r.rc < 0 && r.err != NULL && sbx_error_msg(r.err)[0] != '\0'));
+		sbx_error_free(&r.err);
+		teardown(r.c, &g);
+	}
 }
