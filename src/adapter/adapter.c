@@ -5,8 +5,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "adapter/scode.h"
-#include "common/scodes.h"
 #include "common/log.h"
 
 /* memory_budget_mb, else MemTotal less the host's reserve. */
@@ -90,85 +88,4 @@ int sbx_adapter_use_backend(struct sbx_adapter *a, const struct sbx_backend_ops 
 	a->backend = (struct sbx_backend){ ops, ctx };
 	check_capacity(a);
 	return reaper_start(&a->reaper, a, err);
-}
-
-const struct sbx_op *sbx_op_find(const char *op)
-{
-	size_t n;
-	const struct sbx_op *ops = sbx_ops(&n);
-	for (size_t i = 0; i < n; i++) {
-		if (strcmp(ops[i].op, op) == 0)
-			return &ops[i];
-	}
-	return NULL;
-}
-
-/* The body used when even the error body cannot be built. */
-static json_t *oom_body(void)
-{
-	return json_pack("{s:s, s:s}", "code", "invocation_failed", "message", "out of memory");
-}
-
-/* The function sbx_adapter_call runs on this thread, named in the error of
- * a failure that gave no cause. */
-static _Thread_local const char *current_op;
-
-/* Every failure says why.  One without an error, or with an empty message,
- * is a bug of the code that failed: it becomes an internal error naming the
- * function, logged loudly so that it is found, never an empty detail. */
-static void ensure_cause(sbx_error_t *err)
-{
-	if (*err != NULL && sbx_error_msg(*err)[0] != '\0')
-		return;
-	const char *op = current_op != NULL ? current_op : "(outside a call)";
-	char scode[sizeof((*err)->scode)] = "";
-	int errnum = 0;
-	if (*err != NULL) {
-		memcpy(scode, (*err)->scode, sizeof(scode));
-		errnum = (*err)->errnum;
-	}
-	sbx_err("BUG: %s::%s failed without a cause (error %s, S-code \"%s\", errno %d)", SBX_WORKER_NAME, op,
-		*err != NULL ? "with an empty message" : "not set", scode, errnum);
-	sbx_error_scode(err, scode[0] != '\0' ? scode : SBX_S_VM_BOOT,
-			"internal error: %s::%s failed without giving a cause (a bug of sandbox-libkrun: its log "
-			"says where)",
-			SBX_WORKER_NAME, op);
-}
-
-int sbx_op_fail_run(sbx_error_t *err, const char *step, const char *sandbox_id, json_t **out)
-{
-	ensure_cause(err);
-	*out = sbx_error_body_from_error(*err, step, sandbox_id);
-	sbx_error_free(err);
-	if (*out == NULL)
-		*out = oom_body();
-	return -1;
-}
-
-int sbx_op_fail(sbx_error_t *err, json_t **out)
-{
-	return sbx_op_fail_run(err, NULL, "", out);
-}
-
-int sbx_adapter_call(struct sbx_adapter *a, const char *op, json_t *req, json_t **out)
-{
-	*out = NULL;
-	const struct sbx_op *o = sbx_op_find(op);
-	if (o == NULL) {
-		*out = json_pack("{s:s, s:s}", "code", "function_not_found", "message", "unknown sandbox-libkrun function");
-		return -1;
-	}
-	const char *outer = current_op;
-	current_op = o->op;
-	int rc = o->fn(a, req, out);
-	if (rc == 0 && *out == NULL) {
-		sbx_error_t err = NULL;
-		sbx_error_set(&err, ENOMEM, "out of memory building the reply");
-		rc = sbx_op_fail(&err, out);
-	} else if (rc < 0 && *out == NULL) {
-		sbx_error_t err = NULL;
-		rc = sbx_op_fail(&err, out);
-	}
-	current_op = outer;
-	return rc;
 }

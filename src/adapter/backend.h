@@ -10,7 +10,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "adapter/sandbox/exec_output.h"
+#include "adapter/exec_output.h"
 #include "common/error.h"
 
 struct sbx_boot_request {
@@ -47,7 +47,8 @@ struct sbx_backend_ops {
 	/* Runs one process to exit: S200 on the deadline (its group killed),
 	 * S300 when the guest cannot run it; exit 127/126 are results. */
 	int (*exec)(void *vm, const struct sbx_exec_request *req, struct sbx_exec_result *res, sbx_error_t *err);
-	/* Writes a file atomically (mode exact, parents created when asked). */
+	/* Writes a file atomically (mode exact, parents created when asked);
+	 * a guest failure carries fs::write's S-code (fs/fs_errors.h). */
 	int (*write_file)(void *vm, const char *path, uint32_t mode, bool parents, const void *data, size_t len,
 			  sbx_error_t *err);
 	/* Tears the VM down (short grace, then kill) and removes its files. */

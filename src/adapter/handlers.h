@@ -1,9 +1,12 @@
 /* The handlers of the 23 functions, one group per file: handlers_info.c,
- * handlers_sandbox.c, handlers_fs.c, handlers_worker.c. */
+ * handlers_sandbox.c, handlers_fs.c, handlers_worker.c.  They see the
+ * adapter's state and fail through the S-code helpers; only ops.c, the
+ * front door, names them. */
 #ifndef SBX_ADAPTER_HANDLERS_H
 #define SBX_ADAPTER_HANDLERS_H
 
-#include "adapter/adapter.h"
+#include "adapter/adapter_state.h"
+#include "adapter/scode.h"
 
 int sbx_op_adapter_info(struct sbx_adapter *a, json_t *req, json_t **out);
 int sbx_op_catalog_list(struct sbx_adapter *a, json_t *req, json_t **out);

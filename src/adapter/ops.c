@@ -1,7 +1,13 @@
-/* The 23 functions: id, one-line description, and the request and response
- * JSON Schemas the engine publishes (contract §1.5, fields from §7). */
+/* The front door: the 23 functions (id, one-line description, the request
+ * and response JSON Schemas the engine publishes: contract §1.5, fields
+ * from §7), their lookup, and the one call that runs a function. */
 #include "adapter/adapter.h"
+
+#include <errno.h>
+#include <string.h>
+
 #include "adapter/handlers.h"
+#include "adapter/scode.h"
 
 #define Q(s) "\"" s "\""
 #define OBJ(props, req) "{\"type\":\"object\",\"properties\":{" props "},\"required\":[" req "]}"
@@ -132,4 +138,35 @@ const struct sbx_op *sbx_ops(size_t *n)
 {
 	*n = sizeof(ops) / sizeof(ops[0]);
 	return ops;
+}
+
+const struct sbx_op *sbx_op_find(const char *op)
+{
+	for (size_t i = 0; i < sizeof(ops) / sizeof(ops[0]); i++) {
+		if (strcmp(ops[i].op, op) == 0)
+			return &ops[i];
+	}
+	return NULL;
+}
+
+int sbx_adapter_call(struct sbx_adapter *a, const char *op, json_t *req, json_t **out)
+{
+	*out = NULL;
+	const struct sbx_op *o = sbx_op_find(op);
+	if (o == NULL) {
+		*out = json_pack("{s:s, s:s}", "code", "function_not_found", "message", "unknown sandbox-libkrun function");
+		return -1;
+	}
+	const char *outer = sbx_op_set_current(o->op);
+	int rc = o->fn(a, req, out);
+	if (rc == 0 && *out == NULL) {
+		sbx_error_t err = NULL;
+		sbx_error_set(&err, ENOMEM, "out of memory building the reply");
+		rc = sbx_op_fail(&err, out);
+	} else if (rc < 0 && *out == NULL) {
+		sbx_error_t err = NULL;
+		rc = sbx_op_fail(&err, out);
+	}
+	sbx_op_set_current(outer);
+	return rc;
 }

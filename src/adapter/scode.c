@@ -5,7 +5,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "adapter/adapter_state.h"
 #include "common/cleanup.h"
+#include "common/log.h"
 #include "common/scodes.h"
 #include "proto/proto.h"
 
@@ -99,7 +101,9 @@ json_t *sbx_envelope_new(const char *code, const char *detail)
 	cleanup_free char *message = NULL;
 	char docs_url[sizeof(SBX_DOCS_BASE) + 8];
 	snprintf(docs_url, sizeof(docs_url), "%s#%s", SBX_DOCS_BASE, sc->code);
-	if (fix == NULL || asprintf(&message, "%s%s", prefix, detail) < 0) {
+	if (fix == NULL)
+		return NULL;
+	if (asprintf(&message, "%s%s", prefix, detail) < 0) {
 		json_decref(fix);
 		return NULL;
 	}
@@ -116,14 +120,20 @@ int sbx_envelope_wrap_run(json_t *envelope, const char *step, const char *sandbo
 		return sbx_error_set(err, EINVAL, "run wrapping: envelope lacks code or message");
 	cleanup_free char *message = NULL;
 	cleanup_free char *context = NULL;
-	if (asprintf(&message, "during sandbox::run step `%s` (sandbox_id=%s): %s", step, sandbox_id, inner_msg) < 0 ||
-	    asprintf(&context, "during sandbox::run step `%s`", step) < 0)
+	if (asprintf(&message, "during sandbox::run step `%s` (sandbox_id=%s): %s", step, sandbox_id, inner_msg) < 0)
+		return sbx_error_errno(err, ENOMEM, "run wrapping");
+	if (asprintf(&context, "during sandbox::run step `%s`", step) < 0)
 		return sbx_error_errno(err, ENOMEM, "run wrapping");
 	json_t *fix = json_pack("{s:s, s:s, s:s}", "context", context, "sandbox_id", sandbox_id, "inner_code",
 				inner_code);
-	if (fix == NULL || json_object_set_new(envelope, "fix", fix) < 0 ||
-	    json_object_set_new(envelope, "fix_note", json_null()) < 0 ||
-	    json_object_set_new(envelope, "message", json_string(message)) < 0)
+	if (fix == NULL)
+		return sbx_error_errno(err, ENOMEM, "run wrapping");
+	/* Each set takes its value, even when it fails. */
+	if (json_object_set_new(envelope, "fix", fix) < 0)
+		return sbx_error_errno(err, ENOMEM, "run wrapping");
+	if (json_object_set_new(envelope, "fix_note", json_null()) < 0)
+		return sbx_error_errno(err, ENOMEM, "run wrapping");
+	if (json_object_set_new(envelope, "message", json_string(message)) < 0)
 		return sbx_error_errno(err, ENOMEM, "run wrapping");
 	return 0;
 }
@@ -168,4 +178,58 @@ json_t *sbx_error_body_from_error(sbx_error_t e, const char *run_step, const cha
 		}
 	}
 	return sbx_error_body_from_envelope(env);
+}
+
+/* The body used when even the error body cannot be built. */
+static json_t *oom_body(void)
+{
+	return json_pack("{s:s, s:s}", "code", "invocation_failed", "message", "out of memory");
+}
+
+/* The function sbx_adapter_call runs on this thread, named in the error of
+ * a failure that gave no cause. */
+static _Thread_local const char *current_op;
+
+const char *sbx_op_set_current(const char *op)
+{
+	const char *outer = current_op;
+	current_op = op;
+	return outer;
+}
+
+/* Every failure says why.  One without an error, or with an empty message,
+ * is a bug of the code that failed: it becomes an internal error naming the
+ * function, logged loudly so that it is found, never an empty detail. */
+static void ensure_cause(sbx_error_t *err)
+{
+	if (*err != NULL && sbx_error_msg(*err)[0] != '\0')
+		return;
+	const char *op = current_op != NULL ? current_op : "(outside a call)";
+	char scode[sizeof((*err)->scode)] = "";
+	int errnum = 0;
+	if (*err != NULL) {
+		memcpy(scode, (*err)->scode, sizeof(scode));
+		errnum = (*err)->errnum;
+	}
+	sbx_err("BUG: %s::%s failed without a cause (error %s, S-code \"%s\", errno %d)", SBX_WORKER_NAME, op,
+		*err != NULL ? "with an empty message" : "not set", scode, errnum);
+	sbx_error_scode(err, scode[0] != '\0' ? scode : SBX_S_VM_BOOT,
+			"internal error: %s::%s failed without giving a cause (a bug of sandbox-libkrun: its log "
+			"says where)",
+			SBX_WORKER_NAME, op);
+}
+
+int sbx_op_fail_run(sbx_error_t *err, const char *step, const char *sandbox_id, json_t **out)
+{
+	ensure_cause(err);
+	*out = sbx_error_body_from_error(*err, step, sandbox_id);
+	sbx_error_free(err);
+	if (*out == NULL)
+		*out = oom_body();
+	return -1;
+}
+
+int sbx_op_fail(sbx_error_t *err, json_t **out)
+{
+	return sbx_op_fail_run(err, NULL, "", out);
 }

@@ -50,4 +50,13 @@ json_t *sbx_error_body_decode(const char *text);
  * applies the run wrapping with `sandbox_id` ("" before create). */
 json_t *sbx_error_body_from_error(sbx_error_t e, const char *run_step, const char *sandbox_id);
 
+/* Helpers for the handlers: turn *err into the error body in *out, free it
+ * and return -1. */
+int sbx_op_fail(sbx_error_t *err, json_t **out);
+int sbx_op_fail_run(sbx_error_t *err, const char *step, const char *sandbox_id, json_t **out);
+/* Names the function running on this thread (sbx_adapter_call sets it
+ * around each call) in the error of a failure that gave no cause; returns
+ * the name it replaces. */
+const char *sbx_op_set_current(const char *op);
+
 #endif

@@ -57,24 +57,33 @@ static int get_globs(struct proto_rbuf *r, char ***v, const char *what, sbx_erro
 
 static int decode_mkdir(struct proto_rbuf *r, struct proto_fs_mkdir *q, sbx_error_t *err)
 {
-	if (proto_get_path(r, &q->path, "path", err) < 0 || proto_get_mode(r, &q->mode, err) < 0)
+	if (proto_get_path(r, &q->path, "path", err) < 0)
+		return -1;
+	if (proto_get_mode(r, &q->mode, err) < 0)
 		return -1;
 	return proto_get_flags(r, &q->flags, PROTO_FS_PARENTS, "fs", err);
 }
 
 static int decode_chmod(struct proto_rbuf *r, struct proto_fs_chmod *q, sbx_error_t *err)
 {
-	if (proto_get_path(r, &q->path, "path", err) < 0 || proto_get_mode(r, &q->mode, err) < 0 ||
-	    proto_get_flags(r, &q->flags, PROTO_FS_RECURSIVE | PROTO_FS_SET_UID | PROTO_FS_SET_GID, "fs", err) < 0)
+	if (proto_get_path(r, &q->path, "path", err) < 0)
 		return -1;
-	if (proto_get_u32(r, &q->uid, err) < 0 || proto_get_u32(r, &q->gid, err) < 0)
+	if (proto_get_mode(r, &q->mode, err) < 0)
+		return -1;
+	if (proto_get_flags(r, &q->flags, PROTO_FS_RECURSIVE | PROTO_FS_SET_UID | PROTO_FS_SET_GID, "fs", err) < 0)
+		return -1;
+	if (proto_get_u32(r, &q->uid, err) < 0)
+		return sbx_error_prefix(err, "uid/gid");
+	if (proto_get_u32(r, &q->gid, err) < 0)
 		return sbx_error_prefix(err, "uid/gid");
 	return 0;
 }
 
 static int decode_mv(struct proto_rbuf *r, struct proto_fs_mv *q, sbx_error_t *err)
 {
-	if (proto_get_path(r, &q->src, "src", err) < 0 || proto_get_path(r, &q->dst, "dst", err) < 0)
+	if (proto_get_path(r, &q->src, "src", err) < 0)
+		return -1;
+	if (proto_get_path(r, &q->dst, "dst", err) < 0)
 		return -1;
 	return proto_get_flags(r, &q->flags, PROTO_FS_OVERWRITE, "fs", err);
 }
@@ -85,10 +94,15 @@ static int decode_grep(struct proto_rbuf *r, struct proto_fs_grep *q, sbx_error_
 		return -1;
 	if (proto_get_str(r, &q->pattern, err) < 0)
 		return sbx_error_prefix(err, "pattern");
-	if (proto_get_flags(r, &q->flags, PROTO_FS_RECURSIVE | PROTO_FS_IGNORE_CASE, "fs", err) < 0 ||
-	    get_globs(r, &q->include, "include", err) < 0 || get_globs(r, &q->exclude, "exclude", err) < 0)
+	if (proto_get_flags(r, &q->flags, PROTO_FS_RECURSIVE | PROTO_FS_IGNORE_CASE, "fs", err) < 0)
 		return -1;
-	if (proto_get_u64(r, &q->max_matches, err) < 0 || proto_get_u64(r, &q->max_line_bytes, err) < 0)
+	if (get_globs(r, &q->include, "include", err) < 0)
+		return -1;
+	if (get_globs(r, &q->exclude, "exclude", err) < 0)
+		return -1;
+	if (proto_get_u64(r, &q->max_matches, err) < 0)
+		return sbx_error_prefix(err, "limits");
+	if (proto_get_u64(r, &q->max_line_bytes, err) < 0)
 		return sbx_error_prefix(err, "limits");
 	return 0;
 }
@@ -113,9 +127,9 @@ static int decode_sed(struct proto_rbuf *r, struct proto_fs_sed *q, sbx_error_t 
 	uint32_t allowed = PROTO_FS_RECURSIVE | PROTO_FS_IGNORE_CASE | PROTO_FS_REGEX | PROTO_FS_FIRST_ONLY;
 	if (proto_get_flags(r, &q->flags, allowed, "fs", err) < 0)
 		return -1;
-	if (get_globs(r, &q->include, "include", err) < 0 || get_globs(r, &q->exclude, "exclude", err) < 0)
+	if (get_globs(r, &q->include, "include", err) < 0)
 		return -1;
-	return 0;
+	return get_globs(r, &q->exclude, "exclude", err);
 }
 
 /* ---- results ---- */
@@ -140,16 +154,26 @@ static void *get_batch(struct proto_rbuf *r, uint32_t *n, size_t size, size_t mi
 	return v;
 }
 
+static int decode_entry(struct proto_rbuf *r, struct proto_fs_entry *e, sbx_error_t *err)
+{
+	if (proto_get_path(r, &e->name, "name", err) < 0)
+		return -1;
+	if (proto_get_mode(r, &e->mode, err) < 0)
+		return -1;
+	if (proto_get_flags(r, &e->flags, PROTO_FS_ENTRY_DIR | PROTO_FS_ENTRY_SYMLINK, "fs", err) < 0)
+		return -1;
+	if (proto_get_u64(r, &e->size, err) < 0)
+		return -1;
+	return get_i64(r, &e->mtime, err);
+}
+
 static int decode_entries(struct proto_rbuf *r, struct proto_fs_batch *b, sbx_error_t *err)
 {
 	b->v.entries = get_batch(r, &b->n, sizeof(*b->v.entries), 28, err);
 	if (b->v.entries == NULL)
 		return -1;
 	for (uint32_t i = 0; i < b->n; i++) {
-		struct proto_fs_entry *e = &b->v.entries[i];
-		if (proto_get_path(r, &e->name, "name", err) < 0 || proto_get_mode(r, &e->mode, err) < 0 ||
-		    proto_get_flags(r, &e->flags, PROTO_FS_ENTRY_DIR | PROTO_FS_ENTRY_SYMLINK, "fs", err) < 0 ||
-		    proto_get_u64(r, &e->size, err) < 0 || get_i64(r, &e->mtime, err) < 0)
+		if (decode_entry(r, &b->v.entries[i], err) < 0)
 			return sbx_error_prefix(err, "entry %u", i);
 	}
 	return 0;
@@ -162,14 +186,28 @@ static int decode_matches(struct proto_rbuf *r, struct proto_fs_batch *b, sbx_er
 		return -1;
 	for (uint32_t i = 0; i < b->n; i++) {
 		struct proto_fs_match *m = &b->v.matches[i];
-		if (proto_get_path(r, &m->path, "path", err) < 0 || proto_get_u64(r, &m->line, err) < 0 ||
-		    proto_get_str(r, &m->content, err) < 0)
+		if (proto_get_path(r, &m->path, "path", err) < 0)
+			return sbx_error_prefix(err, "match %u", i);
+		if (proto_get_u64(r, &m->line, err) < 0)
+			return sbx_error_prefix(err, "match %u", i);
+		if (proto_get_str(r, &m->content, err) < 0)
 			return sbx_error_prefix(err, "match %u", i);
 		if (m->line == 0 || strlen(m->content) > PROTO_FS_MAX_CONTENT)
 			return sbx_error_set(err, 0, "match %u: line 0 or content over %u bytes", i,
 					     PROTO_FS_MAX_CONTENT);
 	}
 	return 0;
+}
+
+static int decode_sed_file(struct proto_rbuf *r, struct proto_fs_sed_file *f, sbx_error_t *err)
+{
+	if (proto_get_path(r, &f->path, "path", err) < 0)
+		return -1;
+	if (proto_get_u64(r, &f->replacements, err) < 0)
+		return -1;
+	if (proto_get_i32(r, &f->errnum, err) < 0)
+		return -1;
+	return proto_get_str(r, &f->error, err);
 }
 
 static int decode_sed_files(struct proto_rbuf *r, struct proto_fs_batch *b, sbx_error_t *err)
@@ -179,8 +217,7 @@ static int decode_sed_files(struct proto_rbuf *r, struct proto_fs_batch *b, sbx_
 		return -1;
 	for (uint32_t i = 0; i < b->n; i++) {
 		struct proto_fs_sed_file *f = &b->v.files[i];
-		if (proto_get_path(r, &f->path, "path", err) < 0 || proto_get_u64(r, &f->replacements, err) < 0 ||
-		    proto_get_i32(r, &f->errnum, err) < 0 || proto_get_str(r, &f->error, err) < 0)
+		if (decode_sed_file(r, f, err) < 0)
 			return sbx_error_prefix(err, "file %u", i);
 		if (f->errnum < 0 || (f->errnum == 0) != (f->error[0] == '\0'))
 			return sbx_error_set(err, 0, "file %u: errno %d and error text disagree", i, f->errnum);
@@ -216,7 +253,9 @@ int proto_fs_decode_body(struct proto_rbuf *r, struct proto_msg *m, sbx_error_t 
 	case PROTO_FS_SED_FILES:
 		return decode_sed_files(r, &m->u.fs_batch, err);
 	case PROTO_FS_META:
-		if (proto_get_u64(r, &m->u.fs_meta.size, err) < 0 || proto_get_mode(r, &m->u.fs_meta.mode, err) < 0)
+		if (proto_get_u64(r, &m->u.fs_meta.size, err) < 0)
+			return -1;
+		if (proto_get_mode(r, &m->u.fs_meta.mode, err) < 0)
 			return -1;
 		return get_i64(r, &m->u.fs_meta.mtime, err);
 	case PROTO_FS_DONE:
@@ -380,16 +419,22 @@ int proto_fs_encode_body(struct proto_wbuf *b, const struct proto_msg *m, sbx_er
 		return 0;
 	}
 	case PROTO_FS_MV:
-		if (put_path(b, m->u.fs_mv.src, "src", err) < 0 || put_path(b, m->u.fs_mv.dst, "dst", err) < 0)
+		if (put_path(b, m->u.fs_mv.src, "src", err) < 0)
+			return -1;
+		if (put_path(b, m->u.fs_mv.dst, "dst", err) < 0)
 			return -1;
 		proto_put_u32(b, m->u.fs_mv.flags);
 		return 0;
 	case PROTO_FS_GREP: {
 		const struct proto_fs_grep *q = &m->u.fs_grep;
-		if (put_path(b, q->path, "path", err) < 0 || put_str(b, q->pattern, PROTO_MAX_STR, "pattern", err) < 0)
+		if (put_path(b, q->path, "path", err) < 0)
+			return -1;
+		if (put_str(b, q->pattern, PROTO_MAX_STR, "pattern", err) < 0)
 			return -1;
 		proto_put_u32(b, q->flags);
-		if (put_globs(b, q->include, "include", err) < 0 || put_globs(b, q->exclude, "exclude", err) < 0)
+		if (put_globs(b, q->include, "include", err) < 0)
+			return -1;
+		if (put_globs(b, q->exclude, "exclude", err) < 0)
 			return -1;
 		proto_put_u64(b, q->max_matches);
 		proto_put_u64(b, q->max_line_bytes);
@@ -403,12 +448,16 @@ int proto_fs_encode_body(struct proto_wbuf *b, const struct proto_msg *m, sbx_er
 		for (size_t i = 0; q->files != NULL && q->files[i] != NULL; i++)
 			if (put_path(b, q->files[i], "files entry", err) < 0)
 				return -1;
-		if (put_str(b, q->path, PROTO_MAX_PATH, "path", err) < 0 ||
-		    put_str(b, q->pattern, PROTO_MAX_STR, "pattern", err) < 0 ||
-		    put_str(b, q->replacement, PROTO_MAX_STR, "replacement", err) < 0)
+		if (put_str(b, q->path, PROTO_MAX_PATH, "path", err) < 0)
+			return -1;
+		if (put_str(b, q->pattern, PROTO_MAX_STR, "pattern", err) < 0)
+			return -1;
+		if (put_str(b, q->replacement, PROTO_MAX_STR, "replacement", err) < 0)
 			return -1;
 		proto_put_u32(b, q->flags);
-		return put_globs(b, q->include, "include", err) < 0 ? -1 : put_globs(b, q->exclude, "exclude", err);
+		if (put_globs(b, q->include, "include", err) < 0)
+			return -1;
+		return put_globs(b, q->exclude, "exclude", err);
 	}
 	case PROTO_FS_ENTRIES:
 	case PROTO_FS_MATCHES:

@@ -9,7 +9,7 @@
 #include <sys/stat.h>
 
 #include "adapter/request.h"
-#include "adapter/sandbox/exec_output.h"
+#include "adapter/exec_output.h"
 #include "common/scodes.h"
 #include "worker/log_tail.h"
 #include "worker/worker_launch.h"

@@ -6,7 +6,8 @@
 #ifndef SBX_WORKER_OPS_H
 #define SBX_WORKER_OPS_H
 
-#include "adapter/adapter.h"
+#include "adapter/adapter_state.h"
+#include "adapter/scode.h"
 
 int worker_op_prepare(struct sbx_adapter *a, json_t *req, json_t **out);
 int worker_op_start(struct sbx_adapter *a, json_t *req, json_t **out);

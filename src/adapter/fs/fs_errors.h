@@ -1,5 +1,7 @@
-/* The S-code of a failed fs operation (contract §7.8): the guest's errno or
- * verdict mapped to S210-S219; a failure that already has a code keeps it. */
+/* The S-code of a failed fs operation (contract §3, §7.8): the guest's
+ * errno or verdict mapped to S210-S219; a failure that already has a code
+ * keeps it.  The one errno -> S-code map: the fs::* handlers and the
+ * backend's write_file (run's files, §7.7) both fail through it. */
 #ifndef SBX_ADAPTER_FS_ERRORS_H
 #define SBX_ADAPTER_FS_ERRORS_H
 

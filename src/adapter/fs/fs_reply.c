@@ -4,7 +4,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "adapter/sandbox/exec_output.h"
+#include "adapter/exec_output.h"
 #include "common/cleanup.h"
 #include "common/scodes.h"
 

@@ -2,9 +2,9 @@
  * checks the contract puts before the sandbox lookup (fs::write's body,
  * fs::sed's files/path), runs the preamble (UUID, lookup, idle clock), the
  * checks the guest makes first (octal mode), then one guest call through
- * the adapter's fs host.  No exec slot is taken; the sandbox is held so its
- * VM is not stopped under the call.  Guest failures get their S-code in
- * fs_error_classify(). */
+ * the adapter's fs port (fs_backend.h).  No exec slot is taken; the sandbox
+ * is held so its VM is not stopped under the call.  Guest failures get
+ * their S-code in fs_error_classify(). */
 #include <errno.h>
 #include <string.h>
 
@@ -114,7 +114,9 @@ static int path_op(struct sbx_adapter *a, json_t *req, uint8_t type, json_t **ou
 	if (decode_id_and(req, "path", &id, &path, &err) < 0)
 		return sbx_op_fail(&err, out);
 	cleanup_fs_hold struct fs_hold h = hold(a, id, &err);
-	if (h.sb == NULL || check_path(path, &err) < 0)
+	if (h.sb == NULL)
+		return sbx_op_fail(&err, out);
+	if (check_path(path, &err) < 0)
 		return sbx_op_fail(&err, out);
 	struct proto_msg m = { .type = type, .u.fs_path = { (char *)path } };
 	return run_call(&h, &m, out);
@@ -145,7 +147,11 @@ int sbx_op_fs_read(struct sbx_adapter *a, json_t *req, json_t **out)
 	if (decode_id_and(req, "path", &id, &path, &err) < 0)
 		return sbx_op_fail(&err, out);
 	cleanup_fs_hold struct fs_hold h = hold(a, id, &err);
-	if (h.sb == NULL || check_path(path, &err) < 0 || need_vm(&h, &err) < 0)
+	if (h.sb == NULL)
+		return sbx_op_fail(&err, out);
+	if (check_path(path, &err) < 0)
+		return sbx_op_fail(&err, out);
+	if (need_vm(&h, &err) < 0)
 		return sbx_op_fail(&err, out);
 	struct fs_hold *pumped = malloc(sizeof(*pumped));
 	if (pumped == NULL) {
@@ -165,13 +171,19 @@ int sbx_op_fs_mkdir(struct sbx_adapter *a, json_t *req, json_t **out)
 	sbx_error_t err = NULL;
 	const char *id, *path, *mode;
 	bool parents;
-	if (decode_id_and(req, "path", &id, &path, &err) < 0 || req_string(req, "mode", false, &mode, &err) < 0 ||
-	    req_bool(req, "parents", false, &parents, &err) < 0)
+	if (decode_id_and(req, "path", &id, &path, &err) < 0)
+		return sbx_op_fail(&err, out);
+	if (req_string(req, "mode", false, &mode, &err) < 0)
+		return sbx_op_fail(&err, out);
+	if (req_bool(req, "parents", false, &parents, &err) < 0)
 		return sbx_op_fail(&err, out);
 	cleanup_fs_hold struct fs_hold h = hold(a, id, &err);
 	struct proto_msg m = { .type = PROTO_FS_MKDIR };
-	if (h.sb == NULL || parse_mode(mode != NULL ? mode : "0755", &m.u.fs_mkdir.mode, &err) < 0 ||
-	    check_path(path, &err) < 0)
+	if (h.sb == NULL)
+		return sbx_op_fail(&err, out);
+	if (parse_mode(mode != NULL ? mode : "0755", &m.u.fs_mkdir.mode, &err) < 0)
+		return sbx_op_fail(&err, out);
+	if (check_path(path, &err) < 0)
 		return sbx_op_fail(&err, out);
 	m.u.fs_mkdir.path = (char *)path;
 	m.u.fs_mkdir.flags = parents ? PROTO_FS_PARENTS : 0;
@@ -183,10 +195,14 @@ int sbx_op_fs_rm(struct sbx_adapter *a, json_t *req, json_t **out)
 	sbx_error_t err = NULL;
 	const char *id, *path;
 	bool recursive;
-	if (decode_id_and(req, "path", &id, &path, &err) < 0 || req_bool(req, "recursive", false, &recursive, &err) < 0)
+	if (decode_id_and(req, "path", &id, &path, &err) < 0)
+		return sbx_op_fail(&err, out);
+	if (req_bool(req, "recursive", false, &recursive, &err) < 0)
 		return sbx_op_fail(&err, out);
 	cleanup_fs_hold struct fs_hold h = hold(a, id, &err);
-	if (h.sb == NULL || check_path(path, &err) < 0)
+	if (h.sb == NULL)
+		return sbx_op_fail(&err, out);
+	if (check_path(path, &err) < 0)
 		return sbx_op_fail(&err, out);
 	struct proto_msg m = { .type = PROTO_FS_RM, .u.fs_rm = { (char *)path, recursive ? PROTO_FS_RECURSIVE : 0 } };
 	return run_call(&h, &m, out);
@@ -198,13 +214,23 @@ int sbx_op_fs_chmod(struct sbx_adapter *a, json_t *req, json_t **out)
 	const char *id, *path, *mode;
 	uint32_t uid = 0, gid = 0;
 	bool recursive, has_uid, has_gid;
-	if (decode_id_and(req, "path", &id, &path, &err) < 0 || req_string(req, "mode", true, &mode, &err) < 0 ||
-	    req_u32_opt(req, "uid", &has_uid, &uid, &err) < 0 || req_u32_opt(req, "gid", &has_gid, &gid, &err) < 0 ||
-	    req_bool(req, "recursive", false, &recursive, &err) < 0)
+	if (decode_id_and(req, "path", &id, &path, &err) < 0)
+		return sbx_op_fail(&err, out);
+	if (req_string(req, "mode", true, &mode, &err) < 0)
+		return sbx_op_fail(&err, out);
+	if (req_u32_opt(req, "uid", &has_uid, &uid, &err) < 0)
+		return sbx_op_fail(&err, out);
+	if (req_u32_opt(req, "gid", &has_gid, &gid, &err) < 0)
+		return sbx_op_fail(&err, out);
+	if (req_bool(req, "recursive", false, &recursive, &err) < 0)
 		return sbx_op_fail(&err, out);
 	cleanup_fs_hold struct fs_hold h = hold(a, id, &err);
 	struct proto_msg m = { .type = PROTO_FS_CHMOD };
-	if (h.sb == NULL || parse_mode(mode, &m.u.fs_chmod.mode, &err) < 0 || check_path(path, &err) < 0)
+	if (h.sb == NULL)
+		return sbx_op_fail(&err, out);
+	if (parse_mode(mode, &m.u.fs_chmod.mode, &err) < 0)
+		return sbx_op_fail(&err, out);
+	if (check_path(path, &err) < 0)
 		return sbx_op_fail(&err, out);
 	m.u.fs_chmod.path = (char *)path;
 	m.u.fs_chmod.flags = (recursive ? PROTO_FS_RECURSIVE : 0) | (has_uid ? PROTO_FS_SET_UID : 0) |
@@ -219,11 +245,18 @@ int sbx_op_fs_mv(struct sbx_adapter *a, json_t *req, json_t **out)
 	sbx_error_t err = NULL;
 	const char *id, *src, *dst;
 	bool overwrite;
-	if (decode_id_and(req, "src", &id, &src, &err) < 0 || req_string(req, "dst", true, &dst, &err) < 0 ||
-	    req_bool(req, "overwrite", false, &overwrite, &err) < 0)
+	if (decode_id_and(req, "src", &id, &src, &err) < 0)
+		return sbx_op_fail(&err, out);
+	if (req_string(req, "dst", true, &dst, &err) < 0)
+		return sbx_op_fail(&err, out);
+	if (req_bool(req, "overwrite", false, &overwrite, &err) < 0)
 		return sbx_op_fail(&err, out);
 	cleanup_fs_hold struct fs_hold h = hold(a, id, &err);
-	if (h.sb == NULL || check_path(src, &err) < 0 || check_path(dst, &err) < 0)
+	if (h.sb == NULL)
+		return sbx_op_fail(&err, out);
+	if (check_path(src, &err) < 0)
+		return sbx_op_fail(&err, out);
+	if (check_path(dst, &err) < 0)
 		return sbx_op_fail(&err, out);
 	struct proto_msg m = { .type = PROTO_FS_MV,
 			       .u.fs_mv = { (char *)src, (char *)dst, overwrite ? PROTO_FS_OVERWRITE : 0 } };
@@ -258,9 +291,13 @@ static int decode_walk(json_t *req, struct walk *w, sbx_error_t *err)
 {
 	json_t *inc, *exc;
 	memset(w, 0, sizeof(*w));
-	if (req_bool(req, "recursive", true, &w->recursive, err) < 0 ||
-	    req_bool(req, "ignore_case", false, &w->ignore_case, err) < 0 ||
-	    req_string_array(req, "include_glob", &inc, err) < 0 || req_string_array(req, "exclude_glob", &exc, err) < 0)
+	if (req_bool(req, "recursive", true, &w->recursive, err) < 0)
+		return -1;
+	if (req_bool(req, "ignore_case", false, &w->ignore_case, err) < 0)
+		return -1;
+	if (req_string_array(req, "include_glob", &inc, err) < 0)
+		return -1;
+	if (req_string_array(req, "exclude_glob", &exc, err) < 0)
 		return -1;
 	if (check_globs(inc, "include_glob", err) < 0)
 		return -1;
@@ -283,12 +320,20 @@ int sbx_op_fs_grep(struct sbx_adapter *a, json_t *req, json_t **out)
 	const char *id, *path, *pattern;
 	uint64_t max_matches, max_line_bytes;
 	cleanup_walk struct walk w = { 0 };
-	if (decode_id_and(req, "path", &id, &path, &err) < 0 || req_string(req, "pattern", true, &pattern, &err) < 0 ||
-	    req_u64(req, "max_matches", 10000, &max_matches, &err) < 0 ||
-	    req_u64(req, "max_line_bytes", 4096, &max_line_bytes, &err) < 0 || decode_walk(req, &w, &err) < 0)
+	if (decode_id_and(req, "path", &id, &path, &err) < 0)
+		return sbx_op_fail(&err, out);
+	if (req_string(req, "pattern", true, &pattern, &err) < 0)
+		return sbx_op_fail(&err, out);
+	if (req_u64(req, "max_matches", 10000, &max_matches, &err) < 0)
+		return sbx_op_fail(&err, out);
+	if (req_u64(req, "max_line_bytes", 4096, &max_line_bytes, &err) < 0)
+		return sbx_op_fail(&err, out);
+	if (decode_walk(req, &w, &err) < 0)
 		return sbx_op_fail(&err, out);
 	cleanup_fs_hold struct fs_hold h = hold(a, id, &err);
-	if (h.sb == NULL || check_path(path, &err) < 0)
+	if (h.sb == NULL)
+		return sbx_op_fail(&err, out);
+	if (check_path(path, &err) < 0)
 		return sbx_op_fail(&err, out);
 	struct proto_msg m = { .type = PROTO_FS_GREP,
 			       .u.fs_grep = { (char *)path, (char *)pattern, walk_flags(&w), w.include, w.exclude,
@@ -321,16 +366,26 @@ int sbx_op_fs_sed(struct sbx_adapter *a, json_t *req, json_t **out)
 	json_t *files;
 	bool regex, first_only;
 	cleanup_walk struct walk w = { 0 };
-	if (decode_id_and(req, "pattern", &id, &pattern, &err) < 0 ||
-	    req_string(req, "replacement", true, &replacement, &err) < 0 ||
-	    req_string_array(req, "files", &files, &err) < 0 || req_string(req, "path", false, &path, &err) < 0 ||
-	    req_bool(req, "regex", true, &regex, &err) < 0 || req_bool(req, "first_only", false, &first_only, &err) < 0 ||
-	    decode_walk(req, &w, &err) < 0)
+	if (decode_id_and(req, "pattern", &id, &pattern, &err) < 0)
+		return sbx_op_fail(&err, out);
+	if (req_string(req, "replacement", true, &replacement, &err) < 0)
+		return sbx_op_fail(&err, out);
+	if (req_string_array(req, "files", &files, &err) < 0)
+		return sbx_op_fail(&err, out);
+	if (req_string(req, "path", false, &path, &err) < 0)
+		return sbx_op_fail(&err, out);
+	if (req_bool(req, "regex", true, &regex, &err) < 0)
+		return sbx_op_fail(&err, out);
+	if (req_bool(req, "first_only", false, &first_only, &err) < 0)
+		return sbx_op_fail(&err, out);
+	if (decode_walk(req, &w, &err) < 0)
 		return sbx_op_fail(&err, out);
 	if (check_sed_target(id, files, path, &err) < 0)
 		return sbx_op_fail(&err, out);
 	cleanup_fs_hold struct fs_hold h = hold(a, id, &err);
-	if (h.sb == NULL || (path != NULL && check_path(path, &err) < 0))
+	if (h.sb == NULL)
+		return sbx_op_fail(&err, out);
+	if (path != NULL && check_path(path, &err) < 0)
 		return sbx_op_fail(&err, out);
 	cleanup_free char **fv = req_strv_view(files, "sed files", &err);
 	if (fv == NULL)
@@ -353,8 +408,11 @@ static int decode_content(json_t *req, json_t **content, sbx_error_t *err)
 	const char *s;
 	if (!json_is_object(v))
 		return req_type_error(v, "content", "a string or a StreamChannelRef", err);
-	if (req_string(v, "channel_id", true, &s, err) < 0 || req_string(v, "access_key", true, &s, err) < 0 ||
-	    req_string(v, "direction", true, &s, err) < 0)
+	if (req_string(v, "channel_id", true, &s, err) < 0)
+		return sbx_error_prefix(err, "field `content`");
+	if (req_string(v, "access_key", true, &s, err) < 0)
+		return sbx_error_prefix(err, "field `content`");
+	if (req_string(v, "direction", true, &s, err) < 0)
 		return sbx_error_prefix(err, "field `content`");
 	if (strcmp(s, "read") != 0 && strcmp(s, "write") != 0)
 		return sbx_error_scode(err, SBX_SCODE_DECODE, "unknown variant `%s`, expected `read` or `write` for field "
@@ -368,9 +426,15 @@ int sbx_op_fs_write(struct sbx_adapter *a, json_t *req, json_t **out)
 	const char *id, *path, *mode, *b64;
 	bool parents;
 	json_t *content;
-	if (decode_id_and(req, "path", &id, &path, &err) < 0 || req_string(req, "mode", false, &mode, &err) < 0 ||
-	    req_bool(req, "parents", false, &parents, &err) < 0 || decode_content(req, &content, &err) < 0 ||
-	    req_string(req, "content_b64", false, &b64, &err) < 0)
+	if (decode_id_and(req, "path", &id, &path, &err) < 0)
+		return sbx_op_fail(&err, out);
+	if (req_string(req, "mode", false, &mode, &err) < 0)
+		return sbx_op_fail(&err, out);
+	if (req_bool(req, "parents", false, &parents, &err) < 0)
+		return sbx_op_fail(&err, out);
+	if (decode_content(req, &content, &err) < 0)
+		return sbx_op_fail(&err, out);
+	if (req_string(req, "content_b64", false, &b64, &err) < 0)
 		return sbx_op_fail(&err, out);
 	/* The body's shape is checked before the sandbox id (contract §7.17). */
 	if (content != NULL && b64 != NULL) {

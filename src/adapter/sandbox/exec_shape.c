@@ -8,6 +8,7 @@
 #include "adapter/quote.h"
 #include "adapter/sandbox/shlex.h"
 #include "common/cleanup.h"
+#include "common/cleanup_json.h"
 #include "common/scodes.h"
 
 #define EMPTY_MSG "cmd is required and must be non-empty (or pass `argv` with at least one element)"
@@ -23,13 +24,14 @@ static bool has_whitespace(const char *s)
 
 static json_t *from_cmd_args(const char *cmd, json_t *args, sbx_error_t *err)
 {
-	json_t *out = json_array();
-	if (out == NULL || json_array_append_new(out, json_string(cmd)) < 0 ||
-	    (args != NULL && json_array_extend(out, args) < 0)) {
-		json_decref(out);
+	cleanup_json json_t *out = json_array();
+	if (out == NULL)
 		return sbx_error_errno(err, ENOMEM, "exec command"), NULL;
-	}
-	return out;
+	if (json_array_append_new(out, json_string(cmd)) < 0)
+		return sbx_error_errno(err, ENOMEM, "exec command"), NULL;
+	if (args != NULL && json_array_extend(out, args) < 0)
+		return sbx_error_errno(err, ENOMEM, "exec command"), NULL;
+	return sbx_steal_ptr(out);
 }
 
 static json_t *check_program(json_t *argv, sbx_error_t *err)

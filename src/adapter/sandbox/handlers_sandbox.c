@@ -12,12 +12,21 @@
 
 static int decode_create(json_t *req, struct sandbox_create_args *c, sbx_error_t *err)
 {
-	if (req_object(req, err) < 0 || req_string(req, "image", true, &c->image, err) < 0 ||
-	    req_u32_opt(req, "cpus", &c->has_cpus, &c->cpus, err) < 0 ||
-	    req_u32_opt(req, "memory_mb", &c->has_memory, &c->memory_mb, err) < 0 ||
-	    req_string(req, "name", false, &c->name, err) < 0 || sandbox_network_decode(req, c, err) < 0 ||
-	    req_u64(req, "idle_timeout_secs", 0, &c->idle_timeout_secs, err) < 0 ||
-	    env_decode(req, "env", &c->env, err) < 0)
+	if (req_object(req, err) < 0)
+		return -1;
+	if (req_string(req, "image", true, &c->image, err) < 0)
+		return -1;
+	if (req_u32_opt(req, "cpus", &c->has_cpus, &c->cpus, err) < 0)
+		return -1;
+	if (req_u32_opt(req, "memory_mb", &c->has_memory, &c->memory_mb, err) < 0)
+		return -1;
+	if (req_string(req, "name", false, &c->name, err) < 0)
+		return -1;
+	if (sandbox_network_decode(req, c, err) < 0)
+		return -1;
+	if (req_u64(req, "idle_timeout_secs", 0, &c->idle_timeout_secs, err) < 0)
+		return -1;
+	if (env_decode(req, "env", &c->env, err) < 0)
 		return -1;
 	json_t *idle = json_object_get(req, "idle_timeout_secs");
 	c->has_idle = idle != NULL && !json_is_null(idle);
@@ -29,31 +38,56 @@ int sbx_op_create(struct sbx_adapter *a, json_t *req, json_t **out)
 	sbx_error_t err = NULL;
 	struct sandbox_create_args c = { 0 };
 	char id[SBX_UUID_STRLEN + 1];
-	if (decode_create(req, &c, &err) < 0 || sandbox_create(a, &c, id, &err) < 0)
+	if (decode_create(req, &c, &err) < 0)
+		return sbx_op_fail(&err, out);
+	if (sandbox_create(a, &c, id, &err) < 0)
 		return sbx_op_fail(&err, out);
 	*out = json_pack("{s:s, s:s}", "sandbox_id", id, "image", c.image);
 	return 0;
 }
 
+/* The exec request's fields that are resolved before the lookup; the
+ * strings and arrays are borrowed from the request. */
+struct exec_fields {
+	const char *id, *cmd;
+	json_t *args, *argv, *env;
+};
+
+static int decode_exec(json_t *req, struct exec_fields *f, struct sandbox_exec_args *x, sbx_error_t *err)
+{
+	if (req_object(req, err) < 0)
+		return -1;
+	if (req_string(req, "sandbox_id", true, &f->id, err) < 0)
+		return -1;
+	if (req_string(req, "cmd", false, &f->cmd, err) < 0)
+		return -1;
+	if (req_string_array(req, "args", &f->args, err) < 0)
+		return -1;
+	if (req_string_array(req, "argv", &f->argv, err) < 0)
+		return -1;
+	if (req_string(req, "stdin", false, &x->stdin_b64, err) < 0)
+		return -1;
+	if (env_decode(req, "env", &f->env, err) < 0)
+		return -1;
+	if (req_u64(req, "timeout_ms", 300000, &x->timeout_ms, err) < 0)
+		return -1;
+	return req_string(req, "workdir", false, &x->workdir, err);
+}
+
 int sbx_op_exec(struct sbx_adapter *a, json_t *req, json_t **out)
 {
 	sbx_error_t err = NULL;
-	const char *id, *cmd;
-	json_t *args, *argv, *env;
+	struct exec_fields f = { 0 };
 	struct sandbox_exec_args x = { 0 };
-	if (req_object(req, &err) < 0 || req_string(req, "sandbox_id", true, &id, &err) < 0 ||
-	    req_string(req, "cmd", false, &cmd, &err) < 0 || req_string_array(req, "args", &args, &err) < 0 ||
-	    req_string_array(req, "argv", &argv, &err) < 0 || req_string(req, "stdin", false, &x.stdin_b64, &err) < 0 ||
-	    env_decode(req, "env", &env, &err) < 0 || req_u64(req, "timeout_ms", 300000, &x.timeout_ms, &err) < 0 ||
-	    req_string(req, "workdir", false, &x.workdir, &err) < 0)
+	if (decode_exec(req, &f, &x, &err) < 0)
 		return sbx_op_fail(&err, out);
 
 	char uuid[SBX_UUID_STRLEN + 1];
-	if (req_sandbox_uuid(id, uuid, &err) < 0)
+	if (req_sandbox_uuid(f.id, uuid, &err) < 0)
 		return sbx_op_fail(&err, out);
-	if ((x.argv = exec_shape_resolve(cmd, args, argv, &err)) == NULL)
+	if ((x.argv = exec_shape_resolve(f.cmd, f.args, f.argv, &err)) == NULL)
 		return sbx_op_fail(&err, out);
-	x.env = env_resolve(env, &err);
+	x.env = env_resolve(f.env, &err);
 	if (x.env != NULL)
 		*out = sandbox_exec(a, uuid, &x, &err);
 	json_decref(x.argv);
@@ -67,10 +101,16 @@ int sbx_op_stop(struct sbx_adapter *a, json_t *req, json_t **out)
 	const char *id;
 	bool wait;
 	char uuid[SBX_UUID_STRLEN + 1];
+	if (req_object(req, &err) < 0)
+		return sbx_op_fail(&err, out);
+	if (req_string(req, "sandbox_id", true, &id, &err) < 0)
+		return sbx_op_fail(&err, out);
 	/* `wait` is accepted and ignored: stop is always synchronous. */
-	if (req_object(req, &err) < 0 || req_string(req, "sandbox_id", true, &id, &err) < 0 ||
-	    req_bool(req, "wait", false, &wait, &err) < 0 || req_sandbox_uuid(id, uuid, &err) < 0 ||
-	    sandbox_stop(a, uuid, &err) < 0)
+	if (req_bool(req, "wait", false, &wait, &err) < 0)
+		return sbx_op_fail(&err, out);
+	if (req_sandbox_uuid(id, uuid, &err) < 0)
+		return sbx_op_fail(&err, out);
+	if (sandbox_stop(a, uuid, &err) < 0)
 		return sbx_op_fail(&err, out);
 	*out = json_pack("{s:s, s:b}", "sandbox_id", uuid, "stopped", 1);
 	return 0;

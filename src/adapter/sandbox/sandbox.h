@@ -8,7 +8,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "adapter/adapter.h"
+#include "adapter/adapter_state.h"
 #include "common/error.h"
 #include "common/uuid.h"
 

@@ -36,7 +36,9 @@ static int decode_files(json_t *req, json_t **files, sbx_error_t *err)
 		if (!json_is_object(f))
 			return req_type_error(f, "files", "a {path, content} map", err);
 		/* The content is written by length: NUL bytes are data. */
-		if (req_string(f, "path", true, &s, err) < 0 || req_bytes(f, "content", true, &s, &len, err) < 0)
+		if (req_string(f, "path", true, &s, err) < 0)
+			return -1;
+		if (req_bytes(f, "content", true, &s, &len, err) < 0)
 			return -1;
 	}
 	return 0;
@@ -44,16 +46,27 @@ static int decode_files(json_t *req, json_t **files, sbx_error_t *err)
 
 static int decode_run(json_t *req, struct run_args *r, sbx_error_t *err)
 {
-	return req_object(req, err) < 0 || req_string(req, "image", true, &r->create.image, err) < 0 ||
-			       req_string(req, "code", true, &r->code, err) < 0 ||
-			       req_string(req, "lang", true, &r->lang, err) < 0 || decode_files(req, &r->files, err) < 0 ||
-			       env_decode(req, "env", &r->create.env, err) < 0 ||
-			       sandbox_network_decode(req, &r->create, err) < 0 ||
-			       req_string(req, "stdin", false, &r->stdin_b64, err) < 0 ||
-			       req_u64(req, "timeout_ms", 300000, &r->timeout_ms, err) < 0 ||
-			       req_bool(req, "keep_sandbox", false, &r->keep, err) < 0
-		       ? -1
-		       : 0;
+	if (req_object(req, err) < 0)
+		return -1;
+	if (req_string(req, "image", true, &r->create.image, err) < 0)
+		return -1;
+	if (req_string(req, "code", true, &r->code, err) < 0)
+		return -1;
+	if (req_string(req, "lang", true, &r->lang, err) < 0)
+		return -1;
+	if (decode_files(req, &r->files, err) < 0)
+		return -1;
+	if (env_decode(req, "env", &r->create.env, err) < 0)
+		return -1;
+	if (sandbox_network_decode(req, &r->create, err) < 0)
+		return -1;
+	if (req_string(req, "stdin", false, &r->stdin_b64, err) < 0)
+		return -1;
+	if (req_u64(req, "timeout_ms", 300000, &r->timeout_ms, err) < 0)
+		return -1;
+	if (req_bool(req, "keep_sandbox", false, &r->keep, err) < 0)
+		return -1;
+	return 0;
 }
 
 /* Steps 2-4 on the created sandbox; on failure *step names the step. */

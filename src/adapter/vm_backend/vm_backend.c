@@ -3,6 +3,7 @@
 #include <errno.h>
 #include <stdlib.h>
 
+#include "adapter/fs/fs_errors.h"
 #include "adapter/vm_backend/vm_backend_internal.h"
 #include "common/clock.h"
 #include "common/scodes.h"
@@ -82,12 +83,8 @@ static int write_file(void *vm, const char *path, uint32_t mode, bool parents, c
 		blame_death(s, err);
 		return -1;
 	}
-	/* The fs S-codes of contract §3 by the guest's errno. */
-	int e = (*err)->errnum;
-	sbx_error_default_scode(err, e == ENOENT || e == ENOTDIR ? SBX_S_FS_NOT_FOUND
-				     : e == EISDIR		  ? SBX_S_FS_WRONG_TYPE
-				     : e == EACCES || e == EPERM ? SBX_S_FS_PERMISSION
-								  : SBX_S_FS_IO);
+	/* The guest's errno gets its S-code as fs::write's would. */
+	fs_error_classify(err, PROTO_FS_WRITE);
 	return -1;
 }
 

@@ -1,9 +1,9 @@
-/* fs::* over the VM layer and the engine's byte channels (fs_host.h);
+/* fs::* over the VM layer and the engine's byte channels (fs_backend.h);
  * the context is the engine client. */
 #ifndef SBX_ADAPTER_VM_BACKEND_FS_H
 #define SBX_ADAPTER_VM_BACKEND_FS_H
 
-#include "adapter/fs/fs_host.h"
+#include "adapter/fs_backend.h"
 
 #define FS_OP_TIMEOUT_MS (10 * 60 * 1000) /* one grep or sed over a large tree */
 #define FS_CHUNK_TIMEOUT_MS 60000         /* the guest taking or giving one chunk */

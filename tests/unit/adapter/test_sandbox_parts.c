@@ -8,12 +8,13 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "adapter/exec_output.h"
 #include "adapter/fs/fs_errors.h"
 #include "adapter/mem_budget.h"
 #include "adapter/reaper_policy.h"
 #include "adapter/sandbox/boot_env.h"
-#include "adapter/sandbox/exec_output.h"
 #include "adapter/sandbox/lang.h"
+#include "common/scodes.h"
 #include "harness.h"
 #include "proto/proto.h"
 
@@ -233,6 +234,28 @@ TEST(guest_errnos_map_to_s_codes)
 	CHECK_STR(classify(EROFS, PROTO_FS_WRITE), "S216");
 	CHECK_STR(classify(ENOENT, PROTO_FS_MV), "S211");
 	CHECK_STR(classify(EXDEV, PROTO_FS_MV), "S216");
+}
+
+/* The one map every path uses (fs::* and run's files through the backend's
+ * write_file), with the contract's codes (§3): a path component that is
+ * not a directory is S212 "not a directory or wrong type", not S211. */
+TEST(one_errno_map_for_writes_and_fs_ops)
+{
+	CHECK_STR(classify(ENOTDIR, PROTO_FS_WRITE), "S212");
+	CHECK_STR(classify(ENOTDIR, PROTO_FS_LS), "S212");
+	CHECK_STR(classify(ENOENT, PROTO_FS_WRITE), "S211");
+	/* Writing onto a directory is an I/O error (§7.17); reading one is
+	 * the wrong type (§7.18). */
+	CHECK_STR(classify(EISDIR, PROTO_FS_WRITE), "S216");
+	CHECK_STR(classify(EISDIR, PROTO_FS_READ), "S212");
+	CHECK_STR(classify(EEXIST, PROTO_FS_MKDIR), "S213");
+	CHECK_STR(classify(EACCES, PROTO_FS_WRITE), "S215");
+	/* A code the VM layer already gave (the upload channel) is kept. */
+	sbx_error_t err = NULL;
+	sbx_error_scode(&err, SBX_S_FS_CHANNEL, "no data on the channel for 30 s");
+	fs_error_classify(&err, PROTO_FS_WRITE);
+	CHECK_STR(err->scode, "S218");
+	sbx_error_free(&err);
 }
 
 TEST(memory_budget_arithmetic)

@@ -3,8 +3,8 @@
  * an adapter without one (the fuzz targets, unit tests) answers S300.
  * Failures keep the guest's errno and message; handlers_fs.c gives them
  * their S-code (fs_errors.h). */
-#ifndef SBX_ADAPTER_FS_HOST_H
-#define SBX_ADAPTER_FS_HOST_H
+#ifndef SBX_ADAPTER_FS_BACKEND_H
+#define SBX_ADAPTER_FS_BACKEND_H
 
 #include <jansson.h>
 #include <stdbool.h>

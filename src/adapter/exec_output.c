@@ -1,4 +1,4 @@
-#include "adapter/sandbox/exec_output.h"
+#include "adapter/exec_output.h"
 
 #include <errno.h>
 #include <stdlib.h>

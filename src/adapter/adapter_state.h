@@ -1,0 +1,50 @@
+/* What the handlers see of the adapter: its state (the registry, the three
+ * ports, the reaper, the memory budget) and the shape of one operation.
+ * The handlers include this, not adapter.h, so the front door (ops.c,
+ * which names every handler) stays on top of them. */
+#ifndef SBX_ADAPTER_ADAPTER_STATE_H
+#define SBX_ADAPTER_ADAPTER_STATE_H
+
+#include <jansson.h>
+
+#include "adapter/backend.h"
+#include "adapter/config/config.h"
+#include "adapter/fs_backend.h"
+#include "adapter/mem_budget.h"
+#include "adapter/reaper.h"
+#include "adapter/registry.h"
+#include "adapter/worker_backend.h"
+
+#define SBX_WORKER_NAME "sandbox-libkrun"
+#define SBX_CONTRACT_MAJOR 1
+#define SBX_CONTRACT_MINOR 1
+/* What create/run/exec/worker::* answer in an adapter without a backend. */
+#define SBX_NO_VM_DETAIL "VM support is not built yet in this sandbox-libkrun build"
+
+struct worker_table;
+
+struct sbx_adapter {
+	struct sbx_config *cfg; /* read-only after start */
+	struct sbx_registry *reg;
+	char *worker_token; /* III_SANDBOX_WORKER_TOKEN; NULL when unset or empty */
+	struct sbx_backend backend; /* ops NULL until sbx_adapter_use_backend() */
+	struct sbx_fs_host fs;      /* fs::* guest calls and channels; ops NULL: S300 */
+	struct reaper reaper;
+	struct sbx_mem_budget mem; /* what live VMs may take together */
+	const struct sbx_worker_ops *workers; /* NULL: worker::* answer S300 */
+	struct worker_table *worker_vms; /* the live worker VMs (worker/worker_table.h), owned by serve */
+};
+
+/* Same contract as engine_handler_fn: 0 with *out the result, or -1 with *out
+ * the error body ({code, message}). */
+typedef int (*sbx_op_fn)(struct sbx_adapter *a, json_t *req, json_t **out);
+
+struct sbx_op {
+	const char *op; /* "exec"; the function id is "sandbox-libkrun::exec" */
+	const char *description;
+	const char *request_schema;  /* JSON text */
+	const char *response_schema; /* JSON text */
+	sbx_op_fn fn;
+};
+
+#endif
