@@ -1,5 +1,6 @@
-/* The VM backend's ops table (backend.h) and its small ops; boot and exec
- * have files of their own (vm_backend_boot.c, vm_backend_exec.c). */
+/* The VM backend's ops table (backend.h) and its small ops; boot, exec and
+ * a sandbox's VM have files of their own (vm_backend_boot.c,
+ * vm_backend_exec.c, vm_backend_vm.c). */
 #include <errno.h>
 #include <stdlib.h>
 
@@ -10,7 +11,6 @@
 #include "vm/template_memfd.h"
 
 #define WRITE_FILE_MS 60000 /* one file of run */
-#define DEATH_WAIT_MS 2000  /* QEMU's exit after the guest connection broke */
 
 void *vm_backend_new(const struct sbx_config *cfg, struct sbx_jail_host *jail, sbx_error_t *err)
 {
@@ -35,42 +35,9 @@ void vm_backend_free(void *ctx)
 	free(b);
 }
 
-struct sbx_vm *vm_backend_vm(void *sandbox_vm)
-{
-	return ((struct sandbox_vm *)sandbox_vm)->vm;
-}
-
 static bool alive(void *vm)
 {
 	return sbx_vm_alive(((struct sandbox_vm *)vm)->vm);
-}
-
-/* A call that failed because the VM went says so, and why, rather than
- * what broke on the way (a lost connection, a refused spawn). */
-static void blame_death(struct sandbox_vm *s, sbx_error_t *err)
-{
-	if (*err == NULL)
-		return;
-	if (sbx_vm_alive(s->vm))
-		return;
-	char cause[256];
-	sbx_vm_death_cause(s->vm, DEATH_WAIT_MS, cause, sizeof(cause));
-	sbx_error_free(err);
-	sbx_error_scode(err, SBX_S_VM_BOOT, "%s", cause);
-}
-
-void vm_backend_blame_death(void *sandbox_vm, sbx_error_t *err)
-{
-	blame_death(sandbox_vm, err);
-}
-
-void vm_backend_stop(void *vm)
-{
-	struct sandbox_vm *s = vm;
-	sbx_vm_stop(s->vm, sbx_now_ms() + VM_BACKEND_STOP_MS);
-	free(s->workdir);
-	free(s->image);
-	free(s);
 }
 
 static int write_file(void *vm, const char *path, uint32_t mode, bool parents, const void *data, size_t len,
@@ -80,7 +47,7 @@ static int write_file(void *vm, const char *path, uint32_t mode, bool parents, c
 	if (sbx_vm_write_file(s->vm, path, mode, parents, data, len, sbx_now_ms() + WRITE_FILE_MS, err) == 0)
 		return 0;
 	if (!sbx_vm_alive(s->vm)) {
-		blame_death(s, err);
+		vm_backend_blame_death(s, err);
 		return -1;
 	}
 	/* The guest's errno gets its S-code as fs::write's would. */
