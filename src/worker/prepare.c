@@ -22,7 +22,7 @@
 #include "worker/manifest.h"
 #include "worker/worker_disk.h"
 #include "worker/worker_image.h"
-#include "worker/worker_record.h"
+#include "worker/worker_record_file.h"
 #include "worker/worker_record_json.h"
 #include "worker/worker_roots.h"
 
