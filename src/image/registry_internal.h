@@ -40,6 +40,9 @@ struct sink {
 	long retry_after; /* seconds, -1 when absent or not a number */
 };
 
+/* An IPv4 literal in 127/8, localhost or ::1: where plain http is allowed. */
+bool registry_loopback_host(const char *host);
+
 /* Zeroes a secret (token, credential) before freeing it; NULL is a no-op. */
 void registry_wipe_free(char *s);
 
