@@ -11,7 +11,7 @@
 #include "adapter/fs/fs_host.h"
 #include "adapter/mem_budget.h"
 #include "adapter/reaper.h"
-#include "adapter/registry.h"
+#include "adapter/sandbox_registry.h"
 #include "common/error.h"
 
 #define SBX_WORKER_NAME "sandbox-libkrun"
