@@ -19,7 +19,7 @@
 #include "common/scodes.h"
 #include "common/state_dir.h"
 #include "common/strv.h"
-#include "worker/manifest.h"
+#include "worker/worker_manifest.h"
 #include "worker/worker_disk.h"
 #include "worker/worker_image.h"
 #include "worker/worker_record_file.h"
