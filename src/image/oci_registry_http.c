@@ -1,4 +1,4 @@
-/* HTTP for the OCI registry client (registry_internal.h): one GET with
+/* HTTP for the OCI registry client (oci_registry_http.h): one GET with
  * libcurl, bodies into capped memory or a hashed file, Bearer tokens from
  * WWW-Authenticate challenges, and retries with backoff on 429, 5xx and
  * network errors; the transport check every URL it follows passes. */
@@ -15,7 +15,7 @@
 #include <unistd.h>
 
 #include "common/log.h"
-#include "image/registry_internal.h"
+#include "image/oci_registry_http.h"
 #include "image/www_auth.h"
 
 #define ATTEMPTS 4

@@ -1,6 +1,6 @@
-/* The OCI registry client (registry.h): endpoints, credentials,
- * manifests and blobs; the HTTP exchanges are in registry_http.c. */
-#include "image/registry.h"
+/* The OCI registry client (oci_registry.h): endpoints, credentials,
+ * manifests and blobs; the HTTP exchanges are in oci_registry_http.c. */
+#include "image/oci_registry.h"
 
 #include <curl/curl.h>
 #include <errno.h>
@@ -14,7 +14,7 @@
 
 #include "common/log.h"
 #include "image/digest.h"
-#include "image/registry_internal.h"
+#include "image/oci_registry_http.h"
 
 #define ACCEPT_MANIFESTS \
 	"Accept: " SBX_MT_OCI_INDEX ", " SBX_MT_OCI_MANIFEST ", " SBX_MT_DOCKER_LIST ", " SBX_MT_DOCKER_MANIFEST
