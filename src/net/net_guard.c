@@ -8,7 +8,7 @@
 #include <sys/stat.h>
 
 #include "common/log_limit.h"
-#include "net/net_addr.h"
+#include "proto/proto_net_addr.h"
 #include "net/net_helper.h"
 #include "net/net_hostaddr.h"
 

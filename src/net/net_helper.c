@@ -4,7 +4,7 @@
  *       [--deny RULE]... [--sandbox-allow RULE]... [--sandbox-deny RULE]...
  *       [--dns-servers host:port,...]
  *
- * The daemon starts it with the descriptors of net_addr.h.  It exits when
+ * The daemon starts it with the descriptors of proto/proto_net_addr.h.  It exits when
  * the lifeline reaches EOF or the VM's keeper exits, so it never outlives
  * either; a bad argument exits 2. */
 #include <errno.h>
@@ -20,7 +20,7 @@
 #include <unistd.h>
 
 #include "common/log_limit.h"
-#include "net/net_addr.h"
+#include "proto/proto_net_addr.h"
 #include "net/net_helper.h"
 #include "net/net_seccomp.h"
 

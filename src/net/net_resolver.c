@@ -8,7 +8,7 @@
 #include <string.h>
 
 #include "common/log_limit.h"
-#include "net/net_addr.h"
+#include "proto/proto_net_addr.h"
 #include "net/net_dns.h"
 #include "net/net_helper.h"
 

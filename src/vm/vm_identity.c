@@ -7,7 +7,7 @@
 #include <time.h>
 
 #include "common/scodes.h"
-#include "net/net_addr.h"
+#include "proto/proto_net_addr.h"
 #include "vm/channel.h"
 #include "vm/virtiofs.h"
 #include "vm/vm_internal.h"
