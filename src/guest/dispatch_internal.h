@@ -1,6 +1,7 @@
 /* The guest protocol server's insides, shared by dispatch.c (the loop and
- * the stream table), dispatch_proc.c (process streams) and dispatch_fs.c
- * (fs write and fs operation streams).  Single-threaded: everything runs
+ * the stream lookup), dispatch_server.c (the connection, watches, the
+ * stream table: below the others), dispatch_proc.c (process streams) and
+ * dispatch_fs.c (fs write and fs operation streams).  Single-threaded: everything runs
  * on the epoll loop of dispatch_serve. */
 #ifndef SBX_GUEST_DISPATCH_INTERNAL_H
 #define SBX_GUEST_DISPATCH_INTERNAL_H
@@ -74,7 +75,7 @@ struct server {
 	sbx_error_t failure; /* with STOP_FAILED */
 };
 
-/* dispatch.c: the connection, watches and the stream table. */
+/* dispatch_server.c: the connection, watches and the stream table. */
 void conn_fail(struct server *s, sbx_error_t *e);
 int watch_set(struct server *s, struct watch *w, uint32_t events, sbx_error_t *err);
 void watch_close(struct server *s, struct watch *w);
