@@ -50,10 +50,10 @@ struct opener {
 };
 
 static const struct opener openers[] = {
-	{ PROTO_SPAWN, "SPAWN", proc_open },
-	{ PROTO_FS_WRITE, "FS_WRITE", fs_write_stream_open },
+	{ PROTO_SPAWN, "SPAWN", srv_proc_open },
+	{ PROTO_FS_WRITE, "FS_WRITE", srv_fs_write_stream_open },
 };
-static const struct opener fs_op_opener = { 0, "fs request", fs_op_open };
+static const struct opener fs_op_opener = { 0, "fs request", srv_fs_op_open };
 
 static const struct opener *find_opener(uint8_t type)
 {
@@ -79,7 +79,7 @@ static void handle_stream_msg(struct server *s, struct proto_msg *m)
 		   m->type != PROTO_KILL) {
 		/* Late STDIN, STDIN_EOF, CREDIT and KILL for a stream that
 		 * already ended are normal; anything else is not. */
-		push_error(s, m->stream, PROTO_TEXT_UNEXPECTED " from the host");
+		srv_push_error(s, m->stream, PROTO_TEXT_UNEXPECTED " from the host");
 	}
 }
 
@@ -87,11 +87,11 @@ static void handle_vm_msg(struct server *s, struct proto_msg *m)
 {
 	if (m->type == PROTO_PING) {
 		struct proto_msg pong = { .stream = 0, .type = PROTO_PONG, .u.nonce = m->u.nonce };
-		push(s, &pong);
+		srv_push(s, &pong);
 	} else if (m->type == PROTO_SHUTDOWN) {
 		s->stop = STOP_SHUTDOWN;
 	} else {
-		push_error(s, 0, "unexpected message on stream 0");
+		srv_push_error(s, 0, "unexpected message on stream 0");
 	}
 }
 
@@ -104,7 +104,7 @@ static void handle_frame(struct server *s, const struct proto_header *h, const u
 		if (st != NULL)
 			st->ops->fail(s, st, EPROTO, sbx_error_msg(err));
 		else
-			push_error(s, h->stream, sbx_error_msg(err));
+			srv_push_error(s, h->stream, sbx_error_msg(err));
 		sbx_error_free(&err);
 		return;
 	}
@@ -124,7 +124,7 @@ static void read_port(struct server *s)
 	if (n < 0) {
 		sbx_error_t e = NULL;
 		sbx_error_errno(&e, errno, "read control port");
-		conn_fail(s, &e);
+		srv_conn_fail(s, &e);
 		return;
 	}
 	if (n == 0) {
@@ -141,7 +141,7 @@ static void read_port(struct server *s)
 		off += used;
 		if (rc < 0) {
 			sbx_error_prefix(&err, "framing error");
-			conn_fail(s, &err);
+			srv_conn_fail(s, &err);
 			return;
 		}
 		if (rc == 1)
@@ -182,7 +182,7 @@ static int check_deadlines(struct server *s)
 static int update_interest(struct server *s, sbx_error_t *err)
 {
 	int full = outq_full(&s->q);
-	if (watch_set(s, &s->port_w, (full ? 0 : EPOLLIN) | (s->q.len > 0 ? EPOLLOUT : 0), err) < 0)
+	if (srv_watch_set(s, &s->port_w, (full ? 0 : EPOLLIN) | (s->q.len > 0 ? EPOLLOUT : 0), err) < 0)
 		return -1;
 	for (size_t i = 0; i < s->nstreams; i++) {
 		struct stream *st = s->streams[i];
@@ -199,7 +199,7 @@ static void dispatch_event(struct server *s, struct watch *w, uint32_t events)
 		if (events & EPOLLOUT) {
 			sbx_error_t err = NULL;
 			if (outq_flush(&s->q, s->port, &err) < 0) {
-				conn_fail(s, &err);
+				srv_conn_fail(s, &err);
 				return;
 			}
 		}
@@ -275,7 +275,7 @@ int dispatch_serve(int fd, const struct dispatch_config *cfg, sbx_error_t *err)
 	}
 	s.port_w = (struct watch){ W_PORT, NULL, fd, 0 };
 	s.sig_w = (struct watch){ W_SIGNAL, NULL, s.sigfd, 0 };
-	if (watch_set(&s, &s.sig_w, EPOLLIN, err) < 0)
+	if (srv_watch_set(&s, &s.sig_w, EPOLLIN, err) < 0)
 		goto out;
 	reap(&s); /* children that ended before the signalfd existed */
 	rc = serve_loop(&s, err);

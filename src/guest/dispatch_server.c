@@ -13,7 +13,7 @@
 
 /* Ends the connection: framing and I/O errors cannot be confined to a
  * stream. */
-void conn_fail(struct server *s, sbx_error_t *e)
+void srv_conn_fail(struct server *s, sbx_error_t *e)
 {
 	sbx_err("guest: control connection: %s", sbx_error_msg(*e));
 	if (s->stop == RUNNING) {
@@ -27,7 +27,7 @@ void conn_fail(struct server *s, sbx_error_t *e)
 /* Registers, changes or removes (events == 0) a watch in the epoll set.
  * Paused fds leave the set entirely: a hung-up pipe would otherwise report
  * EPOLLHUP on every wait. */
-int watch_set(struct server *s, struct watch *w, uint32_t events, sbx_error_t *err)
+int srv_watch_set(struct server *s, struct watch *w, uint32_t events, sbx_error_t *err)
 {
 	if (w->fd < 0 || w->events == events)
 		return 0;
@@ -39,36 +39,36 @@ int watch_set(struct server *s, struct watch *w, uint32_t events, sbx_error_t *e
 	return 0;
 }
 
-void watch_close(struct server *s, struct watch *w)
+void srv_watch_close(struct server *s, struct watch *w)
 {
 	if (w->fd < 0)
 		return;
 	sbx_error_t ignored = NULL;
-	watch_set(s, w, 0, &ignored);
+	srv_watch_set(s, w, 0, &ignored);
 	sbx_error_free(&ignored);
 	close(w->fd);
 	w->fd = -1;
 }
 
-int push(struct server *s, const struct proto_msg *m)
+int srv_push(struct server *s, const struct proto_msg *m)
 {
 	sbx_error_t err = NULL;
 	if (outq_push(&s->q, m, &err) < 0) {
 		/* Out of memory or an unencodable message: the connection can
 		 * no longer be trusted to carry complete streams. */
-		conn_fail(s, &err);
+		srv_conn_fail(s, &err);
 		return -1;
 	}
 	return 0;
 }
 
-void push_error(struct server *s, uint32_t stream, const char *msg)
+void srv_push_error(struct server *s, uint32_t stream, const char *msg)
 {
 	struct proto_msg m = { .stream = stream, .type = PROTO_ERROR, .u.message = (char *)msg };
-	push(s, &m);
+	srv_push(s, &m);
 }
 
-int stream_add(struct server *s, struct stream *st)
+int srv_stream_add(struct server *s, struct stream *st)
 {
 	if (s->nstreams == s->cap) {
 		size_t cap = s->cap > 0 ? s->cap * 2 : 16;
@@ -83,7 +83,7 @@ int stream_add(struct server *s, struct stream *st)
 	return 0;
 }
 
-void stream_end(struct server *s, struct stream *st)
+void srv_stream_end(struct server *s, struct stream *st)
 {
 	if (st->dead)
 		return;
