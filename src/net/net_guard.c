@@ -7,6 +7,7 @@
 #include <sys/socket.h>
 #include <sys/stat.h>
 
+#include "common/clock.h"
 #include "common/log_limit.h"
 #include "proto/proto_net_addr.h"
 #include "net/net_helper.h"
@@ -68,7 +69,7 @@ void net_send_guest(struct net_helper *h, const uint8_t *buf, size_t len)
 
 void net_beacon(struct net_helper *h)
 {
-	int64_t now = net_now_ms();
+	int64_t now = sbx_now_ms();
 	if (h->beacon_fd < 0 || now - h->beacon_at_ms < BEACON_EVERY_MS)
 		return;
 	h->beacon_at_ms = now;
@@ -78,7 +79,7 @@ void net_beacon(struct net_helper *h)
 
 int net_host_addrs_refresh(struct net_helper *h, sbx_error_t *err)
 {
-	int64_t now = net_now_ms();
+	int64_t now = sbx_now_ms();
 	if (h->policy.host_addrs != NULL && now - h->host_addrs_at_ms < NET_HOST_ADDRS_EVERY_MS)
 		return 0;
 	uint32_t *v;
@@ -190,7 +191,7 @@ void net_guard_input(struct net_helper *h, const uint8_t *buf, size_t len)
 			sbx_error_free(&err);
 		}
 		struct net_verdict v;
-		net_policy_judge(&h->policy, h->pins, net_now_ms(), f.dst, f.proto, f.has_ports ? f.dport : 0, &v);
+		net_policy_judge(&h->policy, h->pins, sbx_now_ms(), f.dst, f.proto, f.has_ports ? f.dport : 0, &v);
 		if (!v.allowed) {
 			refuse(h, &f, v.why);
 			return;

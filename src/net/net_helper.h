@@ -47,8 +47,6 @@ struct net_helper {
 	uint64_t denials;
 };
 
-int64_t net_now_ms(void);
-
 /* net_guard.c: a frame from the guest; passes it to slirp or answers it. */
 void net_guard_input(struct net_helper *h, const uint8_t *buf, size_t len);
 /* A frame to the guest (slirp's send_packet). */
