@@ -9,7 +9,7 @@
 #include <sys/statvfs.h>
 #include <unistd.h>
 
-#include "adapter/sandbox/boot_env.h"
+#include "image/image_runtime.h"
 #include "adapter/sandbox/lang.h"
 #include "adapter/host/standby.h"
 #include "adapter/host/warm_pool.h"

@@ -11,7 +11,7 @@
 #include "adapter/fs/fs_errors.h"
 #include "adapter/mem_budget.h"
 #include "adapter/reaper_policy.h"
-#include "adapter/sandbox/boot_env.h"
+#include "image/image_runtime.h"
 #include "adapter/sandbox/exec_output.h"
 #include "adapter/sandbox/lang.h"
 #include "harness.h"
