@@ -12,7 +12,7 @@
 #include "adapter/fs_backend.h"
 #include "adapter/mem_budget.h"
 #include "adapter/reaper.h"
-#include "adapter/registry.h"
+#include "adapter/sandbox_registry.h"
 #include "adapter/worker_backend.h"
 
 #define SBX_WORKER_NAME "sandbox-libkrun"

@@ -1,5 +1,5 @@
 /* The idle reaper's decision (contract §6.4), a pure function so it can be
- * tested with a fake clock; registry.c applies it under its lock. */
+ * tested with a fake clock; sandbox_registry.c applies it under its lock. */
 #ifndef SBX_ADAPTER_REAPER_POLICY_H
 #define SBX_ADAPTER_REAPER_POLICY_H
 

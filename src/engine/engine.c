@@ -11,7 +11,6 @@
 #include <sys/eventfd.h>
 #include <unistd.h>
 
-#include "common/cleanup.h"
 #include "common/log.h"
 #include "common/clock.h"
 #include "engine/engine_internal.h"
@@ -26,60 +25,6 @@ const char *engine_default_url(void)
 	if (v != NULL && *v != '\0')
 		return v;
 	return "ws://127.0.0.1:49134";
-}
-
-const char *engine_json_str(json_t *obj, const char *key, size_t maxlen)
-{
-	json_t *v = json_object_get(obj, key);
-	/* Frames are decoded with JSON_ALLOW_NUL: a string holding a NUL byte
-	 * would be silently cut short as a C string. */
-	if (!json_is_string(v) || json_string_length(v) > maxlen ||
-	    strlen(json_string_value(v)) != json_string_length(v))
-		return NULL;
-	return json_string_value(v);
-}
-
-void engine_wait_until(struct engine *e, int64_t deadline_ms)
-{
-	if (deadline_ms <= sbx_now_ms())
-		return;
-	struct timespec ts = sbx_ms_timespec(deadline_ms);
-	pthread_cond_timedwait(&e->cond, &e->lock, &ts);
-}
-
-bool engine_stopping(struct engine *e)
-{
-	struct pollfd p = { .fd = e->stop_fd, .events = POLLIN };
-	return poll(&p, 1, 0) > 0;
-}
-
-int engine_send_on(struct ws_conn *c, json_t *msg, sbx_error_t *err)
-{
-	cleanup_free char *text = json_dumps(msg, JSON_COMPACT);
-	if (text == NULL)
-		return sbx_error_set(err, EINVAL, "cannot encode a message as JSON");
-	size_t len = strlen(text);
-	if (len > ENGINE_MAX_MESSAGE)
-		return sbx_error_set(err, EMSGSIZE, "message of %zu bytes exceeds the %u byte limit", len,
-				     ENGINE_MAX_MESSAGE);
-	return ws_conn_send_text(c, text, len, err);
-}
-
-int engine_send(struct engine *e, json_t *msg, sbx_error_t *err)
-{
-	pthread_mutex_lock(&e->lock);
-	struct ws_conn *c = e->conn;
-	if (c != NULL)
-		e->conn_users++;
-	pthread_mutex_unlock(&e->lock);
-	if (c == NULL)
-		return sbx_error_set(err, ENOTCONN, "not connected to the engine");
-	int r = engine_send_on(c, msg, err);
-	pthread_mutex_lock(&e->lock);
-	e->conn_users--;
-	pthread_cond_broadcast(&e->cond);
-	pthread_mutex_unlock(&e->lock);
-	return r;
 }
 
 static char *default_worker_name(void)
@@ -301,14 +246,6 @@ int engine_wait_connected(struct engine *e, int timeout_ms, sbx_error_t *err)
 	if (fatal)
 		return sbx_error_set(err, ECONNREFUSED, "the engine rejected this worker");
 	return sbx_error_set(err, ETIMEDOUT, "not connected to the engine at %s within %d ms", e->url, timeout_ms);
-}
-
-bool engine_fatally_rejected(struct engine *e)
-{
-	pthread_mutex_lock(&e->lock);
-	bool f = e->fatal;
-	pthread_mutex_unlock(&e->lock);
-	return f;
 }
 
 void engine_wait_stopped(struct engine *e)

@@ -69,7 +69,7 @@ struct engine {
 	pthread_t thread;
 };
 
-/* engine.c */
+/* engine_link.c: below engine.c and the session, dispatch and pending files. */
 bool engine_stopping(struct engine *e);
 /* Sends one JSON message on the current connection (steals nothing). */
 int engine_send(struct engine *e, json_t *msg, sbx_error_t *err);

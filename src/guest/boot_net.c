@@ -15,7 +15,7 @@
 #include <unistd.h>
 
 #include "common/cleanup.h"
-#include "net/net_addr.h"
+#include "proto/proto_net_addr.h"
 
 #define NET_IF "eth0"
 

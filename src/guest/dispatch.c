@@ -1,8 +1,8 @@
-/* The guest's protocol server (see dispatch.h): the epoll loop, the
- * connection, and the one table of streams.  The kinds of stream live in
- * dispatch_proc.c and dispatch_fs.c; they are opened by message type and
- * found by one lookup, and a stream id already in use is refused in one
- * place. */
+/* The guest's protocol server (see dispatch.h): the epoll loop and the
+ * one lookup of streams (the connection and the table's upkeep are in
+ * dispatch_server.c).  The kinds of stream live in dispatch_proc.c and
+ * dispatch_fs.c; they are opened by message type and found by one
+ * lookup, and a stream id already in use is refused in one place. */
 #include "guest/dispatch.h"
 
 #include <errno.h>
@@ -19,86 +19,6 @@
 #include "common/log.h"
 #include "guest/dispatch_internal.h"
 #include "guest/fs_child.h"
-
-/* Ends the connection: framing and I/O errors cannot be confined to a
- * stream. */
-void conn_fail(struct server *s, sbx_error_t *e)
-{
-	sbx_err("guest: control connection: %s", sbx_error_msg(*e));
-	if (s->stop == RUNNING) {
-		s->stop = STOP_FAILED;
-		s->failure = *e;
-		*e = NULL;
-	}
-	sbx_error_free(e);
-}
-
-/* Registers, changes or removes (events == 0) a watch in the epoll set.
- * Paused fds leave the set entirely: a hung-up pipe would otherwise report
- * EPOLLHUP on every wait. */
-int watch_set(struct server *s, struct watch *w, uint32_t events, sbx_error_t *err)
-{
-	if (w->fd < 0 || w->events == events)
-		return 0;
-	struct epoll_event ev = { .events = events, .data.ptr = w };
-	int op = w->events == 0 ? EPOLL_CTL_ADD : events == 0 ? EPOLL_CTL_DEL : EPOLL_CTL_MOD;
-	if (epoll_ctl(s->epfd, op, w->fd, &ev) < 0)
-		return sbx_error_errno(err, errno, "epoll_ctl");
-	w->events = events;
-	return 0;
-}
-
-void watch_close(struct server *s, struct watch *w)
-{
-	if (w->fd < 0)
-		return;
-	sbx_error_t ignored = NULL;
-	watch_set(s, w, 0, &ignored);
-	sbx_error_free(&ignored);
-	close(w->fd);
-	w->fd = -1;
-}
-
-int push(struct server *s, const struct proto_msg *m)
-{
-	sbx_error_t err = NULL;
-	if (outq_push(&s->q, m, &err) < 0) {
-		/* Out of memory or an unencodable message: the connection can
-		 * no longer be trusted to carry complete streams. */
-		conn_fail(s, &err);
-		return -1;
-	}
-	return 0;
-}
-
-void push_error(struct server *s, uint32_t stream, const char *msg)
-{
-	struct proto_msg m = { .stream = stream, .type = PROTO_ERROR, .u.message = (char *)msg };
-	push(s, &m);
-}
-
-int stream_add(struct server *s, struct stream *st)
-{
-	if (s->nstreams == s->cap) {
-		size_t cap = s->cap > 0 ? s->cap * 2 : 16;
-		struct stream **v = realloc(s->streams, cap * sizeof(*v));
-		if (v == NULL)
-			return -1;
-		s->streams = v;
-		s->cap = cap;
-	}
-	s->streams[s->nstreams++] = st;
-	s->live[st->kind]++;
-	return 0;
-}
-
-void stream_end(struct server *s, struct stream *st)
-{
-	if (st->dead)
-		return;
-	st->dead = true;
-	s->live[st->kind]--;
-}
 
 /* The live stream with this id, of any kind. */
 static struct stream *stream_find(struct server *s, uint32_t id)
@@ -130,10 +50,10 @@ struct opener {
 };
 
 static const struct opener openers[] = {
-	{ PROTO_SPAWN, "SPAWN", proc_open },
-	{ PROTO_FS_WRITE, "FS_WRITE", fs_write_stream_open },
+	{ PROTO_SPAWN, "SPAWN", srv_proc_open },
+	{ PROTO_FS_WRITE, "FS_WRITE", srv_fs_write_stream_open },
 };
-static const struct opener fs_op_opener = { 0, "fs request", fs_op_open };
+static const struct opener fs_op_opener = { 0, "fs request", srv_fs_op_open };
 
 static const struct opener *find_opener(uint8_t type)
 {
@@ -159,7 +79,7 @@ static void handle_stream_msg(struct server *s, struct proto_msg *m)
 		   m->type != PROTO_KILL) {
 		/* Late STDIN, STDIN_EOF, CREDIT and KILL for a stream that
 		 * already ended are normal; anything else is not. */
-		push_error(s, m->stream, PROTO_TEXT_UNEXPECTED " from the host");
+		srv_push_error(s, m->stream, PROTO_TEXT_UNEXPECTED " from the host");
 	}
 }
 
@@ -167,11 +87,11 @@ static void handle_vm_msg(struct server *s, struct proto_msg *m)
 {
 	if (m->type == PROTO_PING) {
 		struct proto_msg pong = { .stream = 0, .type = PROTO_PONG, .u.nonce = m->u.nonce };
-		push(s, &pong);
+		srv_push(s, &pong);
 	} else if (m->type == PROTO_SHUTDOWN) {
 		s->stop = STOP_SHUTDOWN;
 	} else {
-		push_error(s, 0, "unexpected message on stream 0");
+		srv_push_error(s, 0, "unexpected message on stream 0");
 	}
 }
 
@@ -184,7 +104,7 @@ static void handle_frame(struct server *s, const struct proto_header *h, const u
 		if (st != NULL)
 			st->ops->fail(s, st, EPROTO, sbx_error_msg(err));
 		else
-			push_error(s, h->stream, sbx_error_msg(err));
+			srv_push_error(s, h->stream, sbx_error_msg(err));
 		sbx_error_free(&err);
 		return;
 	}
@@ -204,7 +124,7 @@ static void read_port(struct server *s)
 	if (n < 0) {
 		sbx_error_t e = NULL;
 		sbx_error_errno(&e, errno, "read control port");
-		conn_fail(s, &e);
+		srv_conn_fail(s, &e);
 		return;
 	}
 	if (n == 0) {
@@ -221,7 +141,7 @@ static void read_port(struct server *s)
 		off += used;
 		if (rc < 0) {
 			sbx_error_prefix(&err, "framing error");
-			conn_fail(s, &err);
+			srv_conn_fail(s, &err);
 			return;
 		}
 		if (rc == 1)
@@ -262,7 +182,7 @@ static int check_deadlines(struct server *s)
 static int update_interest(struct server *s, sbx_error_t *err)
 {
 	int full = outq_full(&s->q);
-	if (watch_set(s, &s->port_w, (full ? 0 : EPOLLIN) | (s->q.len > 0 ? EPOLLOUT : 0), err) < 0)
+	if (srv_watch_set(s, &s->port_w, (full ? 0 : EPOLLIN) | (s->q.len > 0 ? EPOLLOUT : 0), err) < 0)
 		return -1;
 	for (size_t i = 0; i < s->nstreams; i++) {
 		struct stream *st = s->streams[i];
@@ -279,7 +199,7 @@ static void dispatch_event(struct server *s, struct watch *w, uint32_t events)
 		if (events & EPOLLOUT) {
 			sbx_error_t err = NULL;
 			if (outq_flush(&s->q, s->port, &err) < 0) {
-				conn_fail(s, &err);
+				srv_conn_fail(s, &err);
 				return;
 			}
 		}
@@ -355,7 +275,7 @@ int dispatch_serve(int fd, const struct dispatch_config *cfg, sbx_error_t *err)
 	}
 	s.port_w = (struct watch){ W_PORT, NULL, fd, 0 };
 	s.sig_w = (struct watch){ W_SIGNAL, NULL, s.sigfd, 0 };
-	if (watch_set(&s, &s.sig_w, EPOLLIN, err) < 0)
+	if (srv_watch_set(&s, &s.sig_w, EPOLLIN, err) < 0)
 		goto out;
 	reap(&s); /* children that ended before the signalfd existed */
 	rc = serve_loop(&s, err);

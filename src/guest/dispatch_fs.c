@@ -42,28 +42,28 @@ static void push_fs_error(struct server *s, uint32_t stream, int errnum, const c
 	struct proto_msg m = { .stream = stream, .type = PROTO_FS_ERROR };
 	m.u.fs_error.errnum = errnum > 0 ? errnum : EIO;
 	m.u.fs_error.message = (char *)msg;
-	push(s, &m);
+	srv_push(s, &m);
 }
 
 /* Ends a file write: EXIT 0 when `e` is NULL, else FS_ERROR with its
  * errno. */
 static void fs_end(struct server *s, struct fs_stream *f, sbx_error_t *e)
 {
-	stream_end(s, &f->st);
+	srv_stream_end(s, &f->st);
 	if (e != NULL && *e != NULL) {
 		push_fs_error(s, f->st.id, (*e)->errnum, sbx_error_msg(*e));
 		sbx_error_free(e);
 		return;
 	}
 	struct proto_msg m = { .stream = f->st.id, .type = PROTO_EXIT, .u.code = 0 };
-	push(s, &m);
+	srv_push(s, &m);
 }
 
 static void fs_write_fail(struct server *s, struct stream *st, int errnum, const char *msg)
 {
 	struct fs_stream *f = as_fs_stream(st);
 	fs_write_abort(f->w);
-	stream_end(s, st);
+	srv_stream_end(s, st);
 	push_fs_error(s, st->id, errnum, msg);
 }
 
@@ -79,7 +79,7 @@ static void fs_write_msg(struct server *s, struct stream *st, struct proto_msg *
 		} else if (m->u.data.len > 0) {
 			struct proto_msg c = { .stream = st->id, .type = PROTO_CREDIT };
 			c.u.credit = (uint32_t)m->u.data.len;
-			push(s, &c);
+			srv_push(s, &c);
 		}
 		break;
 	case PROTO_STDIN_EOF:
@@ -103,7 +103,7 @@ static void fs_write_msg(struct server *s, struct stream *st, struct proto_msg *
 static void fs_write_stop(struct server *s, struct stream *st)
 {
 	fs_write_abort(as_fs_stream(st)->w);
-	stream_end(s, st);
+	srv_stream_end(s, st);
 }
 
 static void fs_stream_destroy(struct stream *st)
@@ -118,16 +118,16 @@ static const struct stream_ops fs_write_ops = {
 	.destroy = fs_stream_destroy,
 };
 
-void fs_write_stream_open(struct server *s, struct proto_msg *m)
+void srv_fs_write_stream_open(struct server *s, struct proto_msg *m)
 {
 	if (s->live[STREAM_FS_WRITE] >= DISPATCH_MAX_FS_WRITES) {
-		push_error(s, m->stream, "too many file writes");
+		srv_push_error(s, m->stream, "too many file writes");
 		return;
 	}
 	struct fs_stream *f = calloc(1, sizeof(*f));
 	if (f != NULL)
 		f->st = (struct stream){ .id = m->stream, .kind = STREAM_FS_WRITE, .ops = &fs_write_ops };
-	if (f == NULL || stream_add(s, &f->st) < 0) {
+	if (f == NULL || srv_stream_add(s, &f->st) < 0) {
 		free(f);
 		push_fs_error(s, m->stream, ENOMEM, "out of memory");
 		return;
@@ -140,10 +140,10 @@ void fs_write_stream_open(struct server *s, struct proto_msg *m)
 
 static void fsop_end(struct server *s, struct fsop *o)
 {
-	watch_close(s, &o->w);
+	srv_watch_close(s, &o->w);
 	o->c.fd = -1; /* closed with the watch */
 	fs_child_stop(&o->c);
-	stream_end(s, &o->st);
+	srv_stream_end(s, &o->st);
 }
 
 /* Ends an fs operation early: the child is killed, the host hears why. */
@@ -155,7 +155,7 @@ static void fsop_cancel(struct server *s, struct stream *st, int errnum, const c
 
 static void fsop_emit(void *ctx, const struct proto_msg *m)
 {
-	push(ctx, m);
+	srv_push(ctx, m);
 }
 
 static void fsop_event(struct server *s, struct stream *st, struct watch *w)
@@ -183,7 +183,7 @@ static void fsop_msg(struct server *s, struct stream *st, struct proto_msg *m)
 static int fsop_interest(struct server *s, struct stream *st, sbx_error_t *err)
 {
 	struct fsop *o = as_fsop(st);
-	return watch_set(s, &o->w, outq_full(&s->q) || fs_child_paused(&o->c) ? 0 : EPOLLIN, err);
+	return srv_watch_set(s, &o->w, outq_full(&s->q) || fs_child_paused(&o->c) ? 0 : EPOLLIN, err);
 }
 
 static void fsop_reaped(struct server *s, struct stream *st, pid_t pid, int status)
@@ -208,7 +208,7 @@ static const struct stream_ops fsop_ops = {
 	.destroy = fs_stream_destroy,
 };
 
-void fs_op_open(struct server *s, struct proto_msg *m)
+void srv_fs_op_open(struct server *s, struct proto_msg *m)
 {
 	if (s->live[STREAM_FS_OP] >= DISPATCH_MAX_FS_OPS) {
 		push_fs_error(s, m->stream, EAGAIN, "too many fs operations in flight");
@@ -224,7 +224,7 @@ void fs_op_open(struct server *s, struct proto_msg *m)
 	}
 	o->st = (struct stream){ .id = m->stream, .kind = STREAM_FS_OP, .ops = &fsop_ops };
 	o->w = (struct watch){ W_FS, &o->st, o->c.fd, 0 };
-	if (stream_add(s, &o->st) < 0) {
+	if (srv_stream_add(s, &o->st) < 0) {
 		fs_child_stop(&o->c);
 		free(o);
 		push_fs_error(s, m->stream, ENOMEM, "out of memory");

@@ -1,6 +1,7 @@
 /* The guest protocol server's insides, shared by dispatch.c (the loop and
- * the stream table), dispatch_proc.c (process streams) and dispatch_fs.c
- * (fs write and fs operation streams).  Single-threaded: everything runs
+ * the stream lookup), dispatch_server.c (the connection, watches, the
+ * stream table: below the others), dispatch_proc.c (process streams) and
+ * dispatch_fs.c (fs write and fs operation streams).  Single-threaded: everything runs
  * on the epoll loop of dispatch_serve. */
 #ifndef SBX_GUEST_DISPATCH_INTERNAL_H
 #define SBX_GUEST_DISPATCH_INTERNAL_H
@@ -74,21 +75,21 @@ struct server {
 	sbx_error_t failure; /* with STOP_FAILED */
 };
 
-/* dispatch.c: the connection, watches and the stream table. */
-void conn_fail(struct server *s, sbx_error_t *e);
-int watch_set(struct server *s, struct watch *w, uint32_t events, sbx_error_t *err);
-void watch_close(struct server *s, struct watch *w);
+/* dispatch_server.c: the connection, watches and the stream table. */
+void srv_conn_fail(struct server *s, sbx_error_t *e);
+int srv_watch_set(struct server *s, struct watch *w, uint32_t events, sbx_error_t *err);
+void srv_watch_close(struct server *s, struct watch *w);
 /* Queues a message to the host; -1 once the connection failed. */
-int push(struct server *s, const struct proto_msg *m);
-void push_error(struct server *s, uint32_t stream, const char *msg);
+int srv_push(struct server *s, const struct proto_msg *m);
+void srv_push_error(struct server *s, uint32_t stream, const char *msg);
 /* Adds a new stream (id and kind set); -1 when out of memory. */
-int stream_add(struct server *s, struct stream *st);
+int srv_stream_add(struct server *s, struct stream *st);
 /* Marks a stream ended; the sweep frees it. */
-void stream_end(struct server *s, struct stream *st);
+void srv_stream_end(struct server *s, struct stream *st);
 
 /* The openers, by message type (dispatch_proc.c, dispatch_fs.c). */
-void proc_open(struct server *s, struct proto_msg *m);
-void fs_write_stream_open(struct server *s, struct proto_msg *m);
-void fs_op_open(struct server *s, struct proto_msg *m);
+void srv_proc_open(struct server *s, struct proto_msg *m);
+void srv_fs_write_stream_open(struct server *s, struct proto_msg *m);
+void srv_fs_op_open(struct server *s, struct proto_msg *m);
 
 #endif

@@ -47,11 +47,11 @@ static void proc_kill(struct proc *p, int sig)
 
 static void proc_end(struct server *s, struct proc *p)
 {
-	watch_close(s, &p->out);
-	watch_close(s, &p->err);
-	watch_close(s, &p->in);
+	srv_watch_close(s, &p->out);
+	srv_watch_close(s, &p->err);
+	srv_watch_close(s, &p->in);
 	exec_cgroup_release(p->cgroup_dir_fd, &p->cg);
-	stream_end(s, &p->st);
+	srv_stream_end(s, &p->st);
 }
 
 /* A protocol error on a stream: the process goes, the host hears why. */
@@ -60,7 +60,7 @@ static void proc_fail(struct server *s, struct stream *st, int errnum, const cha
 	struct proc *p = as_proc(st);
 	proc_kill(p, SIGKILL);
 	proc_end(s, p);
-	push_error(s, p->st.id, msg);
+	srv_push_error(s, p->st.id, msg);
 }
 
 static void proc_try_finish(struct server *s, struct proc *p)
@@ -69,7 +69,7 @@ static void proc_try_finish(struct server *s, struct proc *p)
 		return;
 	struct proto_msg m = { .stream = p->st.id, .type = PROTO_EXIT, .u.code = p->code };
 	proc_end(s, p);
-	push(s, &m);
+	srv_push(s, &m);
 }
 
 static void credit_host(struct server *s, struct proc *p, size_t n)
@@ -77,7 +77,7 @@ static void credit_host(struct server *s, struct proc *p, size_t n)
 	if (n == 0)
 		return;
 	struct proto_msg m = { .stream = p->st.id, .type = PROTO_CREDIT, .u.credit = (uint32_t)n };
-	push(s, &m);
+	srv_push(s, &m);
 }
 
 /* Writes buffered STDIN to the child; what the child can no longer take is
@@ -91,7 +91,7 @@ static void proc_write_stdin(struct server *s, struct proc *p)
 		if (n < 0 && errno == EAGAIN)
 			return;
 		if (n < 0) {
-			watch_close(s, &p->in);
+			srv_watch_close(s, &p->in);
 			break;
 		}
 		memmove(p->in_buf, p->in_buf + n, p->in_len - (size_t)n);
@@ -102,7 +102,7 @@ static void proc_write_stdin(struct server *s, struct proc *p)
 		credit_host(s, p, p->in_len);
 		p->in_len = 0;
 	} else if (p->in_eof && p->in_len == 0) {
-		watch_close(s, &p->in);
+		srv_watch_close(s, &p->in);
 	}
 }
 
@@ -118,7 +118,7 @@ static void proc_read_pipe(struct server *s, struct proc *p, struct watch *w)
 	if (n < 0 && (errno == EINTR || errno == EAGAIN))
 		return;
 	if (n <= 0) {
-		watch_close(s, w);
+		srv_watch_close(s, w);
 		proc_try_finish(s, p);
 		return;
 	}
@@ -127,7 +127,7 @@ static void proc_read_pipe(struct server *s, struct proc *p, struct watch *w)
 	p->unacked += (uint32_t)n;
 	if (p->exited)
 		p->drain_deadline = sbx_now_ms() + DISPATCH_DRAIN_MS;
-	push(s, &m);
+	srv_push(s, &m);
 }
 
 static void proc_stdin(struct server *s, struct proc *p, const struct proto_data *d)
@@ -204,11 +204,11 @@ static int proc_interest(struct server *s, struct stream *st, sbx_error_t *err)
 {
 	struct proc *p = as_proc(st);
 	uint32_t ev = output_paused(s, p) ? 0 : EPOLLIN;
-	if (watch_set(s, &p->out, ev, err) < 0)
+	if (srv_watch_set(s, &p->out, ev, err) < 0)
 		return -1;
-	if (watch_set(s, &p->err, ev, err) < 0)
+	if (srv_watch_set(s, &p->err, ev, err) < 0)
 		return -1;
-	return watch_set(s, &p->in, p->in_len > 0 ? EPOLLOUT : 0, err);
+	return srv_watch_set(s, &p->in, p->in_len > 0 ? EPOLLOUT : 0, err);
 }
 
 static void proc_reaped(struct server *s, struct stream *st, pid_t pid, int status)
@@ -230,8 +230,8 @@ static int64_t proc_tick(struct server *s, struct stream *st, int64_t now)
 		return -1;
 	if (now >= p->drain_deadline) {
 		if (!output_paused(s, p)) {
-			watch_close(s, &p->out);
-			watch_close(s, &p->err);
+			srv_watch_close(s, &p->out);
+			srv_watch_close(s, &p->err);
 			proc_try_finish(s, p);
 			return -1;
 		}
@@ -271,25 +271,25 @@ static void proc_exec_failed(struct server *s, struct proc *p, char *failure)
 	struct proto_msg e = { .stream = p->st.id, .type = PROTO_STDERR };
 	e.u.data = (struct proto_data){ (const uint8_t *)line, strlen(line) };
 	p->unacked += (uint32_t)e.u.data.len;
-	push(s, &e);
+	srv_push(s, &e);
 	free(failure);
 }
 
-void proc_open(struct server *s, struct proto_msg *m)
+void srv_proc_open(struct server *s, struct proto_msg *m)
 {
 	if (s->live[STREAM_PROC] >= DISPATCH_MAX_PROCS) {
-		push_error(s, m->stream, "too many processes");
+		srv_push_error(s, m->stream, "too many processes");
 		return;
 	}
 	struct proc *p = calloc(1, sizeof(*p));
 	if (p == NULL) {
-		push_error(s, m->stream, "out of memory");
+		srv_push_error(s, m->stream, "out of memory");
 		return;
 	}
 	p->cgroup_dir_fd = s->cfg->cgroup_dir_fd;
 	cleanup_error sbx_error_t err = NULL;
 	if (exec_cgroup_create(p->cgroup_dir_fd, s->cfg->exec_pids_max, &p->cg, &err) < 0) {
-		push_error(s, m->stream, sbx_error_msg(err));
+		srv_push_error(s, m->stream, sbx_error_msg(err));
 		free(p);
 		return;
 	}
@@ -304,7 +304,7 @@ void proc_open(struct server *s, struct proto_msg *m)
 	};
 	struct spawn_result res;
 	if (spawn_process(&req, &res, &err) < 0) {
-		push_error(s, m->stream, sbx_error_msg(err));
+		srv_push_error(s, m->stream, sbx_error_msg(err));
 		exec_cgroup_release(p->cgroup_dir_fd, &p->cg);
 		free(p);
 		return;
@@ -315,19 +315,19 @@ void proc_open(struct server *s, struct proto_msg *m)
 	p->out = (struct watch){ W_STDOUT, &p->st, res.stdout_fd, 0 };
 	p->err = (struct watch){ W_STDERR, &p->st, res.stderr_fd, 0 };
 	p->in = (struct watch){ W_STDIN, &p->st, res.stdin_fd, 0 };
-	if (stream_add(s, &p->st) < 0) {
+	if (srv_stream_add(s, &p->st) < 0) {
 		proc_kill(p, SIGKILL);
 		exec_cgroup_release(p->cgroup_dir_fd, &p->cg);
-		watch_close(s, &p->out);
-		watch_close(s, &p->err);
-		watch_close(s, &p->in);
+		srv_watch_close(s, &p->out);
+		srv_watch_close(s, &p->err);
+		srv_watch_close(s, &p->in);
 		free(res.failure);
 		free(p);
-		push_error(s, m->stream, "out of memory");
+		srv_push_error(s, m->stream, "out of memory");
 		return;
 	}
 	struct proto_msg started = { .stream = p->st.id, .type = PROTO_STARTED, .u.pid = (uint32_t)p->pid };
-	push(s, &started);
+	srv_push(s, &started);
 	if (res.exec_errno != 0)
 		proc_exec_failed(s, p, res.failure);
 }

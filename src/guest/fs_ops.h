@@ -5,7 +5,7 @@
 #define SBX_GUEST_FS_OPS_H
 
 #include "common/error.h"
-#include "guest/fs_reply.h"
+#include "guest/guest_fs_reply.h"
 #include "proto/proto_msg.h"
 
 int fs_ls(const struct proto_fs_path *q, struct fs_reply *r, sbx_error_t *err);

@@ -16,7 +16,7 @@
 #include "image/digest.h"
 #include "image/image_store.h"
 #include "image/layer_apply.h"
-#include "image/manifest.h"
+#include "image/oci_manifest.h"
 
 struct local_layers {
 	const char *dir;

@@ -15,8 +15,8 @@
 #include "image/digest.h"
 #include "image/image_index.h"
 #include "image/image_store.h"
-#include "image/manifest.h"
-#include "image/registry.h"
+#include "image/oci_manifest.h"
+#include "image/oci_registry.h"
 
 /* A hit rewrites the index (last used) at most this often: creates in a
  * burst then cost one index read each. */

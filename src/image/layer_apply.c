@@ -4,198 +4,22 @@
 #include <archive_entry.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <linux/openat2.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <sys/syscall.h>
 #include <sys/sysmacros.h>
 #include <sys/xattr.h>
 #include <unistd.h>
 
 #include "common/cleanup.h"
 #include "common/log.h"
+#include "image/layer_internal.h"
 #include "image/path_set.h"
 #include "image/store_space.h"
 #include "image/tar_path.h"
 
-#define WH_PREFIX ".wh."
-#define WH_OPAQUE ".wh..wh..opq"
-
-struct sbx_rootfs {
-	int root;
-	char *dir; /* for messages */
-	struct sbx_image_limits limits;
-	unsigned flags;
-	uint64_t entries, bytes, next_space_check; /* charged so far, all layers */
-	struct sbx_path_set layer_paths; /* written by the layer being applied */
-	struct sbx_path_set opaque_dirs; /* made opaque by the layer being applied */
-	struct sbx_path_set dirs;        /* directories whose mtime finish sets */
-	struct timespec *dir_mtimes;     /* by the id of the path in dirs */
-	size_t cap_dir_mtimes;
-	bool warned_owner;
-};
-
-static int resolve(int root, const char *path, int flags, sbx_error_t *err)
-{
-	struct open_how how = {
-		.flags = (uint64_t)(flags | O_CLOEXEC),
-		.resolve = RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS | RESOLVE_NO_XDEV,
-	};
-	int fd = (int)syscall(SYS_openat2, root, path[0] ? path : ".", &how, sizeof(how));
-	if (fd < 0)
-		return sbx_error_errno(err, errno, "open '%s'", path);
-	return fd;
-}
-
-/* Creates the missing directories of path, each resolved from the root so
- * that symlinks keep their in-image meaning. */
-static int create_parents(struct sbx_rootfs *r, char *path, sbx_error_t *err)
-{
-	int cur = resolve(r->root, "", O_PATH | O_DIRECTORY, err);
-	char *comp = path;
-	while (cur >= 0) {
-		char *next = strchr(comp, '/');
-		if (next)
-			*next = '\0';
-		if (mkdirat(cur, comp, 0755) < 0 && errno != EEXIST) {
-			sbx_error_errno(err, errno, "mkdir '%s'", path);
-			close(cur);
-			cur = -1;
-		} else {
-			close(cur);
-			cur = resolve(r->root, path, O_PATH | O_DIRECTORY, err);
-		}
-		if (next == NULL)
-			break;
-		*next = '/';
-		comp = next + 1;
-	}
-	return cur;
-}
-
-/* Opens the parent directory of path (creating missing ones when create is
- * set, as Docker does for entries) and points *name at the last component. */
-static int open_parent(struct sbx_rootfs *r, char *path, bool create, const char **name, sbx_error_t *err)
-{
-	char *slash = strrchr(path, '/');
-	if (slash == NULL) {
-		*name = path;
-		return resolve(r->root, "", O_PATH | O_DIRECTORY, err);
-	}
-	*name = slash + 1;
-	*slash = '\0';
-	int fd = resolve(r->root, path, O_PATH | O_DIRECTORY, err);
-	if (fd < 0 && create && (*err)->errnum == ENOENT) {
-		sbx_error_free(err);
-		fd = create_parents(r, path, err);
-	}
-	*slash = '/';
-	return fd;
-}
-
-static int remove_tree(int parent, const char *name, int depth, sbx_error_t *err)
-{
-	struct stat st;
-	if (fstatat(parent, name, &st, AT_SYMLINK_NOFOLLOW) < 0)
-		return errno == ENOENT ? 0 : sbx_error_errno(err, errno, "stat '%s'", name);
-	if (!S_ISDIR(st.st_mode)) {
-		if (unlinkat(parent, name, 0) < 0 && errno != ENOENT)
-			return sbx_error_errno(err, errno, "unlink '%s'", name);
-		return 0;
-	}
-	if (depth > SBX_TAR_DEPTH_MAX)
-		return sbx_error_set(err, 0, "directory tree too deep to remove");
-	int fd = openat(parent, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-	if (fd < 0)
-		return sbx_error_errno(err, errno, "open '%s'", name);
-	cleanup_dir DIR *d = fdopendir(fd);
-	if (d == NULL) {
-		close(fd);
-		return sbx_error_errno(err, errno, "opendir '%s'", name);
-	}
-	struct dirent *de;
-	while ((errno = 0, de = readdir(d)) != NULL) {
-		if (strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0)
-			continue;
-		if (remove_tree(dirfd(d), de->d_name, depth + 1, err) < 0)
-			return -1;
-	}
-	if (errno != 0)
-		return sbx_error_errno(err, errno, "readdir '%s'", name);
-	if (unlinkat(parent, name, AT_REMOVEDIR) < 0)
-		return sbx_error_errno(err, errno, "rmdir '%s'", name);
-	return 0;
-}
-
-/* Removes what lower layers put in dir, keeping this layer's own entries. */
-static int make_opaque(struct sbx_rootfs *r, const char *dir, sbx_error_t *err)
-{
-	int pfd = resolve(r->root, dir, O_RDONLY | O_DIRECTORY, err);
-	if (pfd < 0)
-		return -1;
-	cleanup_dir DIR *d = fdopendir(pfd);
-	if (d == NULL) {
-		close(pfd);
-		return sbx_error_errno(err, errno, "opendir '%s'", dir);
-	}
-	struct dirent *de;
-	char child[SBX_TAR_PATH_MAX + 256];
-	while ((errno = 0, de = readdir(d)) != NULL) {
-		if (strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0)
-			continue;
-		int n = snprintf(child, sizeof(child), "%s%s%s", dir, dir[0] ? "/" : "", de->d_name);
-		if (n < 0 || (size_t)n >= sizeof(child))
-			return sbx_error_set(err, 0, "path too long under '%s'", dir);
-		if (sbx_path_set_has(&r->layer_paths, child))
-			continue;
-		if (remove_tree(dirfd(d), de->d_name, 0, err) < 0)
-			return -1;
-	}
-	if (errno != 0)
-		return sbx_error_errno(err, errno, "readdir '%s'", dir);
-	return 0;
-}
-
-static int apply_whiteout(struct sbx_rootfs *r, char *path, sbx_error_t *err)
-{
-	char *slash = strrchr(path, '/');
-	char *base = slash ? slash + 1 : path;
-	char dir[SBX_TAR_PATH_MAX];
-	snprintf(dir, sizeof(dir), "%.*s", slash ? (int)(slash - path) : 0, path);
-	if (strcmp(base, WH_OPAQUE) == 0) {
-		/* Once per directory per layer: a repeated marker finds only this
-		 * layer's own entries, which it spares. */
-		size_t id;
-		bool added;
-		if (sbx_path_set_intern(&r->opaque_dirs, dir, &id, &added) < 0)
-			return sbx_error_errno(err, ENOMEM, "layer");
-		return added ? make_opaque(r, dir, err) : 0;
-	}
-	if (strncmp(base, WH_PREFIX WH_PREFIX, 8) == 0)
-		return 0; /* other AUFS metadata (.wh..wh.plnk, ...) has no meaning here */
-	/* ".wh.name" removes name: drop the prefix in place. */
-	memmove(base, base + 4, strlen(base + 4) + 1);
-	if (base[0] == '\0' || strcmp(base, ".") == 0 || strcmp(base, "..") == 0)
-		return sbx_error_set(err, 0, "bad whiteout entry");
-	if (sbx_path_set_has(&r->layer_paths, path))
-		return 0;
-	const char *name;
-	int pfd = open_parent(r, path, false, &name, err);
-	if (pfd < 0) {
-		/* Whiting out something below a missing directory is a no-op. */
-		if ((*err)->errnum == ENOENT || (*err)->errnum == ENOTDIR) {
-			sbx_error_free(err);
-			return 0;
-		}
-		return -1;
-	}
-	int rc = remove_tree(pfd, name, 0, err);
-	close(pfd);
-	return rc;
-}
 
 static int write_data(struct archive *a, int fd, int64_t size, sbx_error_t *err)
 {
@@ -330,7 +154,7 @@ static int apply_entry(struct sbx_rootfs *r, struct archive *a, struct archive_e
 		/* The root itself: only its metadata. */
 		if (type != AE_IFDIR)
 			return sbx_error_set(err, 0, "layer replaces the root with a non-directory");
-		int rfd = resolve(r->root, "", O_PATH | O_DIRECTORY, err);
+		int rfd = layer_resolve(r->root, "", O_PATH | O_DIRECTORY, err);
 		if (rfd < 0)
 			return -1;
 		int rc = set_owner_mode(r, rfd, ".", e, false, err);
@@ -340,14 +164,14 @@ static int apply_entry(struct sbx_rootfs *r, struct archive *a, struct archive_e
 	if (sbx_path_set_add(&r->layer_paths, path) < 0)
 		return sbx_error_errno(err, ENOMEM, "layer");
 	const char *name;
-	cleanup_close int pfd = open_parent(r, path, true, &name, err);
+	cleanup_close int pfd = layer_open_parent(r, path, true, &name, err);
 	if (pfd < 0)
 		return -1;
 
 	struct stat st;
 	bool exists = fstatat(pfd, name, &st, AT_SYMLINK_NOFOLLOW) == 0;
 	if (!(exists && type == AE_IFDIR && hardlink == NULL && S_ISDIR(st.st_mode)) && exists &&
-	    remove_tree(pfd, name, 0, err) < 0)
+	    layer_remove_tree(pfd, name, 0, err) < 0)
 		return -1;
 
 	struct timespec times[2] = { { .tv_nsec = UTIME_OMIT },
@@ -357,7 +181,7 @@ static int apply_entry(struct sbx_rootfs *r, struct archive *a, struct archive_e
 		if (sbx_tar_path_clean(hardlink, target, sizeof(target), err) < 0)
 			return sbx_error_prefix(err, "hard link '%s'", path);
 		const char *tname;
-		cleanup_close int tfd = open_parent(r, target, false, &tname, err);
+		cleanup_close int tfd = layer_open_parent(r, target, false, &tname, err);
 		if (tfd < 0)
 			return sbx_error_prefix(err, "hard link target");
 		if (linkat(tfd, tname, pfd, name, 0) < 0)
@@ -488,7 +312,7 @@ int sbx_rootfs_apply_layer(struct sbx_rootfs *r, int fd, sbx_error_t *err)
 		const char *base = strrchr(path, '/');
 		base = base ? base + 1 : path;
 		if (strncmp(base, WH_PREFIX, 4) == 0)
-			rc = apply_whiteout(r, path, err);
+			rc = layer_apply_whiteout(r, path, err);
 		else
 			rc = apply_entry(r, a, e, path, err);
 		if (rc < 0)
@@ -508,7 +332,7 @@ int sbx_rootfs_finish(struct sbx_rootfs *r, sbx_error_t *err)
 		const struct sbx_path_slot *t = &r->dirs.slots[i];
 		if (t->path == NULL)
 			continue;
-		int fd = resolve(r->root, t->path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW, err);
+		int fd = layer_resolve(r->root, t->path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW, err);
 		if (fd < 0) {
 			if ((*err)->errnum != ENOENT && (*err)->errnum != ENOTDIR && (*err)->errnum != ELOOP)
 				return -1;

@@ -7,68 +7,17 @@
 #include <sys/socket.h>
 #include <sys/stat.h>
 
+#include "common/clock.h"
 #include "common/log_limit.h"
-#include "net/net_addr.h"
+#include "proto/proto_net_addr.h"
 #include "net/net_helper.h"
 #include "net/net_hostaddr.h"
 
 #define BEACON_EVERY_MS 1000
 
-/* 1 sent, 0 the socket is full, -1 failed (the frame is lost). */
-static int send_frame(struct net_helper *h, const uint8_t *buf, size_t len)
-{
-	if (send(h->frames_fd, buf, len, MSG_DONTWAIT) == (ssize_t)len)
-		return 1;
-	if (errno == EAGAIN || errno == ENOBUFS)
-		return 0;
-	sbx_debug_limited("net: send to the guest: %s", strerror(errno));
-	return -1;
-}
-
-bool net_txq_flush(struct net_helper *h)
-{
-	while (h->txq_n > 0) {
-		struct net_txq_frame *f = &h->txq[h->txq_head];
-		if (send_frame(h, f->buf, f->len) == 0)
-			return true;
-		h->txq_bytes -= f->len;
-		free(f->buf);
-		f->buf = NULL;
-		h->txq_head = (h->txq_head + 1) % NET_TXQ_FRAMES;
-		h->txq_n--;
-	}
-	return false;
-}
-
-void net_txq_free(struct net_helper *h)
-{
-	while (h->txq_n > 0) {
-		free(h->txq[h->txq_head].buf);
-		h->txq_head = (h->txq_head + 1) % NET_TXQ_FRAMES;
-		h->txq_n--;
-	}
-	h->txq_bytes = 0;
-}
-
-void net_send_guest(struct net_helper *h, const uint8_t *buf, size_t len)
-{
-	if ((h->txq_n == 0 || !net_txq_flush(h)) && send_frame(h, buf, len) != 0)
-		return;
-	/* Full as well: TCP retransmits a frame lost here, as on a wire. */
-	if (h->txq_n == NET_TXQ_FRAMES || h->txq_bytes + len > NET_TXQ_BYTES)
-		return;
-	uint8_t *copy = malloc(len);
-	if (copy == NULL)
-		return;
-	memcpy(copy, buf, len);
-	h->txq[(h->txq_head + h->txq_n) % NET_TXQ_FRAMES] = (struct net_txq_frame){ copy, len };
-	h->txq_n++;
-	h->txq_bytes += len;
-}
-
 void net_beacon(struct net_helper *h)
 {
-	int64_t now = net_now_ms();
+	int64_t now = sbx_now_ms();
 	if (h->beacon_fd < 0 || now - h->beacon_at_ms < BEACON_EVERY_MS)
 		return;
 	h->beacon_at_ms = now;
@@ -78,7 +27,7 @@ void net_beacon(struct net_helper *h)
 
 int net_host_addrs_refresh(struct net_helper *h, sbx_error_t *err)
 {
-	int64_t now = net_now_ms();
+	int64_t now = sbx_now_ms();
 	if (h->policy.host_addrs != NULL && now - h->host_addrs_at_ms < NET_HOST_ADDRS_EVERY_MS)
 		return 0;
 	uint32_t *v;
@@ -90,28 +39,6 @@ int net_host_addrs_refresh(struct net_helper *h, sbx_error_t *err)
 	h->policy.n_host_addrs = n;
 	h->host_addrs_at_ms = now;
 	return 0;
-}
-
-void net_denial(struct net_helper *h, const char *what, uint64_t key, const char *why)
-{
-	h->denials++;
-	key = key * 0x9e3779b97f4a7c15ull + 1; /* never 0: 0 marks a free slot */
-	size_t i = (size_t)(key % NET_DENIAL_SLOTS);
-	for (size_t probe = 0; probe < NET_DENIAL_SLOTS; probe++, i = (i + 1) % NET_DENIAL_SLOTS) {
-		if (h->denial_seen[i] == key)
-			return;
-		if (h->denial_seen[i] == 0) {
-			h->denial_seen[i] = key;
-			sbx_warn_limited("net: sandbox %s: denied %s (%s)", h->sandbox, what, why);
-			return;
-		}
-	}
-	/* A guest scanning ports must not flood the log: past the table, the
-	 * total at exit counts them. */
-	if (!h->denial_table_full)
-		sbx_warn("net: sandbox %s: more than %d distinct denials; logging only their count from here",
-			 h->sandbox, NET_DENIAL_SLOTS);
-	h->denial_table_full = true;
 }
 
 static const char *proto_name(uint8_t proto)
@@ -190,7 +117,7 @@ void net_guard_input(struct net_helper *h, const uint8_t *buf, size_t len)
 			sbx_error_free(&err);
 		}
 		struct net_verdict v;
-		net_policy_judge(&h->policy, h->pins, net_now_ms(), f.dst, f.proto, f.has_ports ? f.dport : 0, &v);
+		net_policy_judge(&h->policy, h->pins, sbx_now_ms(), f.dst, f.proto, f.has_ports ? f.dport : 0, &v);
 		if (!v.allowed) {
 			refuse(h, &f, v.why);
 			return;

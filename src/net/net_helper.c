@@ -4,7 +4,7 @@
  *       [--deny RULE]... [--sandbox-allow RULE]... [--sandbox-deny RULE]...
  *       [--dns-servers host:port,...]
  *
- * The daemon starts it with the descriptors of net_addr.h.  It exits when
+ * The daemon starts it with the descriptors of proto/proto_net_addr.h.  It exits when
  * the lifeline reaches EOF or the VM's keeper exits, so it never outlives
  * either; a bad argument exits 2. */
 #include <errno.h>
@@ -19,8 +19,9 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "common/clock.h"
 #include "common/log_limit.h"
-#include "net/net_addr.h"
+#include "proto/proto_net_addr.h"
 #include "net/net_helper.h"
 #include "net/net_seccomp.h"
 
@@ -41,13 +42,6 @@ static struct net_helper H;
 static struct pollfd pfd[MAX_POLL];
 static int npfd;
 static struct timer timers[MAX_TIMERS];
-
-int64_t net_now_ms(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
 
 static ssize_t cb_send(const void *buf, size_t len, void *opaque)
 {
@@ -242,7 +236,7 @@ static void loop(void)
 		cb_add_poll(H.frames_fd, SLIRP_POLL_IN | (H.txq_n > 0 ? SLIRP_POLL_OUT : 0), NULL);
 		pfd[npfd++] = (struct pollfd){ .fd = NET_HELPER_FD_LIFELINE, .events = POLLIN };
 		pfd[npfd++] = (struct pollfd){ .fd = NET_HELPER_FD_VM, .events = POLLIN };
-		uint32_t timeout = (uint32_t)next_timer(net_now_ms());
+		uint32_t timeout = (uint32_t)next_timer(sbx_now_ms());
 		slirp_pollfds_fill(H.slirp, &timeout, cb_add_poll, NULL);
 		int ares_from = npfd;
 		ares_socket_t socks[ARES_GETSOCK_MAXNUM];
@@ -284,7 +278,7 @@ static void loop(void)
 			if (!any)
 				ares_process_fd(H.ares, ARES_SOCKET_BAD, ARES_SOCKET_BAD); /* timeouts */
 		}
-		run_timers(net_now_ms());
+		run_timers(sbx_now_ms());
 	}
 }
 

@@ -47,25 +47,23 @@ struct net_helper {
 	uint64_t denials;
 };
 
-int64_t net_now_ms(void);
-
 /* net_guard.c: a frame from the guest; passes it to slirp or answers it. */
 void net_guard_input(struct net_helper *h, const uint8_t *buf, size_t len);
 /* A frame to the guest (slirp's send_packet). */
 void net_guard_output(struct net_helper *h, const uint8_t *buf, size_t len);
-/* Sends a frame to the guest, or queues it while QEMU's socket is full
+/* net_txq.c: sends a frame to the guest, or queues it while QEMU's socket is full
  * (dropped only when the queue is). */
 void net_send_guest(struct net_helper *h, const uint8_t *buf, size_t len);
 /* Sends queued frames until the socket is full again; true while some
  * remain (poll for POLLOUT). */
 bool net_txq_flush(struct net_helper *h);
 void net_txq_free(struct net_helper *h);
-/* Records payload relayed now (the reaper's activity beacon). */
+/* net_guard.c: records payload relayed now (the reaper's activity beacon). */
 void net_beacon(struct net_helper *h);
 /* Re-reads the host's addresses (policy.host_addrs) when the last read is
  * older than NET_HOST_ADDRS_EVERY_MS; a failed re-read keeps the old list. */
 int net_host_addrs_refresh(struct net_helper *h, sbx_error_t *err);
-/* Logs a denial once per key; counts every one. */
+/* net_denial.c: logs a denial once per key; counts every one. */
 void net_denial(struct net_helper *h, const char *what, uint64_t key, const char *why);
 
 /* net_resolver.c: the guest's DNS server. */

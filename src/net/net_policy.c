@@ -10,7 +10,7 @@
 
 #include "common/cleanup.h"
 #include "common/scodes.h"
-#include "net/net_addr.h"
+#include "proto/proto_net_addr.h"
 #include "net/net_frame.h"
 
 struct range {

@@ -7,8 +7,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/clock.h"
 #include "common/log_limit.h"
-#include "net/net_addr.h"
+#include "proto/proto_net_addr.h"
 #include "net/net_dns.h"
 #include "net/net_helper.h"
 
@@ -56,7 +57,7 @@ static void resolved(void *arg, int status, int timeouts, unsigned char *abuf, i
 	if (status == ARES_SUCCESS)
 		status = ares_parse_a_reply(abuf, alen, NULL, at, &nat);
 	if (status == ARES_SUCCESS) {
-		int64_t now = net_now_ms();
+		int64_t now = sbx_now_ms();
 		for (int i = 0; i < nat; i++) {
 			uint32_t a = ntohl(at[i].ipaddr.s_addr);
 			uint32_t ttl = at[i].ttl < 0 ? 0 : (uint32_t)at[i].ttl;

@@ -17,7 +17,7 @@
 
 #include "common/cleanup.h"
 #include "common/scodes.h"
-#include "net/net_addr.h"
+#include "proto/proto_net_addr.h"
 #include "vm/exe_dir.h"
 
 #define HELPER_NAME "sandbox-net-helper"

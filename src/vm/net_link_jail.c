@@ -18,7 +18,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "net/net_addr.h"
+#include "proto/proto_net_addr.h"
 
 /* Measured 3-4 MiB; the rest is room for slirp's socket buffers under a
  * guest that opens many connections. */

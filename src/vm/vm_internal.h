@@ -1,5 +1,6 @@
 /* struct sbx_vm and the parts of the VM layer that share it: vm.c (start,
- * wait ready, stop, alive), vm_host.c (host files: QEMU, the boot disk, the
+ * wait ready, stop, alive), vm_launch.c (QEMU under its keeper),
+ * vm_identity.c (the guest's CONFIG), vm_park.c (parked VMs), vm_host.c (host files: QEMU, the boot disk, the
  * VM's directory), vm_template.c (snapshot templates: save, restore, cold
  * restart), vm_proc.c (process streams) and vm_fs.c (fs streams). */
 #ifndef SBX_VM_VM_INTERNAL_H
@@ -62,11 +63,12 @@ struct sbx_vm {
 
 enum { F_SCRATCH, F_CONSOLE, F_QEMU_LOG, F_IMAGE };
 
-/* vm.c: starts QEMU under its keeper for the VM's files (state_fd >= 0:
- * restore that saved state); sends the guest its CONFIG. */
+/* vm_launch.c: starts QEMU under its keeper for the VM's files
+ * (state_fd >= 0: restore that saved state). */
 int vm_launch(struct sbx_vm *vm, int state_fd, sbx_error_t *err);
+/* vm_identity.c: sends the guest its CONFIG. */
 int vm_send_config(struct sbx_vm *vm, sbx_error_t *err);
-/* A parked VM, before it waits: the guest runs `true` and vm->warm_up
+/* vm_park.c: a parked VM, before it waits: the guest runs `true` and vm->warm_up
  * (proto.h WARM_UP).  Failing costs only the warmth (logged). */
 void vm_warm_up(struct sbx_vm *vm, int64_t deadline);
 

@@ -19,10 +19,10 @@
 #include "common/scodes.h"
 #include "common/state_dir.h"
 #include "common/strv.h"
-#include "worker/manifest.h"
+#include "worker/worker_manifest.h"
 #include "worker/worker_disk.h"
 #include "worker/worker_image.h"
-#include "worker/worker_record.h"
+#include "worker/worker_record_file.h"
 #include "worker/worker_record_json.h"
 #include "worker/worker_roots.h"
 

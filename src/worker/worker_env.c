@@ -6,7 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "adapter/sandbox/boot_env.h"
+#include "image/image_runtime.h"
 #include "adapter/sandbox/env.h"
 #include "adapter/sandbox/sandbox_network.h"
 #include "common/cleanup.h"

@@ -8,7 +8,7 @@
 #define SBX_WORKER_IMAGE_H
 
 #include "adapter/config/config.h"
-#include "adapter/sandbox/boot_env.h"
+#include "image/image_runtime.h"
 #include "common/error.h"
 
 struct worker_image {

@@ -37,11 +37,6 @@ int worker_name_check(const char *worker, sbx_error_t *err);
 
 /* <state>/workers/<worker>, NUL-terminated in buf; fails on a bad name. */
 int worker_dir(const char *worker, char *buf, size_t len, sbx_error_t *err);
-/* Loads worker.json: -1 with errnum ENOENT when the worker was never prepared. */
-int worker_record_load(const char *worker, struct worker_record *out, sbx_error_t *err);
-/* Writes worker.json (temp file, fsync, rename), creating the worker's
- * directory (0700) when missing. */
-int worker_record_save(const struct worker_record *r, sbx_error_t *err);
 void worker_record_free(struct worker_record *r);
 
 #endif

@@ -26,6 +26,7 @@
 #include "worker/worker_env.h"
 #include "worker/worker_launch.h"
 #include "worker/worker_ops.h"
+#include "worker/worker_record_file.h"
 #include "worker/worker_roots.h"
 
 /* III_VM_* (contract §8.1): bad values are ignored silently. */

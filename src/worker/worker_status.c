@@ -6,7 +6,7 @@
 
 #include "common/scodes.h"
 #include "worker/worker_ops.h"
-#include "worker/worker_record.h"
+#include "worker/worker_record_file.h"
 #include "worker/worker_table.h"
 
 /* started_at as RFC 3339 UTC. */

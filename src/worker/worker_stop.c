@@ -13,7 +13,7 @@
 #include "common/log.h"
 #include "common/scodes.h"
 #include "worker/worker_ops.h"
-#include "worker/worker_record.h"
+#include "worker/worker_record_file.h"
 #include "worker/worker_table.h"
 
 #define STOP_DEFAULT_SECS 10

@@ -6,7 +6,7 @@
 #include <string.h>
 
 #include "adapter/request.h"
-#include "net/net_addr.h"
+#include "proto/proto_net_addr.h"
 
 int sandbox_network_decode(json_t *req, struct sandbox_create_args *c, sbx_error_t *err)
 {

@@ -11,7 +11,7 @@
 #include <unistd.h>
 
 #include "adapter/mem_budget.h"
-#include "adapter/sandbox/boot_env.h"
+#include "image/image_runtime.h"
 #include "adapter/sandbox/lang.h"
 #include "adapter/vm_backend/vm_backend_internal.h"
 #include "common/cleanup.h"

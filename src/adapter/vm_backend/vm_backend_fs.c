@@ -7,7 +7,7 @@
 #include "adapter/fs/fs_reply.h"
 #include "adapter/vm_backend/vm_backend.h"
 #include "common/scodes.h"
-#include "engine/channel.h"
+#include "engine/engine_channel.h"
 #include "vm/vm.h"
 
 static json_t *run_call(void *vm, const struct proto_msg *req, sbx_error_t *err)

@@ -11,7 +11,7 @@
 #include "adapter/vm_backend/vm_backend.h"
 #include "common/log.h"
 #include "common/scodes.h"
-#include "engine/channel.h"
+#include "engine/engine_channel.h"
 #include "vm/vm.h"
 
 #define BODY_MAX (1024u * 1024u) /* inline body only below this size */

@@ -12,7 +12,7 @@
 #include <arpa/inet.h>
 #include <time.h>
 
-#define PAUSE_MAX_MS 60000 /* registry.c's RETRY_AFTER_MAX_S */
+#define PAUSE_MAX_MS 60000 /* oci_registry_http.c's RETRY_AFTER_MAX_S */
 
 typedef size_t (*xfer_cb)(char *, size_t, size_t, void *);
 

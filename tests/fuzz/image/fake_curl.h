@@ -1,5 +1,5 @@
 /* A stand-in for libcurl's transfer, for fuzz_image_registry: the
- * easy-API calls registry.c makes for a transfer (setopt, perform, getinfo,
+ * easy-API calls oci_registry_http.c makes for a transfer (setopt, perform, getinfo,
  * reset) are defined in fake_curl.c, which the link binds ahead of
  * libcurl's, and serve scripted responses; nanosleep is defined there too,
  * so retry pauses cost nothing (and are checked against the client's cap).

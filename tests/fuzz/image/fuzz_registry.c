@@ -1,4 +1,4 @@
-/* The registry client's response handling (src/image/registry.c) against a
+/* The registry client's response handling (src/image/oci_registry.c) against a
  * hostile registry: manifest, index, token, blob and error responses with
  * any headers (Content-Length, Docker-Content-Digest, WWW-Authenticate,
  * Location, Retry-After), redirects, retries and failed transfers, through
@@ -22,8 +22,8 @@
 #include "image/digest.h"
 #include "image/image_config.h"
 #include "image/image_ref.h"
-#include "image/manifest.h"
-#include "image/registry.h"
+#include "image/oci_manifest.h"
+#include "image/oci_registry.h"
 
 static void fail(const char *what, const char *detail)
 {

@@ -3,7 +3,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "net/net_addr.h"
+#include "proto/proto_net_addr.h"
 #include "net/net_frame.h"
 #include "net/net_policy.h"
 

@@ -6,7 +6,7 @@
 
 #include "common/log.h"
 #include "common/strv.h"
-#include "worker/manifest.h"
+#include "worker/worker_manifest.h"
 #include "common/yaml_json.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)

@@ -12,10 +12,10 @@
 #include "adapter/fs/fs_errors.h"
 #include "adapter/mem_budget.h"
 #include "adapter/reaper_policy.h"
-#include "adapter/sandbox/boot_env.h"
 #include "adapter/sandbox/lang.h"
 #include "common/scodes.h"
 #include "harness.h"
+#include "image/image_runtime.h"
 #include "proto/proto.h"
 
 TEST(lang_table)

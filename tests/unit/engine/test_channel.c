@@ -6,7 +6,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "engine/channel.h"
+#include "engine/engine_channel.h"
 #include "harness.h"
 #include "ws_test_server.h"
 

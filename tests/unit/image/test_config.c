@@ -6,7 +6,7 @@
 #include <string.h>
 
 #include "image/image_config.h"
-#include "image/registry.h"
+#include "image/oci_registry.h"
 
 /* Parses `text` as the value of `key` into a fresh config; returns the
  * parser's answer and leaves the error, if any, in *err. */

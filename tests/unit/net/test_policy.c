@@ -5,7 +5,7 @@
 #include <stdlib.h>
 
 #include "harness.h"
-#include "net/net_addr.h"
+#include "proto/proto_net_addr.h"
 #include "net/net_frame.h"
 #include "net/net_hostaddr.h"
 #include "net/net_policy.h"

@@ -11,7 +11,7 @@
 #include "common/scodes.h"
 #include "common/strv.h"
 #include "harness.h"
-#include "worker/manifest.h"
+#include "worker/worker_manifest.h"
 
 static const char *full =
 	"name: demo\n"

@@ -11,7 +11,7 @@
 #include "common/scodes.h"
 #include "common/strv.h"
 #include "harness.h"
-#include "worker/worker_record.h"
+#include "worker/worker_record_file.h"
 
 static char state[64];
 

@@ -1,7 +1,8 @@
-/* HTTP for the OCI registry client (registry_internal.h): one GET with
+/* HTTP for the OCI registry client (oci_registry_http.h): one GET with
  * libcurl, bodies into capped memory or a hashed file, Bearer tokens from
  * WWW-Authenticate challenges, and retries with backoff on 429, 5xx and
- * network errors. */
+ * network errors; the transport check every URL it follows passes. */
+#include <arpa/inet.h>
 #include <curl/curl.h>
 #include <errno.h>
 #include <jansson.h>
@@ -14,13 +15,50 @@
 #include <unistd.h>
 
 #include "common/log.h"
-#include "image/registry_internal.h"
+#include "image/oci_registry_http.h"
 #include "image/www_auth.h"
 
 #define ATTEMPTS 4
 #define TOKEN_MAX_BYTES (64u << 10)
 /* A server asking for a longer pause than this is treated as down. */
 #define RETRY_AFTER_MAX_S 60
+/* A name that starts "127." ("127.0.0.1.example.com") is not loopback:
+ * only an IPv4 literal in 127/8 is. */
+bool registry_loopback_host(const char *host)
+{
+	struct in_addr a;
+	if (inet_pton(AF_INET, host, &a) == 1)
+		return (ntohl(a.s_addr) >> 24) == 127;
+	return strcasecmp(host, "localhost") == 0 || strcmp(host, "::1") == 0 || strcmp(host, "[::1]") == 0;
+}
+
+int sbx_url_check_transport(const char *url, sbx_error_t *err)
+{
+	CURLU *u = curl_url();
+	char *scheme = NULL, *host = NULL;
+	int rc = 0;
+	if (u == NULL)
+		return sbx_error_errno(err, ENOMEM, "url");
+	if (curl_url_set(u, CURLUPART_URL, url, 0) != CURLUE_OK ||
+	    curl_url_get(u, CURLUPART_SCHEME, &scheme, 0) != CURLUE_OK ||
+	    curl_url_get(u, CURLUPART_HOST, &host, 0) != CURLUE_OK)
+		rc = sbx_error_set(err, 0, "'%s' is not a valid URL", url);
+	else if (strcmp(scheme, "https") != 0 && !(strcmp(scheme, "http") == 0 && registry_loopback_host(host)))
+		rc = sbx_error_set(err, 0, "'%s': only https:// (or http:// to a loopback address) is allowed", url);
+	curl_free(scheme);
+	curl_free(host);
+	curl_url_cleanup(u);
+	return rc;
+}
+
+void registry_wipe_free(char *s)
+{
+	if (s != NULL) {
+		explicit_bzero(s, strlen(s));
+		free(s);
+	}
+}
+
 static size_t on_body(char *data, size_t size, size_t nmemb, void *ud)
 {
 	struct sink *s = ud;

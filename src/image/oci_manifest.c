@@ -1,4 +1,4 @@
-#include "image/manifest.h"
+#include "image/oci_manifest.h"
 
 #include <errno.h>
 #include <jansson.h>

@@ -1,8 +1,8 @@
-/* The OCI registry client's insides, shared by registry.c (endpoints,
- * manifests, blobs) and registry_http.c (GET with auth challenges, tokens
+/* The OCI registry client's insides, shared by oci_registry.c (endpoints,
+ * manifests, blobs) and oci_registry_http.c (GET with auth challenges, tokens
  * and retries). */
-#ifndef SBX_IMAGE_REGISTRY_INTERNAL_H
-#define SBX_IMAGE_REGISTRY_INTERNAL_H
+#ifndef SBX_IMAGE_OCI_REGISTRY_HTTP_H
+#define SBX_IMAGE_OCI_REGISTRY_HTTP_H
 
 #include <curl/curl.h>
 #include <stdbool.h>
@@ -11,7 +11,7 @@
 
 #include "common/error.h"
 #include "image/digest.h"
-#include "image/registry.h"
+#include "image/oci_registry.h"
 
 struct sbx_oci_registry {
 	CURL *curl;
@@ -39,6 +39,9 @@ struct sink {
 	char www_auth[2048];
 	long retry_after; /* seconds, -1 when absent or not a number */
 };
+
+/* An IPv4 literal in 127/8, localhost or ::1: where plain http is allowed. */
+bool registry_loopback_host(const char *host);
 
 /* Zeroes a secret (token, credential) before freeing it; NULL is a no-op. */
 void registry_wipe_free(char *s);

@@ -1,4 +1,4 @@
-#include "adapter/registry.h"
+#include "adapter/sandbox_registry.h"
 
 #include <errno.h>
 #include <pthread.h>

@@ -10,8 +10,8 @@
  * reader's socket drops without a Close or closes with a status other than
  * 1000 (normal) or none, or when no frame arrives for the idle timeout.  All
  * of these fail with S218 "channel ..." details. */
-#ifndef SBX_ENGINE_CHANNEL_H
-#define SBX_ENGINE_CHANNEL_H
+#ifndef SBX_ENGINE_ENGINE_CHANNEL_H
+#define SBX_ENGINE_ENGINE_CHANNEL_H
 
 #include <jansson.h>
 #include <stddef.h>

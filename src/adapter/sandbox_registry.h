@@ -1,8 +1,8 @@
 /* The live sandboxes (contract §6.1), in memory only: id -> record.  All
  * access goes through the registry lock; a record handed out by acquire()
  * stays valid until release(), even if it is removed meanwhile. */
-#ifndef SBX_ADAPTER_REGISTRY_H
-#define SBX_ADAPTER_REGISTRY_H
+#ifndef SBX_ADAPTER_SANDBOX_REGISTRY_H
+#define SBX_ADAPTER_SANDBOX_REGISTRY_H
 
 #include <jansson.h>
 #include <stdbool.h>

@@ -3,7 +3,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "engine/channel.h"
+#include "engine/engine_channel.h"
 
 #define CREATE_TIMEOUT_MS 10000
 

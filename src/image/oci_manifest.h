@@ -1,8 +1,8 @@
 /* Decoding of image manifests and indexes (Docker schema 2 and OCI), and the
  * choice of a platform from an index.  Input is hostile: sizes and counts
  * are capped and every digest is validated. */
-#ifndef SBX_IMAGE_MANIFEST_H
-#define SBX_IMAGE_MANIFEST_H
+#ifndef SBX_IMAGE_OCI_MANIFEST_H
+#define SBX_IMAGE_OCI_MANIFEST_H
 
 #include <stddef.h>
 #include <stdint.h>

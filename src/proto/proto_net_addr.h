@@ -1,8 +1,10 @@
 /* The guest network every networked sandbox sees (slirp's classic one):
  * the guest at 10.0.2.15/24, the gateway (the host, on listed ports only)
- * at 10.0.2.2, the helper's DNS server at 10.0.2.3.  Host byte order. */
-#ifndef SBX_NET_ADDR_H
-#define SBX_NET_ADDR_H
+ * at 10.0.2.2, the helper's DNS server at 10.0.2.3.  Host byte order.
+ * Below net/, vm/ and the guest: the network helper serves them, CONFIG
+ * carries them, the guest's boot_net sets them. */
+#ifndef SBX_PROTO_NET_ADDR_H
+#define SBX_PROTO_NET_ADDR_H
 
 #define NET_ADDR_NETWORK 0x0a000200u /* 10.0.2.0 */
 #define NET_ADDR_PREFIX 24

@@ -1,4 +1,4 @@
-#include "guest/fs_reply.h"
+#include "guest/guest_fs_reply.h"
 
 #include <errno.h>
 #include <stdlib.h>

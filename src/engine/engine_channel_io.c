@@ -5,7 +5,7 @@
 
 #include "common/cleanup.h"
 #include "common/scodes.h"
-#include "engine/channel.h"
+#include "engine/engine_channel.h"
 #include "common/clock.h"
 #include "engine/engine_internal.h"
 #include "engine/transport.h"

@@ -1,8 +1,7 @@
-/* The OCI registry client (registry.h): endpoints, credentials,
- * manifests and blobs; the HTTP exchanges are in registry_http.c. */
-#include "image/registry.h"
+/* The OCI registry client (oci_registry.h): endpoints, credentials,
+ * manifests and blobs; the HTTP exchanges are in oci_registry_http.c. */
+#include "image/oci_registry.h"
 
-#include <arpa/inet.h>
 #include <curl/curl.h>
 #include <errno.h>
 #include <jansson.h>
@@ -10,45 +9,15 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <strings.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "common/log.h"
 #include "image/digest.h"
-#include "image/registry_internal.h"
+#include "image/oci_registry_http.h"
 
 #define ACCEPT_MANIFESTS \
 	"Accept: " SBX_MT_OCI_INDEX ", " SBX_MT_OCI_MANIFEST ", " SBX_MT_DOCKER_LIST ", " SBX_MT_DOCKER_MANIFEST
-
-/* A name that starts "127." ("127.0.0.1.example.com") is not loopback:
- * only an IPv4 literal in 127/8 is. */
-static int loopback_host(const char *host)
-{
-	struct in_addr a;
-	if (inet_pton(AF_INET, host, &a) == 1)
-		return (ntohl(a.s_addr) >> 24) == 127;
-	return strcasecmp(host, "localhost") == 0 || strcmp(host, "::1") == 0 || strcmp(host, "[::1]") == 0;
-}
-
-int sbx_url_check_transport(const char *url, sbx_error_t *err)
-{
-	CURLU *u = curl_url();
-	char *scheme = NULL, *host = NULL;
-	int rc = 0;
-	if (u == NULL)
-		return sbx_error_errno(err, ENOMEM, "url");
-	if (curl_url_set(u, CURLUPART_URL, url, 0) != CURLUE_OK ||
-	    curl_url_get(u, CURLUPART_SCHEME, &scheme, 0) != CURLUE_OK ||
-	    curl_url_get(u, CURLUPART_HOST, &host, 0) != CURLUE_OK)
-		rc = sbx_error_set(err, 0, "'%s' is not a valid URL", url);
-	else if (strcmp(scheme, "https") != 0 && !(strcmp(scheme, "http") == 0 && loopback_host(host)))
-		rc = sbx_error_set(err, 0, "'%s': only https:// (or http:// to a loopback address) is allowed", url);
-	curl_free(scheme);
-	curl_free(host);
-	curl_url_cleanup(u);
-	return rc;
-}
 
 static int url_authority(const char *url, char *out, size_t cap)
 {
@@ -115,7 +84,7 @@ struct sbx_oci_registry *sbx_oci_registry_open(const struct sbx_image_ref *ref, 
 		char *colon = bare[0] == '[' ? strstr(bare, "]:") : strchr(bare, ':');
 		if (colon != NULL)
 			colon[bare[0] == '[' ? 1 : 0] = '\0';
-		n = asprintf(&reg->base, "%s://%s", loopback_host(bare) ? "http" : "https", host);
+		n = asprintf(&reg->base, "%s://%s", registry_loopback_host(bare) ? "http" : "https", host);
 	}
 	reg->repo = strdup(ref->path);
 	reg->curl = curl_easy_init();
@@ -143,14 +112,6 @@ struct sbx_oci_registry *sbx_oci_registry_open(const struct sbx_image_ref *ref, 
 fail:
 	sbx_oci_registry_close(reg);
 	return NULL;
-}
-
-void registry_wipe_free(char *s)
-{
-	if (s != NULL) {
-		explicit_bzero(s, strlen(s));
-		free(s);
-	}
 }
 
 void sbx_oci_registry_close(struct sbx_oci_registry *reg)

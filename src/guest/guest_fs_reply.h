@@ -3,8 +3,8 @@
  * entries, matches and sed results into frames well below
  * PROTO_MAX_PAYLOAD.  Writes block, so a slow host stalls the operation
  * instead of growing memory. */
-#ifndef SBX_GUEST_FS_REPLY_H
-#define SBX_GUEST_FS_REPLY_H
+#ifndef SBX_GUEST_GUEST_FS_REPLY_H
+#define SBX_GUEST_GUEST_FS_REPLY_H
 
 #include <stddef.h>
 #include <stdint.h>

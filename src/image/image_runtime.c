@@ -1,4 +1,4 @@
-#include "adapter/sandbox/boot_env.h"
+#include "image/image_runtime.h"
 
 #include <errno.h>
 #include <fcntl.h>

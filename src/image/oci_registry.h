@@ -2,8 +2,8 @@
  * basic auth, manifests with Docker/OCI Accept types, blobs through
  * redirects, retries with backoff on 429/5xx and network errors, and sha256
  * verification of everything fetched. */
-#ifndef SBX_IMAGE_REGISTRY_H
-#define SBX_IMAGE_REGISTRY_H
+#ifndef SBX_IMAGE_OCI_REGISTRY_H
+#define SBX_IMAGE_OCI_REGISTRY_H
 
 #include <stddef.h>
 #include <stdint.h>
@@ -11,7 +11,7 @@
 #include "common/error.h"
 #include "image/image_config.h"
 #include "image/image_ref.h"
-#include "image/manifest.h"
+#include "image/oci_manifest.h"
 
 struct sbx_oci_registry;
 

@@ -3,8 +3,8 @@
  * top (same name: the later wins), and a default PATH when neither sets one.
  * The OCI config is read from the image store, so it is treated as hostile:
  * size-capped, type-checked, entries without '=' skipped. */
-#ifndef SBX_ADAPTER_BOOT_ENV_H
-#define SBX_ADAPTER_BOOT_ENV_H
+#ifndef SBX_IMAGE_IMAGE_RUNTIME_H
+#define SBX_IMAGE_IMAGE_RUNTIME_H
 
 #include <jansson.h>
 #include <stddef.h>

@@ -1,4 +1,4 @@
-#include "worker/manifest.h"
+#include "worker/worker_manifest.h"
 
 #include <errno.h>
 #include <fcntl.h>
