@@ -1,7 +1,8 @@
-/* The host end of the control channel, shared by its three files:
- * channel.c (the connection: reader thread, framing, the boot handshake,
- * sending under one lock), channel_stream.c (streams: ids, output buffers
- * and CREDIT both ways) and channel_fs.c (assembling fs results). */
+/* The host end of the control channel, shared by its four files, each
+ * calling only those below it: channel.c (the connection: reader thread,
+ * framing, the boot handshake), channel_fs.c (assembling fs results),
+ * channel_stream.c (streams: ids, output buffers and CREDIT both ways) and
+ * channel_link.c (the wait, the lost connection, sending under one lock). */
 #ifndef SBX_VM_CHANNEL_INTERNAL_H
 #define SBX_VM_CHANNEL_INTERNAL_H
 
@@ -68,7 +69,7 @@ struct chan {
 	struct chan_stream *streams;
 };
 
-/* channel.c; "lock held" means c->lock. */
+/* channel_link.c; "lock held" means c->lock. */
 /* Waits on the condition (lock held); ETIMEDOUT once the deadline passed. */
 int chan_wait_until(struct chan *c, int64_t deadline);
 /* Ends the connection and every stream on it (lock held). */

@@ -1,0 +1,82 @@
+/* What every file of the control channel uses (channel_internal.h): the
+ * wait, the lost connection, one frame sent, the stream by id.  Below
+ * channel.c, channel_stream.c and channel_fs.c, so none of them calls
+ * another's caller. */
+#include <errno.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+
+#include "common/clock.h"
+#include "vm/channel_internal.h"
+
+/* Waits on the condition; returns ETIMEDOUT once the deadline passed. */
+int chan_wait_until(struct chan *c, int64_t deadline)
+{
+	if (deadline < 0)
+		return pthread_cond_wait(&c->cond, &c->lock);
+	if (sbx_now_ms() >= deadline)
+		return ETIMEDOUT;
+	struct timespec ts = sbx_ms_timespec(deadline);
+	return pthread_cond_timedwait(&c->cond, &c->lock, &ts);
+}
+
+/* Called with the lock held. */
+void chan_mark_dead(struct chan *c, const char *reason)
+{
+	if (c->dead)
+		return;
+	c->dead = true;
+	c->dead_reason = strdup(reason);
+	for (struct chan_stream *s = c->streams; s != NULL; s = s->next) {
+		if (!s->ended)
+			s->ended = s->lost = true;
+	}
+	pthread_cond_broadcast(&c->cond);
+}
+
+int chan_dead_error(struct chan *c, sbx_error_t *err)
+{
+	return sbx_error_set(err, EPIPE, "VM control connection lost: %s",
+			     c->dead_reason != NULL ? c->dead_reason : "closed");
+}
+
+int chan_send(struct chan *c, const struct proto_msg *m, sbx_error_t *err)
+{
+	struct proto_wbuf out;
+	proto_wbuf_init(&out);
+	if (proto_msg_encode(&out, m, err) < 0) {
+		proto_wbuf_free(&out);
+		return -1;
+	}
+	int rc = 0;
+	pthread_mutex_lock(&c->wlock);
+	for (size_t off = 0; off < out.len;) {
+		ssize_t n = send(c->fd, out.data + off, out.len - off, MSG_NOSIGNAL);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0) {
+			int e = n < 0 ? errno : EPIPE;
+			rc = sbx_error_errno(err, e, "VM control connection: send");
+			/* A partly written frame desynchronizes the stream. */
+			pthread_mutex_lock(&c->lock);
+			chan_mark_dead(c, "send failed");
+			pthread_mutex_unlock(&c->lock);
+			break;
+		}
+		off += (size_t)n;
+	}
+	pthread_mutex_unlock(&c->wlock);
+	proto_wbuf_free(&out);
+	return rc;
+}
+
+struct chan_stream *chan_find_stream(struct chan *c, uint32_t id)
+{
+	for (struct chan_stream *s = c->streams; s != NULL; s = s->next) {
+		if (s->id == id)
+			return s;
+	}
+	return NULL;
+}
