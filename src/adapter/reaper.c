@@ -4,7 +4,7 @@
 #include <stdlib.h>
 #include <time.h>
 
-#include "adapter/adapter.h"
+#include "adapter/adapter_state.h"
 #include "adapter/sandbox/sandbox.h"
 #include "common/clock.h"
 #include "common/log.h"
