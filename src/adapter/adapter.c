@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "adapter/reaper.h"
 #include "common/log.h"
 
 /* memory_budget_mb, else MemTotal less the host's reserve. */

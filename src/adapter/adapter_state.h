@@ -11,7 +11,7 @@
 #include "adapter/config/config.h"
 #include "adapter/fs_backend.h"
 #include "adapter/mem_budget.h"
-#include "adapter/reaper.h"
+#include "adapter/reaper_state.h"
 #include "adapter/sandbox_registry.h"
 #include "adapter/worker_backend.h"
 

@@ -5,28 +5,15 @@
 #ifndef SBX_ADAPTER_REAPER_H
 #define SBX_ADAPTER_REAPER_H
 
-#include <pthread.h>
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "adapter/reaper_state.h"
 #include "common/error.h"
 
 #define REAPER_PERIOD_MS 10000
 
 struct sbx_adapter;
-
-struct reaper_handoff;
-
-struct reaper {
-	struct sbx_adapter *a;
-	pthread_t thread;
-	pthread_mutex_t lock;
-	pthread_cond_t wake;
-	pthread_cond_t handed_done; /* a handed-over VM is gone */
-	struct reaper_handoff *handed, **handed_tail; /* oldest first */
-	uint64_t n_handed, n_gone; /* how many were handed over, and are gone */
-	bool running, stopping;
-};
 
 int reaper_start(struct reaper *r, struct sbx_adapter *a, sbx_error_t *err);
 /* Ends the thread (no-op when not started), once every VM handed over is

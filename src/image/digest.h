@@ -6,7 +6,8 @@
 #include <stddef.h>
 
 #include "common/error.h"
-#include "image/image_ref.h"
+
+#define SBX_DIGEST_LEN 71 /* "sha256:" + 64 hex digits */
 
 bool sbx_digest_valid(const char *s);
 /* The 64 hex digits of a valid digest. */

@@ -9,10 +9,10 @@
 #include <stddef.h>
 
 #include "common/error.h"
+#include "image/digest.h"
 
 #define SBX_REF_NAME_MAX 255 /* domain + '/' + path, as in Docker */
 #define SBX_REF_TAG_MAX 128
-#define SBX_DIGEST_LEN 71 /* "sha256:" + 64 hex digits */
 
 struct sbx_image_ref {
 	char domain[SBX_REF_NAME_MAX + 1]; /* "docker.io", "localhost:5000", "[::1]:5000" */

@@ -12,10 +12,9 @@
 #include "image/image_config.h"
 #include "image/image_ref.h"
 #include "image/oci_manifest.h"
+#include "image/progress.h"
 
 struct sbx_oci_registry;
-
-typedef void (*sbx_progress_fn)(void *ud, uint64_t done, uint64_t total);
 
 /* Chooses the endpoint: the registry_mirrors entry of the ref's registry,
  * else https://<api host> (http:// for a loopback registry). */
@@ -36,8 +35,5 @@ int sbx_oci_registry_blob(struct sbx_oci_registry *reg, const struct sbx_descrip
 /* A small blob (the image config) in memory, verified. */
 int sbx_oci_registry_blob_mem(struct sbx_oci_registry *reg, const struct sbx_descriptor *d, char **buf, size_t *len,
 			  sbx_error_t *err);
-
-/* Accepts https://, and http:// only for a loopback host. */
-int sbx_url_check_transport(const char *url, sbx_error_t *err);
 
 #endif

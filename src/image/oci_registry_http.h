@@ -11,7 +11,7 @@
 
 #include "common/error.h"
 #include "image/digest.h"
-#include "image/oci_registry.h"
+#include "image/progress.h"
 
 struct sbx_oci_registry {
 	CURL *curl;
@@ -42,6 +42,8 @@ struct sink {
 
 /* An IPv4 literal in 127/8, localhost or ::1: where plain http is allowed. */
 bool registry_loopback_host(const char *host);
+/* Accepts https://, and http:// only for a loopback host. */
+int sbx_url_check_transport(const char *url, sbx_error_t *err);
 
 /* Zeroes a secret (token, credential) before freeing it; NULL is a no-op. */
 void registry_wipe_free(char *s);

@@ -5,7 +5,7 @@
 
 #include <stdint.h>
 
-#include "proto/proto_msg.h"
+#include "proto/proto_msg_types.h"
 
 /* "FS_GREP", or NULL when the type is not a defined fs type. */
 const char *proto_fs_type_name(uint8_t type);

@@ -33,7 +33,7 @@
 #include "proto/proto_msg.h"
 #include "vm/keeper.h"
 #include "vm/qemu_cmdline.h"
-#include "vm/vm.h"
+#include "vm/vm_share.h"
 
 #define SBX_VM_MAX_SHARES 4
 #define VIRTIOFSD_DEFAULT "/usr/lib/qemu/virtiofsd"

@@ -19,19 +19,10 @@
 #include "jail/jail.h"
 #include "proto/proto_msg.h"
 #include "vm/accel.h"
+#include "vm/vm_share.h"
 
 struct sbx_vm;
 struct sbx_vm_proc;
-
-/* A host directory shared into the guest with virtio-fs. */
-struct sbx_vm_share {
-	const char *host_dir;   /* absolute host directory */
-	const char *guest_path; /* absolute mount point in the guest (created if missing) */
-	bool read_only;         /* enforced on the host side too */
-	int host_fd;            /* -1: host_dir is opened at the start.  Else the
-				   directory the caller checked (O_PATH; dup'ed):
-				   what is shared, whatever host_dir is by then */
-};
 
 struct sbx_vm_options {
 	unsigned cpus;          /* 0 = 1 */

@@ -2,6 +2,7 @@
 #include <errno.h>
 #include <string.h>
 
+#include "adapter/reaper.h"
 #include "adapter/sandbox/catalog.h"
 #include "adapter/sandbox/env.h"
 #include "adapter/sandbox/sandbox.h"

@@ -1,5 +1,6 @@
 /* stop (contract §7.5), at once or handed to the reaper's thread (run's
  * own sandbox); the teardown they end in is in sandbox_teardown.c. */
+#include "adapter/reaper.h"
 #include "adapter/sandbox/sandbox.h"
 
 int sandbox_stop(struct sbx_adapter *a, const char *id, sbx_error_t *err)

@@ -7,6 +7,7 @@
 
 #include "image/image_config.h"
 #include "image/oci_registry.h"
+#include "image/oci_registry_http.h"
 
 /* Parses `text` as the value of `key` into a fresh config; returns the
  * parser's answer and leaves the error, if any, in *err. */
