@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include "adapter/adapter.h"
+#include "adapter/reaper.h"
 #include "harness.h"
 
 struct fake {
