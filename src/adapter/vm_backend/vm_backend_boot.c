@@ -130,7 +130,9 @@ static void *boot_vm(struct backend *b, const struct sbx_boot_request *req, enum
 		goto fail_boot;
 	}
 	s->workdir = sbx_steal_ptr(id.rt.workdir);
-	s->boot_mode = sbx_vm_timings(s->vm)->restored ? "restore" : "cold";
+	/* A boot that saved the template booted cold, then restarted from it. */
+	const struct sbx_vm_timings *t = sbx_vm_timings(s->vm);
+	s->boot_mode = t->restored && !t->saved ? "restore" : "cold";
 	return s;
 fail_boot:
 	sbx_error_default_scode(err, SBX_S_VM_BOOT);
