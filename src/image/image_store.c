@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "common/cleanup.h"
+#include "common/clock.h"
 #include "common/log.h"
 #include "common/state_dir.h"
 #include "image/digest.h"
@@ -163,6 +164,23 @@ static int apply_one(struct sbx_rootfs *r, const struct sbx_layer_source *src, s
 	return rc;
 }
 
+/* The erofs build's start (start_ms < 0) and end, for a log that no
+ * terminal shows progress on: mkfs.erofs takes seconds for a big tree. */
+static void log_erofs(const char *hex, int64_t start_ms)
+{
+	if (isatty(STDERR_FILENO))
+		return;
+	char digest[13];
+	snprintf(digest, sizeof(digest), "%.12s", hex);
+	struct sbx_log_field f[] = { SBX_LF_STR("event", "erofs_build"), SBX_LF_STR("digest", digest),
+				     SBX_LF_STR("done", start_ms < 0 ? "false" : "true"),
+				     SBX_LF_INT("duration_ms", start_ms < 0 ? 0 : sbx_now_ms() - start_ms) };
+	if (start_ms < 0)
+		sbx_log_kv(SBX_LOG_INFO, f, "image %s: building its erofs image", digest);
+	else
+		sbx_log_kv(SBX_LOG_INFO, f, "image %s: erofs image built", digest);
+}
+
 static int build(const char *root, const char *hex, const char *work, const char *config, size_t config_len,
 		 const struct sbx_layer_source *src, const struct sbx_image_limits *limits, sbx_error_t *err)
 {
@@ -190,8 +208,12 @@ static int build(const char *root, const char *hex, const char *work, const char
 	if (rc == 0)
 		rc = sbx_store_space_check(space, root, sbx_rootfs_charged(r), err);
 	sbx_rootfs_free(r);
-	if (rc == 0)
-		rc = run_mkfs(work, tmp_img, tree, err);
+	int64_t mkfs_ms = sbx_now_ms();
+	if (rc == 0) {
+		log_erofs(hex, -1);
+		if ((rc = run_mkfs(work, tmp_img, tree, err)) == 0)
+			log_erofs(hex, mkfs_ms);
+	}
 	if (rc == 0)
 		rc = write_file(cfg_path, config, config_len, err);
 	if (rc == 0) {
