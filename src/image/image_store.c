@@ -176,7 +176,7 @@ static void log_erofs(const char *hex, int64_t start_ms)
 				     SBX_LF_STR("done", start_ms < 0 ? "false" : "true"),
 				     SBX_LF_INT("duration_ms", start_ms < 0 ? 0 : sbx_now_ms() - start_ms) };
 	if (start_ms < 0)
-		sbx_log_kv(SBX_LOG_INFO, f, "image %s: building its erofs image", digest);
+		sbx_log_fields(SBX_LOG_INFO, f, 3, "image %s: building its erofs image", digest);
 	else
 		sbx_log_kv(SBX_LOG_INFO, f, "image %s: erofs image built", digest);
 }
