@@ -37,8 +37,9 @@ int sbx_log_format_from_env(sbx_error_t *err)
 	else if (strcasecmp(v, "json") == 0)
 		format = SBX_LOG_JSON;
 	else
-		return sbx_error_set(err, EINVAL, "SANDBOX_LOG_FORMAT=%.64s%s is not a log format (expected text or json)",
-				     v, strlen(v) > 64 ? "..." : "");
+		return sbx_error_set(err, EINVAL,
+				     "SANDBOX_LOG_FORMAT=%.64s%s is not a log format (expected text or json)", v,
+				     strlen(v) > 64 ? "..." : "");
 	return 0;
 }
 

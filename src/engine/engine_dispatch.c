@@ -281,8 +281,9 @@ void engine_dispatch_invocation(struct engine *e, json_t *msg)
 			 "the worker is at its invocation limit: %d running and %d waiting (max_concurrent_invocations "
 			 "%d, max_queued_invocations %d)",
 			 pool->max, queued, pool->max, e->max_queued);
-		log_refusal(SBX_LOG_WARN, fid, e->busy_error != NULL && j->has_id ? SBX_S_LIMIT : "too_many_invocations", text);
-		if (e->busy_error != NULL && j->has_id)
+		bool busy = e->busy_error != NULL && j->has_id;
+		log_refusal(SBX_LOG_WARN, fid, busy ? SBX_S_LIMIT : "too_many_invocations", text);
+		if (busy)
 			send_result(e, j, false, e->busy_error(text));
 		else
 			reply_error(e, j, "too_many_invocations", text);
