@@ -58,8 +58,8 @@ void sbx_log_set_format(enum sbx_log_format f)
 	format = f;
 }
 
-static void vlog(enum sbx_log_level level, const struct sbx_log_field *fields, size_t n, const char *fmt,
-		 va_list ap)
+static void __attribute__((format(printf, 4, 0)))
+vlog(enum sbx_log_level level, const struct sbx_log_field *fields, size_t n, const char *fmt, va_list ap)
 {
 	char msg[SBX_LOG_LINE_MAX];
 	if (vsnprintf(msg, sizeof(msg), fmt, ap) < 0)
