@@ -7,12 +7,19 @@
 import { describe, test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
+import { spawnDaemon, waitExit } from './daemon.mjs';
 import { registryUnavailable, startRegistry } from './lib/registry-fixture.mjs';
 import { assertScode, b64, startSandboxStack } from './lib/sandbox-stack.mjs';
 
 const TIME = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/;
 const LEVELS = ['debug', 'info', 'warn', 'error'];
 const skip = registryUnavailable();
+
+test('an unknown SANDBOX_LOG_FORMAT stops serve at start with exit 2, naming it', async () => {
+	const d = spawnDaemon('ws://127.0.0.1:9', { SANDBOX_LOG_FORMAT: 'xml' });
+	assert.deepEqual(await waitExit(d, 10000), { code: 2, signal: null });
+	assert.match(d.output(), /SANDBOX_LOG_FORMAT=xml is not a log format \(expected text or json\)/);
+});
 
 describe('logs: JSON lines that tell the story', { skip: skip ?? false }, () => {
 	const secret = {
