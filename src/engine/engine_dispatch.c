@@ -210,7 +210,7 @@ void engine_dispatch_refuse(struct engine *e, json_t *msg, const char *code, con
 	struct job *j = job_new(e, msg);
 	if (j == NULL)
 		return;
-	log_refusal(SBX_LOG_WARN, json_string_value(j->function_id), code, message);
+	log_refusal(SBX_LOG_INFO, json_string_value(j->function_id), code, message);
 	reply_error(e, j, code, message);
 	job_free(j);
 }
