@@ -181,6 +181,21 @@ static void log_erofs(const char *hex, int64_t start_ms)
 		sbx_log_kv(SBX_LOG_INFO, f, "image %s: erofs image built", digest);
 }
 
+/* A layer fetched and unpacked into the tree (seconds for a big one), for
+ * a log that no terminal shows progress on. */
+static void log_applied(const char *hex, size_t i, size_t n, int64_t start_ms)
+{
+	if (isatty(STDERR_FILENO))
+		return;
+	char digest[13];
+	snprintf(digest, sizeof(digest), "%.12s", hex);
+	int64_t ms = sbx_now_ms() - start_ms;
+	struct sbx_log_field f[] = { SBX_LF_STR("event", "layer_apply"), SBX_LF_STR("digest", digest),
+				     SBX_LF_INT("layer", i + 1), SBX_LF_INT("layers", n), SBX_LF_INT("duration_ms", ms) };
+	sbx_log_kv(SBX_LOG_INFO, f, "image %s: layer %zu/%zu fetched and unpacked in %lld ms", digest, i + 1, n,
+		   (long long)ms);
+}
+
 static int build(const char *root, const char *hex, const char *work, const char *config, size_t config_len,
 		 const struct sbx_layer_source *src, const struct sbx_image_limits *limits, sbx_error_t *err)
 {
@@ -200,8 +215,11 @@ static int build(const char *root, const char *hex, const char *work, const char
 	if (r == NULL)
 		return -1;
 	int rc = 0;
-	for (size_t i = 0; rc == 0 && i < src->n_layers; i++)
-		rc = apply_one(r, src, i, layer, space, root, err);
+	for (size_t i = 0; rc == 0 && i < src->n_layers; i++) {
+		int64_t t0 = sbx_now_ms();
+		if ((rc = apply_one(r, src, i, layer, space, root, err)) == 0)
+			log_applied(hex, i, src->n_layers, t0);
+	}
 	if (rc == 0)
 		rc = sbx_rootfs_finish(r, err);
 	/* The erofs image takes at most about what the tree was charged. */

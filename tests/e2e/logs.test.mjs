@@ -114,6 +114,8 @@ describe('logs: JSON lines that tell the story', { skip: skip ?? false }, () => 
 		assert.ok(Number.isInteger(p.duration_ms) && p.duration_ms >= 0, `duration_ms ${p.duration_ms}`);
 		const layers = lines.filter((l) => l.event === 'pull_progress' && l.done === 'true');
 		assert.equal(layers.length, p.layers, 'one line per layer downloaded');
+		assert.equal(lines.filter((l) => l.event === 'layer_apply').length, p.layers, 'one line per layer unpacked');
+		assert.equal(lines.filter((l) => l.event === 'erofs_build').length, 2, 'the erofs build starts and ends');
 		const saved = lines.find((l) => l.event === 'template_save');
 		assert.ok(saved && Number.isInteger(saved.duration_ms), 'a template_save line');
 		const c = lines.find((l) => l.event === 'create' && l.sandbox_id === created.sandbox_id);
