@@ -162,9 +162,10 @@ int sbx_image_pull(const char *ref_str, const struct sbx_image_config *cfg, cons
 	if (sbx_oci_registry_blob_mem(reg, &m.config, &config, &config_len, err) < 0)
 		goto out;
 	struct pull_ctx ctx = { .reg = reg, .m = &m, .max_blob_bytes = cfg->limits.max_blob_bytes, .progress = progress };
-	pull_log_init(&ctx.log, canonical);
+	pull_log_init(&ctx.log, canonical, progress != NULL && progress->log);
 	struct sbx_layer_source src = {
-		.n_layers = m.n_entries, .fetch = fetch_layer, .declared = declared_layer, .ud = &ctx
+		.n_layers = m.n_entries, .fetch = fetch_layer, .declared = declared_layer, .ud = &ctx,
+		.log_steps = ctx.log.enabled
 	};
 	if (sbx_image_store(root, canonical, digest, config, config_len, &src, &cfg->limits, out, err) < 0) {
 		sbx_error_prefix(err, "%s", canonical);
@@ -230,7 +231,8 @@ char *sbx_image_ensure(const char *name, const char *ref_str, const struct sbx_i
 		return NULL;
 	}
 	struct sbx_image_info info;
-	if (sbx_image_pull(canonical, cfg, NULL, &info, err) < 0) {
+	const struct sbx_pull_progress log_only = { .log = true };
+	if (sbx_image_pull(canonical, cfg, &log_only, &info, err) < 0) {
 		sbx_error_prefix(err, "auto-install failed for image '%s'", name);
 		sbx_error_default_scode(err, SBX_S_TRANSIENT);
 		return NULL;

@@ -166,9 +166,9 @@ static int apply_one(struct sbx_rootfs *r, const struct sbx_layer_source *src, s
 
 /* The erofs build's start (start_ms < 0) and end, for a log that no
  * terminal shows progress on: mkfs.erofs takes seconds for a big tree. */
-static void log_erofs(const char *hex, int64_t start_ms)
+static void log_erofs(const struct sbx_layer_source *src, const char *hex, int64_t start_ms)
 {
-	if (isatty(STDERR_FILENO))
+	if (!src->log_steps || isatty(STDERR_FILENO))
 		return;
 	char digest[13];
 	snprintf(digest, sizeof(digest), "%.12s", hex);
@@ -183,10 +183,11 @@ static void log_erofs(const char *hex, int64_t start_ms)
 
 /* A layer fetched and unpacked into the tree (seconds for a big one), for
  * a log that no terminal shows progress on. */
-static void log_applied(const char *hex, size_t i, size_t n, int64_t start_ms)
+static void log_applied(const struct sbx_layer_source *src, const char *hex, size_t i, int64_t start_ms)
 {
-	if (isatty(STDERR_FILENO))
+	if (!src->log_steps || isatty(STDERR_FILENO))
 		return;
+	size_t n = src->n_layers;
 	char digest[13];
 	snprintf(digest, sizeof(digest), "%.12s", hex);
 	int64_t ms = sbx_now_ms() - start_ms;
@@ -218,7 +219,7 @@ static int build(const char *root, const char *hex, const char *work, const char
 	for (size_t i = 0; rc == 0 && i < src->n_layers; i++) {
 		int64_t t0 = sbx_now_ms();
 		if ((rc = apply_one(r, src, i, layer, space, root, err)) == 0)
-			log_applied(hex, i, src->n_layers, t0);
+			log_applied(src, hex, i, t0);
 	}
 	if (rc == 0)
 		rc = sbx_rootfs_finish(r, err);
@@ -228,9 +229,9 @@ static int build(const char *root, const char *hex, const char *work, const char
 	sbx_rootfs_free(r);
 	int64_t mkfs_ms = sbx_now_ms();
 	if (rc == 0) {
-		log_erofs(hex, -1);
+		log_erofs(src, hex, -1);
 		if ((rc = run_mkfs(work, tmp_img, tree, err)) == 0)
-			log_erofs(hex, mkfs_ms);
+			log_erofs(src, hex, mkfs_ms);
 	}
 	if (rc == 0)
 		rc = write_file(cfg_path, config, config_len, err);

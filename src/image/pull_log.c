@@ -7,9 +7,11 @@
 #include "common/clock.h"
 #include "common/log.h"
 
-void pull_log_init(struct pull_log *l, const char *ref)
+void pull_log_init(struct pull_log *l, const char *ref, bool enabled)
 {
-	*l = (struct pull_log){ .ref = ref, .progress = !isatty(STDERR_FILENO), .start_ms = sbx_now_ms() };
+	*l = (struct pull_log){
+		.ref = ref, .enabled = enabled, .progress = enabled && !isatty(STDERR_FILENO), .start_ms = sbx_now_ms()
+	};
 	l->next_ms = l->start_ms + PULL_LOG_EVERY_MS;
 }
 
@@ -47,6 +49,8 @@ static void strip_userinfo(const char *url, char *out, size_t cap)
 
 void pull_log_done(const struct pull_log *l, const char *registry, uint64_t image_bytes)
 {
+	if (!l->enabled)
+		return;
 	char reg[512];
 	strip_userinfo(registry, reg, sizeof(reg));
 	int64_t ms = sbx_now_ms() - l->start_ms;

@@ -1,7 +1,7 @@
-/* The log of an image pull: when stderr is not a terminal (a terminal has
- * the CLI's own progress), a line as each layer completes (n/N, bytes) and,
- * while a layer downloads, at most one line every PULL_LOG_EVERY_MS; then
- * always one info line for the pull (ref, registry, bytes, seconds). */
+/* The log of a daemon's image pull: when stderr is not a terminal, a line
+ * as each layer completes (n/N, bytes) and, while a layer downloads, at
+ * most one line every PULL_LOG_EVERY_MS; then one info line for the pull
+ * (ref, registry, bytes, seconds).  Nothing when not enabled (the CLI). */
 #ifndef SBX_IMAGE_PULL_LOG_H
 #define SBX_IMAGE_PULL_LOG_H
 
@@ -13,14 +13,15 @@
 
 struct pull_log {
 	const char *ref;
-	bool progress; /* stderr is no terminal */
+	bool enabled;
+	bool progress; /* enabled, and stderr is no terminal */
 	int64_t start_ms;
 	int64_t next_ms; /* the next in-layer line not before */
 	uint64_t bytes;  /* of the layers downloaded */
 	size_t layers;
 };
 
-void pull_log_init(struct pull_log *l, const char *ref);
+void pull_log_init(struct pull_log *l, const char *ref, bool enabled);
 /* A layer's download moved on (done < total) or ended (done == total). */
 void pull_log_layer(struct pull_log *l, size_t index, size_t count, uint64_t done, uint64_t total);
 /* The pull ended well; `registry` is the base URL it came from (its

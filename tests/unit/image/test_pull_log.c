@@ -46,7 +46,7 @@ static size_t count(const char *s, const char *needle)
 
 static void pull_two_layers(void)
 {
-	pull_log_init(&pl, "docker.io/library/python:3");
+	pull_log_init(&pl, "docker.io/library/python:3", true);
 	/* a flood of progress within the period: silent */
 	for (uint64_t done = 0; done < 1000; done++)
 		pull_log_layer(&pl, 0, 2, done, 1000);
@@ -78,5 +78,23 @@ TEST(pull_lines_are_bounded_and_say_the_pull)
 	CHECK_INT(json_integer_value(json_object_get(v, "image_bytes")), 4096);
 	CHECK(strstr(out, "s3cret") == NULL && strstr(out, "user") == NULL);
 	json_decref(v);
+	free(out);
+}
+
+static void pull_unlogged(void)
+{
+	pull_log_init(&pl, "docker.io/library/python:3", false);
+	pl.next_ms = 0;
+	pull_log_layer(&pl, 0, 1, 10, 500);
+	pull_log_layer(&pl, 0, 1, 500, 500);
+	pull_log_done(&pl, "https://mirror.example", 4096);
+}
+
+/* The CLI's pulls keep stderr for the CLI's own output. */
+TEST(pull_log_off_says_nothing)
+{
+	char *out = capture(pull_unlogged);
+	CHECK(out != NULL);
+	CHECK_STR(out, "");
 	free(out);
 }
