@@ -63,6 +63,10 @@ struct sbx_backend_ops {
 	/* MiB the snapshot templates' RAM memfds of this process hold now,
 	 * counted in the memory budget (optional). */
 	uint64_t (*templates_mib)(void *ctx);
+	/* How the VM started, for the log: "pool" (a parked VM), "standby"
+	 * (a QEMU started ahead), "restore" (from the image's template) or
+	 * "cold" (optional). */
+	const char *(*boot_mode)(void *vm);
 };
 
 struct sbx_backend {

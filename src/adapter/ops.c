@@ -6,6 +6,7 @@
 #include <errno.h>
 #include <string.h>
 
+#include "adapter/call_log.h"
 #include "adapter/handlers.h"
 #include "adapter/scode.h"
 
@@ -152,9 +153,12 @@ const struct sbx_op *sbx_op_find(const char *op)
 int sbx_adapter_call(struct sbx_adapter *a, const char *op, json_t *req, json_t **out)
 {
 	*out = NULL;
+	struct sbx_call_log log;
+	sbx_call_log_start(&log, op, req);
 	const struct sbx_op *o = sbx_op_find(op);
 	if (o == NULL) {
 		*out = json_pack("{s:s, s:s}", "code", "function_not_found", "message", "unknown sandbox-libkrun function");
+		sbx_call_log_end(&log, -1, *out);
 		return -1;
 	}
 	const char *outer = sbx_op_set_current(o->op);
@@ -168,5 +172,6 @@ int sbx_adapter_call(struct sbx_adapter *a, const char *op, json_t *req, json_t 
 		rc = sbx_op_fail(&err, out);
 	}
 	sbx_op_set_current(outer);
+	sbx_call_log_end(&log, rc, *out);
 	return rc;
 }

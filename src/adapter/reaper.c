@@ -18,7 +18,7 @@ unsigned reaper_scan(struct sbx_adapter *a, bool all)
 	/* VMs that went (killed, crashed) while nobody called: not listed. */
 	while (!all && ops != NULL && ops->alive != NULL && sbx_registry_claim_dead(a->reg, ops->alive, id)) {
 		sbx_warn("sandbox %s: its VM is gone; removing the sandbox", id);
-		sandbox_teardown(a, id);
+		sandbox_teardown(a, id, SANDBOX_STOP_VM_DEATH);
 		n++;
 	}
 	if (!all && ops != NULL && ops->net_activity_ms != NULL)
@@ -28,7 +28,7 @@ unsigned reaper_scan(struct sbx_adapter *a, bool all)
 			sbx_warn("sandbox %s: execs still counted in flight past the busy grace; reaping it anyway", id);
 		else if (!all)
 			sbx_info("sandbox %s: idle past its timeout; reaping it", id);
-		sandbox_teardown(a, id);
+		sandbox_teardown(a, id, all ? SANDBOX_STOP_SHUTDOWN : SANDBOX_STOP_IDLE);
 		n++;
 	}
 	return n;
@@ -50,7 +50,7 @@ static void stop_handed(struct reaper *r)
 		if (r->handed == NULL)
 			r->handed_tail = &r->handed;
 		pthread_mutex_unlock(&r->lock);
-		sandbox_release(r->a, h->id, h->vm, h->mem_mib);
+		sandbox_release(r->a, h->id, h->vm, h->mem_mib, SANDBOX_STOP_RUN);
 		free(h);
 		pthread_mutex_lock(&r->lock);
 		r->n_gone++;

@@ -242,6 +242,11 @@ int sbx_cmd_run(int argc, char **argv)
 	else if (sbx_log_init_from_env() < 0)
 		sbx_warn("SANDBOX_LOG has an unknown value; using info");
 	sbx_error_t err = NULL;
+	if (sbx_log_format_from_env(&err) < 0) {
+		fprintf(stderr, "sandbox-libkrun run: %s\n", sbx_error_msg(err));
+		sbx_error_free(&err);
+		return EXIT_USAGE;
+	}
 	struct sbx_config *cfg = cli_config(c.config, &err);
 	json_t *req = cfg != NULL ? build_request(&c, &err) : NULL;
 	if (req == NULL) {

@@ -72,7 +72,8 @@ static void usage(FILE *out)
 		     "  III_BUNDLE_WORKERS_DISABLED=1  refuse bundle (package://) workers\n"
 		     "  III_LIFELINE_FD            a pipe whose EOF means the engine died: then exit\n"
 		     "  III_ENGINE_PID             the engine's pid: exit when it is gone\n"
-		     "  SANDBOX_LOG                debug|info|warn|error (default info)\n\n"
+		     "  SANDBOX_LOG                debug|info|warn|error (default info)\n"
+		     "  SANDBOX_LOG_FORMAT         text (default) or json: one JSON object per line\n\n"
 		     "exit status: 0 after SIGTERM/SIGINT, 1 on a fatal runtime error, 2 on a bad or\n"
 		     "unreadable configuration.\n",
 		worker_name());
@@ -200,6 +201,12 @@ int sbx_cmd_serve(int argc, char **argv)
 		fprintf(stderr, "sandbox-libkrun serve: unknown argument '%s'\n", argv[i]);
 		usage(stderr);
 		return 2;
+	}
+	sbx_error_t ferr = NULL;
+	if (sbx_log_format_from_env(&ferr) < 0) {
+		fprintf(stderr, "sandbox-libkrun serve: %s\n", sbx_error_msg(ferr));
+		sbx_error_free(&ferr);
+		return EXIT_CONFIG;
 	}
 	if (sbx_log_init_from_env() < 0)
 		sbx_warn("SANDBOX_LOG has an unknown value; using info (expected debug, info, warn or error)");

@@ -1,12 +1,18 @@
 #include "common/log.h"
 
+#include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <time.h>
+#include <unistd.h>
+
+#include "common/log_line.h"
 
 static enum sbx_log_level current = SBX_LOG_INFO;
+static enum sbx_log_format format = SBX_LOG_TEXT;
 static const char *const names[] = { "debug", "info", "warn", "error" };
 
 int sbx_log_init_from_env(void)
@@ -23,6 +29,20 @@ int sbx_log_init_from_env(void)
 	return -1;
 }
 
+int sbx_log_format_from_env(sbx_error_t *err)
+{
+	const char *v = getenv("SANDBOX_LOG_FORMAT");
+	if (v == NULL || *v == '\0' || strcasecmp(v, "text") == 0)
+		format = SBX_LOG_TEXT;
+	else if (strcasecmp(v, "json") == 0)
+		format = SBX_LOG_JSON;
+	else
+		return sbx_error_set(err, EINVAL,
+				     "SANDBOX_LOG_FORMAT=%.64s%s is not a log format (expected text or json)", v,
+				     strlen(v) > 64 ? "..." : "");
+	return 0;
+}
+
 void sbx_log_set_level(enum sbx_log_level level)
 {
 	current = level;
@@ -33,29 +53,49 @@ enum sbx_log_level sbx_log_get_level(void)
 	return current;
 }
 
+void sbx_log_set_format(enum sbx_log_format f)
+{
+	format = f;
+}
+
+static void __attribute__((format(printf, 4, 0)))
+vlog(enum sbx_log_level level, const struct sbx_log_field *fields, size_t n, const char *fmt, va_list ap)
+{
+	char msg[SBX_LOG_LINE_MAX];
+	if (vsnprintf(msg, sizeof(msg), fmt, ap) < 0)
+		snprintf(msg, sizeof(msg), "(unformattable log line: %s)", fmt);
+	struct timespec ts;
+	clock_gettime(CLOCK_REALTIME, &ts);
+	/* One buffer, one write: lines from concurrent threads never interleave. */
+	char line[SBX_LOG_LINE_MAX];
+	size_t len = sbx_log_line(line, sizeof(line), format, &ts, level, fields, n, msg);
+	size_t off = 0;
+	while (off < len) {
+		ssize_t w = write(STDERR_FILENO, line + off, len - off);
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w <= 0)
+			return; /* stderr is gone: nowhere left to say so */
+		off += (size_t)w;
+	}
+}
+
 void sbx_log(enum sbx_log_level level, const char *fmt, ...)
 {
 	if (level < current)
 		return;
-	struct timespec ts;
-	struct tm tm;
-	clock_gettime(CLOCK_REALTIME, &ts);
-	gmtime_r(&ts.tv_sec, &tm);
-	/* One buffer, one write: lines from concurrent threads never interleave. */
-	char line[4096];
-	int n = snprintf(line, sizeof(line), "%04d-%02d-%02dT%02d:%02d:%02d.%03ldZ %-5s ", tm.tm_year + 1900,
-			 tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec, ts.tv_nsec / 1000000,
-			 names[level]);
 	va_list ap;
 	va_start(ap, fmt);
-	int m = vsnprintf(line + n, sizeof(line) - (size_t)n - 1, fmt, ap);
+	vlog(level, NULL, 0, fmt, ap);
 	va_end(ap);
-	size_t len = (size_t)n + (m < 0 ? 0 : (size_t)m);
-	if (len > sizeof(line) - 2) {
-		len = sizeof(line) - 5;
-		memcpy(line + len, "...", 3); /* say so when a line was cut */
-		len += 3;
-	}
-	line[len++] = '\n';
-	fwrite(line, 1, len, stderr);
+}
+
+void sbx_log_fields(enum sbx_log_level level, const struct sbx_log_field *fields, size_t n, const char *fmt, ...)
+{
+	if (level < current)
+		return;
+	va_list ap;
+	va_start(ap, fmt);
+	vlog(level, fields, n, fmt, ap);
+	va_end(ap);
 }

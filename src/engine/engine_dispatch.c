@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "common/log.h"
+#include "common/scodes.h"
 #include "engine/engine_internal.h"
 
 #define TRACE_FIELD_MAX 4096 /* traceparent is 55 bytes; baggage is small */
@@ -195,12 +196,21 @@ static struct job *job_new(struct engine *e, json_t *msg)
 	return j;
 }
 
+/* A call refused before any handler runs: its function, code and cause
+ * as fields. */
+static void log_refusal(enum sbx_log_level level, const char *fn, const char *code, const char *cause)
+{
+	struct sbx_log_field f[] = { SBX_LF_STR("fn", fn),	   SBX_LF_STR("outcome", code),
+				     SBX_LF_STR("scode", code),	   SBX_LF_STR("cause", cause) };
+	sbx_log_kv(level, f, "engine: call refused: %s", code);
+}
+
 void engine_dispatch_refuse(struct engine *e, json_t *msg, const char *code, const char *message)
 {
 	struct job *j = job_new(e, msg);
 	if (j == NULL)
 		return;
-	sbx_warn("engine: invocation of %s refused: %s", json_string_value(j->function_id), message);
+	log_refusal(SBX_LOG_INFO, json_string_value(j->function_id), code, message);
 	reply_error(e, j, code, message);
 	job_free(j);
 }
@@ -258,6 +268,7 @@ void engine_dispatch_invocation(struct engine *e, json_t *msg)
 	if (j->fn == NULL) {
 		char text[ENGINE_MAX_ID_LEN + 64];
 		snprintf(text, sizeof(text), "Function %s not found", fid != NULL ? fid : "(with a NUL byte)");
+		log_refusal(SBX_LOG_INFO, fid != NULL ? fid : "(with a NUL byte)", "function_not_found", text);
 		reply_error(e, j, "function_not_found", text);
 		job_free(j);
 		return;
@@ -270,8 +281,9 @@ void engine_dispatch_invocation(struct engine *e, json_t *msg)
 			 "the worker is at its invocation limit: %d running and %d waiting (max_concurrent_invocations "
 			 "%d, max_queued_invocations %d)",
 			 pool->max, queued, pool->max, e->max_queued);
-		sbx_warn("engine: %s refused: %s", fid, text);
-		if (e->busy_error != NULL && j->has_id)
+		bool busy = e->busy_error != NULL && j->has_id;
+		log_refusal(SBX_LOG_WARN, fid, busy ? SBX_S_LIMIT : "too_many_invocations", text);
+		if (busy)
 			send_result(e, j, false, e->busy_error(text));
 		else
 			reply_error(e, j, "too_many_invocations", text);

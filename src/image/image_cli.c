@@ -179,6 +179,11 @@ int sbx_image_cli(int argc, char **argv, const struct sbx_image_cli_host *host)
 	struct sbx_image_config cfg;
 	sbx_image_config_init(&cfg);
 	sbx_error_t err = NULL;
+	if (sbx_log_format_from_env(&err) < 0) {
+		fprintf(stderr, "sandbox-libkrun image: %s\n", sbx_error_msg(err));
+		sbx_error_free(&err);
+		return 2;
+	}
 	if (config_path != NULL && host->load(host->ud, config_path, &cfg, &err) < 0) {
 		fail(&err);
 		return 2;

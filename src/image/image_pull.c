@@ -17,6 +17,7 @@
 #include "image/image_store.h"
 #include "image/oci_manifest.h"
 #include "image/oci_registry.h"
+#include "image/pull_log.h"
 
 /* A hit rewrites the index (last used) at most this often: creates in a
  * burst then cost one index read each. */
@@ -27,13 +28,19 @@ struct pull_ctx {
 	const struct sbx_manifest *m;
 	uint64_t max_blob_bytes;
 	const struct sbx_pull_progress *progress;
+	struct pull_log log;
 	size_t current;
 };
 
 static void on_progress(void *ud, uint64_t done, uint64_t total)
 {
 	struct pull_ctx *c = ud;
-	c->progress->layer(c->progress->ud, c->current, c->m->n_entries, c->m->entries[c->current].digest, done, total);
+	/* The end of a layer is logged once, after its check. */
+	if (done < total)
+		pull_log_layer(&c->log, c->current, c->m->n_entries, done, total);
+	if (c->progress != NULL && c->progress->layer != NULL)
+		c->progress->layer(c->progress->ud, c->current, c->m->n_entries, c->m->entries[c->current].digest,
+				   done, total);
 }
 
 static int fetch_layer(void *ud, size_t i, int fd, sbx_error_t *err)
@@ -47,7 +54,10 @@ static int fetch_layer(void *ud, size_t i, int fd, sbx_error_t *err)
 				     d->digest, (long long)d->size, (unsigned long long)(c->max_blob_bytes >> 20));
 	if (c->progress != NULL && c->progress->layer != NULL)
 		c->progress->layer(c->progress->ud, i, c->m->n_entries, d->digest, 0, (uint64_t)d->size);
-	return sbx_oci_registry_blob(c->reg, d, fd, c->progress && c->progress->layer ? on_progress : NULL, c, err);
+	if (sbx_oci_registry_blob(c->reg, d, fd, on_progress, c, err) < 0)
+		return -1;
+	pull_log_layer(&c->log, i, c->m->n_entries, (uint64_t)d->size, (uint64_t)d->size);
+	return 0;
 }
 
 static int64_t declared_layer(void *ud, size_t i)
@@ -152,13 +162,17 @@ int sbx_image_pull(const char *ref_str, const struct sbx_image_config *cfg, cons
 	if (sbx_oci_registry_blob_mem(reg, &m.config, &config, &config_len, err) < 0)
 		goto out;
 	struct pull_ctx ctx = { .reg = reg, .m = &m, .max_blob_bytes = cfg->limits.max_blob_bytes, .progress = progress };
+	pull_log_init(&ctx.log, canonical, progress != NULL && progress->log);
 	struct sbx_layer_source src = {
-		.n_layers = m.n_entries, .fetch = fetch_layer, .declared = declared_layer, .ud = &ctx
+		.n_layers = m.n_entries, .fetch = fetch_layer, .declared = declared_layer, .ud = &ctx,
+		.log_steps = ctx.log.enabled
 	};
 	if (sbx_image_store(root, canonical, digest, config, config_len, &src, &cfg->limits, out, err) < 0) {
 		sbx_error_prefix(err, "%s", canonical);
 		goto out;
 	}
+	if (out->pulled)
+		pull_log_done(&ctx.log, sbx_oci_registry_base(reg), out->size);
 	rc = 0;
 out:
 	free(config);
@@ -217,7 +231,8 @@ char *sbx_image_ensure(const char *name, const char *ref_str, const struct sbx_i
 		return NULL;
 	}
 	struct sbx_image_info info;
-	if (sbx_image_pull(canonical, cfg, NULL, &info, err) < 0) {
+	const struct sbx_pull_progress log_only = { .log = true };
+	if (sbx_image_pull(canonical, cfg, &log_only, &info, err) < 0) {
 		sbx_error_prefix(err, "auto-install failed for image '%s'", name);
 		sbx_error_default_scode(err, SBX_S_TRANSIENT);
 		return NULL;

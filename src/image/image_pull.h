@@ -3,6 +3,7 @@
 #ifndef SBX_IMAGE_PULL_H
 #define SBX_IMAGE_PULL_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -11,10 +12,13 @@
 #include "image/image_ref.h"
 #include "image/image_store.h"
 
-/* Progress of a pull, for a terminal: called as each layer downloads. */
+/* Progress of a pull, for a terminal: called as each layer downloads
+ * (may be NULL); `log`: the pull's steps go to the log instead (a daemon's
+ * pull, image/pull_log.h), while the CLI keeps stderr for its own output. */
 struct sbx_pull_progress {
 	void (*layer)(void *ud, size_t index, size_t count, const char *digest, uint64_t done, uint64_t total);
 	void *ud;
+	bool log;
 };
 
 struct sbx_image_info {

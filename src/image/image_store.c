@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "common/cleanup.h"
+#include "common/clock.h"
 #include "common/log.h"
 #include "common/state_dir.h"
 #include "image/digest.h"
@@ -163,6 +164,39 @@ static int apply_one(struct sbx_rootfs *r, const struct sbx_layer_source *src, s
 	return rc;
 }
 
+/* The erofs build's start (start_ms < 0) and end, for a log that no
+ * terminal shows progress on: mkfs.erofs takes seconds for a big tree. */
+static void log_erofs(const struct sbx_layer_source *src, const char *hex, int64_t start_ms)
+{
+	if (!src->log_steps || isatty(STDERR_FILENO))
+		return;
+	char digest[13];
+	snprintf(digest, sizeof(digest), "%.12s", hex);
+	struct sbx_log_field f[] = { SBX_LF_STR("event", "erofs_build"), SBX_LF_STR("digest", digest),
+				     SBX_LF_STR("done", start_ms < 0 ? "false" : "true"),
+				     SBX_LF_INT("duration_ms", start_ms < 0 ? 0 : sbx_now_ms() - start_ms) };
+	if (start_ms < 0)
+		sbx_log_fields(SBX_LOG_INFO, f, 3, "image %s: building its erofs image", digest);
+	else
+		sbx_log_kv(SBX_LOG_INFO, f, "image %s: erofs image built", digest);
+}
+
+/* A layer fetched and unpacked into the tree (seconds for a big one), for
+ * a log that no terminal shows progress on. */
+static void log_applied(const struct sbx_layer_source *src, const char *hex, size_t i, int64_t start_ms)
+{
+	if (!src->log_steps || isatty(STDERR_FILENO))
+		return;
+	size_t n = src->n_layers;
+	char digest[13];
+	snprintf(digest, sizeof(digest), "%.12s", hex);
+	int64_t ms = sbx_now_ms() - start_ms;
+	struct sbx_log_field f[] = { SBX_LF_STR("event", "layer_apply"), SBX_LF_STR("digest", digest),
+				     SBX_LF_INT("layer", i + 1), SBX_LF_INT("layers", n), SBX_LF_INT("duration_ms", ms) };
+	sbx_log_kv(SBX_LOG_INFO, f, "image %s: layer %zu/%zu fetched and unpacked in %lld ms", digest, i + 1, n,
+		   (long long)ms);
+}
+
 static int build(const char *root, const char *hex, const char *work, const char *config, size_t config_len,
 		 const struct sbx_layer_source *src, const struct sbx_image_limits *limits, sbx_error_t *err)
 {
@@ -182,16 +216,23 @@ static int build(const char *root, const char *hex, const char *work, const char
 	if (r == NULL)
 		return -1;
 	int rc = 0;
-	for (size_t i = 0; rc == 0 && i < src->n_layers; i++)
-		rc = apply_one(r, src, i, layer, space, root, err);
+	for (size_t i = 0; rc == 0 && i < src->n_layers; i++) {
+		int64_t t0 = sbx_now_ms();
+		if ((rc = apply_one(r, src, i, layer, space, root, err)) == 0)
+			log_applied(src, hex, i, t0);
+	}
 	if (rc == 0)
 		rc = sbx_rootfs_finish(r, err);
 	/* The erofs image takes at most about what the tree was charged. */
 	if (rc == 0)
 		rc = sbx_store_space_check(space, root, sbx_rootfs_charged(r), err);
 	sbx_rootfs_free(r);
-	if (rc == 0)
-		rc = run_mkfs(work, tmp_img, tree, err);
+	int64_t mkfs_ms = sbx_now_ms();
+	if (rc == 0) {
+		log_erofs(src, hex, -1);
+		if ((rc = run_mkfs(work, tmp_img, tree, err)) == 0)
+			log_erofs(src, hex, mkfs_ms);
+	}
 	if (rc == 0)
 		rc = write_file(cfg_path, config, config_len, err);
 	if (rc == 0) {

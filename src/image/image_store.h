@@ -9,6 +9,7 @@
 #ifndef SBX_IMAGE_STORE_H
 #define SBX_IMAGE_STORE_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -30,6 +31,7 @@ struct sbx_layer_source {
 	int (*fetch)(void *ud, size_t i, int fd, sbx_error_t *err);
 	int64_t (*declared)(void *ud, size_t i);
 	void *ud;
+	bool log_steps; /* log each layer unpacked and the erofs build (a daemon's pull) */
 };
 
 /* Takes the exclusive per-digest lock (waiting for it) and returns its

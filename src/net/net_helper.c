@@ -296,6 +296,10 @@ static int drop_privileges(void)
 int main(int argc, char **argv)
 {
 	sbx_log_init_from_env();
+	/* The daemon that starts this helper has refused a bad value already. */
+	sbx_error_t ferr = NULL;
+	if (sbx_log_format_from_env(&ferr) < 0)
+		sbx_error_free(&ferr);
 	signal(SIGPIPE, SIG_IGN);
 	parse_args(argc, argv);
 	H.policy.gateway = NET_ADDR_GATEWAY;

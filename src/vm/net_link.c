@@ -86,9 +86,10 @@ static int spawn(const struct jail *jail, const char *path, char **argv, int fra
 	cleanup_close int f = lift(frames), l = lift(life), v = lift(vm), b = lift(beacon);
 	if (f < 0 || l < 0 || v < 0 || b < 0)
 		return sbx_error_errno(err, errno, "network helper descriptors");
-	/* Only the log level (and a sanitizer build's options) cross over:
+	/* Only the log level and format (and a sanitizer build's options) cross over:
 	 * never the daemon's secrets. */
-	static const char *const keep[] = { "SANDBOX_LOG", "ASAN_OPTIONS", "UBSAN_OPTIONS", "LSAN_OPTIONS" };
+	static const char *const keep[] = { "SANDBOX_LOG", "SANDBOX_LOG_FORMAT", "ASAN_OPTIONS", "UBSAN_OPTIONS",
+					    "LSAN_OPTIONS" };
 	char *envp[sizeof(keep) / sizeof(keep[0]) + 1] = { NULL };
 	size_t ne = 0;
 	for (size_t i = 0; i < sizeof(keep) / sizeof(keep[0]); i++) {

@@ -3,6 +3,7 @@
  * restores it and, when QEMU or the guest never answers, boots cold
  * instead. */
 #include <errno.h>
+#include <stdio.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -210,9 +211,15 @@ int vm_save_template(struct sbx_vm *vm, sbx_error_t *err)
 	if (qmp_open(&q, fd, t + SNAPSHOT_SAVE_MS, &serr) == 0) {
 		saved = snapshot_save(&q, vm->snap_key, vm->snap_text, vm->files[F_SCRATCH], cow ? &pending : NULL,
 				      t + SNAPSHOT_SAVE_MS, &serr);
-		if (saved == 0)
-			sbx_info("vm: snapshot %.12s saved in %lld ms%s", vm->snap_key, (long long)(sbx_now_ms() - t),
-				 cow ? " (copy-on-write)" : "");
+		if (saved == 0) {
+			char key[13];
+			snprintf(key, sizeof(key), "%.12s", vm->snap_key);
+			struct sbx_log_field f[] = { SBX_LF_STR("event", "template_save"), SBX_LF_STR("template", key),
+						     SBX_LF_STR("kind", cow ? "copy-on-write" : "streamed"),
+						     SBX_LF_INT("duration_ms", sbx_now_ms() - t) };
+			sbx_log_kv(SBX_LOG_INFO, f, "vm: snapshot %s saved in %lld ms%s", key,
+				   (long long)(sbx_now_ms() - t), cow ? " (copy-on-write)" : "");
+		}
 		qmp_close(&q);
 	}
 	if (serr != NULL)

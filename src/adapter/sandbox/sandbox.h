@@ -59,11 +59,18 @@ bool sandbox_vm_dead(struct sbx_adapter *a, const struct sbx_sandbox *sb);
  * claimed it already, and logs it. */
 void sandbox_remove_dead(struct sbx_adapter *a, const char *id);
 
+/* Why a sandbox stops, as its stop line logs it. */
+#define SANDBOX_STOP_CALLER "caller"     /* a stop call */
+#define SANDBOX_STOP_RUN "run_done"      /* run's own sandbox, after its exec */
+#define SANDBOX_STOP_IDLE "idle"         /* the reaper: idle past its timeout */
+#define SANDBOX_STOP_VM_DEATH "vm_death" /* its VM went away by itself */
+#define SANDBOX_STOP_SHUTDOWN "shutdown" /* the daemon stops */
+
 /* For a record already claimed stopped: waits for its execs, stops the VM
  * (removing its scratch disk and files) and drops the record. */
-void sandbox_teardown(struct sbx_adapter *a, const char *id);
+void sandbox_teardown(struct sbx_adapter *a, const char *id, const char *reason);
 /* The end of a teardown, for a VM already detached from the registry:
- * stops it and gives back its memory. */
-void sandbox_release(struct sbx_adapter *a, const char *id, void *vm, uint64_t mem_mib);
+ * stops it, gives back its memory and logs the stop with its reason. */
+void sandbox_release(struct sbx_adapter *a, const char *id, void *vm, uint64_t mem_mib, const char *reason);
 
 #endif

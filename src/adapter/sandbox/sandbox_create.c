@@ -7,6 +7,7 @@
 #include "adapter/sandbox/env.h"
 #include "adapter/sandbox/sandbox.h"
 #include "adapter/sandbox/sandbox_network.h"
+#include "common/clock.h"
 #include "common/log.h"
 #include "common/scodes.h"
 
@@ -25,6 +26,7 @@ static int boot_and_register(struct sbx_adapter *a, const struct sandbox_create_
 			     sbx_error_t *err)
 {
 	const struct sbx_backend *be = &a->backend;
+	int64_t t0 = sbx_now_ms();
 	if (be->ops == NULL)
 		return sbx_error_scode(err, SBX_S_VM_BOOT, SBX_NO_VM_DETAIL);
 	if (sbx_uuid_v4(id) < 0)
@@ -42,8 +44,14 @@ static int boot_and_register(struct sbx_adapter *a, const struct sandbox_create_
 		be->ops->stop(vm);
 		return -1;
 	}
-	sbx_info("sandbox %s created (image %s, %u cpus, %u MiB%s)", id, c->image, cpus, mem,
-		 c->network ? ", network" : "");
+	const char *boot = be->ops->boot_mode != NULL ? be->ops->boot_mode(vm) : NULL;
+	struct sbx_log_field f[] = {
+		SBX_LF_STR("event", "create"),	      SBX_LF_STR("sandbox_id", id),
+		SBX_LF_STR("image", c->image),	      SBX_LF_STR("boot", boot),
+		SBX_LF_INT("ready_ms", sbx_now_ms() - t0), SBX_LF_INT("cpus", cpus),
+		SBX_LF_INT("memory_mb", mem),	      SBX_LF_INT("network", c->network),
+	};
+	sbx_log_kv(SBX_LOG_INFO, f, "sandbox %s created", id);
 	return 0;
 }
 

@@ -10,7 +10,7 @@ int sandbox_stop(struct sbx_adapter *a, const char *id, sbx_error_t *err)
 		return -1;
 	/* Claimed by the reaper (or a parallel stop): it does the teardown. */
 	if (!was_stopped)
-		sandbox_teardown(a, id);
+		sandbox_teardown(a, id, SANDBOX_STOP_CALLER);
 	return 0;
 }
 
@@ -23,7 +23,7 @@ int sandbox_stop_soon(struct sbx_adapter *a, const char *id, sbx_error_t *err)
 		uint64_t mem_mib;
 		void *vm = sbx_registry_detach(a->reg, id, &mem_mib);
 		if (!reaper_hand_over(&a->reaper, vm, mem_mib, id))
-			sandbox_release(a, id, vm, mem_mib);
+			sandbox_release(a, id, vm, mem_mib, SANDBOX_STOP_RUN);
 	}
 	return 0;
 }

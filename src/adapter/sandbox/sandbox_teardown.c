@@ -2,23 +2,27 @@
  * of a sandbox whose VM is gone.  Below sandbox_stop.c and the reaper:
  * calls neither. */
 #include "adapter/sandbox/sandbox.h"
+#include "common/clock.h"
 #include "common/log.h"
 
-void sandbox_release(struct sbx_adapter *a, const char *id, void *vm, uint64_t mem_mib)
+void sandbox_release(struct sbx_adapter *a, const char *id, void *vm, uint64_t mem_mib, const char *reason)
 {
+	int64_t t0 = sbx_now_ms();
 	if (vm != NULL && a->backend.ops != NULL)
 		a->backend.ops->stop(vm);
 	/* Given back once QEMU is gone, and its memory with it. */
 	if (mem_mib > 0)
 		sbx_mem_budget_give(&a->mem, mem_mib);
-	sbx_info("sandbox %s stopped", id);
+	struct sbx_log_field f[] = { SBX_LF_STR("event", "stop"), SBX_LF_STR("sandbox_id", id),
+				     SBX_LF_STR("reason", reason), SBX_LF_INT("duration_ms", sbx_now_ms() - t0) };
+	sbx_log_kv(SBX_LOG_INFO, f, "sandbox %s stopped (%s)", id, reason);
 }
 
-void sandbox_teardown(struct sbx_adapter *a, const char *id)
+void sandbox_teardown(struct sbx_adapter *a, const char *id, const char *reason)
 {
 	uint64_t mem_mib;
 	void *vm = sbx_registry_detach(a->reg, id, &mem_mib);
-	sandbox_release(a, id, vm, mem_mib);
+	sandbox_release(a, id, vm, mem_mib, reason);
 }
 
 bool sandbox_vm_dead(struct sbx_adapter *a, const struct sbx_sandbox *sb)
@@ -33,7 +37,7 @@ void sandbox_remove_dead(struct sbx_adapter *a, const char *id)
 	sbx_error_t err = NULL;
 	if (sbx_registry_claim_stop(a->reg, id, &was_stopped, &err) == 0 && !was_stopped) {
 		sbx_warn("sandbox %s: its VM is gone; removing the sandbox", id);
-		sandbox_teardown(a, id);
+		sandbox_teardown(a, id, SANDBOX_STOP_VM_DEATH);
 	}
 	sbx_error_free(&err);
 }

@@ -62,6 +62,9 @@ static void *warm(void *arg)
 			continue;
 		}
 		int64_t t0 = sbx_now_ms();
+		struct sbx_log_field f[] = { SBX_LF_STR("event", "template_boot"), SBX_LF_STR("image", name),
+					     SBX_LF_STR("done", "false") };
+		sbx_log_kv(SBX_LOG_INFO, f, "making the template of %s ahead of its first create", name);
 		void *vm = template_boot(w->cfg, w->ops, w->ctx, name, ref, &err);
 		if (vm == NULL) {
 			sbx_warn("template of %s not made ahead: %s", name, sbx_error_msg(err));
@@ -69,8 +72,10 @@ static void *warm(void *arg)
 			continue;
 		}
 		w->ops->stop(vm);
-		sbx_info("template of %s ready ahead of its first create (%lld ms)", name,
-			 (long long)(sbx_now_ms() - t0));
+		struct sbx_log_field g[] = { SBX_LF_STR("event", "template_boot"), SBX_LF_STR("image", name),
+					     SBX_LF_STR("done", "true"), SBX_LF_INT("duration_ms", sbx_now_ms() - t0) };
+		sbx_log_kv(SBX_LOG_INFO, g, "template of %s ready ahead of its first create (%lld ms)", name,
+			   (long long)(sbx_now_ms() - t0));
 	}
 	return NULL;
 }

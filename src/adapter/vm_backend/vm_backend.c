@@ -55,6 +55,11 @@ static int write_file(void *vm, const char *path, uint32_t mode, bool parents, c
 	return -1;
 }
 
+static const char *boot_mode(void *vm)
+{
+	return ((struct sandbox_vm *)vm)->boot_mode;
+}
+
 static int64_t net_activity_ms(void *vm)
 {
 	return sbx_vm_net_activity_ms(((struct sandbox_vm *)vm)->vm);
@@ -73,4 +78,5 @@ const struct sbx_backend_ops vm_backend_ops = {
 	.alive = alive,
 	.net_activity_ms = net_activity_ms,
 	.templates_mib = templates_mib,
+	.boot_mode = boot_mode,
 };

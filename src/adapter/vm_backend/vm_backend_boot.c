@@ -130,6 +130,9 @@ static void *boot_vm(struct backend *b, const struct sbx_boot_request *req, enum
 		goto fail_boot;
 	}
 	s->workdir = sbx_steal_ptr(id.rt.workdir);
+	/* A boot that saved the template booted cold, then restarted from it. */
+	const struct sbx_vm_timings *t = sbx_vm_timings(s->vm);
+	s->boot_mode = t->restored && !t->saved ? "restore" : "cold";
 	return s;
 fail_boot:
 	sbx_error_default_scode(err, SBX_S_VM_BOOT);
@@ -186,8 +189,10 @@ void *vm_backend_boot(void *ctx, const struct sbx_boot_request *req, sbx_error_t
 		sbx_error_t perr = NULL;
 		/* The pool's refill follows; a standby would only compete
 		 * with this sandbox's first commands for the cores. */
-		if (configure_taken(b, s, req, &perr) == 0)
+		if (configure_taken(b, s, req, &perr) == 0) {
+			s->boot_mode = "pool";
 			return s;
+		}
 		sbx_warn("warm pool: a parked VM of %s failed (%s); booting another", req->image, sbx_error_msg(perr));
 		sbx_error_free(&perr);
 		vm_backend_stop(s);
@@ -200,6 +205,8 @@ void *vm_backend_boot(void *ctx, const struct sbx_boot_request *req, sbx_error_t
 			sbx_error_free(&serr);
 			vm_backend_stop(s);
 			s = NULL;
+		} else {
+			s->boot_mode = "standby";
 		}
 	}
 	if (s == NULL)

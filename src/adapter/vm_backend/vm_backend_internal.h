@@ -20,6 +20,7 @@ struct sandbox_vm {
 	struct sbx_vm *vm;
 	char *workdir; /* the image's WorkingDir, or NULL */
 	char *image;   /* a standby's image file (gone: the image was removed) */
+	const char *boot_mode; /* how it started: "pool", "standby", "restore" or "cold" */
 };
 
 /* The ops of the table (backend.h says what each one does). */

@@ -48,9 +48,9 @@ export const UUID_V4 = /^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-
 // the next create) is off unless `standby` is true or the config names it,
 // so that the tests counting a daemon's QEMU processes and VM files count
 // its sandboxes only; templates.test.mjs tests the standby, the benchmarks
-// run with it.
+// run with it.  `env` adds to the daemon's environment.
 export async function startSandboxStack({ registry, config = {}, seedFrom, spawnOptions, stateDir: reuse,
-	standby = false } = {}) {
+	standby = false, env = {} } = {}) {
 	const stateDir = reuse ?? mkdtempSync(path.join(tmpdir(), 'sbx-e2e-vmstate-'));
 	if (spawnOptions?.uid !== undefined) chownSync(stateDir, spawnOptions.uid, spawnOptions.gid);
 	if (seedFrom && existsSync(path.join(seedFrom, 'images'))) {
@@ -58,7 +58,7 @@ export async function startSandboxStack({ registry, config = {}, seedFrom, spawn
 	}
 	const s = await startStack({
 		config: { registry_mirrors: registry.mirrors, ...(standby ? {} : { standby: false }), ...config },
-		env: { III_SANDBOX_STATE_DIR: stateDir },
+		env: { ...env, III_SANDBOX_STATE_DIR: stateDir },
 		spawnOptions,
 	});
 	s.stateDir = stateDir;

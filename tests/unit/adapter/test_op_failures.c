@@ -73,7 +73,7 @@ static bool fake_alive(void *vm)
 }
 
 static const struct sbx_backend_ops backend = { fake_boot, fake_exec, fake_write_file, fake_stop, fake_alive,
-						 NULL, NULL };
+						 NULL, NULL, NULL };
 
 static json_t *fs_call(void *ctx, void *vm, const struct proto_msg *req, sbx_error_t *err)
 {

@@ -137,7 +137,7 @@ static uint64_t fake_templates_mib(void *ctx)
 }
 
 static const struct sbx_backend_ops fake_ops = { fake_boot, fake_exec, fake_write, fake_stop, fake_alive,
-						  fake_net_activity, fake_templates_mib };
+						  fake_net_activity, fake_templates_mib, NULL };
 
 static struct sbx_adapter *make(const char *config)
 {
@@ -675,4 +675,66 @@ TEST(network_activity_keeps_a_sandbox_from_the_reaper)
 	net_offset_ms = 0;
 	free(id);
 	sbx_adapter_free(a);
+}
+
+/* Whether a line of `log` names sandbox `id` and holds `want`. */
+static bool logged(const char *log, const char *id, const char *want)
+{
+	for (const char *p = log; (p = strstr(p, id)) != NULL; p++) {
+		const char *bol = p, *eol = strchr(p, '\n');
+		while (bol > log && bol[-1] != '\n')
+			bol--;
+		size_t len = eol != NULL ? (size_t)(eol - bol) : strlen(bol);
+		char line[1024];
+		snprintf(line, sizeof(line), "%.*s", (int)len, bol);
+		if (strstr(line, want) != NULL)
+			return true;
+	}
+	return false;
+}
+
+/* Each stop logs its reason: a stop call, the idle reaper, a VM that died,
+ * the daemon's shutdown; each create its event line. */
+TEST(stop_lines_say_their_reason)
+{
+	FILE *f = tmpfile();
+	int saved = dup(2);
+	CHECK(f != NULL && saved >= 0 && dup2(fileno(f), 2) >= 0);
+	struct sbx_adapter *a = make(CFG ",\"memory_budget_mb\":100000}");
+	char *caller = a != NULL ? create(a, "{\"image\":\"python\"}") : NULL;
+	char *idle = a != NULL ? create(a, "{\"image\":\"python\",\"idle_timeout_secs\":0}") : NULL;
+	char *dead = a != NULL ? create(a, "{\"image\":\"node\"}") : NULL;
+	char *last = a != NULL ? create(a, "{\"image\":\"python\"}") : NULL;
+	if (caller != NULL && idle != NULL && dead != NULL && last != NULL) {
+		char req[128];
+		snprintf(req, sizeof(req), "{\"sandbox_id\":\"%s\"}", caller);
+		json_decref(call(a, "stop", req));
+		kill_vm(a, dead);
+		usleep(5000);
+		reaper_scan(a, false);
+	}
+	sbx_adapter_free(a);
+	dup2(saved, 2);
+	close(saved);
+	long n = ftell(f);
+	char *log = n >= 0 ? calloc(1, (size_t)n + 1) : NULL;
+	if (log != NULL) {
+		rewind(f);
+		if (fread(log, 1, (size_t)n, f) != (size_t)n)
+			log[0] = '\0';
+	}
+	fclose(f);
+	CHECK(log != NULL && caller != NULL && idle != NULL && dead != NULL && last != NULL);
+	CHECK(logged(log, caller, "event=create") && logged(log, caller, "image=python"));
+	CHECK(logged(log, dead, "image=node") && logged(log, dead, "ready_ms="));
+	CHECK(logged(log, caller, "event=stop") && logged(log, caller, "reason=caller"));
+	CHECK(logged(log, idle, "reason=idle"));
+	CHECK(logged(log, dead, "reason=vm_death"));
+	CHECK(logged(log, last, "reason=shutdown"));
+	CHECK(!logged(log, last, "reason=idle"));
+	free(log);
+	free(caller);
+	free(idle);
+	free(dead);
+	free(last);
 }
