@@ -6,6 +6,7 @@
 #include <errno.h>
 #include <string.h>
 
+#include "adapter/call_metrics.h"
 #include "adapter/handlers.h"
 #include "adapter/scode.h"
 
@@ -158,6 +159,7 @@ int sbx_adapter_call(struct sbx_adapter *a, const char *op, json_t *req, json_t 
 		return -1;
 	}
 	const char *outer = sbx_op_set_current(o->op);
+	int64_t start_ns = sbx_call_metrics_start();
 	int rc = o->fn(a, req, out);
 	if (rc == 0 && *out == NULL) {
 		sbx_error_t err = NULL;
@@ -168,5 +170,6 @@ int sbx_adapter_call(struct sbx_adapter *a, const char *op, json_t *req, json_t 
 		rc = sbx_op_fail(&err, out);
 	}
 	sbx_op_set_current(outer);
+	sbx_call_metrics_record(o->op, rc, *out, start_ns);
 	return rc;
 }

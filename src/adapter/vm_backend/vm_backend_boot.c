@@ -17,6 +17,7 @@
 #include "common/cleanup.h"
 #include "common/clock.h"
 #include "common/log.h"
+#include "common/metrics_families.h"
 #include "common/scodes.h"
 #include "common/state_dir.h"
 #include "image/image_pull.h"
@@ -177,8 +178,17 @@ static bool default_shape(const struct backend *b, const struct sbx_boot_request
 	return req->net_args == NULL && req->cpus == b->cfg->default_cpus && req->memory_mb == b->cfg->default_memory_mb;
 }
 
+/* A VM ready for its create, counted by how it was booted. */
+static struct sandbox_vm *count_ready(struct sandbox_vm *s, const char *mode, int64_t start_ms)
+{
+	sbx_metric_add(&sbx_m_creates, (const char *[]){ mode }, 1);
+	sbx_metric_observe(&sbx_m_create_seconds, (const char *[]){ mode }, (double)(sbx_now_ms() - start_ms) / 1000.0);
+	return s;
+}
+
 void *vm_backend_boot(void *ctx, const struct sbx_boot_request *req, sbx_error_t *err)
 {
+	int64_t start_ms = sbx_now_ms();
 	struct backend *b = ctx;
 	bool shaped = default_shape(b, req);
 	struct sandbox_vm *s = shaped ? warm_pool_take(b->pool, req->image) : NULL;
@@ -187,12 +197,13 @@ void *vm_backend_boot(void *ctx, const struct sbx_boot_request *req, sbx_error_t
 		/* The pool's refill follows; a standby would only compete
 		 * with this sandbox's first commands for the cores. */
 		if (configure_taken(b, s, req, &perr) == 0)
-			return s;
+			return count_ready(s, "pool", start_ms);
 		sbx_warn("warm pool: a parked VM of %s failed (%s); booting another", req->image, sbx_error_msg(perr));
 		sbx_error_free(&perr);
 		vm_backend_stop(s);
 	}
 	s = shaped ? standby_take(b->standby, req->image) : NULL;
+	const char *mode = "standby";
 	if (s != NULL) {
 		sbx_error_t serr = NULL;
 		if (start_standby(b, s, req, &serr) < 0) {
@@ -202,8 +213,10 @@ void *vm_backend_boot(void *ctx, const struct sbx_boot_request *req, sbx_error_t
 			s = NULL;
 		}
 	}
-	if (s == NULL)
+	if (s == NULL) {
 		s = boot_vm(b, req, BOOT_READY, err);
+		mode = s != NULL && sbx_vm_timings(s->vm)->restored ? "template" : "cold";
+	}
 	/* The next create of the image finds its QEMU started, when this one
 	 * had a template to start from (or saved it). */
 	if (s != NULL && shaped) {
@@ -211,7 +224,7 @@ void *vm_backend_boot(void *ctx, const struct sbx_boot_request *req, sbx_error_t
 		if (t->restored || t->saved)
 			standby_want(b->standby, req->image, req->oci_ref);
 	}
-	return s;
+	return s != NULL ? count_ready(s, mode, start_ms) : NULL;
 }
 
 /* A VM of the default shape booted in the background: the warm pool's
