@@ -30,6 +30,7 @@
 #include "adapter/vm_backend/vm_backend.h"
 #include "adapter/vm_backend/vm_backend_fs.h"
 #include "cmd/serve_lifeline.h"
+#include "cmd/serve_metrics.h"
 #include "common/log.h"
 #include "common/scodes.h"
 #include "engine/engine.h"
@@ -235,6 +236,7 @@ int sbx_cmd_serve(int argc, char **argv)
 	struct sbx_adapter *a = NULL;
 	void *backend = NULL;
 	struct template_warm *warm = NULL;
+	struct serve_metrics *metrics = NULL;
 	if (pthread_create(&sig_thread, NULL, wait_signals, &waiter) != 0) {
 		fprintf(stderr, "sandbox-libkrun serve: cannot start the signal thread\n");
 		engine_free(e);
@@ -302,6 +304,11 @@ int sbx_cmd_serve(int argc, char **argv)
 		a->workers = &worker_ops_vm;
 		a->worker_vms = worker_table_new(a->cfg, jail, &a->mem, &err);
 	}
+	if (a != NULL && backend != NULL && a->worker_vms != NULL && a->cfg->metrics_listen.kind != SBX_METRICS_OFF &&
+	    (metrics = serve_metrics_start(&a->cfg->metrics_listen, a, &err)) == NULL) {
+		fprintf(stderr, "sandbox-libkrun serve: %s\n", sbx_error_msg(err));
+		goto out;
+	}
 	if (a == NULL || backend == NULL || a->worker_vms == NULL || register_ops(e, a, &err) < 0) {
 		fprintf(stderr, "sandbox-libkrun serve: %s\n", sbx_error_msg(err));
 		goto out;
@@ -322,6 +329,7 @@ out:
 	pthread_kill(sig_thread, SIGTERM);
 	pthread_join(sig_thread, NULL);
 	engine_free(e);
+	serve_metrics_stop(metrics);
 	template_warm_stop(warm);
 	/* Stops every worker and sandbox VM: SIGTERM ends serve, never the
 	 * VMs' lives. */

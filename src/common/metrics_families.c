@@ -67,13 +67,20 @@ struct sbx_metric sbx_m_memory_budget = {
 
 struct sbx_metric sbx_m_vm_rss = {
 	.name = "sandbox_libkrun_vm_rss_bytes",
-	.help = "Resident memory (VmRSS) of the live sandboxes' QEMU processes together, read at scrape time",
+	.help = "Resident memory (VmRSS) of the daemon's QEMU processes together (sandboxes, warm pool, standbys, "
+		"workers), read at scrape time",
+	.kind = SBX_METRIC_GAUGE,
+};
+
+struct sbx_metric sbx_m_vms = {
+	.name = "sandbox_libkrun_vm_processes",
+	.help = "QEMU processes the daemon runs (sandboxes, warm pool, standbys, workers), counted at scrape time",
 	.kind = SBX_METRIC_GAUGE,
 };
 
 static struct sbx_metric *const families[] = {
 	&sbx_m_sandboxes, &sbx_m_creates, &sbx_m_create_seconds, &sbx_m_calls,     &sbx_m_call_seconds,
-	&sbx_m_errors,    &sbx_m_memory_committed, &sbx_m_memory_budget, &sbx_m_vm_rss,
+	&sbx_m_errors,    &sbx_m_memory_committed, &sbx_m_memory_budget, &sbx_m_vm_rss, &sbx_m_vms,
 };
 
 struct sbx_metric *const *sbx_metric_families(size_t *n)

@@ -15,6 +15,7 @@ extern struct sbx_metric sbx_m_errors;              /* scode */
 extern struct sbx_metric sbx_m_memory_committed;
 extern struct sbx_metric sbx_m_memory_budget;
 extern struct sbx_metric sbx_m_vm_rss;
+extern struct sbx_metric sbx_m_vms;
 
 /* Every family above, in the order of the exposition. */
 struct sbx_metric *const *sbx_metric_families(size_t *n);

@@ -1,0 +1,20 @@
+/* serve's metrics endpoint (metrics_listen): GET /metrics in the Prometheus
+ * text format, on a libmicrohttpd thread of its own, so a scrape never
+ * waits on the daemon's work nor the daemon on a scrape. */
+#ifndef SBX_CMD_SERVE_METRICS_H
+#define SBX_CMD_SERVE_METRICS_H
+
+#include "adapter/adapter_state.h"
+#include "adapter/config/config_metrics.h"
+#include "common/error.h"
+
+struct serve_metrics;
+
+/* Binds `listen` (a unix socket is made mode 0600) and starts serving;
+ * NULL with *err when the address cannot be bound. */
+struct serve_metrics *serve_metrics_start(const struct sbx_metrics_listen *listen, struct sbx_adapter *a,
+					  sbx_error_t *err);
+/* Stops the thread, closes the socket and removes a unix socket's file. */
+void serve_metrics_stop(struct serve_metrics *m);
+
+#endif
