@@ -305,7 +305,8 @@ int sbx_cmd_serve(int argc, char **argv)
 		a->worker_vms = worker_table_new(a->cfg, jail, &a->mem, &err);
 	}
 	if (a != NULL && backend != NULL && a->worker_vms != NULL && a->cfg->metrics_listen.kind != SBX_METRICS_OFF &&
-	    (metrics = serve_metrics_start(&a->cfg->metrics_listen, a, &err)) == NULL) {
+	    (metrics = serve_metrics_start(&a->cfg->metrics_listen, &(struct serve_metrics_sources){ a, backend, e },
+					   &err)) == NULL) {
 		fprintf(stderr, "sandbox-libkrun serve: %s\n", sbx_error_msg(err));
 		goto out;
 	}
@@ -323,13 +324,14 @@ int sbx_cmd_serve(int argc, char **argv)
 		status = 0;
 out:
 	sbx_error_free(&err);
+	/* A scrape reads the engine, the adapter and the backend: it goes first. */
+	serve_metrics_stop(metrics);
 	engine_stop(e);
 	/* Wake the signal thread if no signal came, then reap it. */
 	atomic_store(&waiter.wake_only, true);
 	pthread_kill(sig_thread, SIGTERM);
 	pthread_join(sig_thread, NULL);
 	engine_free(e);
-	serve_metrics_stop(metrics);
 	template_warm_stop(warm);
 	/* Stops every worker and sandbox VM: SIGTERM ends serve, never the
 	 * VMs' lives. */

@@ -10,9 +10,11 @@
 #include <unistd.h>
 
 #include "adapter/adapter_metrics.h"
+#include "adapter/vm_backend/vm_backend.h"
 #include "common/cleanup.h"
 #include "common/log.h"
 #include "common/metrics_families.h"
+#include "engine/engine_metrics.h"
 #include "vm/vm_rss.h"
 
 /* A scrape is one short GET: a few connections at once, a request line and
@@ -26,7 +28,7 @@ struct serve_metrics {
 	struct MHD_Daemon *daemon;
 	int fd;
 	char *unix_path; /* removed at stop; NULL for TCP */
-	struct sbx_adapter *adapter;
+	struct serve_metrics_sources from;
 };
 
 static enum MHD_Result reply(struct MHD_Connection *c, unsigned status, char *body, size_t len,
@@ -68,7 +70,9 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *c, const char *u
 	static char not_found[] = "not found: the one resource is GET /metrics\n";
 	if (strcmp(method, MHD_HTTP_METHOD_GET) != 0 || strcmp(url, "/metrics") != 0)
 		return reply(c, MHD_HTTP_NOT_FOUND, not_found, strlen(not_found), MHD_RESPMEM_PERSISTENT);
-	sbx_adapter_collect_metrics(m->adapter);
+	sbx_adapter_collect_metrics(m->from.adapter);
+	vm_backend_collect_metrics(m->from.backend);
+	engine_collect_metrics(m->from.engine);
 	collect_vms();
 	size_t n, len = 0;
 	struct sbx_metric *const *fams = sbx_metric_families(&n);
@@ -134,13 +138,13 @@ static int open_listener(const struct sbx_metrics_listen *l, sbx_error_t *err)
 	return sbx_steal_fd(fd);
 }
 
-struct serve_metrics *serve_metrics_start(const struct sbx_metrics_listen *listen, struct sbx_adapter *a,
-					  sbx_error_t *err)
+struct serve_metrics *serve_metrics_start(const struct sbx_metrics_listen *listen,
+					  const struct serve_metrics_sources *from, sbx_error_t *err)
 {
 	struct serve_metrics *m = calloc(1, sizeof(*m));
 	if (m == NULL)
 		return sbx_error_errno(err, ENOMEM, "metrics"), NULL;
-	m->adapter = a;
+	m->from = *from;
 	m->fd = open_listener(listen, err);
 	if (m->fd < 0) {
 		free(m);

@@ -7,13 +7,21 @@
 #include "adapter/adapter_state.h"
 #include "adapter/config/config_metrics.h"
 #include "common/error.h"
+#include "engine/engine.h"
 
 struct serve_metrics;
 
+/* What a scrape reads its gauges from. */
+struct serve_metrics_sources {
+	struct sbx_adapter *adapter;
+	void *backend; /* vm_backend's */
+	struct engine *engine;
+};
+
 /* Binds `listen` (a unix socket is made mode 0600) and starts serving;
  * NULL with *err when the address cannot be bound. */
-struct serve_metrics *serve_metrics_start(const struct sbx_metrics_listen *listen, struct sbx_adapter *a,
-					  sbx_error_t *err);
+struct serve_metrics *serve_metrics_start(const struct sbx_metrics_listen *listen,
+					  const struct serve_metrics_sources *from, sbx_error_t *err);
 /* Stops the thread, closes the socket and removes a unix socket's file. */
 void serve_metrics_stop(struct serve_metrics *m);
 

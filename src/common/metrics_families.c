@@ -78,9 +78,50 @@ struct sbx_metric sbx_m_vms = {
 	.kind = SBX_METRIC_GAUGE,
 };
 
+struct sbx_metric sbx_m_warm_pool = {
+	.name = "sandbox_libkrun_warm_pool_parked",
+	.help = "Parked VMs of the warm pool ready for a create, by image",
+	.kind = SBX_METRIC_GAUGE,
+	.labels = { "image" },
+};
+
+struct sbx_metric sbx_m_warm_pool_target = {
+	.name = "sandbox_libkrun_warm_pool_target",
+	.help = "Parked VMs the warm pool keeps per image (warm_pool, cut to warm_pool_max)",
+	.kind = SBX_METRIC_GAUGE,
+	.labels = { "image" },
+};
+
+struct sbx_metric sbx_m_standby = {
+	.name = "sandbox_libkrun_standby_ready",
+	.help = "1 when a standby QEMU of the image waits for the next create, else 0",
+	.kind = SBX_METRIC_GAUGE,
+	.labels = { "image" },
+};
+
+struct sbx_metric sbx_m_engine_up = {
+	.name = "sandbox_libkrun_engine_up",
+	.help = "1 while the connection to the engine is open and registered, else 0",
+	.kind = SBX_METRIC_GAUGE,
+};
+
+struct sbx_metric sbx_m_engine_reconnects = {
+	.name = "sandbox_libkrun_engine_reconnects_total",
+	.help = "Registrations with the engine that reattached after a lost connection",
+	.kind = SBX_METRIC_COUNTER,
+};
+
+struct sbx_metric sbx_m_engine_queued = {
+	.name = "sandbox_libkrun_engine_queued_invocations",
+	.help = "Invocations waiting for a free handler thread",
+	.kind = SBX_METRIC_GAUGE,
+};
+
 static struct sbx_metric *const families[] = {
 	&sbx_m_sandboxes, &sbx_m_creates, &sbx_m_create_seconds, &sbx_m_calls,     &sbx_m_call_seconds,
 	&sbx_m_errors,    &sbx_m_memory_committed, &sbx_m_memory_budget, &sbx_m_vm_rss, &sbx_m_vms,
+	&sbx_m_warm_pool, &sbx_m_warm_pool_target, &sbx_m_standby, &sbx_m_engine_up, &sbx_m_engine_reconnects,
+	&sbx_m_engine_queued,
 };
 
 struct sbx_metric *const *sbx_metric_families(size_t *n)

@@ -16,6 +16,12 @@ extern struct sbx_metric sbx_m_memory_committed;
 extern struct sbx_metric sbx_m_memory_budget;
 extern struct sbx_metric sbx_m_vm_rss;
 extern struct sbx_metric sbx_m_vms;
+extern struct sbx_metric sbx_m_warm_pool;          /* image (warm_pool's keys) */
+extern struct sbx_metric sbx_m_warm_pool_target;   /* image */
+extern struct sbx_metric sbx_m_standby;            /* image (catalog) */
+extern struct sbx_metric sbx_m_engine_up;
+extern struct sbx_metric sbx_m_engine_reconnects;
+extern struct sbx_metric sbx_m_engine_queued;
 
 /* Every family above, in the order of the exposition. */
 struct sbx_metric *const *sbx_metric_families(size_t *n);

@@ -156,7 +156,12 @@ describe('metrics on a unix socket, and bad addresses', () => {
 			await s.call('list', {});
 			const r = await scrape({ socketPath });
 			promtool(r.body);
-			assert.equal(value(samples(r.body), 'sandbox_libkrun_calls_total{function="list",outcome="ok"}'), 1);
+			const got = samples(r.body);
+			assert.equal(value(got, 'sandbox_libkrun_calls_total{function="list",outcome="ok"}'), 1);
+			assert.equal(value(got, 'sandbox_libkrun_engine_up'), 1);
+			assert.equal(value(got, 'sandbox_libkrun_engine_queued_invocations'), 0);
+			assert.equal(value(got, 'sandbox_libkrun_engine_reconnects_total'), 0);
+			assert.equal(value(got, 'sandbox_libkrun_vm_processes'), 0);
 			assert.equal((await request({ socketPath }, { path: '/other' })).status, 404);
 		} finally {
 			await s.stopClean();
