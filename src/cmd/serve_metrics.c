@@ -15,6 +15,7 @@
 #include "common/log.h"
 #include "common/metrics_families.h"
 #include "engine/engine_metrics.h"
+#include "image/image_metrics.h"
 #include "vm/vm_rss.h"
 
 /* A scrape is one short GET: a few connections at once, a request line and
@@ -47,19 +48,24 @@ static enum MHD_Result reply(struct MHD_Connection *c, unsigned status, char *bo
 	return ok;
 }
 
-/* The VMs' memory, read from /proc now; a failure keeps the last values. */
-static void collect_vms(void)
+/* What is read from files at scrape time: the VMs' memory from /proc, the
+ * image cache's index.  A failure keeps the last values. */
+static void collect_files(void)
 {
 	uint64_t bytes;
 	unsigned vms;
 	sbx_error_t err = NULL;
-	if (sbx_vm_rss_total("/proc", getpid(), &bytes, &vms, &err) < 0) {
+	if (sbx_vm_rss_total("/proc", getpid(), &bytes, &vms, &err) == 0) {
+		sbx_metric_set(&sbx_m_vm_rss, NULL, (double)bytes);
+		sbx_metric_set(&sbx_m_vms, NULL, vms);
+	} else {
 		sbx_warn("metrics: %s", sbx_error_msg(err));
 		sbx_error_free(&err);
-		return;
 	}
-	sbx_metric_set(&sbx_m_vm_rss, NULL, (double)bytes);
-	sbx_metric_set(&sbx_m_vms, NULL, vms);
+	if (sbx_image_collect_metrics(&err) < 0) {
+		sbx_warn("metrics: image cache: %s", sbx_error_msg(err));
+		sbx_error_free(&err);
+	}
 }
 
 /* GET /metrics; anything else is 404, answered before any body is read. */
@@ -73,7 +79,7 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *c, const char *u
 	sbx_adapter_collect_metrics(m->from.adapter);
 	vm_backend_collect_metrics(m->from.backend);
 	engine_collect_metrics(m->from.engine);
-	collect_vms();
+	collect_files();
 	size_t n, len = 0;
 	struct sbx_metric *const *fams = sbx_metric_families(&n);
 	sbx_error_t err = NULL;

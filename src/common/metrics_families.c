@@ -117,11 +117,36 @@ struct sbx_metric sbx_m_engine_queued = {
 	.kind = SBX_METRIC_GAUGE,
 };
 
+struct sbx_metric sbx_m_images_cached = {
+	.name = "sandbox_libkrun_images_cached",
+	.help = "References in the image cache's index, read at scrape time",
+	.kind = SBX_METRIC_GAUGE,
+};
+
+struct sbx_metric sbx_m_images_cached_bytes = {
+	.name = "sandbox_libkrun_images_cached_bytes",
+	.help = "Size of the cached images' erofs files as the index records them",
+	.kind = SBX_METRIC_GAUGE,
+};
+
+struct sbx_metric sbx_m_pulls = {
+	.name = "sandbox_libkrun_image_pulls_total",
+	.help = "Image pulls made for a create (auto_install), by outcome",
+	.kind = SBX_METRIC_COUNTER,
+	.labels = { "outcome" },
+};
+
+struct sbx_metric sbx_m_pull_bytes = {
+	.name = "sandbox_libkrun_image_pull_bytes_total",
+	.help = "Layer bytes downloaded from registries",
+	.kind = SBX_METRIC_COUNTER,
+};
+
 static struct sbx_metric *const families[] = {
 	&sbx_m_sandboxes, &sbx_m_creates, &sbx_m_create_seconds, &sbx_m_calls,     &sbx_m_call_seconds,
 	&sbx_m_errors,    &sbx_m_memory_committed, &sbx_m_memory_budget, &sbx_m_vm_rss, &sbx_m_vms,
 	&sbx_m_warm_pool, &sbx_m_warm_pool_target, &sbx_m_standby, &sbx_m_engine_up, &sbx_m_engine_reconnects,
-	&sbx_m_engine_queued,
+	&sbx_m_engine_queued, &sbx_m_images_cached, &sbx_m_images_cached_bytes, &sbx_m_pulls, &sbx_m_pull_bytes,
 };
 
 struct sbx_metric *const *sbx_metric_families(size_t *n)

@@ -22,6 +22,10 @@ extern struct sbx_metric sbx_m_standby;            /* image (catalog) */
 extern struct sbx_metric sbx_m_engine_up;
 extern struct sbx_metric sbx_m_engine_reconnects;
 extern struct sbx_metric sbx_m_engine_queued;
+extern struct sbx_metric sbx_m_images_cached;
+extern struct sbx_metric sbx_m_images_cached_bytes;
+extern struct sbx_metric sbx_m_pulls;              /* outcome (ok, error) */
+extern struct sbx_metric sbx_m_pull_bytes;
 
 /* Every family above, in the order of the exposition. */
 struct sbx_metric *const *sbx_metric_families(size_t *n);

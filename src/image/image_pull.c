@@ -11,6 +11,7 @@
 
 #include "common/cleanup.h"
 #include "common/log.h"
+#include "common/metrics_families.h"
 #include "common/scodes.h"
 #include "image/digest.h"
 #include "image/image_index.h"
@@ -47,7 +48,10 @@ static int fetch_layer(void *ud, size_t i, int fd, sbx_error_t *err)
 				     d->digest, (long long)d->size, (unsigned long long)(c->max_blob_bytes >> 20));
 	if (c->progress != NULL && c->progress->layer != NULL)
 		c->progress->layer(c->progress->ud, i, c->m->n_entries, d->digest, 0, (uint64_t)d->size);
-	return sbx_oci_registry_blob(c->reg, d, fd, c->progress && c->progress->layer ? on_progress : NULL, c, err);
+	if (sbx_oci_registry_blob(c->reg, d, fd, c->progress && c->progress->layer ? on_progress : NULL, c, err) < 0)
+		return -1;
+	sbx_metric_add(&sbx_m_pull_bytes, NULL, (double)d->size);
+	return 0;
 }
 
 static int64_t declared_layer(void *ud, size_t i)
@@ -217,7 +221,9 @@ char *sbx_image_ensure(const char *name, const char *ref_str, const struct sbx_i
 		return NULL;
 	}
 	struct sbx_image_info info;
-	if (sbx_image_pull(canonical, cfg, NULL, &info, err) < 0) {
+	int pulled = sbx_image_pull(canonical, cfg, NULL, &info, err);
+	sbx_metric_add(&sbx_m_pulls, (const char *[]){ pulled == 0 ? "ok" : "error" }, 1);
+	if (pulled < 0) {
 		sbx_error_prefix(err, "auto-install failed for image '%s'", name);
 		sbx_error_default_scode(err, SBX_S_TRANSIENT);
 		return NULL;

@@ -112,6 +112,12 @@ describe('metrics of a daemon with one sandbox', { skip: skip ?? false }, () => 
 		assert.ok(value(s1, 'sandbox_libkrun_memory_committed_bytes') > value(s0, 'sandbox_libkrun_memory_committed_bytes'));
 		assert.ok(value(s1, 'sandbox_libkrun_vm_processes') >= 1, live.body);
 		assert.ok(value(s1, 'sandbox_libkrun_vm_rss_bytes') > 1 << 20, live.body);
+		// The daemon's state directory starts empty: the create pulled python.
+		assert.equal(value(s0, 'sandbox_libkrun_images_cached'), 0);
+		assert.equal(value(s1, 'sandbox_libkrun_images_cached'), 1);
+		assert.ok(value(s1, 'sandbox_libkrun_images_cached_bytes') > 1 << 20);
+		assert.equal(value(s1, 'sandbox_libkrun_image_pulls_total{outcome="ok"}'), 1);
+		assert.ok(value(s1, 'sandbox_libkrun_image_pull_bytes_total') > 1 << 20);
 
 		await s.vm('stop', { sandbox_id: id, wait: true });
 		await eventually(async () => {
