@@ -304,9 +304,9 @@ int sbx_cmd_serve(int argc, char **argv)
 		a->workers = &worker_ops_vm;
 		a->worker_vms = worker_table_new(a->cfg, jail, &a->mem, &err);
 	}
+	struct serve_metrics_sources sources = { a, backend, e, a != NULL ? a->worker_vms : NULL };
 	if (a != NULL && backend != NULL && a->worker_vms != NULL && a->cfg->metrics_listen.kind != SBX_METRICS_OFF &&
-	    (metrics = serve_metrics_start(&a->cfg->metrics_listen, &(struct serve_metrics_sources){ a, backend, e },
-					   &err)) == NULL) {
+	    (metrics = serve_metrics_start(&a->cfg->metrics_listen, &sources, &err)) == NULL) {
 		fprintf(stderr, "sandbox-libkrun serve: %s\n", sbx_error_msg(err));
 		goto out;
 	}

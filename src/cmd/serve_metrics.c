@@ -17,6 +17,7 @@
 #include "engine/engine_metrics.h"
 #include "image/image_metrics.h"
 #include "vm/vm_rss.h"
+#include "worker/worker_metrics.h"
 
 /* A scrape is one short GET: a few connections at once, a request line and
  * headers within the connection's memory, idle connections dropped. */
@@ -79,6 +80,7 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *c, const char *u
 	sbx_adapter_collect_metrics(m->from.adapter);
 	vm_backend_collect_metrics(m->from.backend);
 	engine_collect_metrics(m->from.engine);
+	worker_collect_metrics(m->from.workers);
 	collect_files();
 	size_t n, len = 0;
 	struct sbx_metric *const *fams = sbx_metric_families(&n);

@@ -8,6 +8,7 @@
 #include "adapter/config/config_metrics.h"
 #include "common/error.h"
 #include "engine/engine.h"
+#include "worker/worker_table.h"
 
 struct serve_metrics;
 
@@ -16,6 +17,7 @@ struct serve_metrics_sources {
 	struct sbx_adapter *adapter;
 	void *backend; /* vm_backend's */
 	struct engine *engine;
+	struct worker_table *workers;
 };
 
 /* Binds `listen` (a unix socket is made mode 0600) and starts serving;

@@ -168,6 +168,7 @@ describe('metrics on a unix socket, and bad addresses', () => {
 			assert.equal(value(got, 'sandbox_libkrun_engine_queued_invocations'), 0);
 			assert.equal(value(got, 'sandbox_libkrun_engine_reconnects_total'), 0);
 			assert.equal(value(got, 'sandbox_libkrun_vm_processes'), 0);
+			assert.equal(value(got, 'sandbox_libkrun_workers{state="running"}'), 0);
 			assert.equal((await request({ socketPath }, { path: '/other' })).status, 404);
 		} finally {
 			await s.stopClean();
