@@ -6,7 +6,7 @@
 import { describe, test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
-import { existsSync, mkdtempSync, rmSync, statSync } from 'node:fs';
+import { existsSync, mkdtempSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import http from 'node:http';
 import net from 'node:net';
 import { tmpdir } from 'node:os';
@@ -93,6 +93,8 @@ describe('metrics of a daemon with one sandbox', { skip: skip ?? false }, () => 
 
 		const live = await scrape({ port });
 		promtool(live.body);
+		// docs/metrics.md's sample: SBX_E2E_METRICS_SAMPLE=FILE keeps this scrape.
+		if (process.env.SBX_E2E_METRICS_SAMPLE) writeFileSync(process.env.SBX_E2E_METRICS_SAMPLE, live.body);
 		const s1 = samples(live.body);
 		assert.equal(value(s1, 'sandbox_libkrun_sandboxes{image="python",state="ready"}'), 1);
 		const modes = BOOT_MODES.filter((m) => value(s1, `sandbox_libkrun_creates_total{boot_mode="${m}"}`)
