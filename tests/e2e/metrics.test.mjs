@@ -71,8 +71,9 @@ describe('metrics of a daemon with one sandbox', { skip: skip ?? false }, () => 
 		s = await startSandboxStack({ registry: reg, config: { image_allowlist: ['python'],
 			metrics_listen: `127.0.0.1:${port}` } });
 	});
+	let stopped = false;
 	after(async () => {
-		await s?.stop();
+		if (!stopped) await s?.stop();
 		await reg?.stop();
 		s?.cleanupState();
 	});
@@ -145,6 +146,12 @@ describe('metrics of a daemon with one sandbox', { skip: skip ?? false }, () => 
 		});
 		assert.doesNotMatch(reply, /^HTTP\/1\.1 200/);
 		await scrape({ port });
+	});
+
+	test('the daemon stops cleanly with its endpoint open (no sanitizer report) and the port is free', async () => {
+		stopped = true;
+		await s.stopClean();
+		await assert.rejects(request({ port }), /ECONNREFUSED/);
 	});
 });
 

@@ -6,6 +6,8 @@
 #include "common/metrics.h"
 #include "harness.h"
 
+/* The families are static, as the daemon's are: their series live as long
+ * as the process. */
 static char *render(struct sbx_metric *m)
 {
 	struct sbx_metric *fams[] = { m };
@@ -32,7 +34,7 @@ static char *own_text(struct sbx_metric *m)
 
 TEST(metrics_counter_and_gauge_without_labels_start_at_zero)
 {
-	struct sbx_metric c = { .name = "t_plain_total", .help = "plain", .kind = SBX_METRIC_COUNTER };
+	static struct sbx_metric c = { .name = "t_plain_total", .help = "plain", .kind = SBX_METRIC_COUNTER };
 	char *text = own_text(&c);
 	CHECK_STR(text, "# HELP t_plain_total plain\n# TYPE t_plain_total counter\nt_plain_total 0\n");
 	free(text);
@@ -44,7 +46,7 @@ TEST(metrics_counter_and_gauge_without_labels_start_at_zero)
 	CHECK(text != NULL && strstr(text, "\nt_plain_total 3.5\n") != NULL);
 	free(text);
 
-	struct sbx_metric g = { .name = "t_gauge", .help = "g", .kind = SBX_METRIC_GAUGE };
+	static struct sbx_metric g = { .name = "t_gauge", .help = "g", .kind = SBX_METRIC_GAUGE };
 	sbx_metric_set(&g, NULL, 7);
 	sbx_metric_add(&g, NULL, -2);
 	text = own_text(&g);
@@ -58,7 +60,7 @@ TEST(metrics_counter_and_gauge_without_labels_start_at_zero)
 
 TEST(metrics_labels_are_escaped)
 {
-	struct sbx_metric c = { .name = "t_esc_total", .help = "a \\ and\na newline", .kind = SBX_METRIC_COUNTER,
+	static struct sbx_metric c = { .name = "t_esc_total", .help = "a \\ and\na newline", .kind = SBX_METRIC_COUNTER,
 				.labels = { "a", "b" } };
 	sbx_metric_add(&c, (const char *[]){ "q\"uote", "back\\slash\nnl" }, 1);
 	sbx_metric_add(&c, (const char *[]){ "plain", "x" }, 2);
@@ -74,7 +76,7 @@ TEST(metrics_labels_are_escaped)
 TEST(metrics_histogram_buckets_are_cumulative)
 {
 	static const double b[] = { 0.1, 1, 10 };
-	struct sbx_metric h = { .name = "t_seconds", .help = "h", .kind = SBX_METRIC_HISTOGRAM, .labels = { "op" },
+	static struct sbx_metric h = { .name = "t_seconds", .help = "h", .kind = SBX_METRIC_HISTOGRAM, .labels = { "op" },
 				.buckets = b, .nbuckets = 3 };
 	const char *op[] = { "exec" };
 	sbx_metric_observe(&h, op, 0.05);
@@ -92,7 +94,7 @@ TEST(metrics_histogram_buckets_are_cumulative)
 			"t_seconds_count{op=\"exec\"} 4\n");
 	free(text);
 
-	struct sbx_metric empty = { .name = "t_empty_seconds", .help = "e", .kind = SBX_METRIC_HISTOGRAM,
+	static struct sbx_metric empty = { .name = "t_empty_seconds", .help = "e", .kind = SBX_METRIC_HISTOGRAM,
 				    .buckets = b, .nbuckets = 3 };
 	text = own_text(&empty);
 	CHECK(text != NULL && strstr(text, "t_empty_seconds_bucket{le=\"+Inf\"} 0\n"
@@ -102,7 +104,7 @@ TEST(metrics_histogram_buckets_are_cumulative)
 
 TEST(metrics_series_are_capped_and_drops_counted)
 {
-	struct sbx_metric c = { .name = "t_capped_total", .help = "c", .kind = SBX_METRIC_COUNTER, .labels = { "k" } };
+	static struct sbx_metric c = { .name = "t_capped_total", .help = "c", .kind = SBX_METRIC_COUNTER, .labels = { "k" } };
 	char v[16];
 	for (int i = 0; i < SBX_METRIC_MAX_SERIES + 5; i++) {
 		snprintf(v, sizeof(v), "v%d", i);
@@ -111,7 +113,7 @@ TEST(metrics_series_are_capped_and_drops_counted)
 	char long_value[SBX_METRIC_MAX_VALUE_LEN + 2];
 	memset(long_value, 'x', sizeof(long_value) - 1);
 	long_value[sizeof(long_value) - 1] = '\0';
-	struct sbx_metric other = { .name = "t_long_total", .help = "l", .kind = SBX_METRIC_COUNTER, .labels = { "k" } };
+	static struct sbx_metric other = { .name = "t_long_total", .help = "l", .kind = SBX_METRIC_COUNTER, .labels = { "k" } };
 	sbx_metric_add(&other, (const char *[]){ long_value }, 1);
 	CHECK_INT(c.nseries, SBX_METRIC_MAX_SERIES);
 	CHECK_INT(other.nseries, 0);
