@@ -160,7 +160,7 @@ describe('metrics on a unix socket, and bad addresses', () => {
 	before(() => { dir = mkdtempSync(path.join(tmpdir(), 'sbx-e2e-metrics-')); });
 	after(() => rmSync(dir, { recursive: true, force: true }));
 
-	test('the socket is mode 0600, serves the text and goes with the daemon', async () => {
+	test('the socket is mode 0600, serves the text, counts a reconnect and goes with the daemon', async () => {
 		const socketPath = path.join(dir, 'metrics.sock');
 		const s = await startStack({ config: { image_allowlist: ['python'], auto_install: false, standby: false,
 			metrics_listen: socketPath } });
@@ -179,6 +179,13 @@ describe('metrics on a unix socket, and bad addresses', () => {
 			assert.equal(value(got, 'sandbox_libkrun_vm_processes'), 0);
 			assert.equal(value(got, 'sandbox_libkrun_workers{state="running"}'), 0);
 			assert.equal((await request({ socketPath }, { path: '/other' })).status, 404);
+			// A lost engine connection: the daemon reattaches and counts it.
+			await s.engine.restart();
+			await eventually(async () => {
+				const again = samples((await scrape({ socketPath })).body);
+				assert.equal(value(again, 'sandbox_libkrun_engine_reconnects_total'), 1);
+				assert.equal(value(again, 'sandbox_libkrun_engine_up'), 1);
+			}, 15000);
 		} finally {
 			await s.stopClean();
 		}
