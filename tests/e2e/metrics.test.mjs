@@ -192,6 +192,21 @@ describe('metrics on a unix socket, and bad addresses', () => {
 		assert.ok(!existsSync(socketPath), 'the socket is removed at exit');
 	});
 
+	test('an address in use stops the daemon with exit 1 naming it', async () => {
+		const held = net.createServer();
+		await new Promise((resolve) => held.listen(0, '127.0.0.1', resolve));
+		const listen = `127.0.0.1:${held.address().port}`;
+		const s = await startStack({ config: { metrics_listen: listen }, waitRegistered: false });
+		try {
+			const r = await waitExit(s.daemon, 15000);
+			assert.deepEqual(r, { code: 1, signal: null });
+			assert.match(s.daemon.output(), new RegExp(`metrics_listen: bind ${listen}: Address already in use`));
+		} finally {
+			await s.stop();
+			await new Promise((resolve) => held.close(resolve));
+		}
+	});
+
 	for (const [listen, why] of [['0.0.0.0:9464', /not a loopback address/], ['192.0.2.1:9464', /not a loopback address/],
 		['/nonexistent-dir-of-metrics/m.sock', /the directory of the socket/]]) {
 		test(`metrics_listen ${listen} stops the daemon with exit 2`, async () => {
