@@ -35,7 +35,7 @@ void sbx_call_metrics_record(const char *op, int rc, const json_t *out, int64_t 
 {
 	const char *outcome = rc == 0 ? "ok" : outcome_of(out);
 	sbx_metric_add(&sbx_m_calls, (const char *[]){ op, outcome }, 1);
-	sbx_metric_observe(&sbx_m_call_seconds, (const char *[]){ op }, 
+	sbx_metric_observe(&sbx_m_call_seconds, (const char *[]){ op },
 			    (double)(sbx_call_metrics_start() - start_ns) / 1e9);
 	if (rc != 0)
 		sbx_metric_add(&sbx_m_errors, (const char *[]){ outcome }, 1);

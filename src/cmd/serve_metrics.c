@@ -1,7 +1,6 @@
 #include "cmd/serve_metrics.h"
 
 #include <errno.h>
-#include <fcntl.h>
 #include <microhttpd.h>
 #include <stdlib.h>
 #include <string.h>
