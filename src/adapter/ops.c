@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "adapter/call_log.h"
+#include "adapter/call_metrics.h"
 #include "adapter/handlers.h"
 #include "adapter/scode.h"
 
@@ -162,6 +163,7 @@ int sbx_adapter_call(struct sbx_adapter *a, const char *op, json_t *req, json_t 
 		return -1;
 	}
 	const char *outer = sbx_op_set_current(o->op);
+	int64_t start_ns = sbx_call_metrics_start();
 	int rc = o->fn(a, req, out);
 	if (rc == 0 && *out == NULL) {
 		sbx_error_t err = NULL;
@@ -173,5 +175,6 @@ int sbx_adapter_call(struct sbx_adapter *a, const char *op, json_t *req, json_t 
 	}
 	sbx_op_set_current(outer);
 	sbx_call_log_end(&log, rc, *out);
+	sbx_call_metrics_record(o->op, rc, *out, start_ns);
 	return rc;
 }

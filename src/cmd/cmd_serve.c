@@ -30,6 +30,7 @@
 #include "adapter/vm_backend/vm_backend.h"
 #include "adapter/vm_backend/vm_backend_fs.h"
 #include "cmd/serve_lifeline.h"
+#include "cmd/serve_metrics.h"
 #include "common/log.h"
 #include "common/scodes.h"
 #include "engine/engine.h"
@@ -242,6 +243,7 @@ int sbx_cmd_serve(int argc, char **argv)
 	struct sbx_adapter *a = NULL;
 	void *backend = NULL;
 	struct template_warm *warm = NULL;
+	struct serve_metrics *metrics = NULL;
 	if (pthread_create(&sig_thread, NULL, wait_signals, &waiter) != 0) {
 		fprintf(stderr, "sandbox-libkrun serve: cannot start the signal thread\n");
 		engine_free(e);
@@ -309,6 +311,12 @@ int sbx_cmd_serve(int argc, char **argv)
 		a->workers = &worker_ops_vm;
 		a->worker_vms = worker_table_new(a->cfg, jail, &a->mem, &err);
 	}
+	struct serve_metrics_sources sources = { a, backend, e, a != NULL ? a->worker_vms : NULL };
+	if (a != NULL && backend != NULL && a->worker_vms != NULL && a->cfg->metrics_listen.kind != SBX_METRICS_OFF &&
+	    (metrics = serve_metrics_start(&a->cfg->metrics_listen, &sources, &err)) == NULL) {
+		fprintf(stderr, "sandbox-libkrun serve: %s\n", sbx_error_msg(err));
+		goto out;
+	}
 	if (a == NULL || backend == NULL || a->worker_vms == NULL || register_ops(e, a, &err) < 0) {
 		fprintf(stderr, "sandbox-libkrun serve: %s\n", sbx_error_msg(err));
 		goto out;
@@ -323,6 +331,8 @@ int sbx_cmd_serve(int argc, char **argv)
 		status = 0;
 out:
 	sbx_error_free(&err);
+	/* A scrape reads the engine, the adapter and the backend: it goes first. */
+	serve_metrics_stop(metrics);
 	engine_stop(e);
 	/* Wake the signal thread if no signal came, then reap it. */
 	atomic_store(&waiter.wake_only, true);

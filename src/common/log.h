@@ -7,29 +7,9 @@
 #define SBX_COMMON_LOG_H
 
 #include <stddef.h>
-#include <stdbool.h>
-#include <stdint.h>
 
 #include "common/error.h"
-
-enum sbx_log_level { SBX_LOG_DEBUG, SBX_LOG_INFO, SBX_LOG_WARN, SBX_LOG_ERROR };
-enum sbx_log_format { SBX_LOG_TEXT, SBX_LOG_JSON };
-
-/* A structured field: `key=value` in text, its own key in JSON.  Keys are
- * the code's own snake_case constants; a string field whose value is NULL
- * is left out. */
-struct sbx_log_field {
-	const char *key;
-	const char *str; /* the value when not NULL ... */
-	int64_t num;     /* ... else this number, when is_num */
-	bool is_num;
-};
-#define SBX_LF_STR(k, v) ((struct sbx_log_field){ .key = (k), .str = (v) })
-#define SBX_LF_INT(k, v) ((struct sbx_log_field){ .key = (k), .num = (int64_t)(v), .is_num = true })
-
-/* Longest line written, newline included: a longer one is cut, and says so
- * ("..."), still a whole JSON object in JSON mode. */
-#define SBX_LOG_LINE_MAX 4096
+#include "common/log_line.h"
 
 /* Reads SANDBOX_LOG; returns -1 (and keeps "info") for an unknown value. */
 int sbx_log_init_from_env(void);

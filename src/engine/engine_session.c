@@ -9,6 +9,7 @@
 
 #include "common/cleanup.h"
 #include "common/log.h"
+#include "common/metrics_families.h"
 #include "common/clock.h"
 #include "engine/engine_internal.h"
 
@@ -85,6 +86,8 @@ static int register_all(struct engine *e, struct ws_conn *c, sbx_error_t *err)
 			/* Functions added from now on are sent by engine_add_function(). */
 			e->conn = c;
 			e->registered = true;
+			if (prev_id[0] != '\0')
+				sbx_metric_add(&sbx_m_engine_reconnects, NULL, 1);
 			pthread_cond_broadcast(&e->cond);
 			pthread_mutex_unlock(&e->lock);
 			return 0;

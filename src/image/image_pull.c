@@ -11,6 +11,7 @@
 
 #include "common/cleanup.h"
 #include "common/log.h"
+#include "common/metrics_families.h"
 #include "common/scodes.h"
 #include "image/digest.h"
 #include "image/image_index.h"
@@ -57,6 +58,7 @@ static int fetch_layer(void *ud, size_t i, int fd, sbx_error_t *err)
 	if (sbx_oci_registry_blob(c->reg, d, fd, on_progress, c, err) < 0)
 		return -1;
 	pull_log_layer(&c->log, i, c->m->n_entries, (uint64_t)d->size, (uint64_t)d->size);
+	sbx_metric_add(&sbx_m_pull_bytes, NULL, (double)d->size);
 	return 0;
 }
 
@@ -232,7 +234,9 @@ char *sbx_image_ensure(const char *name, const char *ref_str, const struct sbx_i
 	}
 	struct sbx_image_info info;
 	const struct sbx_pull_progress log_only = { .log = true };
-	if (sbx_image_pull(canonical, cfg, &log_only, &info, err) < 0) {
+	int pulled = sbx_image_pull(canonical, cfg, &log_only, &info, err);
+	sbx_metric_add(&sbx_m_pulls, (const char *[]){ pulled == 0 ? "ok" : "error" }, 1);
+	if (pulled < 0) {
 		sbx_error_prefix(err, "auto-install failed for image '%s'", name);
 		sbx_error_default_scode(err, SBX_S_TRANSIENT);
 		return NULL;

@@ -50,6 +50,7 @@ void sbx_config_free(struct sbx_config *cfg)
 	free(cfg->warm_pool);
 	free(cfg->krunfw_path);
 	net_config_free(&cfg->net);
+	sbx_metrics_listen_free(&cfg->metrics_listen);
 	free(cfg);
 }
 
@@ -260,6 +261,8 @@ static int parse_key(struct sbx_config *cfg, const char *k, json_t *v, sbx_error
 		return sbx_config_dup_string(v, k, &cfg->krunfw_path, err);
 	} else if (strcmp(k, "network_policy") == 0) {
 		return net_config_parse(v, &cfg->net, err);
+	} else if (strcmp(k, "metrics_listen") == 0) {
+		return sbx_config_parse_metrics_listen(v, &cfg->metrics_listen, err);
 	}
 	/* Unknown keys are ignored (contract §4.3). */
 	return 0;

@@ -12,6 +12,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "adapter/config/config_metrics.h"
 #include "common/error.h"
 #include "image/image_config.h"
 #include "net/net_config.h"
@@ -64,6 +65,7 @@ struct sbx_config {
 	struct net_config net; /* network_policy */
 	enum sbx_jail_mode jail;   /* QEMU's confinement (jail/jail.h) */
 	uint32_t jail_uid_base;    /* first uid of the jails' range */
+	struct sbx_metrics_listen metrics_listen; /* GET /metrics; off by default */
 };
 
 /* Parses a configuration value: NULL or null gives the defaults; a flat map

@@ -7,6 +7,7 @@
 
 #include "common/clock.h"
 #include "common/log.h"
+#include "common/metrics_families.h"
 
 /* How often waiting VMs are checked for a removed image: a removed image's
  * standby would otherwise hold its template's RAM until the next create. */
@@ -217,4 +218,17 @@ void standby_stop(struct standby *sb)
 	pthread_cond_destroy(&sb->cond);
 	pthread_mutex_destroy(&sb->lock);
 	free(sb);
+}
+
+void standby_collect_metrics(struct standby *sb)
+{
+	if (sb == NULL)
+		return;
+	pthread_mutex_lock(&sb->lock);
+	sbx_metric_zero(&sbx_m_standby);
+	for (size_t i = 0; i < STANDBY_IMAGES; i++) {
+		if (sb->e[i].image != NULL)
+			sbx_metric_set(&sbx_m_standby, (const char *[]){ sb->e[i].image }, sb->e[i].vm != NULL ? 1 : 0);
+	}
+	pthread_mutex_unlock(&sb->lock);
 }

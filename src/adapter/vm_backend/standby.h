@@ -30,6 +30,9 @@ void *standby_take(struct standby *sb, const char *image);
  * background unless one waits (the least recently used image's is
  * stopped when STANDBY_IMAGES others have one). */
 void standby_want(struct standby *sb, const char *image, const char *ref);
+/* Sets the standby gauge: 1 per image whose QEMU waits, 0 for the others
+ * seen before; nothing for a NULL standby. */
+void standby_collect_metrics(struct standby *sb);
 /* Lets a launch in progress finish, stops every waiting VM, joins. */
 void standby_stop(struct standby *sb);
 

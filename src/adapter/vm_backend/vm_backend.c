@@ -35,6 +35,13 @@ void vm_backend_free(void *ctx)
 	free(b);
 }
 
+void vm_backend_collect_metrics(void *ctx)
+{
+	struct backend *b = ctx;
+	warm_pool_collect_metrics(b->pool);
+	standby_collect_metrics(b->standby);
+}
+
 static bool alive(void *vm)
 {
 	return sbx_vm_alive(((struct sandbox_vm *)vm)->vm);

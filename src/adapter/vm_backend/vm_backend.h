@@ -23,6 +23,8 @@ void vm_backend_free(void *ctx);
 void vm_backend_start_pool(void *ctx);
 /* The VM of a sandbox this backend booted (for vm_backend_fs.c). */
 struct sbx_vm *vm_backend_vm(void *sandbox_vm);
+/* Sets the gauges of the warm pool and the standby VMs (a scrape). */
+void vm_backend_collect_metrics(void *ctx);
 /* After a failed call: when the VM is gone, *err becomes S300 naming why
  * ("the sandbox's VM exited: killed by signal 9 (Killed)"). */
 void vm_backend_blame_death(void *sandbox_vm, sbx_error_t *err);

@@ -17,6 +17,7 @@
 #include "common/cleanup.h"
 #include "common/clock.h"
 #include "common/log.h"
+#include "common/metrics_families.h"
 #include "common/scodes.h"
 #include "common/state_dir.h"
 #include "image/image_pull.h"
@@ -180,8 +181,18 @@ static bool default_shape(const struct backend *b, const struct sbx_boot_request
 	return req->net_args == NULL && req->cpus == b->cfg->default_cpus && req->memory_mb == b->cfg->default_memory_mb;
 }
 
+/* A VM ready for its create, counted by how it was booted. */
+static struct sandbox_vm *count_ready(struct sandbox_vm *s, int64_t start_ms)
+{
+	sbx_metric_add(&sbx_m_creates, (const char *[]){ s->boot_mode }, 1);
+	sbx_metric_observe(&sbx_m_create_seconds, (const char *[]){ s->boot_mode },
+			   (double)(sbx_now_ms() - start_ms) / 1000.0);
+	return s;
+}
+
 void *vm_backend_boot(void *ctx, const struct sbx_boot_request *req, sbx_error_t *err)
 {
+	int64_t start_ms = sbx_now_ms();
 	struct backend *b = ctx;
 	bool shaped = default_shape(b, req);
 	struct sandbox_vm *s = shaped ? warm_pool_take(b->pool, req->image) : NULL;
@@ -191,7 +202,7 @@ void *vm_backend_boot(void *ctx, const struct sbx_boot_request *req, sbx_error_t
 		 * with this sandbox's first commands for the cores. */
 		if (configure_taken(b, s, req, &perr) == 0) {
 			s->boot_mode = "pool";
-			return s;
+			return count_ready(s, start_ms);
 		}
 		sbx_warn("warm pool: a parked VM of %s failed (%s); booting another", req->image, sbx_error_msg(perr));
 		sbx_error_free(&perr);
@@ -218,7 +229,7 @@ void *vm_backend_boot(void *ctx, const struct sbx_boot_request *req, sbx_error_t
 		if (t->restored || t->saved)
 			standby_want(b->standby, req->image, req->oci_ref);
 	}
-	return s;
+	return s != NULL ? count_ready(s, start_ms) : NULL;
 }
 
 /* A VM of the default shape booted in the background: the warm pool's

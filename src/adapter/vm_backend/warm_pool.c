@@ -9,6 +9,7 @@
 #include "adapter/sandbox/catalog.h"
 #include "common/clock.h"
 #include "common/log.h"
+#include "common/metrics_families.h"
 
 /* After a failed boot, the next try of that pool waits this long. */
 #define RETRY_S 30
@@ -200,4 +201,17 @@ void warm_pool_stop(struct warm_pool *p)
 	pthread_mutex_unlock(&p->lock);
 	pthread_join(p->thread, NULL);
 	pool_free(p);
+}
+
+void warm_pool_collect_metrics(struct warm_pool *p)
+{
+	if (p == NULL)
+		return;
+	pthread_mutex_lock(&p->lock);
+	for (size_t i = 0; i < p->n_slots; i++) {
+		const char *image[] = { p->slots[i].image };
+		sbx_metric_set(&sbx_m_warm_pool, image, p->slots[i].n);
+		sbx_metric_set(&sbx_m_warm_pool_target, image, p->slots[i].want);
+	}
+	pthread_mutex_unlock(&p->lock);
 }

@@ -24,6 +24,9 @@ struct warm_pool *warm_pool_start(const struct sbx_config *cfg, warm_pool_make_f
 				  void *ctx);
 /* A parked VM of the image, or NULL when none waits. */
 void *warm_pool_take(struct warm_pool *p, const char *image);
+/* Sets the pool's gauges (parked VMs and the target, per image); nothing
+ * for a NULL pool. */
+void warm_pool_collect_metrics(struct warm_pool *p);
 /* Lets a boot in progress finish, stops every parked VM, joins. */
 void warm_pool_stop(struct warm_pool *p);
 

@@ -1,0 +1,43 @@
+#include "adapter/adapter_metrics.h"
+
+#include <jansson.h>
+
+#include "adapter/mem_budget.h"
+#include "adapter/sandbox_registry.h"
+#include "common/metrics_families.h"
+
+#define MIB 1048576.0
+
+/* Images are catalog names (create admits no other), states the
+ * registry's own: bounded label sets. */
+static void collect_sandboxes(struct sbx_adapter *a)
+{
+	json_t *list = sbx_registry_list(a->reg, a->cfg->max_concurrent_exec_per_sandbox);
+	json_t *sandboxes = json_object_get(list, "sandboxes");
+	sbx_metric_zero(&sbx_m_sandboxes);
+	size_t i;
+	json_t *sb;
+	json_array_foreach(sandboxes, i, sb) {
+		const char *image = json_string_value(json_object_get(sb, "image"));
+		const char *state = json_is_true(json_object_get(sb, "stopped")) ? "stopping" : "ready";
+		if (image != NULL)
+			sbx_metric_add(&sbx_m_sandboxes, (const char *[]){ image, state }, 1);
+	}
+	json_decref(list);
+}
+
+static void collect_memory(struct sbx_mem_budget *b)
+{
+	pthread_mutex_lock(&b->lock);
+	double committed = (double)(b->committed_mib + b->templates_mib) * MIB;
+	double limit = (double)b->limit_mib * MIB;
+	pthread_mutex_unlock(&b->lock);
+	sbx_metric_set(&sbx_m_memory_committed, NULL, committed);
+	sbx_metric_set(&sbx_m_memory_budget, NULL, limit);
+}
+
+void sbx_adapter_collect_metrics(struct sbx_adapter *a)
+{
+	collect_sandboxes(a);
+	collect_memory(&a->mem);
+}
