@@ -40,6 +40,12 @@ struct sbx_exec_result {
 	uint64_t duration_ms;
 };
 
+/* What the operator's view shows of a VM (control/). */
+struct sbx_vm_facts {
+	int pid;                 /* QEMU's, -1 when unknown */
+	const char *console_log; /* valid while the VM is */
+};
+
 struct sbx_backend_ops {
 	/* Ensures the image (S101/S102), boots and waits for the guest (S300
 	 * with the console tail). */
@@ -63,6 +69,9 @@ struct sbx_backend_ops {
 	/* MiB the snapshot templates' RAM memfds of this process hold now,
 	 * counted in the memory budget (optional). */
 	uint64_t (*templates_mib)(void *ctx);
+	/* QEMU's pid and the console log's path (optional; cheap, never
+	 * blocks: called under the registry's lock). */
+	void (*facts)(void *vm, struct sbx_vm_facts *f);
 };
 
 struct sbx_backend {

@@ -73,7 +73,7 @@ static bool fake_alive(void *vm)
 }
 
 static const struct sbx_backend_ops backend = { fake_boot, fake_exec, fake_write_file, fake_stop, fake_alive,
-						 NULL, NULL };
+						 NULL, NULL, NULL };
 
 static json_t *fs_call(void *ctx, void *vm, const struct proto_msg *req, sbx_error_t *err)
 {
@@ -99,7 +99,7 @@ static json_t *fs_read(void *ctx, void *vm, const char *path, void (*done)(void 
 	return json_object();
 }
 
-static const struct sbx_fs_ops fs_ops = { fs_call, fs_write, fs_read };
+static const struct sbx_fs_ops fs_ops = { fs_call, fs_write, fs_read, NULL };
 
 /* A worker operation is one step; a silent failure leaves no body at all. */
 static int worker_op(json_t **out)

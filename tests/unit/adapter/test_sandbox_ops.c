@@ -136,7 +136,7 @@ static uint64_t fake_templates_mib(void *ctx)
 }
 
 static const struct sbx_backend_ops fake_ops = { fake_boot, fake_exec, fake_write, fake_stop, fake_alive,
-						  fake_net_activity, fake_templates_mib };
+						  fake_net_activity, fake_templates_mib, NULL };
 
 static struct sbx_adapter *make(const char *config)
 {
