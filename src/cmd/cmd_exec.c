@@ -1,0 +1,110 @@
+/* `sandbox-libkrun exec ID -- CMD ARGS...`: the contract's exec through
+ * the control socket; the command's output printed, its status ours. */
+#include "cmd/cmd_exec.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cmd/control_client.h"
+
+static void usage(FILE *out)
+{
+	fprintf(out, "usage: sandbox-libkrun exec [--timeout-ms N] [--socket PATH] ID -- CMD [ARGS...]\n\n"
+		     "Runs a command in a sandbox (an id, a unique id prefix or a name) as the engine's\n"
+		     "exec does, then prints its stdout and stderr (each capped at 1 MiB, as the\n"
+		     "contract's exec: a cut is said on stderr) once it ended.\n\n"
+		     "  --timeout-ms N  the command's deadline (default the daemon's: 30000, capped by\n"
+		     "                  max_exec_timeout_ms)\n"
+		     "  --socket PATH   the daemon's control socket (default $SANDBOX_CONTROL_SOCKET,\n"
+		     "                  else " CONTROL_SOCKET_DEFAULT ")\n\n"
+		     "exit status: the command's; %d when its deadline passed; %d when it could not\n"
+		     "run (no such sandbox, the daemon unreachable or refusing us); %d on bad usage.\n",
+		CLI_EXIT_TIMEOUT, CLI_EXIT_DAEMON, CLI_EXIT_USAGE);
+}
+
+static void put(FILE *f, json_t *s)
+{
+	if (json_is_string(s))
+		fwrite(json_string_value(s), 1, json_string_length(s), f);
+}
+
+static int print_result(json_t *res)
+{
+	put(stdout, json_object_get(res, "stdout"));
+	put(stderr, json_object_get(res, "stderr"));
+	if (fflush(stdout) != 0)
+		return CLI_EXIT_DAEMON;
+	if (json_is_true(json_object_get(res, "stdout_truncated")))
+		fprintf(stderr, "sandbox-libkrun exec: stdout was cut at 1 MiB\n");
+	if (json_is_true(json_object_get(res, "stderr_truncated")))
+		fprintf(stderr, "sandbox-libkrun exec: stderr was cut at 1 MiB\n");
+	if (json_is_true(json_object_get(res, "timed_out"))) {
+		fprintf(stderr, "sandbox-libkrun exec: the command's deadline passed\n");
+		return CLI_EXIT_TIMEOUT;
+	}
+	json_t *code = json_object_get(res, "exit_code");
+	return json_is_integer(code) ? (int)(json_integer_value(code) & 0xff) : CLI_EXIT_DAEMON;
+}
+
+static int parse_timeout(const struct cli_opts *o, const char *s, long long *out)
+{
+	char *end;
+	errno = 0;
+	*out = strtoll(s, &end, 10);
+	if (errno != 0 || end == s || *end != '\0' || *out < 0)
+		return cli_usage_error(o, "--timeout-ms takes milliseconds, not '%s'", s);
+	return 0;
+}
+
+int sbx_cmd_exec(int argc, char **argv)
+{
+	struct cli_opts o;
+	int rc = cli_parse_common(&argc, argv, false, &o);
+	if (rc != 0)
+		return rc;
+	if (o.help) {
+		usage(stdout);
+		return 0;
+	}
+	long long timeout = 0;
+	int i = 1;
+	for (; i < argc && argv[i][0] == '-' && strcmp(argv[i], "--") != 0; i++) {
+		if (strcmp(argv[i], "--timeout-ms") == 0 && i + 1 < argc) {
+			if (parse_timeout(&o, argv[++i], &timeout) != 0)
+				return CLI_EXIT_USAGE;
+		} else if (strncmp(argv[i], "--timeout-ms=", 13) == 0) {
+			if (parse_timeout(&o, argv[i] + 13, &timeout) != 0)
+				return CLI_EXIT_USAGE;
+		} else {
+			return cli_usage_error(&o, "unknown option '%s'", argv[i]);
+		}
+	}
+	if (i >= argc || strcmp(argv[i], "--") == 0)
+		return cli_usage_error(&o, "missing the sandbox id");
+	const char *id = argv[i++];
+	if (i < argc && strcmp(argv[i], "--") == 0)
+		i++;
+	if (i >= argc)
+		return cli_usage_error(&o, "missing the command after the sandbox id");
+	if ((unsigned)(argc - i) > CONTROL_ARGV_MAX)
+		return cli_usage_error(&o, "more than %u arguments", CONTROL_ARGV_MAX);
+	json_t *args = json_array();
+	for (; args != NULL && i < argc; i++) {
+		if (json_array_append_new(args, json_string(argv[i])) < 0) {
+			json_decref(args);
+			args = NULL;
+		}
+	}
+	json_t *req = args != NULL ? json_pack("{s:s, s:s, s:o}", "op", "exec", "sandbox", id, "argv", args) : NULL;
+	if (req != NULL && timeout > 0)
+		json_object_set_new(req, "timeout_ms", json_integer(timeout));
+	json_t *res;
+	rc = cli_call(&o, req, &res);
+	if (rc != 0)
+		return rc == CLI_EXIT_FAILED ? CLI_EXIT_DAEMON : rc;
+	rc = print_result(res);
+	json_decref(res);
+	return rc;
+}
