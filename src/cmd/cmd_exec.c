@@ -15,7 +15,7 @@ static void usage(FILE *out)
 		     "Runs a command in a sandbox (an id, a unique id prefix or a name) as the engine's\n"
 		     "exec does, then prints its stdout and stderr (each capped at 1 MiB, as the\n"
 		     "contract's exec: a cut is said on stderr) once it ended.\n\n"
-		     "  --timeout-ms N  the command's deadline (default the daemon's: 30000, capped by\n"
+		     "  --timeout-ms N  the command's deadline (default 300000, capped by the daemon's\n"
 		     "                  max_exec_timeout_ms)\n"
 		     "  --socket PATH   the daemon's control socket (default $SANDBOX_CONTROL_SOCKET,\n"
 		     "                  else " CONTROL_SOCKET_DEFAULT ")\n\n"

@@ -9,8 +9,8 @@
 static void usage(FILE *out)
 {
 	fprintf(out, "usage: sandbox-libkrun logs [-f] [--socket PATH] ID\n\n"
-		     "Prints the console log of a running sandbox's VM (kernel and init messages;\n"
-		     "the last 1 MiB at most).\n\n"
+		     "Prints the console log of a running sandbox's VM (kernel and init messages,\n"
+		     "the first 1 MiB of it) and what the guest writes to /dev/console.\n\n"
 		     "  -f, --follow    keep printing what comes until the sandbox stops\n"
 		     "  --socket PATH   the daemon's control socket (default $SANDBOX_CONTROL_SOCKET,\n"
 		     "                  else " CONTROL_SOCKET_DEFAULT ")\n\n"
