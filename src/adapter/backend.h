@@ -32,6 +32,10 @@ struct sbx_exec_request {
 	 * (the exec then ends with S004). */
 	bool (*cancelled)(void *ud);
 	void *cancel_ud;
+	/* Optional: each piece of output as it comes (fd 1 or 2), before the
+	 * result's 1 MiB caps (the operator's exec prints it live). */
+	void (*on_output)(void *ud, int fd, const void *data, size_t len);
+	void *output_ud;
 };
 
 struct sbx_exec_result {

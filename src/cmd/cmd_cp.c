@@ -102,7 +102,7 @@ static int upload(const struct cli_opts *o, const char *ref, const char *host, c
 	return rc;
 }
 
-static int to_fd(void *ud, const void *data, size_t len)
+static int to_fd(void *ud, int stream, const void *data, size_t len)
 {
 	const uint8_t *p = data;
 	while (len > 0) {

@@ -13,8 +13,7 @@ static void usage(FILE *out)
 {
 	fprintf(out, "usage: sandbox-libkrun exec [--timeout-ms N] [--socket PATH] ID -- CMD [ARGS...]\n\n"
 		     "Runs a command in a sandbox (an id, a unique id prefix or a name) as the engine's\n"
-		     "exec does, then prints its stdout and stderr (each capped at 1 MiB, as the\n"
-		     "contract's exec: a cut is said on stderr) once it ended.\n\n"
+		     "exec does, printing its stdout and stderr as they come.\n\n"
 		     "  --timeout-ms N  the command's deadline (default 300000, capped by the daemon's\n"
 		     "                  max_exec_timeout_ms)\n"
 		     "  --socket PATH   the daemon's control socket (default $SANDBOX_CONTROL_SOCKET,\n"
@@ -24,22 +23,17 @@ static void usage(FILE *out)
 		CLI_EXIT_TIMEOUT, CLI_EXIT_DAEMON, CLI_EXIT_USAGE);
 }
 
-static void put(FILE *f, json_t *s)
+/* The command's output, as it comes: unbuffered, in arrival order. */
+static int put(void *ud, int stream, const void *data, size_t len)
 {
-	if (json_is_string(s))
-		fwrite(json_string_value(s), 1, json_string_length(s), f);
+	FILE *f = stream == 2 ? stderr : stdout;
+	if (fwrite(data, 1, len, f) != len || fflush(f) != 0)
+		return -1;
+	return 0;
 }
 
 static int print_result(json_t *res)
 {
-	put(stdout, json_object_get(res, "stdout"));
-	put(stderr, json_object_get(res, "stderr"));
-	if (fflush(stdout) != 0)
-		return CLI_EXIT_DAEMON;
-	if (json_is_true(json_object_get(res, "stdout_truncated")))
-		fprintf(stderr, "sandbox-libkrun exec: stdout was cut at 1 MiB\n");
-	if (json_is_true(json_object_get(res, "stderr_truncated")))
-		fprintf(stderr, "sandbox-libkrun exec: stderr was cut at 1 MiB\n");
 	if (json_is_true(json_object_get(res, "timed_out"))) {
 		fprintf(stderr, "sandbox-libkrun exec: the command's deadline passed\n");
 		return CLI_EXIT_TIMEOUT;
@@ -100,8 +94,12 @@ int sbx_cmd_exec(int argc, char **argv)
 	json_t *req = args != NULL ? json_pack("{s:s, s:s, s:o}", "op", "exec", "sandbox", id, "argv", args) : NULL;
 	if (req != NULL && timeout > 0)
 		json_object_set_new(req, "timeout_ms", json_integer(timeout));
+	struct cli_conn c;
+	if ((rc = cli_open(&o, req, &c)) != 0)
+		return rc;
 	json_t *res;
-	rc = cli_call(&o, req, &res);
+	rc = cli_answer(&c, put, NULL, &res);
+	cli_close(&c);
 	if (rc != 0)
 		return rc == CLI_EXIT_FAILED ? CLI_EXIT_DAEMON : rc;
 	rc = print_result(res);

@@ -18,7 +18,7 @@ static void usage(FILE *out)
 		     "bad usage, 125 when the daemon cannot be reached or refuses us.\n");
 }
 
-static int to_stdout(void *ud, const void *data, size_t len)
+static int to_stdout(void *ud, int stream, const void *data, size_t len)
 {
 	if (fwrite(data, 1, len, stdout) != len || fflush(stdout) != 0)
 		return -1;

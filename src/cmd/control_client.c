@@ -102,7 +102,8 @@ static int fail(struct cli_conn *c, const char *code, const char *msg)
 											     : CLI_EXIT_FAILED;
 }
 
-int cli_answer(struct cli_conn *c, int (*sink)(void *ud, const void *data, size_t len), void *ud, json_t **result)
+int cli_answer(struct cli_conn *c, int (*sink)(void *ud, int stream, const void *data, size_t len), void *ud,
+	       json_t **result)
 {
 	*result = NULL;
 	uint8_t *buf = NULL;
@@ -131,7 +132,8 @@ int cli_answer(struct cli_conn *c, int (*sink)(void *ud, const void *data, size_
 			break;
 		}
 		size_t len;
-		n = control_frame_parse(msg, &len, &err);
+		int stream;
+		n = control_frame_parse(msg, &len, &stream, &err);
 		json_decref(msg);
 		if (n <= 0 || sink == NULL) {
 			rc = fail(c, NULL, n < 0 ? sbx_error_msg(err) : "unexpected message from the daemon");
@@ -147,7 +149,7 @@ int cli_answer(struct cli_conn *c, int (*sink)(void *ud, const void *data, size_
 			sbx_error_free(&err);
 			break;
 		}
-		if (sink(ud, buf, len) < 0) {
+		if (sink(ud, stream, buf, len) < 0) {
 			rc = CLI_EXIT_FAILED;
 			break;
 		}

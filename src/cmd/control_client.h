@@ -44,10 +44,12 @@ struct cli_conn {
  * printing why. */
 int cli_open(const struct cli_opts *o, json_t *req, struct cli_conn *c);
 void cli_close(struct cli_conn *c);
-/* Reads the answer: frames go to sink (NULL: none expected), the final
- * line gives 0 with *result (new reference), or prints the error and
- * returns CLI_EXIT_FAILED (CLI_EXIT_DAEMON when refused or busy). */
-int cli_answer(struct cli_conn *c, int (*sink)(void *ud, const void *data, size_t len), void *ud, json_t **result);
+/* Reads the answer: frames go to sink with their stream (1, or exec's 2;
+ * NULL: none expected), the final line gives 0 with *result (new
+ * reference), or prints the error and returns CLI_EXIT_FAILED
+ * (CLI_EXIT_DAEMON when refused or busy). */
+int cli_answer(struct cli_conn *c, int (*sink)(void *ud, int stream, const void *data, size_t len), void *ud,
+	       json_t **result);
 /* One request, its answer without frames. */
 int cli_call(const struct cli_opts *o, json_t *req, json_t **result);
 

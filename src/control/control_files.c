@@ -31,7 +31,8 @@ static ssize_t frames_source(void *ud, const void **data, sbx_error_t *err)
 	if (rc < 0)
 		return -1;
 	size_t len;
-	rc = control_frame_parse(msg, &len, err);
+	int stream;
+	rc = control_frame_parse(msg, &len, &stream, err);
 	json_decref(msg);
 	if (rc <= 0)
 		return rc;

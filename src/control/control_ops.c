@@ -51,13 +51,43 @@ static json_t *status(const struct control_ctx *c)
 	return st;
 }
 
+/* exec's output goes to the peer as it comes; a peer gone stops it. */
+struct live_out {
+	int fd;
+	bool broken;
+};
+
+static void send_output(void *ud, int stream, const void *data, size_t len)
+{
+	struct live_out *o = ud;
+	sbx_error_t err = NULL;
+	if (!o->broken && control_send_output(o->fd, stream, data, len, &err) < 0) {
+		o->broken = true;
+		sbx_error_free(&err);
+	}
+}
+
 static int serve_exec(const struct control_ctx *c, int fd, const char *id, const struct control_request *q,
 		      sbx_error_t *err)
 {
 	json_t *req = json_pack("{s:s, s:O}", "sandbox_id", id, "argv", q->argv);
-	if (req != NULL && q->timeout_ms > 0)
+	if (req == NULL)
+		return sbx_error_errno(err, ENOMEM, "request");
+	if (q->timeout_ms > 0)
 		json_object_set_new(req, "timeout_ms", json_integer((json_int_t)q->timeout_ms));
-	return call(c, fd, "exec", req, err);
+	struct live_out o = { fd, false };
+	json_t *out = NULL;
+	int rc = sbx_adapter_exec_live(c->a, req, send_output, &o, &out);
+	json_decref(req);
+	if (rc == 0) {
+		/* Already sent, whole, as frames. */
+		json_object_del(out, "stdout");
+		json_object_del(out, "stderr");
+		return control_send_ok(fd, out, err);
+	}
+	rc = control_send_body_error(fd, out, err);
+	json_decref(out);
+	return rc;
 }
 
 static int serve_one(const struct control_ctx *c, struct control_reader *r, int fd, const struct control_request *q,

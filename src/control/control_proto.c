@@ -163,6 +163,15 @@ int control_send_frame(int fd, const void *data, size_t len, sbx_error_t *err)
 	return control_write_all(fd, data, len, err);
 }
 
+int control_send_output(int fd, int stream, const void *data, size_t len, sbx_error_t *err)
+{
+	if (len == 0)
+		return 0;
+	if (send_packed(fd, json_pack("{s:I, s:i}", "data", (json_int_t)len, "fd", stream), err) < 0)
+		return -1;
+	return control_write_all(fd, data, len, err);
+}
+
 int control_send_end(int fd, sbx_error_t *err)
 {
 	return send_packed(fd, json_pack("{s:b}", "end", true), err);
@@ -180,14 +189,20 @@ int control_send_error(int fd, const char *code, const char *message, sbx_error_
 			   err);
 }
 
-int control_frame_parse(const json_t *msg, size_t *len, sbx_error_t *err)
+int control_frame_parse(const json_t *msg, size_t *len, int *stream, sbx_error_t *err)
 {
 	*len = 0;
+	*stream = 1;
 	if (json_object_size(msg) == 1 && json_is_true(json_object_get(msg, "end")))
 		return 0;
 	json_t *d = json_object_get(msg, "data");
-	if (json_object_size(msg) != 1 || !json_is_integer(d))
+	json_t *s = json_object_get(msg, "fd");
+	if (s != NULL && (!json_is_integer(s) || json_integer_value(s) < 1 || json_integer_value(s) > 2))
+		return sbx_error_set(err, EPROTO, "control socket: a frame's fd is 1 or 2");
+	if (json_object_size(msg) != (s != NULL ? 2u : 1u) || !json_is_integer(d))
 		return sbx_error_set(err, EPROTO, "control socket: expected {\"data\": N} or {\"end\": true}");
+	if (s != NULL)
+		*stream = (int)json_integer_value(s);
 	json_int_t n = json_integer_value(d);
 	if (n < 1 || n > (json_int_t)CONTROL_FRAME_MAX)
 		return sbx_error_set(err, EPROTO, "control socket: a frame of %lld bytes (1 to %u)", (long long)n,

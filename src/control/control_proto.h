@@ -4,9 +4,10 @@
  * One request per connection: the client sends one JSON line, at most
  * CONTROL_LINE_MAX bytes, {"op": ..., ...}; the server answers with lines
  * ending in one final {"ok": true, "result": ...} or {"ok": false, "error":
- * {"code", "message"}}.  Bytes (cp, logs) travel as frames: a line
- * {"data": N} then N raw bytes, 1 <= N <= CONTROL_FRAME_MAX; the sender of
- * a file ends it with the line {"end": true}. */
+ * {"code", "message"}}.  Bytes (cp, logs, exec's output) travel as
+ * frames: a line {"data": N} (exec's: {"data": N, "fd": 1 or 2}) then N raw
+ * bytes, 1 <= N <= CONTROL_FRAME_MAX; the sender of a file ends it with
+ * the line {"end": true}. */
 #ifndef SBX_CONTROL_CONTROL_PROTO_H
 #define SBX_CONTROL_CONTROL_PROTO_H
 
@@ -46,15 +47,18 @@ int control_write_all(int fd, const void *buf, size_t len, sbx_error_t *err);
 /* Writes `obj` as one compact line. */
 int control_send_json(int fd, const json_t *obj, sbx_error_t *err);
 int control_send_frame(int fd, const void *data, size_t len, sbx_error_t *err);
+/* A frame of exec's output stream `stream` (1 or 2). */
+int control_send_output(int fd, int stream, const void *data, size_t len, sbx_error_t *err);
 int control_send_end(int fd, sbx_error_t *err);
 /* The final lines.  send_ok takes `result`'s reference. */
 int control_send_ok(int fd, json_t *result, sbx_error_t *err);
 int control_send_error(int fd, const char *code, const char *message, sbx_error_t *err);
 
 /* One framed message: {"data": N} gives 1 with *len = N (checked against
- * CONTROL_FRAME_MAX), {"end": true} 0; anything else is an error.  `msg`
- * is a line already read. */
-int control_frame_parse(const json_t *msg, size_t *len, sbx_error_t *err);
+ * CONTROL_FRAME_MAX) and *stream 1, or the frame's "fd" (1 or 2);
+ * {"end": true} 0; anything else is an error.  `msg` is a line already
+ * read. */
+int control_frame_parse(const json_t *msg, size_t *len, int *stream, sbx_error_t *err);
 
 /* A checked request: the op, then its own fields. */
 enum control_op {

@@ -5,7 +5,7 @@
 // root refused, stop.  One VM boot.
 import { describe, test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { execFile } from 'node:child_process';
+import { execFile, spawn } from 'node:child_process';
 import { createHash, randomBytes } from 'node:crypto';
 import { chmodSync, mkdirSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -95,6 +95,17 @@ describe('operator CLI over the control socket', { skip: skip ?? false }, () => 
 		assert.equal(r.stderr, 'err\n');
 		const byName = await cli('exec', 'cli-box', 'true');
 		assert.equal(byName.code, 0, byName.stderr);
+	});
+
+	test('exec prints the output as it comes', async () => {
+		const p = spawn(BIN, ['exec', '--socket', sock, id, '--', 'sh', '-c', 'echo first; sleep 3; echo second']);
+		let out = '', firstAt = 0;
+		p.stdout.on('data', (d) => { out += d; if (!firstAt && out.includes('first')) firstAt = Date.now(); });
+		const code = await new Promise((resolve) => p.on('close', resolve));
+		const endAt = Date.now();
+		assert.equal(code, 0);
+		assert.equal(out, 'first\nsecond\n');
+		assert.ok(firstAt > 0 && endAt - firstAt >= 2000, `first line ${endAt - firstAt} ms before the end`);
 	});
 
 	test('cp: a 10 MiB file in and back out keeps its bytes', async () => {

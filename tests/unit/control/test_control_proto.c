@@ -151,19 +151,27 @@ TEST(frames_are_checked)
 {
 	sbx_error_t err = NULL;
 	size_t len;
+	int stream;
 	json_t *m = json_loads("{\"data\":4}", 0, NULL);
-	CHECK_INT(control_frame_parse(m, &len, &err), 1);
+	CHECK_INT(control_frame_parse(m, &len, &stream, &err), 1);
 	CHECK_INT(len, 4);
+	CHECK_INT(stream, 1);
+	json_decref(m);
+	m = json_loads("{\"data\":9,\"fd\":2}", 0, NULL);
+	CHECK_INT(control_frame_parse(m, &len, &stream, &err), 1);
+	CHECK_INT(len, 9);
+	CHECK_INT(stream, 2);
 	json_decref(m);
 	m = json_loads("{\"end\":true}", 0, NULL);
-	CHECK_INT(control_frame_parse(m, &len, &err), 0);
+	CHECK_INT(control_frame_parse(m, &len, &stream, &err), 0);
 	json_decref(m);
 	const char *bad[] = { "{\"data\":0}", "{\"data\":-1}", "{\"data\":1048577}", "{\"data\":\"4\"}",
-			      "{\"data\":4,\"x\":1}", "{\"end\":false}", "{}" };
+			      "{\"data\":4,\"x\":1}", "{\"end\":false}", "{}", "{\"data\":4,\"fd\":3}",
+			      "{\"data\":4,\"fd\":\"2\"}", "{\"fd\":1}" };
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
 		m = json_loads(bad[i], 0, NULL);
 		CHECK(m != NULL);
-		CHECK_INT(control_frame_parse(m, &len, &err), -1);
+		CHECK_INT(control_frame_parse(m, &len, &stream, &err), -1);
 		sbx_error_free(&err);
 		json_decref(m);
 	}
@@ -175,6 +183,7 @@ TEST(frames_round_trip_over_a_socket)
 	CHECK_INT(socketpair(AF_UNIX, SOCK_STREAM, 0, sv), 0);
 	sbx_error_t err = NULL;
 	CHECK_INT(control_send_frame(sv[1], "hello", 5, &err), 0);
+	CHECK_INT(control_send_output(sv[1], 2, "err", 3, &err), 0);
 	CHECK_INT(control_send_end(sv[1], &err), 0);
 	CHECK_INT(control_send_ok(sv[1], json_pack("{s:i}", "n", 5), &err), 0);
 	close(sv[1]);
@@ -182,14 +191,21 @@ TEST(frames_round_trip_over_a_socket)
 	control_reader_init(&r, sv[0]);
 	json_t *m;
 	size_t len;
+	int stream;
 	char buf[8];
 	CHECK_INT(control_read_json(&r, &m, &err), 1);
-	CHECK_INT(control_frame_parse(m, &len, &err), 1);
+	CHECK_INT(control_frame_parse(m, &len, &stream, &err), 1);
 	json_decref(m);
 	CHECK_INT(control_read_exact(&r, buf, len, &err), 0);
 	CHECK(memcmp(buf, "hello", 5) == 0);
 	CHECK_INT(control_read_json(&r, &m, &err), 1);
-	CHECK_INT(control_frame_parse(m, &len, &err), 0);
+	CHECK_INT(control_frame_parse(m, &len, &stream, &err), 1);
+	CHECK_INT(stream, 2);
+	json_decref(m);
+	CHECK_INT(control_read_exact(&r, buf, len, &err), 0);
+	CHECK(memcmp(buf, "err", 3) == 0);
+	CHECK_INT(control_read_json(&r, &m, &err), 1);
+	CHECK_INT(control_frame_parse(m, &len, &stream, &err), 0);
 	json_decref(m);
 	CHECK_INT(control_read_json(&r, &m, &err), 1);
 	CHECK(json_is_true(json_object_get(m, "ok")));
