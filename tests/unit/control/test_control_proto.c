@@ -104,7 +104,8 @@ static int fed(const void *data, size_t len)
 
 TEST(lines_are_bounded_and_whole)
 {
-	int fd = fed("{\"op\":\"ps\"}\nsecond\npartial", 28);
+	const char *lines = "{\"op\":\"ps\"}\nsecond\npartial";
+	int fd = fed(lines, strlen(lines));
 	CHECK(fd >= 0);
 	struct control_reader r;
 	control_reader_init(&r, fd);
