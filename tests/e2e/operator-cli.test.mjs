@@ -7,10 +7,10 @@ import { describe, test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { execFile, spawn } from 'node:child_process';
 import { createHash, randomBytes } from 'node:crypto';
-import { chmodSync, mkdirSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { chmodSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { BIN } from './daemon.mjs';
+import { assertNoSanitizerReport, BIN } from './daemon.mjs';
 import { sleep } from './lib.mjs';
 import { registryUnavailable, startRegistry } from './lib/registry-fixture.mjs';
 import { startSandboxStack } from './lib/sandbox-stack.mjs';
@@ -206,5 +206,13 @@ describe('operator CLI over the control socket', { skip: skip ?? false }, () => 
 		const f = await follow;
 		assert.equal(f.code, 0, f.stderr);
 		assert.match(f.stdout.toString(), /cli-follow-marker/);
+	});
+
+	test('the daemon exits 0 and removes its socket', async () => {
+		const r = await s.stop();
+		assert.deepEqual(r, { code: 0, signal: null }, s.daemon.output());
+		assertNoSanitizerReport(s.daemon);
+		assert.equal(existsSync(sock), false);
+		s = { ...s, stop: async () => {} };
 	});
 });
