@@ -10,7 +10,7 @@ import { createHash, randomBytes } from 'node:crypto';
 import { chmodSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { assertNoSanitizerReport, BIN } from './daemon.mjs';
+import { assertNoSanitizerReport, BIN, startStack, waitExit } from './daemon.mjs';
 import { sleep } from './lib.mjs';
 import { registryUnavailable, startRegistry } from './lib/registry-fixture.mjs';
 import { startSandboxStack } from './lib/sandbox-stack.mjs';
@@ -214,5 +214,52 @@ describe('operator CLI over the control socket', { skip: skip ?? false }, () => 
 		assertNoSanitizerReport(s.daemon);
 		assert.equal(existsSync(sock), false);
 		s = { ...s, stop: async () => {} };
+	});
+});
+
+// control_group, without a VM: the socket's group and mode, a member
+// (primary or supplementary group) let in, an unknown group a bad config.
+describe('control_group', { skip: process.getuid?.() === 0 ? false : 'needs root' }, () => {
+	let s, dir, sock;
+	before(async () => {
+		dir = mkdtempSync(path.join(tmpdir(), 'sbx-e2e-cli-group-'));
+		chmodSync(dir, 0o755);
+		sock = path.join(dir, 'control.sock');
+		s = await startStack({ config: { image_allowlist: [], control_socket: sock, control_group: 'nogroup' } });
+	});
+	after(async () => {
+		await s?.stop();
+		if (dir) rmSync(dir, { recursive: true, force: true });
+	});
+	const ps = (...ids) => run('setpriv', ['--reuid=65534', ...ids, BIN, 'ps', '--json', '--socket', sock]);
+
+	test('the socket is 0660 with the group', () => {
+		const st = statSync(sock);
+		assert.equal(st.mode & 0o777, 0o660);
+		assert.equal(st.gid, 65534);
+	});
+
+	test('members are let in, others are not', async () => {
+		const primary = await ps('--regid=65534', '--clear-groups');
+		assert.equal(primary.code, 0, primary.stderr);
+		assert.deepEqual(JSON.parse(primary.stdout.toString()), { sandboxes: [] });
+		const supplementary = await ps('--regid=12345', '--groups=65534');
+		assert.equal(supplementary.code, 0, supplementary.stderr);
+		const other = await ps('--regid=12345', '--clear-groups');
+		assert.equal(other.code, 125);
+		assert.match(other.stderr, /cannot reach the daemon/);
+	});
+
+	test('an unknown group stops serve with exit 2', async () => {
+		const bad = await startStack({ config: { image_allowlist: [], control_socket: path.join(dir, 'bad.sock'),
+			control_group: 'no-such-group-sbx' }, waitRegistered: false });
+		try {
+			const r = await waitExit(bad.daemon, 20000);
+			assert.equal(r.code, 2, bad.daemon.output());
+			assert.match(bad.daemon.output(), /control_group.*no-such-group-sbx/);
+		} finally {
+			await bad.caller.shutdown();
+			await bad.engine.stop();
+		}
 	});
 });

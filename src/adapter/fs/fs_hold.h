@@ -26,7 +26,7 @@ struct fs_hold fs_hold_take(struct sbx_adapter *a, const char *id, sbx_error_t *
 void fs_hold_release(struct fs_hold *h);
 #define cleanup_fs_hold __attribute__((cleanup(fs_hold_release)))
 
-/* A path the wire can carry (S209 empty, S212 too long). */
+/* A path the wire can carry (S211 empty, S216 too long). */
 int fs_check_path(const char *path, sbx_error_t *err);
 /* The octal mode the guest would check first (S210). */
 int fs_parse_mode(const char *mode, uint32_t *out, sbx_error_t *err);
