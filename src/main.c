@@ -3,9 +3,15 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "cmd/cmd_cp.h"
+#include "cmd/cmd_exec.h"
 #include "cmd/cmd_image.h"
+#include "cmd/cmd_logs.h"
+#include "cmd/cmd_ps.h"
 #include "cmd/cmd_run.h"
 #include "cmd/cmd_serve.h"
+#include "cmd/cmd_status.h"
+#include "cmd/cmd_stop.h"
 #include "cmd/cmd_vm.h"
 
 struct command {
@@ -19,6 +25,12 @@ static const struct command commands[] = {
 	{ "run", sbx_cmd_run, "run code in a fresh sandbox: run --image python --code 'print(6*7)'" },
 	{ "image", sbx_cmd_image, "the image cache: image [--config FILE] pull|import|ls|rm ..." },
 	{ "vm", sbx_cmd_vm, "boot a VM directly: vm run [options] --rootfs DIR|IMAGE -- CMD ARGS..." },
+	{ "ps", sbx_cmd_ps, "the running daemon's sandboxes (control socket): ps [--json]" },
+	{ "exec", sbx_cmd_exec, "run a command in a sandbox: exec ID -- CMD ARGS..." },
+	{ "cp", sbx_cmd_cp, "copy files in or out of a sandbox: cp SRC ID:/path, cp ID:/path DST" },
+	{ "logs", sbx_cmd_logs, "a sandbox VM's console log: logs [-f] ID" },
+	{ "stop", sbx_cmd_stop, "stop sandboxes: stop ID..." },
+	{ "status", sbx_cmd_status, "the running daemon: engine, jail, memory, pool: status [--json]" },
 };
 
 static void usage(FILE *out)

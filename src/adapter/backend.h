@@ -32,12 +32,22 @@ struct sbx_exec_request {
 	 * (the exec then ends with S004). */
 	bool (*cancelled)(void *ud);
 	void *cancel_ud;
+	/* Optional: each piece of output as it comes (fd 1 or 2), before the
+	 * result's 1 MiB caps (the operator's exec prints it live). */
+	void (*on_output)(void *ud, int fd, const void *data, size_t len);
+	void *output_ud;
 };
 
 struct sbx_exec_result {
 	struct exec_output out, err;
 	int exit_code;
 	uint64_t duration_ms;
+};
+
+/* What the operator's view shows of a VM (control/). */
+struct sbx_vm_facts {
+	int pid;                 /* QEMU's, -1 when unknown */
+	const char *console_log; /* valid while the VM is */
 };
 
 struct sbx_backend_ops {
@@ -67,6 +77,9 @@ struct sbx_backend_ops {
 	 * (a QEMU started ahead), "restore" (from the image's template) or
 	 * "cold" (optional). */
 	const char *(*boot_mode)(void *vm);
+	/* QEMU's pid and the console log's path (optional; cheap, never
+	 * blocks: called under the registry's lock). */
+	void (*facts)(void *vm, struct sbx_vm_facts *f);
 };
 
 struct sbx_backend {

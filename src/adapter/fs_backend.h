@@ -10,6 +10,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/types.h>
 
 #include "common/error.h"
 #include "proto/proto_msg.h"
@@ -18,10 +19,19 @@ struct sbx_fs_write_req {
 	const char *path;
 	uint32_t mode;
 	bool parents;
-	const void *data; /* inline bytes, or NULL to read `channel` */
+	const void *data; /* inline bytes, or NULL to read `channel` or `source` */
 	size_t len;
 	json_t *channel;  /* a StreamChannelRef to read the bytes from */
+	/* Else the bytes come from source(): >0 bytes at *data (valid until
+	 * the next call), 0 at the end, -1 with *err (the write is then
+	 * cancelled: nothing replaced). */
+	ssize_t (*source)(void *ud, const void **data, sbx_error_t *err);
+	void *source_ud;
 };
+
+/* Takes the bytes of a file read with read_to(), in order; -1 with *err
+ * stops the read. */
+typedef int (*sbx_fs_sink_fn)(void *ud, const void *data, size_t len, sbx_error_t *err);
 
 struct sbx_fs_ops {
 	/* One request/answer operation (FS_LS ... FS_SED); returns its reply
@@ -34,6 +44,10 @@ struct sbx_fs_ops {
 	 * On failure done is not called. */
 	json_t *(*read)(void *ctx, void *vm, const char *path, void (*done)(void *ud), void *done_ud,
 			sbx_error_t *err);
+	/* Reads a whole file into sink() on the caller's thread (the operator's
+	 * cp: no engine channel); *size is the size the guest gave at open. */
+	int (*read_to)(void *ctx, void *vm, const char *path, sbx_fs_sink_fn sink, void *ud, uint64_t *size,
+		       sbx_error_t *err);
 };
 
 struct sbx_fs_host {

@@ -151,7 +151,12 @@ const struct sbx_op *sbx_op_find(const char *op)
 	return NULL;
 }
 
-int sbx_adapter_call(struct sbx_adapter *a, const char *op, json_t *req, json_t **out)
+struct live {
+	void (*on_output)(void *ud, int fd, const void *data, size_t len);
+	void *ud;
+};
+
+static int run_op(struct sbx_adapter *a, const char *op, json_t *req, const struct live *live, json_t **out)
 {
 	*out = NULL;
 	struct sbx_call_log log;
@@ -164,7 +169,7 @@ int sbx_adapter_call(struct sbx_adapter *a, const char *op, json_t *req, json_t 
 	}
 	const char *outer = sbx_op_set_current(o->op);
 	int64_t start_ns = sbx_call_metrics_start();
-	int rc = o->fn(a, req, out);
+	int rc = live != NULL ? sbx_op_exec_live(a, req, live->on_output, live->ud, out) : o->fn(a, req, out);
 	if (rc == 0 && *out == NULL) {
 		sbx_error_t err = NULL;
 		sbx_error_set(&err, ENOMEM, "out of memory building the reply");
@@ -177,4 +182,16 @@ int sbx_adapter_call(struct sbx_adapter *a, const char *op, json_t *req, json_t 
 	sbx_call_log_end(&log, rc, *out);
 	sbx_call_metrics_record(o->op, rc, *out, start_ns);
 	return rc;
+}
+
+int sbx_adapter_call(struct sbx_adapter *a, const char *op, json_t *req, json_t **out)
+{
+	return run_op(a, op, req, NULL, out);
+}
+
+int sbx_adapter_exec_live(struct sbx_adapter *a, json_t *req, void (*on_output)(void *ud, int fd, const void *data, size_t len),
+			  void *ud, json_t **out)
+{
+	struct live live = { on_output, ud };
+	return run_op(a, "exec", req, &live, out);
 }

@@ -7,15 +7,8 @@
 #include <string.h>
 
 #include "adapter/reaper_policy.h"
+#include "adapter/sandbox_registry_internal.h"
 #include "common/scodes.h"
-
-struct sbx_registry {
-	pthread_mutex_t lock;
-	pthread_cond_t exec_done; /* broadcast when an exec ends */
-	struct sbx_sandbox **items;
-	size_t n, cap;
-	uint32_t reserved;
-};
 
 static struct timespec now(void)
 {
@@ -50,6 +43,7 @@ void sbx_registry_free(struct sbx_registry *reg)
 	for (size_t i = 0; i < reg->n; i++)
 		unref(reg->items[i]);
 	free(reg->items);
+	registry_creating_free(reg);
 	pthread_cond_destroy(&reg->exec_done);
 	pthread_mutex_destroy(&reg->lock);
 	free(reg);
@@ -112,6 +106,7 @@ int sbx_registry_insert_vm(struct sbx_registry *reg, const char *id, const char 
 		reg->cap = ncap;
 	}
 	reg->items[reg->n++] = sb;
+	registry_take_creating_locked(reg, sb);
 	if (reg->reserved > 0)
 		reg->reserved--;
 	pthread_mutex_unlock(&reg->lock);

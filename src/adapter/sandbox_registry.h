@@ -20,6 +20,8 @@ struct sbx_sandbox {
 	struct timespec last_exec_at; /* CLOCK_MONOTONIC */
 	struct timespec last_net_at;  /* CLOCK_MONOTONIC: payload the guest's network relayed */
 	uint64_t idle_timeout_secs;
+	uint32_t cpus, memory_mb; /* 0 when created without a shape (tests) */
+	bool network;
 	uint32_t exec_in_flight;
 	uint32_t fs_in_flight; /* fs operations (and read pumps) using the VM */
 	bool stopped;
@@ -84,6 +86,19 @@ bool sbx_registry_claim_dead(struct sbx_registry *reg, bool (*alive)(void *vm), 
  * of the last payload a sandbox's network relayed (0 = none; a time in the
  * future counts as now).  A sandbox moving data is not idle. */
 void sbx_registry_note_net_activity(struct sbx_registry *reg, int64_t (*activity)(void *vm));
+
+/* A create in progress (sandbox_registry_view.c): shown to the operator
+ * (sbx_registry_rows) from the start of the create until insert_vm, which
+ * takes its shape, or creating_end; never by the contract's list. */
+int sbx_registry_creating_begin(struct sbx_registry *reg, const char *id, const char *name, const char *image,
+				uint32_t cpus, uint32_t memory_mb, bool network, sbx_error_t *err);
+void sbx_registry_creating_end(struct sbx_registry *reg, const char *id);
+/* The operator's view, creates in progress first: [{sandbox_id, name,
+ * image, state ("creating", "running", "stopping"), age_secs, idle_secs,
+ * cpus, memory_mb, network, exec_in_flight}].  facts(vm, row, ud) adds
+ * what the backend knows of a live VM; it runs under the registry's lock
+ * (the VM cannot go meanwhile), so it must not block. */
+json_t *sbx_registry_rows(struct sbx_registry *reg, void (*facts)(void *vm, json_t *row, void *ud), void *ud);
 
 size_t sbx_registry_count(struct sbx_registry *reg);
 /* {sandboxes: [{sandbox_id, name, image, age_secs, exec_in_progress,

@@ -33,6 +33,8 @@
 #include "cmd/serve_metrics.h"
 #include "common/log.h"
 #include "common/scodes.h"
+#include "control/control_proto.h"
+#include "control/control_server.h"
 #include "engine/engine.h"
 #include "vm/leftovers.h"
 #include "vm/oom_score.h"
@@ -176,6 +178,49 @@ static int register_ops(struct engine *e, struct sbx_adapter *a, sbx_error_t *er
 	return 0;
 }
 
+/* What the control socket's status adds to the adapter's own. */
+struct serve_status {
+	struct engine *e;
+	const char *url;
+	struct sbx_jail_host *jail;
+};
+
+static json_t *serve_status(void *ud)
+{
+	const struct serve_status *st = ud;
+	sbx_error_t err = NULL;
+	bool connected = engine_wait_connected(st->e, 0, &err) == 0;
+	sbx_error_free(&err);
+	return json_pack("{s:{s:s, s:b}, s:{s:b, s:s}}", "engine", "url", st->url, "connected", connected, "jail",
+			 "active", sbx_jail_host_active(st->jail), "describe", sbx_jail_host_describe(st->jail));
+}
+
+/* The operator's control socket, unless control_socket is "".  One that
+ * cannot be bound (another daemon serves that path) only warns: the
+ * sandboxes are served all the same. */
+static int start_control(struct sbx_adapter *a, struct serve_status *st, struct control_server **out,
+			 sbx_error_t *err)
+{
+	*out = NULL;
+	const char *path = a->cfg->control_socket != NULL ? a->cfg->control_socket : CONTROL_SOCKET_DEFAULT;
+	if (path[0] == '\0')
+		return 0;
+	struct control_options o = { .path = path, .status = serve_status, .status_ud = st };
+	if (a->cfg->control_group != NULL) {
+		if (control_group_gid(a->cfg->control_group, &o.gid, err) < 0)
+			return -1;
+		o.has_group = true;
+	}
+	sbx_error_t cerr = NULL;
+	*out = control_server_start(a, &o, &cerr);
+	if (*out == NULL)
+		sbx_warn("no control socket: %s", sbx_error_msg(cerr));
+	else
+		sbx_info("control socket %s (mode %s)", path, o.has_group ? "0660" : "0600");
+	sbx_error_free(&cerr);
+	return 0;
+}
+
 /* An environment variable, NULL when unset or empty. */
 static const char *env_or_null(const char *name)
 {
@@ -244,6 +289,8 @@ int sbx_cmd_serve(int argc, char **argv)
 	void *backend = NULL;
 	struct template_warm *warm = NULL;
 	struct serve_metrics *metrics = NULL;
+	struct control_server *control = NULL;
+	struct serve_status status_src = { .e = e, .url = NULL, .jail = NULL };
 	if (pthread_create(&sig_thread, NULL, wait_signals, &waiter) != 0) {
 		fprintf(stderr, "sandbox-libkrun serve: cannot start the signal thread\n");
 		engine_free(e);
@@ -321,6 +368,13 @@ int sbx_cmd_serve(int argc, char **argv)
 		fprintf(stderr, "sandbox-libkrun serve: %s\n", sbx_error_msg(err));
 		goto out;
 	}
+	status_src.url = opts.url;
+	status_src.jail = jail;
+	if (start_control(a, &status_src, &control, &err) < 0) {
+		fprintf(stderr, "sandbox-libkrun serve: configuration: %s\n", sbx_error_msg(err));
+		status = EXIT_CONFIG;
+		goto out;
+	}
 	sbx_info("serving %s::* (version %s)", SBX_WORKER_NAME, SBX_VERSION);
 	warm = template_warm_start(a->cfg, &vm_backend_ops, backend);
 	engine_wait_stopped(e);
@@ -331,8 +385,10 @@ int sbx_cmd_serve(int argc, char **argv)
 		status = 0;
 out:
 	sbx_error_free(&err);
-	/* A scrape reads the engine, the adapter and the backend: it goes first. */
+	/* A scrape reads the engine, the adapter and the backend, and the
+	 * operator's calls use the adapter and the engine: both go first. */
 	serve_metrics_stop(metrics);
+	control_server_stop(control);
 	engine_stop(e);
 	/* Wake the signal thread if no signal came, then reap it. */
 	atomic_store(&waiter.wake_only, true);

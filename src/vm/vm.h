@@ -126,6 +126,8 @@ int sbx_vm_wait_ready(struct sbx_vm *vm, int64_t deadline, sbx_error_t *err);
 int sbx_vm_ping(struct sbx_vm *vm, int64_t deadline, sbx_error_t *err);
 /* QEMU's pid (under its keeper), or -1 when it did not start. */
 pid_t sbx_vm_pid(struct sbx_vm *vm);
+/* The file the guest console is logged to (gone after sbx_vm_stop). */
+const char *sbx_vm_console_log(struct sbx_vm *vm);
 /* False once QEMU exited or the guest connection broke. */
 bool sbx_vm_alive(struct sbx_vm *vm);
 /* Why a VM that is not alive went, as a sentence for the caller: "the

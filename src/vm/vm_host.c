@@ -183,3 +183,8 @@ pid_t sbx_vm_pid(struct sbx_vm *vm)
 {
 	return vm->keeper.qemu_pid;
 }
+
+const char *sbx_vm_console_log(struct sbx_vm *vm)
+{
+	return vm->console_log != NULL ? vm->console_log : vm->files[F_CONSOLE];
+}

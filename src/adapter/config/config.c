@@ -49,6 +49,8 @@ void sbx_config_free(struct sbx_config *cfg)
 		free(cfg->warm_pool[i].image);
 	free(cfg->warm_pool);
 	free(cfg->krunfw_path);
+	free(cfg->control_socket);
+	free(cfg->control_group);
 	net_config_free(&cfg->net);
 	sbx_metrics_listen_free(&cfg->metrics_listen);
 	free(cfg);
@@ -259,6 +261,10 @@ static int parse_key(struct sbx_config *cfg, const char *k, json_t *v, sbx_error
 		cfg->jail_uid_base = (uint32_t)u;
 	} else if (strcmp(k, "krunfw_path") == 0) {
 		return sbx_config_dup_string(v, k, &cfg->krunfw_path, err);
+	} else if (strcmp(k, "control_socket") == 0) {
+		return sbx_config_dup_string(v, k, &cfg->control_socket, err);
+	} else if (strcmp(k, "control_group") == 0) {
+		return sbx_config_dup_string(v, k, &cfg->control_group, err);
 	} else if (strcmp(k, "network_policy") == 0) {
 		return net_config_parse(v, &cfg->net, err);
 	} else if (strcmp(k, "metrics_listen") == 0) {

@@ -66,6 +66,8 @@ struct sbx_config {
 	enum sbx_jail_mode jail;   /* QEMU's confinement (jail/jail.h) */
 	uint32_t jail_uid_base;    /* first uid of the jails' range */
 	struct sbx_metrics_listen metrics_listen; /* GET /metrics; off by default */
+	char *control_socket;      /* the operator's socket (control/); NULL = the default, "" = none */
+	char *control_group;       /* group that may use it besides root; NULL = none */
 };
 
 /* Parses a configuration value: NULL or null gives the defaults; a flat map

@@ -9,7 +9,7 @@
 #include <string.h>
 
 #include "adapter/fs/fs_errors.h"
-#include "adapter/fs/octal.h"
+#include "adapter/fs/fs_hold.h"
 #include "adapter/handlers.h"
 #include "adapter/request.h"
 #include "adapter/sandbox/sandbox.h"
@@ -18,80 +18,11 @@
 #include "common/cleanup.h"
 #include "common/scodes.h"
 
-/* A path the wire can carry; names longer than PATH_MAX fail as the guest
- * would (ENAMETOOLONG), naming the start of the path. */
-static int check_path(const char *path, sbx_error_t *err)
-{
-	size_t n = strlen(path);
-	if (n == 0)
-		return sbx_error_scode(err, SBX_S_FS_NOT_FOUND, "path not found: (empty path)");
-	if (n > PROTO_MAX_PATH)
-		return sbx_error_scode(err, SBX_S_FS_IO, "path too long (%zu bytes, at most %u): %.64s...", n,
-				       PROTO_MAX_PATH, path);
-	return 0;
-}
-
-/* Parses the mode the guest would check first (S210). */
-static int parse_mode(const char *mode, uint32_t *out, sbx_error_t *err)
-{
-	unsigned m;
-	if (octal_mode_parse(mode, &m, err) < 0)
-		return -1;
-	*out = m;
-	return 0;
-}
-
-/* The preamble: canonical id (S001), held record (S002/S004, bumps the idle
- * clock).  The hold ends at scope end (cleanup_fs_hold) unless it is
- * handed on (fs::read's pump). */
-struct fs_hold {
-	struct sbx_adapter *a;
-	struct sbx_sandbox *sb; /* NULL: not held */
-	char id[SBX_UUID_STRLEN + 1];
-};
-
-/* A sandbox whose VM went during the call leaves at once, as after an
- * exec: later calls get S002 rather than wait for the reaper. */
-static void fs_hold_release(struct fs_hold *h)
-{
-	if (h->sb == NULL)
-		return;
-	/* Asked while the hold keeps the VM from being detached. */
-	bool dead = sandbox_vm_dead(h->a, h->sb);
-	sbx_registry_fs_end(h->a->reg, sbx_steal_ptr(h->sb));
-	if (dead)
-		sandbox_remove_dead(h->a, h->id);
-}
-#define cleanup_fs_hold __attribute__((cleanup(fs_hold_release)))
-
-static struct fs_hold hold(struct sbx_adapter *a, const char *id, sbx_error_t *err)
-{
-	struct fs_hold h = { .a = a };
-	if (req_sandbox_uuid(id, h.id, err) == 0)
-		h.sb = sbx_registry_fs_begin(a->reg, h.id, err);
-	return h;
-}
-
-/* After the request checks: a VM to talk to (S300 without one). */
-static int need_vm(const struct fs_hold *h, sbx_error_t *err)
-{
-	if (h->a->fs.ops == NULL || h->sb->vm == NULL)
-		return sbx_error_scode(err, SBX_S_VM_BOOT, SBX_NO_VM_DETAIL);
-	return 0;
-}
-
-/* Fails an fs operation with the S-code of what went wrong. */
-static int fs_fail(sbx_error_t *err, uint8_t type, json_t **out)
-{
-	fs_error_classify(err, type);
-	return sbx_op_fail(err, out);
-}
-
 /* One request/answer operation on a held sandbox. */
 static int run_call(const struct fs_hold *h, const struct proto_msg *req, json_t **out)
 {
 	sbx_error_t err = NULL;
-	if (need_vm(h, &err) < 0)
+	if (fs_need_vm(h, &err) < 0)
 		return fs_fail(&err, req->type, out);
 	*out = h->a->fs.ops->call(h->a->fs.ctx, h->sb->vm, req, &err);
 	return *out != NULL ? 0 : fs_fail(&err, req->type, out);
@@ -113,10 +44,10 @@ static int path_op(struct sbx_adapter *a, json_t *req, uint8_t type, json_t **ou
 	const char *id, *path;
 	if (decode_id_and(req, "path", &id, &path, &err) < 0)
 		return sbx_op_fail(&err, out);
-	cleanup_fs_hold struct fs_hold h = hold(a, id, &err);
+	cleanup_fs_hold struct fs_hold h = fs_hold_take(a, id, &err);
 	if (h.sb == NULL)
 		return sbx_op_fail(&err, out);
-	if (check_path(path, &err) < 0)
+	if (fs_check_path(path, &err) < 0)
 		return sbx_op_fail(&err, out);
 	struct proto_msg m = { .type = type, .u.fs_path = { (char *)path } };
 	return run_call(&h, &m, out);
@@ -146,12 +77,12 @@ int sbx_op_fs_read(struct sbx_adapter *a, json_t *req, json_t **out)
 	const char *id, *path;
 	if (decode_id_and(req, "path", &id, &path, &err) < 0)
 		return sbx_op_fail(&err, out);
-	cleanup_fs_hold struct fs_hold h = hold(a, id, &err);
+	cleanup_fs_hold struct fs_hold h = fs_hold_take(a, id, &err);
 	if (h.sb == NULL)
 		return sbx_op_fail(&err, out);
-	if (check_path(path, &err) < 0)
+	if (fs_check_path(path, &err) < 0)
 		return sbx_op_fail(&err, out);
-	if (need_vm(&h, &err) < 0)
+	if (fs_need_vm(&h, &err) < 0)
 		return sbx_op_fail(&err, out);
 	struct fs_hold *pumped = malloc(sizeof(*pumped));
 	if (pumped == NULL) {
@@ -177,13 +108,13 @@ int sbx_op_fs_mkdir(struct sbx_adapter *a, json_t *req, json_t **out)
 		return sbx_op_fail(&err, out);
 	if (req_bool(req, "parents", false, &parents, &err) < 0)
 		return sbx_op_fail(&err, out);
-	cleanup_fs_hold struct fs_hold h = hold(a, id, &err);
+	cleanup_fs_hold struct fs_hold h = fs_hold_take(a, id, &err);
 	struct proto_msg m = { .type = PROTO_FS_MKDIR };
 	if (h.sb == NULL)
 		return sbx_op_fail(&err, out);
-	if (parse_mode(mode != NULL ? mode : "0755", &m.u.fs_mkdir.mode, &err) < 0)
+	if (fs_parse_mode(mode != NULL ? mode : "0755", &m.u.fs_mkdir.mode, &err) < 0)
 		return sbx_op_fail(&err, out);
-	if (check_path(path, &err) < 0)
+	if (fs_check_path(path, &err) < 0)
 		return sbx_op_fail(&err, out);
 	m.u.fs_mkdir.path = (char *)path;
 	m.u.fs_mkdir.flags = parents ? PROTO_FS_PARENTS : 0;
@@ -199,10 +130,10 @@ int sbx_op_fs_rm(struct sbx_adapter *a, json_t *req, json_t **out)
 		return sbx_op_fail(&err, out);
 	if (req_bool(req, "recursive", false, &recursive, &err) < 0)
 		return sbx_op_fail(&err, out);
-	cleanup_fs_hold struct fs_hold h = hold(a, id, &err);
+	cleanup_fs_hold struct fs_hold h = fs_hold_take(a, id, &err);
 	if (h.sb == NULL)
 		return sbx_op_fail(&err, out);
-	if (check_path(path, &err) < 0)
+	if (fs_check_path(path, &err) < 0)
 		return sbx_op_fail(&err, out);
 	struct proto_msg m = { .type = PROTO_FS_RM, .u.fs_rm = { (char *)path, recursive ? PROTO_FS_RECURSIVE : 0 } };
 	return run_call(&h, &m, out);
@@ -224,13 +155,13 @@ int sbx_op_fs_chmod(struct sbx_adapter *a, json_t *req, json_t **out)
 		return sbx_op_fail(&err, out);
 	if (req_bool(req, "recursive", false, &recursive, &err) < 0)
 		return sbx_op_fail(&err, out);
-	cleanup_fs_hold struct fs_hold h = hold(a, id, &err);
+	cleanup_fs_hold struct fs_hold h = fs_hold_take(a, id, &err);
 	struct proto_msg m = { .type = PROTO_FS_CHMOD };
 	if (h.sb == NULL)
 		return sbx_op_fail(&err, out);
-	if (parse_mode(mode, &m.u.fs_chmod.mode, &err) < 0)
+	if (fs_parse_mode(mode, &m.u.fs_chmod.mode, &err) < 0)
 		return sbx_op_fail(&err, out);
-	if (check_path(path, &err) < 0)
+	if (fs_check_path(path, &err) < 0)
 		return sbx_op_fail(&err, out);
 	m.u.fs_chmod.path = (char *)path;
 	m.u.fs_chmod.flags = (recursive ? PROTO_FS_RECURSIVE : 0) | (has_uid ? PROTO_FS_SET_UID : 0) |
@@ -251,12 +182,12 @@ int sbx_op_fs_mv(struct sbx_adapter *a, json_t *req, json_t **out)
 		return sbx_op_fail(&err, out);
 	if (req_bool(req, "overwrite", false, &overwrite, &err) < 0)
 		return sbx_op_fail(&err, out);
-	cleanup_fs_hold struct fs_hold h = hold(a, id, &err);
+	cleanup_fs_hold struct fs_hold h = fs_hold_take(a, id, &err);
 	if (h.sb == NULL)
 		return sbx_op_fail(&err, out);
-	if (check_path(src, &err) < 0)
+	if (fs_check_path(src, &err) < 0)
 		return sbx_op_fail(&err, out);
-	if (check_path(dst, &err) < 0)
+	if (fs_check_path(dst, &err) < 0)
 		return sbx_op_fail(&err, out);
 	struct proto_msg m = { .type = PROTO_FS_MV,
 			       .u.fs_mv = { (char *)src, (char *)dst, overwrite ? PROTO_FS_OVERWRITE : 0 } };
@@ -330,10 +261,10 @@ int sbx_op_fs_grep(struct sbx_adapter *a, json_t *req, json_t **out)
 		return sbx_op_fail(&err, out);
 	if (decode_walk(req, &w, &err) < 0)
 		return sbx_op_fail(&err, out);
-	cleanup_fs_hold struct fs_hold h = hold(a, id, &err);
+	cleanup_fs_hold struct fs_hold h = fs_hold_take(a, id, &err);
 	if (h.sb == NULL)
 		return sbx_op_fail(&err, out);
-	if (check_path(path, &err) < 0)
+	if (fs_check_path(path, &err) < 0)
 		return sbx_op_fail(&err, out);
 	struct proto_msg m = { .type = PROTO_FS_GREP,
 			       .u.fs_grep = { (char *)path, (char *)pattern, walk_flags(&w), w.include, w.exclude,
@@ -382,10 +313,10 @@ int sbx_op_fs_sed(struct sbx_adapter *a, json_t *req, json_t **out)
 		return sbx_op_fail(&err, out);
 	if (check_sed_target(id, files, path, &err) < 0)
 		return sbx_op_fail(&err, out);
-	cleanup_fs_hold struct fs_hold h = hold(a, id, &err);
+	cleanup_fs_hold struct fs_hold h = fs_hold_take(a, id, &err);
 	if (h.sb == NULL)
 		return sbx_op_fail(&err, out);
-	if (path != NULL && check_path(path, &err) < 0)
+	if (path != NULL && fs_check_path(path, &err) < 0)
 		return sbx_op_fail(&err, out);
 	cleanup_free char **fv = req_strv_view(files, "sed files", &err);
 	if (fv == NULL)
@@ -464,14 +395,14 @@ int sbx_op_fs_write(struct sbx_adapter *a, json_t *req, json_t **out)
 	} else {
 		w.channel = content;
 	}
-	cleanup_fs_hold struct fs_hold h = hold(a, id, &err);
+	cleanup_fs_hold struct fs_hold h = fs_hold_take(a, id, &err);
 	if (h.sb == NULL)
 		return sbx_op_fail(&err, out);
-	if (parse_mode(mode != NULL ? mode : "0644", &w.mode, &err) < 0)
+	if (fs_parse_mode(mode != NULL ? mode : "0644", &w.mode, &err) < 0)
 		return fs_fail(&err, PROTO_FS_WRITE, out);
-	if (check_path(path, &err) < 0)
+	if (fs_check_path(path, &err) < 0)
 		return fs_fail(&err, PROTO_FS_WRITE, out);
-	if (need_vm(&h, &err) < 0)
+	if (fs_need_vm(&h, &err) < 0)
 		return fs_fail(&err, PROTO_FS_WRITE, out);
 	uint64_t written = 0;
 	if (a->fs.ops->write(a->fs.ctx, h.sb->vm, &w, &written, &err) < 0)

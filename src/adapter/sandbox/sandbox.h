@@ -33,6 +33,8 @@ struct sandbox_exec_args {
 	const char *stdin_b64; /* NULL or "" = immediate EOF */
 	const char *workdir;   /* NULL = the image's WorkingDir, else / */
 	uint64_t timeout_ms;   /* as requested; clamped here */
+	void (*on_output)(void *ud, int fd, const void *data, size_t len); /* optional (backend.h) */
+	void *output_ud;
 };
 
 /* Admits and runs one exec; returns the reply object ({stdout, stderr,

@@ -21,6 +21,8 @@ static int check_request(const struct sandbox_create_args *c, uint32_t cpus, uin
 	return 0;
 }
 
+/* The create shows in the operator's view (sbx_registry_rows) from here
+ * until it becomes a record or fails. */
 static int boot_and_register(struct sbx_adapter *a, const struct sandbox_create_args *c, const char *ref,
 			     uint32_t cpus, uint32_t mem, uint64_t cost, json_t *env, char id[SBX_UUID_STRLEN + 1],
 			     sbx_error_t *err)
@@ -31,18 +33,20 @@ static int boot_and_register(struct sbx_adapter *a, const struct sandbox_create_
 		return sbx_error_scode(err, SBX_S_VM_BOOT, SBX_NO_VM_DETAIL);
 	if (sbx_uuid_v4(id) < 0)
 		return sbx_error_scode(err, SBX_S_VM_BOOT, "cannot generate a sandbox id");
+	if (sbx_registry_creating_begin(a->reg, id, c->name, c->image, cpus, mem, c->network, err) < 0)
+		return -1;
 	char **net_args = NULL;
 	if (c->network && sandbox_network_prepare(a->cfg, c, id, env, &net_args, err) < 0)
-		return -1;
+		goto fail;
 	struct sbx_boot_request br = { c->image, ref, cpus, mem, env, net_args };
 	void *vm = be->ops->boot(be->ctx, &br, err);
 	net_args_free(net_args);
 	if (vm == NULL)
-		return -1;
+		goto fail;
 	uint64_t idle = c->has_idle ? c->idle_timeout_secs : a->cfg->default_idle_timeout_secs;
 	if (sbx_registry_insert_vm(a->reg, id, c->name, c->image, idle, vm, cost, err) < 0) {
 		be->ops->stop(vm);
-		return -1;
+		goto fail;
 	}
 	const char *boot = be->ops->boot_mode != NULL ? be->ops->boot_mode(vm) : NULL;
 	struct sbx_log_field f[] = {
@@ -53,6 +57,9 @@ static int boot_and_register(struct sbx_adapter *a, const struct sandbox_create_
 	};
 	sbx_log_kv(SBX_LOG_INFO, f, "sandbox %s created", id);
 	return 0;
+fail:
+	sbx_registry_creating_end(a->reg, id);
+	return -1;
 }
 
 int sandbox_create(struct sbx_adapter *a, const struct sandbox_create_args *c, char id[SBX_UUID_STRLEN + 1],

@@ -89,6 +89,8 @@ static json_t *run_admitted(struct sbx_adapter *a, struct sbx_sandbox *sb, const
 		.timeout_ms = exec_effective_timeout_ms(x->timeout_ms, a->cfg->max_exec_timeout_ms),
 		.cancelled = cancelled,
 		.cancel_ud = &cc,
+		.on_output = x->on_output,
+		.output_ud = x->output_ud,
 	};
 	struct sbx_exec_result res;
 	exec_output_init(&res.out, EXEC_OUTPUT_CAP);

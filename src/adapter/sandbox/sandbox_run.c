@@ -91,7 +91,7 @@ static json_t *run_steps(struct sbx_adapter *a, const char *id, const struct run
 	json_t *argv = json_pack("[s, s]", "", l.file);
 	json_t *reply = NULL;
 	if (env != NULL && argv != NULL && json_array_set_new(argv, 0, json_string(l.program)) == 0) {
-		struct sandbox_exec_args x = { argv, env, r->stdin_b64, NULL, r->timeout_ms };
+		struct sandbox_exec_args x = { argv, env, r->stdin_b64, NULL, r->timeout_ms, NULL, NULL };
 		reply = sandbox_exec(a, id, &x, err);
 	} else if (env != NULL) {
 		sbx_error_errno(err, ENOMEM, "run");

@@ -72,6 +72,13 @@ static int64_t net_activity_ms(void *vm)
 	return sbx_vm_net_activity_ms(((struct sandbox_vm *)vm)->vm);
 }
 
+static void facts(void *vm, struct sbx_vm_facts *f)
+{
+	struct sbx_vm *v = ((struct sandbox_vm *)vm)->vm;
+	f->pid = sbx_vm_pid(v);
+	f->console_log = sbx_vm_console_log(v);
+}
+
 static uint64_t templates_mib(void *ctx)
 {
 	return (template_memfd_usage() + (1u << 20) - 1) >> 20;
@@ -86,4 +93,5 @@ const struct sbx_backend_ops vm_backend_ops = {
 	.net_activity_ms = net_activity_ms,
 	.templates_mib = templates_mib,
 	.boot_mode = boot_mode,
+	.facts = facts,
 };

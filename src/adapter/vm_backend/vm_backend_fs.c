@@ -68,6 +68,20 @@ static int write_from_channel(struct engine *e, struct sbx_vm_fs *op, json_t *re
 	return rc;
 }
 
+static int write_from_source(struct sbx_vm_fs *op, const struct sbx_fs_write_req *w, uint64_t *written,
+			     sbx_error_t *err)
+{
+	for (;;) {
+		const void *data;
+		ssize_t n = w->source(w->source_ud, &data, err);
+		if (n <= 0)
+			return (int)n;
+		if (sbx_vm_fs_write(op, data, (size_t)n, sbx_now_ms() + FS_CHUNK_TIMEOUT_MS, err) < 0)
+			return -1;
+		*written += (uint64_t)n;
+	}
+}
+
 static int run_write(void *ctx, void *vm, const struct sbx_fs_write_req *w, uint64_t *written, sbx_error_t *err)
 {
 	*written = 0;
@@ -78,6 +92,8 @@ static int run_write(void *ctx, void *vm, const struct sbx_fs_write_req *w, uint
 	if (w->data != NULL) {
 		rc = sbx_vm_fs_write(op, w->data, w->len, sbx_now_ms() + FS_CHUNK_TIMEOUT_MS, err);
 		*written = w->len;
+	} else if (w->source != NULL) {
+		rc = write_from_source(op, w, written, err);
 	} else {
 		rc = write_from_channel(ctx, op, w->channel, written, err);
 	}
@@ -115,8 +131,19 @@ static json_t *read_file(void *ctx, void *vm, const char *path, void (*done)(voi
 	return out;
 }
 
+static int read_to(void *ctx, void *vm, const char *path, sbx_fs_sink_fn sink, void *ud, uint64_t *size,
+		   sbx_error_t *err)
+{
+	(void)ctx;
+	int rc = vm_backend_fs_read_to(vm, path, sink, ud, size, err);
+	if (rc < 0)
+		vm_backend_blame_death(vm, err);
+	return rc;
+}
+
 const struct sbx_fs_ops vm_backend_fs_ops = {
 	.call = call,
 	.write = write,
 	.read = read_file,
+	.read_to = read_to,
 };

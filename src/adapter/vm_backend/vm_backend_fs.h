@@ -12,5 +12,6 @@ extern const struct sbx_fs_ops vm_backend_fs_ops;
 
 /* vm_backend_fs_read.c */
 json_t *vm_backend_fs_read(void *ctx, void *vm, const char *path, void (*done)(void *ud), void *done_ud, sbx_error_t *err);
+int vm_backend_fs_read_to(void *vm, const char *path, sbx_fs_sink_fn sink, void *ud, uint64_t *size, sbx_error_t *err);
 
 #endif

@@ -159,3 +159,25 @@ fail:
 	pump_free(p);
 	return NULL;
 }
+
+int vm_backend_fs_read_to(void *vm, const char *path, sbx_fs_sink_fn sink, void *ud, uint64_t *size, sbx_error_t *err)
+{
+	struct proto_fs_meta meta;
+	struct sbx_vm_fs *op = sbx_vm_fs_read_open(vm_backend_vm(vm), path, &meta, sbx_now_ms() + FS_CHUNK_TIMEOUT_MS, err);
+	if (op == NULL)
+		return -1;
+	*size = meta.size;
+	uint8_t *buf = malloc(CHANNEL_FRAME_MAX);
+	int rc = buf == NULL ? sbx_error_errno(err, ENOMEM, "read buffer") : 0;
+	while (rc == 0) {
+		ssize_t n = sbx_vm_fs_read(op, buf, CHANNEL_FRAME_MAX, sbx_now_ms() + FS_CHUNK_TIMEOUT_MS, err);
+		if (n <= 0) {
+			rc = (int)n;
+			break;
+		}
+		rc = sink(ud, buf, (size_t)n, err);
+	}
+	free(buf);
+	sbx_vm_fs_free(op);
+	return rc;
+}

@@ -72,8 +72,8 @@ static bool fake_alive(void *vm)
 	return !fails(NULL, "alive");
 }
 
-static const struct sbx_backend_ops backend = { fake_boot, fake_exec, fake_write_file, fake_stop, fake_alive,
-						 NULL, NULL, NULL };
+static const struct sbx_backend_ops backend = { .boot = fake_boot, .exec = fake_exec, .write_file = fake_write_file,
+						 .stop = fake_stop, .alive = fake_alive };
 
 static json_t *fs_call(void *ctx, void *vm, const struct proto_msg *req, sbx_error_t *err)
 {
@@ -99,7 +99,7 @@ static json_t *fs_read(void *ctx, void *vm, const char *path, void (*done)(void 
 	return json_object();
 }
 
-static const struct sbx_fs_ops fs_ops = { fs_call, fs_write, fs_read };
+static const struct sbx_fs_ops fs_ops = { fs_call, fs_write, fs_read, NULL };
 
 /* A worker operation is one step; a silent failure leaves no body at all. */
 static int worker_op(json_t **out)

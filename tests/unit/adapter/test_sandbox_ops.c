@@ -136,8 +136,9 @@ static uint64_t fake_templates_mib(void *ctx)
 	return templates_held_mib;
 }
 
-static const struct sbx_backend_ops fake_ops = { fake_boot, fake_exec, fake_write, fake_stop, fake_alive,
-						  fake_net_activity, fake_templates_mib, NULL };
+static const struct sbx_backend_ops fake_ops = { .boot = fake_boot, .exec = fake_exec, .write_file = fake_write,
+						  .stop = fake_stop, .alive = fake_alive, .net_activity_ms = fake_net_activity,
+						  .templates_mib = fake_templates_mib };
 
 static struct sbx_adapter *make(const char *config)
 {

@@ -1,0 +1,26 @@
+/* The registry's insides, shared by sandbox_registry.c (the records) and
+ * sandbox_registry_view.c (creates in progress, the operator's rows),
+ * which the first calls and which calls nothing of it. */
+#ifndef SBX_ADAPTER_SANDBOX_REGISTRY_INTERNAL_H
+#define SBX_ADAPTER_SANDBOX_REGISTRY_INTERNAL_H
+
+#include <pthread.h>
+
+#include "adapter/sandbox_registry.h"
+
+struct sbx_registry {
+	pthread_mutex_t lock;
+	pthread_cond_t exec_done; /* broadcast when an exec ends */
+	struct sbx_sandbox **items;
+	size_t n, cap;
+	uint32_t reserved;
+	struct sbx_sandbox **creating; /* creates in progress: not records */
+	size_t n_creating, cap_creating;
+};
+
+/* Under the lock: gives `sb` the shape of the create in progress of its id
+ * and ends that create. */
+void registry_take_creating_locked(struct sbx_registry *reg, struct sbx_sandbox *sb);
+void registry_creating_free(struct sbx_registry *reg);
+
+#endif

@@ -1,0 +1,59 @@
+/* The client side of the control socket (docs/cli.md), shared by the
+ * operator's commands (cmd_ps.c, cmd_status.c, cmd_exec.c, cmd_cp.c,
+ * cmd_logs.c, cmd_stop.c): their options, the connection, the request and
+ * its answer, and the exit codes. */
+#ifndef SBX_CMD_CONTROL_CLIENT_H
+#define SBX_CMD_CONTROL_CLIENT_H
+
+#include <jansson.h>
+#include <stdbool.h>
+#include <stdio.h>
+
+#include "control/control_proto.h"
+
+#define CLI_EXIT_OK 0
+#define CLI_EXIT_FAILED 1      /* the operation failed (the daemon said why) */
+#define CLI_EXIT_USAGE 2
+#define CLI_EXIT_TIMEOUT 124   /* exec: the command's deadline passed */
+#define CLI_EXIT_DAEMON 125    /* daemon unreachable, or it refused us */
+
+/* What every operator command takes besides its own arguments. */
+struct cli_opts {
+	const char *verb;   /* "ps" */
+	const char *socket; /* --socket, else SANDBOX_CONTROL_SOCKET, else the default */
+	bool json;          /* --json (ps, status) */
+	bool help;
+	bool quiet;         /* the daemon's failures not printed */
+};
+
+/* Takes --socket PATH (or --socket=PATH), --json when `json_ok`, --help/-h
+ * out of argv (argv[0] is the verb), leaving the rest in order in
+ * argv/argc.  Returns 0, or CLI_EXIT_USAGE after printing the mistake. */
+int cli_parse_common(int *argc, char **argv, bool json_ok, struct cli_opts *o);
+/* Prints "sandbox-libkrun VERB: <message>" and "see `sandbox-libkrun VERB
+ * --help`"; returns CLI_EXIT_USAGE. */
+int cli_usage_error(const struct cli_opts *o, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+struct cli_conn {
+	const struct cli_opts *o;
+	int fd;
+	struct control_reader r;
+};
+
+/* Connects and sends `req` (taken).  Returns 0, or CLI_EXIT_DAEMON after
+ * printing why. */
+int cli_open(const struct cli_opts *o, json_t *req, struct cli_conn *c);
+void cli_close(struct cli_conn *c);
+/* Reads the answer: frames go to sink with their stream (1, or exec's 2;
+ * NULL: none expected), the final line gives 0 with *result (new
+ * reference), or prints the error and returns CLI_EXIT_FAILED
+ * (CLI_EXIT_DAEMON when refused or busy). */
+int cli_answer(struct cli_conn *c, int (*sink)(void *ud, int stream, const void *data, size_t len), void *ud,
+	       json_t **result);
+/* One request, its answer without frames. */
+int cli_call(const struct cli_opts *o, json_t *req, json_t **result);
+
+/* "3s", "4m", "2h", "5d". */
+void cli_duration(long long secs, char *buf, size_t len);
+
+#endif
