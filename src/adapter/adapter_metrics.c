@@ -1,6 +1,7 @@
 #include "adapter/adapter_metrics.h"
 
 #include <jansson.h>
+#include <string.h>
 
 #include "adapter/mem_budget.h"
 #include "adapter/sandbox_registry.h"
@@ -9,21 +10,22 @@
 #define MIB 1048576.0
 
 /* Images are catalog names (create admits no other), states the
- * registry's own: bounded label sets. */
+ * registry's own (the operator's "running" is "ready" here, as a create
+ * ends): bounded label sets.  Creates in progress count too. */
 static void collect_sandboxes(struct sbx_adapter *a)
 {
-	json_t *list = sbx_registry_list(a->reg, a->cfg->max_concurrent_exec_per_sandbox);
-	json_t *sandboxes = json_object_get(list, "sandboxes");
+	json_t *rows = sbx_registry_rows(a->reg, NULL, NULL);
 	sbx_metric_zero(&sbx_m_sandboxes);
 	size_t i;
 	json_t *sb;
-	json_array_foreach(sandboxes, i, sb) {
+	json_array_foreach(rows, i, sb) {
 		const char *image = json_string_value(json_object_get(sb, "image"));
-		const char *state = json_is_true(json_object_get(sb, "stopped")) ? "stopping" : "ready";
-		if (image != NULL)
-			sbx_metric_add(&sbx_m_sandboxes, (const char *[]){ image, state }, 1);
+		const char *state = json_string_value(json_object_get(sb, "state"));
+		if (image != NULL && state != NULL)
+			sbx_metric_add(&sbx_m_sandboxes,
+				       (const char *[]){ image, strcmp(state, "running") == 0 ? "ready" : state }, 1);
 	}
-	json_decref(list);
+	json_decref(rows);
 }
 
 static void collect_memory(struct sbx_mem_budget *b)
