@@ -1,5 +1,6 @@
 #include "common/nearest.h"
 
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -55,8 +56,7 @@ char *sbx_unknown_key_text(const char *prefix, const char *key, const char *cons
 	char shown[SBX_NEAREST_MAX_LEN + 1];
 	size_t len = strnlen(key, SBX_NEAREST_MAX_LEN + 1);
 	size_t cut = len > SBX_NEAREST_MAX_LEN ? SBX_NEAREST_MAX_LEN : len;
-	for (size_t i = 0; i < cut; i++)
-		shown[i] = (unsigned char)key[i] < 0x20 || key[i] == 0x7f ? '?' : key[i];
+	memcpy(shown, key, cut);
 	shown[cut] = '\0';
 	const char *near = sbx_nearest(key, known, n);
 	char *text = NULL;
@@ -64,7 +64,12 @@ char *sbx_unknown_key_text(const char *prefix, const char *key, const char *cons
 					 cut < len ? "..." : "", prefix, near)
 			      : asprintf(&text, "config: unknown key `%s%s%s` (ignored)", prefix, shown,
 					 cut < len ? "..." : "");
-	return rc < 0 ? NULL : text;
+	if (rc < 0)
+		return NULL;
+	for (char *c = text; *c != '\0'; c++)
+		if ((unsigned char)*c < 0x20 || *c == 0x7f)
+			*c = '?';
+	return text;
 }
 
 void sbx_warn_unknown_key(const char *prefix, const char *key, const char *const *known, size_t n)
@@ -72,4 +77,21 @@ void sbx_warn_unknown_key(const char *prefix, const char *key, const char *const
 	char *text = sbx_unknown_key_text(prefix, key, known, n);
 	sbx_warn("%s", text != NULL ? text : "config: an unknown key (ignored)");
 	free(text);
+}
+
+void sbx_warn_unknown_fields(const char *key, const char *entry, json_t *item, const char *const *known, size_t n)
+{
+	const char *f;
+	json_t *fv;
+	json_object_foreach(item, f, fv) {
+		bool found = false;
+		for (size_t i = 0; i < n && !found; i++)
+			found = strcmp(f, known[i]) == 0;
+		if (found)
+			continue;
+		char prefix[SBX_NEAREST_MAX_LEN * 2 + 8];
+		int m = snprintf(prefix, sizeof(prefix), "%s.%.*s%s.", key, SBX_NEAREST_MAX_LEN, entry,
+				 strlen(entry) > SBX_NEAREST_MAX_LEN ? "..." : "");
+		sbx_warn_unknown_key(m > 0 && (size_t)m < sizeof(prefix) ? prefix : "", f, known, n);
+	}
 }
