@@ -274,9 +274,19 @@ TEST(catalog_resolve_needs_known_and_allowed)
 		CHECK_STR(err->scode, "S100");
 		sbx_error_free(&err);
 	}
-	CHECK(sbx_catalog_resolve(cfg, "node", &err) == NULL);
-	CHECK_STR(sbx_error_msg(err), "image 'node' not in catalog; valid presets are 'python' and 'node', or add a "
+	CHECK(sbx_catalog_resolve(cfg, "ghost", &err) == NULL);
+	CHECK_STR(sbx_error_msg(err), "image 'ghost' not in catalog; valid presets are 'python' and 'node', or add a "
 				      "custom image via worker config (see S100 docs)");
+	sbx_error_free(&err);
+	CHECK(sbx_catalog_resolve(cfg, "node", &err) == NULL);
+	CHECK_STR(sbx_error_msg(err), "image 'node' not in image_allowlist (add it to the configuration's image_allowlist)");
+	sbx_error_free(&err);
+	sbx_config_free(cfg);
+	cfg = parse("{\"image_alowlist\":[\"python\"]}", &err);
+	CHECK(cfg != NULL);
+	CHECK(sbx_catalog_resolve(cfg, "python", &err) == NULL);
+	CHECK_STR(sbx_error_msg(err), "image 'python' not in image_allowlist: image_allowlist is empty: no image may be "
+				      "created (add it to the configuration's image_allowlist)");
 	sbx_error_free(&err);
 	sbx_config_free(cfg);
 }
