@@ -3,6 +3,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "cmd/cmd_config.h"
 #include "cmd/cmd_image.h"
 #include "cmd/cmd_run.h"
 #include "cmd/cmd_serve.h"
@@ -18,6 +19,7 @@ static const struct command commands[] = {
 	{ "serve", sbx_cmd_serve, "connect to the iii engine and serve sandbox-libkrun::* (the worker)" },
 	{ "run", sbx_cmd_run, "run code in a fresh sandbox: run --image python --code 'print(6*7)'" },
 	{ "image", sbx_cmd_image, "the image cache: image [--config FILE] pull|import|ls|rm ..." },
+	{ "config", sbx_cmd_config, "check a configuration file: config check FILE (warnings, effective config)" },
 	{ "vm", sbx_cmd_vm, "boot a VM directly: vm run [options] --rootfs DIR|IMAGE -- CMD ARGS..." },
 };
 
