@@ -1,6 +1,7 @@
 #include "common/nearest.h"
 
 #include <stdbool.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -28,6 +29,12 @@ static size_t distance(const char *a, size_t la, const char *b, size_t lb)
 		}
 	}
 	return d[la][lb];
+}
+
+size_t sbx_edit_distance(const char *a, const char *b)
+{
+	size_t la = strlen(a), lb = strlen(b);
+	return la > SBX_NEAREST_MAX_LEN || lb > SBX_NEAREST_MAX_LEN ? SIZE_MAX : distance(a, la, b, lb);
 }
 
 const char *sbx_nearest(const char *word, const char *const *known, size_t n)

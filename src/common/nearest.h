@@ -11,6 +11,10 @@
  * rather than a quadratic cost. */
 #define SBX_NEAREST_MAX_LEN 64
 
+/* The edit distance of a and b; SIZE_MAX when either is longer than
+ * SBX_NEAREST_MAX_LEN. */
+size_t sbx_edit_distance(const char *a, const char *b);
+
 /* The entry of known[0..n) nearest to word, or NULL when none is within
  * a third of word's length (at least 1, at most 3 edits). */
 const char *sbx_nearest(const char *word, const char *const *known, size_t n);
