@@ -20,7 +20,7 @@ static const struct command commands[] = {
 	{ "run", sbx_cmd_run, "run code in a fresh sandbox: run --image python --code 'print(6*7)'" },
 	{ "image", sbx_cmd_image, "the image cache: image [--config FILE] pull|import|ls|rm ..." },
 	{ "config", sbx_cmd_config, "check a configuration file: config check FILE (warnings, effective config)" },
-	{ "vm", sbx_cmd_vm, "boot a VM directly: vm run [options] --rootfs DIR|IMAGE -- CMD ARGS..." },
+	{ "vm", sbx_cmd_vm, "boot a VM directly: vm run [options] --rootfs DIR|IMAGE | --image NAME -- CMD ARGS..." },
 };
 
 static void usage(FILE *out)

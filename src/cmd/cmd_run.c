@@ -43,9 +43,10 @@ static void usage(FILE *out)
 		"  --timeout-ms N    deadline of the code (default 300000, capped by max_exec_timeout_ms)\n"
 		"  --network         give the sandbox eth0 (gateway 10.0.2.2 = the host, on the\n"
 		"                    config's network_policy.host_ports only); denials print on stderr\n"
-		"  --config FILE     configuration with the engine config's keys, YAML or JSON (as\n"
-		"                    serve --config; check it with `sandbox-libkrun config check`).  Without it the\n"
-		"                    defaults apply, except image_allowlist, which is [python, node]\n"
+		"  --config FILE     configuration with the engine config's keys, YAML or JSON\n"
+		"                    (as serve --config; `sandbox-libkrun config check FILE` shows\n"
+		"                    what it sets).  Without it the defaults apply, except\n"
+		"                    image_allowlist, which is [python, node]\n"
 		"                    here (the engine's default is [], which denies everything)\n\n"
 		"exit status: the code's, or %d on a timeout, %d when the sandbox failed\n"
 		"(the reason is on stderr), %d on bad usage.\n",
