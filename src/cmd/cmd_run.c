@@ -165,7 +165,8 @@ static int parse_args(int argc, char **argv, struct cli *c)
 			break;
 		case 'h': usage(stdout); exit(0);
 		case ':': return usage_error("%s needs a value", argv[optind - 1]);
-		default: return usage_error("unknown option '%s'", argv[optind - 1]);
+		default: return optopt != 0 ? usage_error("unknown option '-%c'", optopt)
+					    : usage_error("unknown option '%s'", argv[optind - 1]);
 		}
 	}
 	if (optind < argc)

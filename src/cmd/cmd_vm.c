@@ -366,7 +366,9 @@ static int vm_run(int argc, char **argv)
 		case ':':
 			return usage_error("%s needs a value", argv[optind - 1]);
 		default:
-			return usage_error("unknown option '%s'", argv[optind - 1]);
+			/* optopt: a short option (its argument may hold more). */
+			return optopt != 0 ? usage_error("unknown option '-%c'", optopt)
+					   : usage_error("unknown option '%s'", argv[optind - 1]);
 		}
 	}
 	if (opt.image != NULL && image_name != NULL)
