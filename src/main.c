@@ -3,6 +3,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "cmd/cmd_config.h"
 #include "cmd/cmd_cp.h"
 #include "cmd/cmd_exec.h"
 #include "cmd/cmd_image.h"
@@ -24,7 +25,8 @@ static const struct command commands[] = {
 	{ "serve", sbx_cmd_serve, "connect to the iii engine and serve sandbox-libkrun::* (the worker)" },
 	{ "run", sbx_cmd_run, "run code in a fresh sandbox: run --image python --code 'print(6*7)'" },
 	{ "image", sbx_cmd_image, "the image cache: image [--config FILE] pull|import|ls|rm ..." },
-	{ "vm", sbx_cmd_vm, "boot a VM directly: vm run [options] --rootfs DIR|IMAGE -- CMD ARGS..." },
+	{ "config", sbx_cmd_config, "check a configuration file: config check FILE (warnings, effective config)" },
+	{ "vm", sbx_cmd_vm, "boot a VM directly: vm run [options] --rootfs DIR|IMAGE | --image NAME -- CMD ARGS..." },
 	{ "ps", sbx_cmd_ps, "the running daemon's sandboxes (control socket): ps [--json]" },
 	{ "exec", sbx_cmd_exec, "run a command in a sandbox: exec ID -- CMD ARGS..." },
 	{ "cp", sbx_cmd_cp, "copy files in or out of a sandbox: cp SRC ID:/path, cp ID:/path DST" },

@@ -120,7 +120,11 @@ int sbx_envelope_wrap_run(json_t *envelope, const char *step, const char *sandbo
 		return sbx_error_set(err, EINVAL, "run wrapping: envelope lacks code or message");
 	cleanup_free char *message = NULL;
 	cleanup_free char *context = NULL;
-	if (asprintf(&message, "during sandbox::run step `%s` (sandbox_id=%s): %s", step, sandbox_id, inner_msg) < 0)
+	/* Before the sandbox exists (step `create`) there is no id to name. */
+	int rc = sandbox_id[0] != '\0'
+			 ? asprintf(&message, "during sandbox::run step `%s` (sandbox_id=%s): %s", step, sandbox_id, inner_msg)
+			 : asprintf(&message, "during sandbox::run step `%s`: %s", step, inner_msg);
+	if (rc < 0)
 		return sbx_error_errno(err, ENOMEM, "run wrapping");
 	if (asprintf(&context, "during sandbox::run step `%s`", step) < 0)
 		return sbx_error_errno(err, ENOMEM, "run wrapping");

@@ -5,7 +5,6 @@
 
 #include "adapter/config/config_file.h"
 #include "cmd/image_template.h"
-#include "common/cleanup.h"
 #include "image/image_cli.h"
 #include "vm/template_cache.h"
 
@@ -15,24 +14,10 @@ struct image_conf {
 	struct sbx_config *cfg;
 };
 
-/* serve --config takes YAML, the other commands' --config JSON: a file
- * that starts with '{' is JSON, any other YAML (of which JSON is a
- * subset), so the daemon's own file works here too. */
-static struct sbx_config *load_any(const char *path, sbx_error_t *err)
-{
-	cleanup_file FILE *f = fopen(path, "re");
-	int c = ' ';
-	while (f != NULL && (c = fgetc(f)) != EOF && strchr(" \t\r\n", c) != NULL)
-		;
-	if (f == NULL || c == '{')
-		return sbx_config_load_file(path, err);
-	return sbx_config_load_yaml_file(path, err);
-}
-
 static int load(void *ud, const char *path, struct sbx_image_config *out, sbx_error_t *err)
 {
 	struct image_conf *ic = ud;
-	struct sbx_config *cfg = load_any(path, err);
+	struct sbx_config *cfg = sbx_config_load_any(path, err);
 	if (cfg == NULL)
 		return -1;
 	/* Hand the image keys over; the rest stays for the template. */

@@ -5,6 +5,7 @@
 
 #include <errno.h>
 #include <getopt.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -12,6 +13,7 @@
 
 #include "adapter/adapter.h"
 #include "adapter/config/config_file.h"
+#include "adapter/sandbox/lang.h"
 #include "adapter/vm_backend/vm_backend.h"
 #include "common/base64.h"
 #include "common/cleanup.h"
@@ -41,8 +43,10 @@ static void usage(FILE *out)
 		"  --timeout-ms N    deadline of the code (default 300000, capped by max_exec_timeout_ms)\n"
 		"  --network         give the sandbox eth0 (gateway 10.0.2.2 = the host, on the\n"
 		"                    config's network_policy.host_ports only); denials print on stderr\n"
-		"  --config FILE     JSON configuration with the engine config's keys.  Without it the\n"
-		"                    defaults apply, except image_allowlist, which is [python, node]\n"
+		"  --config FILE     configuration with the engine config's keys, YAML or JSON\n"
+		"                    (as serve --config; `sandbox-libkrun config check FILE` shows\n"
+		"                    what it sets).  Without it the defaults apply, except\n"
+		"                    image_allowlist, which is [python, node]\n"
 		"                    here (the engine's default is [], which denies everything)\n\n"
 		"exit status: the code's, or %d on a timeout, %d when the sandbox failed\n"
 		"(the reason is on stderr), %d on bad usage.\n",
@@ -96,10 +100,23 @@ static char *read_path(const char *path, size_t *len, sbx_error_t *err)
 	return s;
 }
 
+/* One line naming the mistake, not the whole help. */
+static int usage_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static int usage_error(const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	fputs("sandbox-libkrun run: ", stderr);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fputs("; see `sandbox-libkrun run --help`\n", stderr);
+	return -1;
+}
+
 static struct sbx_config *cli_config(const char *path, sbx_error_t *err)
 {
 	if (path != NULL)
-		return sbx_config_load_file(path, err);
+		return sbx_config_load_any(path, err);
 	json_t *v = json_pack("{s:[s, s]}", "image_allowlist", "python", "node");
 	struct sbx_config *cfg = v != NULL ? sbx_config_parse(v, err) : NULL;
 	if (v == NULL)
@@ -110,6 +127,8 @@ static struct sbx_config *cli_config(const char *path, sbx_error_t *err)
 
 struct cli {
 	const char *image, *code, *file, *lang, *config;
+	char *file_text; /* --file's content, read before anything boots */
+	size_t file_len;
 	bool use_stdin, network;
 	long long timeout_ms;
 };
@@ -128,7 +147,8 @@ static int parse_args(int argc, char **argv, struct cli *c)
 	int o;
 	char *end;
 	optind = 1;
-	while ((o = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
+	opterr = 0; /* our own one-line messages */
+	while ((o = getopt_long(argc, argv, ":h", opts, NULL)) != -1) {
 		switch (o) {
 		case 'i': c->image = optarg; break;
 		case 'c': c->code = optarg; break;
@@ -140,45 +160,64 @@ static int parse_args(int argc, char **argv, struct cli *c)
 		case 't':
 			errno = 0;
 			c->timeout_ms = strtoll(optarg, &end, 10);
-			if (errno != 0 || *end != '\0' || end == optarg || c->timeout_ms < 0) {
-				fprintf(stderr, "sandbox-libkrun run: --timeout-ms needs a number of milliseconds\n");
-				return -1;
-			}
+			if (errno != 0 || *end != '\0' || end == optarg || c->timeout_ms < 0)
+				return usage_error("--timeout-ms needs a number of milliseconds, got '%s'", optarg);
 			break;
 		case 'h': usage(stdout); exit(0);
-		default: return -1;
+		case ':': return usage_error("%s needs a value", argv[optind - 1]);
+		default: return optopt != 0 ? usage_error("unknown option '-%c'", optopt)
+					    : usage_error("unknown option '%s'", argv[optind - 1]);
 		}
 	}
-	if (optind < argc) {
-		fprintf(stderr, "sandbox-libkrun run: unexpected argument '%s'\n", argv[optind]);
-		return -1;
-	}
-	if (c->image == NULL || (c->code == NULL) == (c->file == NULL)) {
-		fprintf(stderr, "sandbox-libkrun run: --image and one of --code or --file are required\n");
-		return -1;
-	}
+	if (optind < argc)
+		return usage_error("unexpected argument '%s'", argv[optind]);
+	if (c->image == NULL)
+		return usage_error("--image is required");
+	if (c->code != NULL && c->file != NULL)
+		return usage_error("--code and --file both give the code: use one");
+	if (c->code == NULL && c->file == NULL)
+		return usage_error("one of --code or --file is required");
+	if (c->code != NULL && c->code[0] == '\0')
+		return usage_error("--code is empty");
 	if (c->lang == NULL && (strcmp(c->image, "python") == 0 || strcmp(c->image, "node") == 0))
 		c->lang = c->image;
-	if (c->lang == NULL) {
-		fprintf(stderr, "sandbox-libkrun run: --lang is required for image '%s'\n", c->image);
+	if (c->lang == NULL)
+		return usage_error("--lang is required for image '%s'", c->image);
+	sbx_error_t err = NULL;
+	if (run_lang_check(c->lang, &err) < 0) {
+		usage_error("--lang: %s", sbx_error_msg(err));
+		sbx_error_free(&err);
 		return -1;
 	}
-	if (c->use_stdin && c->file != NULL && strcmp(c->file, "-") == 0) {
-		fprintf(stderr, "sandbox-libkrun run: --file - and --stdin both want standard input\n");
+	if (c->use_stdin && c->file != NULL && strcmp(c->file, "-") == 0)
+		return usage_error("--file - and --stdin both want standard input");
+	return 0;
+}
+
+/* --file's content, before any VM boots: a file that cannot be read, or
+ * holds no program, is a usage error. */
+static int read_file_arg(struct cli *c)
+{
+	if (c->file == NULL)
+		return 0;
+	sbx_error_t err = NULL;
+	c->file_text = read_path(c->file, &c->file_len, &err);
+	if (c->file_text == NULL) {
+		usage_error("--file: %s", sbx_error_msg(err));
+		sbx_error_free(&err);
 		return -1;
 	}
+	if (strlen(c->file_text) != c->file_len)
+		return usage_error("--file %s: the code contains a NUL byte", c->file);
+	if (c->file_len == 0)
+		return usage_error("--file %s is empty", c->file);
 	return 0;
 }
 
 /* The request of contract §7.7. */
 static json_t *build_request(const struct cli *c, sbx_error_t *err)
 {
-	size_t len;
-	cleanup_free char *code = c->file != NULL ? read_path(c->file, &len, err) : strdup(c->code);
-	if (code == NULL)
-		return c->file == NULL ? sbx_error_errno(err, ENOMEM, "code"), NULL : NULL;
-	if (c->file != NULL && strlen(code) != len)
-		return sbx_error_set(err, EINVAL, "the code contains a NUL byte"), NULL;
+	const char *code = c->file_text != NULL ? c->file_text : c->code;
 	json_t *req = json_pack("{s:s, s:s, s:s}", "image", c->image, "lang", c->lang, "code", code);
 	if (req == NULL)
 		return sbx_error_set(err, EINVAL, "the code is not valid UTF-8"), NULL;
@@ -232,8 +271,8 @@ static int print_error(json_t *out)
 int sbx_cmd_run(int argc, char **argv)
 {
 	struct cli c = { 0 };
-	if (parse_args(argc, argv, &c) < 0) {
-		usage(stderr);
+	if (parse_args(argc, argv, &c) < 0 || read_file_arg(&c) < 0) {
+		free(c.file_text);
 		return EXIT_USAGE;
 	}
 	/* The terminal is for the code's output: only warnings by default. */
@@ -249,6 +288,7 @@ int sbx_cmd_run(int argc, char **argv)
 	}
 	struct sbx_config *cfg = cli_config(c.config, &err);
 	json_t *req = cfg != NULL ? build_request(&c, &err) : NULL;
+	free(c.file_text);
 	if (req == NULL) {
 		fprintf(stderr, "sandbox-libkrun run: %s\n", sbx_error_msg(err));
 		sbx_error_free(&err);

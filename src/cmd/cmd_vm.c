@@ -7,13 +7,17 @@
 #include <poll.h>
 #include <pthread.h>
 #include <signal.h>
+#include <stdarg.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
+#include "common/cleanup.h"
 #include "common/log.h"
+#include "image/image_lookup.h"
+#include "image/image_store.h"
 #include "proto/proto.h"
 #include "vm/disk.h"
 #include "vm/qemu_cmdline.h"
@@ -32,7 +36,8 @@ static void usage(FILE *out)
 		"                              [--tcg-cache-mb MiB] [--scratch-mb MiB] [--jail auto|required|off]\n"
 		"                              [--data-disk FILE] [--console-log FILE]\n"
 		"                              [--share HOST:GUEST[:ro|:rw]]...\n"
-		"                              --rootfs DIR|IMAGE.erofs [-v] [--boot-log] [--cold] [--parked]\n"
+		"                              (--rootfs DIR|IMAGE.erofs | --image NAME) [-v] [--boot-log]\n"
+		"                              [--cold] [--parked]\n"
 		"                              [--warm-up ARG]...\n"
 		"                              -- CMD [ARGS...]\n\n"
 		"Boots a microVM with the given root filesystem, runs CMD in it with this\n"
@@ -51,6 +56,8 @@ static void usage(FILE *out)
 		"                  the VM with virtio-fs (rw by default; at most 4);\n"
 		"                  implies --cold\n"
 		"  --rootfs PATH   a root filesystem directory or an erofs image\n"
+		"  --image NAME    a cached image (`image ls`): a catalog name, a reference\n"
+		"                  or a digest (sha256:<12 hex> is enough)\n"
 		"  --jail MODE     confine QEMU (README \"Security\"): auto (default: where\n"
 		"                  the host allows it), required or off\n"
 		"  -v, --verbose   show the boot phases and their timings on stderr\n"
@@ -64,6 +71,43 @@ static void usage(FILE *out)
 		"                  warm-up runs after `true` (as a pool's does the image's\n"
 		"                  interpreter); implies --parked\n"
 		"  -h, --help      this text\n");
+}
+
+/* One line naming the mistake, not the whole help; exit status 2. */
+static int usage_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static int usage_error(const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	fputs("sandbox-libkrun vm run: ", stderr);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fputs("; see `sandbox-libkrun vm run --help`\n", stderr);
+	return 2;
+}
+
+/* The erofs file of a cached image (presets' names work, custom_images'
+ * do not: no configuration here). */
+static char *cached_image(const char *name, sbx_error_t *err)
+{
+	struct sbx_image_config cfg;
+	sbx_image_config_init(&cfg);
+	char *root = sbx_image_root(err);
+	struct sbx_index idx = { 0 };
+	if (root == NULL || sbx_index_read(root, &idx, err) < 0) {
+		free(root);
+		return NULL;
+	}
+	const struct sbx_index_entry *e = sbx_image_lookup(&idx, &cfg, name, err);
+	char *path = e != NULL ? sbx_image_path(root, e->digest, err) : NULL;
+	if (path != NULL && access(path, R_OK) < 0) {
+		sbx_error_errno(err, errno, "image '%s': %s", name, path);
+		free(path);
+		path = NULL;
+	}
+	sbx_index_free(&idx);
+	free(root);
+	return path;
 }
 
 static int parse_uint(const char *s, unsigned max, unsigned *out)
@@ -144,7 +188,7 @@ static int run_command(struct sbx_vm *vm, char **cmd, bool verbose, int64_t t0)
 	bool with_stdin = want_stdin();
 	struct sbx_vm_proc *proc = sbx_vm_spawn(vm, cmd, NULL, NULL, with_stdin, &err);
 	if (proc == NULL) {
-		fprintf(stderr, "sandbox-libkrun: %s\n", sbx_error_msg(err));
+		fprintf(stderr, "sandbox-libkrun vm run: %s\n", sbx_error_msg(err));
 		sbx_error_free(&err);
 		return EXIT_CLI_FAILURE;
 	}
@@ -171,7 +215,7 @@ static int run_command(struct sbx_vm *vm, char **cmd, bool verbose, int64_t t0)
 	if (err == NULL && sbx_vm_proc_wait(proc, -1, &status, &err) < 0)
 		status = EXIT_CLI_FAILURE;
 	if (err != NULL) {
-		fprintf(stderr, "sandbox-libkrun: %s\n", sbx_error_msg(err));
+		fprintf(stderr, "sandbox-libkrun vm run: %s\n", sbx_error_msg(err));
 		sbx_error_free(&err);
 	}
 	atomic_store(&pu.done, true);
@@ -191,7 +235,7 @@ static int configure_parked(struct sbx_vm *vm, char **cmd, bool verbose)
 	sbx_error_t err = NULL;
 	int64_t t = sbx_now_ms();
 	if (sbx_vm_configure(vm, no_env, "", t + READY_TIMEOUT_MS, &err) < 0) {
-		fprintf(stderr, "sandbox-libkrun: %s\n", sbx_error_msg(err));
+		fprintf(stderr, "sandbox-libkrun vm run: %s\n", sbx_error_msg(err));
 		sbx_error_free(&err);
 		return EXIT_CLI_FAILURE;
 	}
@@ -212,6 +256,7 @@ static int vm_run(int argc, char **argv)
 		{ "jail", required_argument, NULL, 'j' }, { "data-disk", required_argument, NULL, 'D' },
 		{ "console-log", required_argument, NULL, 'L' }, { "share", required_argument, NULL, 'S' },
 		{ "parked", no_argument, NULL, 'P' }, { "warm-up", required_argument, NULL, 'W' },
+		{ "image", required_argument, NULL, 'I' },
 		{ NULL, 0, NULL, 0 },
 	};
 	struct sbx_vm_options opt = { .cpus = 1, .memory_mib = 512 };
@@ -222,24 +267,26 @@ static int vm_run(int argc, char **argv)
 	bool verbose = false;
 	sbx_error_t err = NULL;
 	int c;
+	const char *image_name = NULL;
 	optind = 1;
-	while ((c = getopt_long(argc, argv, "+vh", longopts, NULL)) != -1) {
+	opterr = 0; /* our own one-line messages */
+	while ((c = getopt_long(argc, argv, "+:vh", longopts, NULL)) != -1) {
 		switch (c) {
 		case 'c':
 			if (parse_uint(optarg, 16, &opt.cpus) < 0) {
-				fprintf(stderr, "sandbox-libkrun: --cpus must be 1..16\n");
+				fprintf(stderr, "sandbox-libkrun vm run: --cpus must be 1..16\n");
 				return 2;
 			}
 			break;
 		case 'm':
 			if (parse_uint(optarg, 65536, &opt.memory_mib) < 0 || opt.memory_mib < 64) {
-				fprintf(stderr, "sandbox-libkrun: --memory must be 64..65536 (MiB)\n");
+				fprintf(stderr, "sandbox-libkrun vm run: --memory must be 64..65536 (MiB)\n");
 				return 2;
 			}
 			break;
 		case 't':
 			if (parse_uint(optarg, SBX_VM_TCG_CACHE_MAX_MIB, &opt.tcg_cache_mib) < 0) {
-				fprintf(stderr, "sandbox-libkrun: --tcg-cache-mb must be 1..%d (MiB)\n",
+				fprintf(stderr, "sandbox-libkrun vm run: --tcg-cache-mb must be 1..%d (MiB)\n",
 					SBX_VM_TCG_CACHE_MAX_MIB);
 				return 2;
 			}
@@ -247,20 +294,23 @@ static int vm_run(int argc, char **argv)
 		case 's':
 			if (parse_uint(optarg, SBX_SCRATCH_MAX_MIB, &opt.scratch_mib) < 0 ||
 			    opt.scratch_mib < SBX_SCRATCH_MIN_MIB) {
-				fprintf(stderr, "sandbox-libkrun: --scratch-mb must be %d..%u (MiB)\n", SBX_SCRATCH_MIN_MIB,
+				fprintf(stderr, "sandbox-libkrun vm run: --scratch-mb must be %d..%u (MiB)\n", SBX_SCRATCH_MIN_MIB,
 					SBX_SCRATCH_MAX_MIB);
 				return 2;
 			}
 			break;
 		case 'a':
 			if (sbx_accel_parse(optarg, &opt.accel, &err) < 0) {
-				fprintf(stderr, "sandbox-libkrun: %s\n", sbx_error_msg(err));
+				fprintf(stderr, "sandbox-libkrun vm run: %s\n", sbx_error_msg(err));
 				sbx_error_free(&err);
 				return 2;
 			}
 			break;
 		case 'r':
 			opt.image = optarg;
+			break;
+		case 'I':
+			image_name = optarg;
 			break;
 		case 'D':
 			opt.data_disk = optarg;
@@ -270,11 +320,11 @@ static int vm_run(int argc, char **argv)
 			break;
 		case 'S':
 			if (opt.n_shares == SBX_VM_MAX_SHARES) {
-				fprintf(stderr, "sandbox-libkrun: at most %d --share\n", SBX_VM_MAX_SHARES);
+				fprintf(stderr, "sandbox-libkrun vm run: at most %d --share\n", SBX_VM_MAX_SHARES);
 				return 2;
 			}
 			if (share_arg_parse(optarg, &shares[opt.n_shares], &err) < 0) {
-				fprintf(stderr, "sandbox-libkrun: %s\n", sbx_error_msg(err));
+				fprintf(stderr, "sandbox-libkrun vm run: %s\n", sbx_error_msg(err));
 				sbx_error_free(&err);
 				return 2;
 			}
@@ -283,7 +333,7 @@ static int vm_run(int argc, char **argv)
 			break;
 		case 'j':
 			if (sbx_jail_mode_parse(optarg, &jail_mode, &err) < 0) {
-				fprintf(stderr, "sandbox-libkrun: --%s\n", sbx_error_msg(err));
+				fprintf(stderr, "sandbox-libkrun vm run: --%s\n", sbx_error_msg(err));
 				sbx_error_free(&err);
 				return 2;
 			}
@@ -302,7 +352,7 @@ static int vm_run(int argc, char **argv)
 			break;
 		case 'W':
 			if (n_warm_up == PROTO_MAX_WARM_UP_ARGS || strlen(optarg) > PROTO_MAX_WARM_UP_ARG) {
-				fprintf(stderr, "sandbox-libkrun: at most %u --warm-up of at most %u bytes\n",
+				fprintf(stderr, "sandbox-libkrun vm run: at most %u --warm-up of at most %u bytes\n",
 					PROTO_MAX_WARM_UP_ARGS, PROTO_MAX_WARM_UP_ARG);
 				return 2;
 			}
@@ -313,22 +363,34 @@ static int vm_run(int argc, char **argv)
 		case 'h':
 			usage(stdout);
 			return 0;
+		case ':':
+			return usage_error("%s needs a value", argv[optind - 1]);
 		default:
-			usage(stderr);
-			return 2;
+			/* optopt: a short option (its argument may hold more). */
+			return optopt != 0 ? usage_error("unknown option '-%c'", optopt)
+					   : usage_error("unknown option '%s'", argv[optind - 1]);
 		}
 	}
-	if (opt.image == NULL || optind >= argc) {
-		fprintf(stderr, "sandbox-libkrun: vm run needs --rootfs and a command after --\n");
-		usage(stderr);
+	if (opt.image != NULL && image_name != NULL)
+		return usage_error("--rootfs and --image both give the root filesystem: use one");
+	if (opt.image == NULL && image_name == NULL)
+		return usage_error("--rootfs or --image is required");
+	if (optind >= argc)
+		return usage_error("a command is required after --");
+	cleanup_free char *image_path = image_name != NULL ? cached_image(image_name, &err) : NULL;
+	if (image_name != NULL && image_path == NULL) {
+		usage_error("--image: %s", sbx_error_msg(err));
+		sbx_error_free(&err);
 		return 2;
 	}
+	if (image_path != NULL)
+		opt.image = image_path;
 	if (!verbose && sbx_log_get_level() < SBX_LOG_ERROR)
 		sbx_log_set_level(SBX_LOG_ERROR);
 	signal(SIGPIPE, SIG_IGN);
 	int64_t t0 = sbx_now_ms();
 	if ((opt.jail = sbx_jail_host_new(jail_mode, SBX_JAIL_UID_BASE_DEFAULT, &err)) == NULL) {
-		fprintf(stderr, "sandbox-libkrun: %s\n", sbx_error_msg(err));
+		fprintf(stderr, "sandbox-libkrun vm run: %s\n", sbx_error_msg(err));
 		sbx_error_free(&err);
 		return 2;
 	}
@@ -336,21 +398,21 @@ static int vm_run(int argc, char **argv)
 	if (opt.data_disk != NULL && access(opt.data_disk, F_OK) < 0 && errno == ENOENT &&
 	    disk_scratch_create(opt.data_disk,
 				(uint64_t)(opt.scratch_mib ? opt.scratch_mib : SBX_SCRATCH_DEFAULT_MIB) << 20, &err) < 0) {
-		fprintf(stderr, "sandbox-libkrun: %s\n", sbx_error_msg(err));
+		fprintf(stderr, "sandbox-libkrun vm run: %s\n", sbx_error_msg(err));
 		sbx_error_free(&err);
 		sbx_jail_host_free(opt.jail);
 		return EXIT_CLI_FAILURE;
 	}
 	struct sbx_vm *vm = sbx_vm_start(&opt, &err);
 	if (vm == NULL) {
-		fprintf(stderr, "sandbox-libkrun: %s\n", sbx_error_msg(err));
+		fprintf(stderr, "sandbox-libkrun vm run: %s\n", sbx_error_msg(err));
 		sbx_error_free(&err);
 		sbx_jail_host_free(opt.jail);
 		return EXIT_CLI_FAILURE;
 	}
 	int status;
 	if (sbx_vm_wait_ready(vm, sbx_now_ms() + READY_TIMEOUT_MS, &err) < 0) {
-		fprintf(stderr, "sandbox-libkrun: %s\n", sbx_error_msg(err));
+		fprintf(stderr, "sandbox-libkrun vm run: %s\n", sbx_error_msg(err));
 		sbx_error_free(&err);
 		status = EXIT_CLI_FAILURE;
 	} else {
@@ -381,7 +443,8 @@ int sbx_cmd_vm(int argc, char **argv)
 		return 0;
 	}
 	if (argc < 2 || strcmp(argv[1], "run") != 0) {
-		usage(stderr);
+		fprintf(stderr, "sandbox-libkrun vm: %s; see `sandbox-libkrun vm --help`\n",
+			argc < 2 ? "a subcommand is required (run)" : "unknown subcommand (run is the one)");
 		return 2;
 	}
 	return vm_run(argc - 1, argv + 1);

@@ -4,6 +4,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/nearest.h"
+
 static const struct sbx_image_preset presets[] = {
 	{ "python", "docker.io/iiidev/python:latest" },
 	{ "node", "docker.io/iiidev/node:latest" },
@@ -66,7 +68,7 @@ static int entry_string(json_t *v, const char *key, const char *entry, char **ou
 	return 0;
 }
 
-static int parse_mirrors(struct sbx_image_config *c, json_t *v, sbx_error_t *err)
+static int parse_mirrors(struct sbx_image_config *c, const char *key, json_t *v, sbx_error_t *err)
 {
 	if (!json_is_object(v))
 		return sbx_config_type_error(err, "registry_mirrors", "a map of strings", v);
@@ -85,7 +87,9 @@ static int parse_mirrors(struct sbx_image_config *c, json_t *v, sbx_error_t *err
 	return 0;
 }
 
-static int parse_creds(struct sbx_image_config *c, json_t *v, sbx_error_t *err)
+static const char *const cred_fields[] = { "username", "password" };
+
+static int parse_creds(struct sbx_image_config *c, const char *key, json_t *v, sbx_error_t *err)
 {
 	if (!json_is_object(v))
 		return sbx_config_type_error(err, "registry_auth", "a map of {username, password}", v);
@@ -101,11 +105,12 @@ static int parse_creds(struct sbx_image_config *c, json_t *v, sbx_error_t *err)
 					     sbx_config_json_kind(item));
 		if ((r->host = strdup(k)) == NULL)
 			return sbx_error_errno(err, ENOMEM, "config");
+		sbx_warn_unknown_fields("registry_auth", k, item, cred_fields, 2);
 		/* Never echo the values: they are credentials. */
-		if (sbx_config_dup_string(json_object_get(item, "username"), "registry_auth.*.username", &r->username,
-					  err) < 0 ||
-		    sbx_config_dup_string(json_object_get(item, "password"), "registry_auth.*.password", &r->password,
-					  err) < 0)
+		if (sbx_config_dup_string(json_object_get(item, cred_fields[0]), "registry_auth.*.username",
+					  &r->username, err) < 0 ||
+		    sbx_config_dup_string(json_object_get(item, cred_fields[1]), "registry_auth.*.password",
+					  &r->password, err) < 0)
 			return sbx_error_prefix(err, "registry '%s'", k);
 	}
 	return 0;
@@ -116,7 +121,7 @@ static int cmp_custom(const void *a, const void *b)
 	return strcmp(((const struct sbx_custom_image *)a)->name, ((const struct sbx_custom_image *)b)->name);
 }
 
-static int parse_custom(struct sbx_image_config *c, json_t *v, sbx_error_t *err)
+static int parse_custom(struct sbx_image_config *c, const char *key, json_t *v, sbx_error_t *err)
 {
 	if (!json_is_object(v))
 		return sbx_config_type_error(err, "custom_images", "a map of strings", v);
@@ -157,49 +162,64 @@ static int parse_count(json_t *v, const char *key, uint64_t max, uint64_t *out, 
 	return 0;
 }
 
-/* 1 when key is one of the image limits (parsed into c), 0 when not. */
-static int parse_limit(struct sbx_image_config *c, const char *key, json_t *v, sbx_error_t *err)
+static int parse_max_entries(struct sbx_image_config *c, const char *key, json_t *v, sbx_error_t *err)
 {
-	const uint64_t max_mb = 1ull << 30; /* 1 PiB */
-	uint64_t n;
-	if (strcmp(key, "image_max_entries") == 0) {
-		if (parse_count(v, key, UINT32_MAX, &n, err) < 0)
-			return -1;
-		c->limits.max_entries = n;
-	} else if (strcmp(key, "image_max_mb") == 0) {
-		if (parse_count(v, key, max_mb, &n, err) < 0)
-			return -1;
-		c->limits.max_bytes = n << 20;
-	} else if (strcmp(key, "image_max_blob_mb") == 0) {
-		if (parse_count(v, key, max_mb, &n, err) < 0)
-			return -1;
-		c->limits.max_blob_bytes = n << 20;
-	} else {
-		return 0;
-	}
-	return 1;
+	return parse_count(v, key, UINT32_MAX, &c->limits.max_entries, err);
+}
+
+/* MiB limits: 1 PiB at most, far below 2^64 bytes. */
+static int parse_mib(json_t *v, const char *key, uint64_t *bytes, sbx_error_t *err)
+{
+	uint64_t n = 0;
+	if (parse_count(v, key, 1ull << 30, &n, err) < 0)
+		return -1;
+	*bytes = n << 20;
+	return 0;
+}
+
+static int parse_max_mb(struct sbx_image_config *c, const char *key, json_t *v, sbx_error_t *err)
+{
+	return parse_mib(v, key, &c->limits.max_bytes, err);
+}
+
+static int parse_max_blob_mb(struct sbx_image_config *c, const char *key, json_t *v, sbx_error_t *err)
+{
+	return parse_mib(v, key, &c->limits.max_blob_bytes, err);
+}
+
+static int parse_auto_install(struct sbx_image_config *c, const char *key, json_t *v, sbx_error_t *err)
+{
+	if (!json_is_boolean(v))
+		return sbx_config_type_error(err, key, "a boolean", v);
+	c->auto_install = json_is_true(v);
+	return 0;
+}
+
+/* The image store's keys: the one list its parser reads. */
+static const struct {
+	const char *name;
+	int (*parse)(struct sbx_image_config *c, const char *key, json_t *v, sbx_error_t *err);
+} image_keys[] = {
+	{ "auto_install", parse_auto_install },
+	{ "registry_mirrors", parse_mirrors },
+	{ "registry_auth", parse_creds },
+	{ "custom_images", parse_custom },
+	{ "image_max_entries", parse_max_entries },
+	{ "image_max_mb", parse_max_mb },
+	{ "image_max_blob_mb", parse_max_blob_mb },
+};
+
+const char *sbx_image_config_key(size_t i)
+{
+	return i < sizeof(image_keys) / sizeof(image_keys[0]) ? image_keys[i].name : NULL;
 }
 
 int sbx_image_config_parse_key(struct sbx_image_config *c, const char *key, json_t *v, sbx_error_t *err)
 {
-	int rc = parse_limit(c, key, v, err);
-	if (rc != 0)
-		return rc;
-	if (strcmp(key, "auto_install") == 0) {
-		if (!json_is_boolean(v))
-			return sbx_config_type_error(err, key, "a boolean", v);
-		c->auto_install = json_is_true(v);
-		return 1;
-	}
-	if (strcmp(key, "registry_mirrors") == 0)
-		rc = parse_mirrors(c, v, err);
-	else if (strcmp(key, "registry_auth") == 0)
-		rc = parse_creds(c, v, err);
-	else if (strcmp(key, "custom_images") == 0)
-		rc = parse_custom(c, v, err);
-	else
-		return 0;
-	return rc < 0 ? -1 : 1;
+	for (size_t i = 0; i < sizeof(image_keys) / sizeof(image_keys[0]); i++)
+		if (strcmp(key, image_keys[i].name) == 0)
+			return image_keys[i].parse(c, key, v, err) < 0 ? -1 : 1;
+	return 0;
 }
 
 void sbx_image_config_free(struct sbx_image_config *c)

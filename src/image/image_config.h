@@ -64,6 +64,8 @@ void sbx_image_config_init(struct sbx_image_config *c);
  * key once per `c` (as in a JSON map).  On -1 `c` may hold part of the
  * value: sbx_image_config_free() releases it. */
 int sbx_image_config_parse_key(struct sbx_image_config *c, const char *key, json_t *v, sbx_error_t *err);
+/* The name of the image store's i-th key, NULL past the last. */
+const char *sbx_image_config_key(size_t i);
 void sbx_image_config_free(struct sbx_image_config *c);
 
 /* The mirror base URL for a registry host, or NULL. */

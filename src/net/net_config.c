@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "common/cleanup.h"
+#include "common/nearest.h"
 #include "common/scodes.h"
 
 #define MAX_DNS_SERVERS 8
@@ -158,6 +159,8 @@ static int parse_dns_servers(json_t *v, struct net_config *c, sbx_error_t *err)
 	return 0;
 }
 
+static const char *const policy_fields[] = { "allow", "deny", "host_ports", "dns_servers" };
+
 int net_config_parse(json_t *v, struct net_config *c, sbx_error_t *err)
 {
 	if (!json_is_object(v))
@@ -166,14 +169,17 @@ int net_config_parse(json_t *v, struct net_config *c, sbx_error_t *err)
 	json_t *item;
 	json_object_foreach(v, k, item) {
 		int rc;
-		if (strcmp(k, "allow") == 0)
+		const char *near;
+		if (strcmp(k, policy_fields[0]) == 0)
 			rc = parse_rules(item, k, &c->policy.allow, err);
-		else if (strcmp(k, "deny") == 0)
+		else if (strcmp(k, policy_fields[1]) == 0)
 			rc = parse_rules(item, k, &c->policy.deny, err);
-		else if (strcmp(k, "host_ports") == 0)
+		else if (strcmp(k, policy_fields[2]) == 0)
 			rc = parse_host_ports(item, &c->policy, err);
-		else if (strcmp(k, "dns_servers") == 0)
+		else if (strcmp(k, policy_fields[3]) == 0)
 			rc = parse_dns_servers(item, c, err);
+		else if ((near = sbx_nearest(k, policy_fields, sizeof(policy_fields) / sizeof(policy_fields[0]))) != NULL)
+			rc = sbx_error_set(err, EINVAL, "unknown key `%s` (did you mean `%s`?)", k, near);
 		else
 			rc = sbx_error_set(err, EINVAL, "unknown key `%s` (allow, deny, host_ports, dns_servers)", k);
 		if (rc < 0)

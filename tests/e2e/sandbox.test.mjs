@@ -312,9 +312,10 @@ describe('sandboxes booted from the loopback registry', { skip: skip ?? false },
 	});
 
 	test('run with an image not allow-listed: S100 wrapped at step `create`, fix.sandbox_id "" (§2.4, §10.22)', async () => {
+		const why = { denied: 'not in image_allowlist (add it', ruby: 'not in catalog' };
 		for (const image of ['denied', 'ruby']) {
 			const env = assertScode(await s.vmError('run', { image, lang: 'python', code: 'print(1)' }), 'S100');
-			assert.ok(env.message.startsWith(`during sandbox::run step \`create\` (sandbox_id=): image '${image}' not in catalog`),
+			assert.ok(env.message.startsWith(`during sandbox::run step \`create\`: image '${image}' ${why[image]}`),
 				env.message);
 			assert.deepEqual(env.fix, { context: 'during sandbox::run step `create`', sandbox_id: '', inner_code: 'S100' });
 			assert.equal(env.fix_note, null);

@@ -113,9 +113,11 @@ describe('a daemon with a config entry and a worker token', () => {
 	});
 
 	test('create: unknown or not allow-listed image is S100 with the full envelope (§3.1, §10.3)', async () => {
-		for (const image of ['ruby', 'node', 'b', 'docker.io/iiidev/python:latest']) {
+		const why = { ruby: 'not in catalog', node: 'not in image_allowlist', b: 'not in image_allowlist',
+			'docker.io/iiidev/python:latest': 'not in catalog' };
+		for (const image of Object.keys(why)) {
 			const env = assertScode(await s.callError('create', { image }), 'S100');
-			assert.ok(env.message.startsWith(`image '${image}' not in catalog`), env.message);
+			assert.ok(env.message.startsWith(`image '${image}' ${why[image]}`), env.message);
 		}
 	});
 

@@ -1,10 +1,12 @@
 #include "adapter/config/config.h"
 
 #include <errno.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "common/log.h"
+#include "common/nearest.h"
 #include "vm/disk.h"
 #include "vm/qemu_cmdline.h"
 
@@ -74,7 +76,7 @@ static int get_u32(json_t *v, const char *key, uint32_t *out, sbx_error_t *err)
 	return 0;
 }
 
-static int parse_allowlist(struct sbx_config *cfg, json_t *v, sbx_error_t *err)
+static int parse_allowlist(struct sbx_config *cfg, const char *key, json_t *v, sbx_error_t *err)
 {
 	if (!json_is_array(v))
 		return sbx_config_type_error(err, "image_allowlist", "a list of strings", v);
@@ -91,7 +93,9 @@ static int parse_allowlist(struct sbx_config *cfg, json_t *v, sbx_error_t *err)
 	return 0;
 }
 
-static int parse_caps(struct sbx_config *cfg, json_t *v, sbx_error_t *err)
+static const char *const caps_fields[] = { "max_cpus", "max_memory_mb" };
+
+static int parse_caps(struct sbx_config *cfg, const char *key, json_t *v, sbx_error_t *err)
 {
 	if (!json_is_object(v))
 		return sbx_config_type_error(err, "per_image_caps", "a map of {max_cpus, max_memory_mb}", v);
@@ -107,8 +111,9 @@ static int parse_caps(struct sbx_config *cfg, json_t *v, sbx_error_t *err)
 		/* [P] quirk kept on purpose: a field left out defaults to 0, so an
 		 * entry with only max_cpus rejects every create on memory. */
 		struct sbx_image_caps *c = &cfg->per_image_caps[cfg->n_per_image_caps];
-		json_t *cpus = json_object_get(item, "max_cpus");
-		json_t *mem = json_object_get(item, "max_memory_mb");
+		json_t *cpus = json_object_get(item, caps_fields[0]);
+		json_t *mem = json_object_get(item, caps_fields[1]);
+		sbx_warn_unknown_fields("per_image_caps", k, item, caps_fields, 2);
 		if ((cpus != NULL && get_u32(cpus, "per_image_caps.*.max_cpus", &c->max_cpus, err) < 0) ||
 		    (mem != NULL && get_u32(mem, "per_image_caps.*.max_memory_mb", &c->max_memory_mb, err) < 0))
 			return sbx_error_prefix(err, "image '%s'", k);
@@ -120,7 +125,7 @@ static int parse_caps(struct sbx_config *cfg, json_t *v, sbx_error_t *err)
 	return 0;
 }
 
-static int parse_warm_pool(struct sbx_config *cfg, json_t *v, sbx_error_t *err)
+static int parse_warm_pool(struct sbx_config *cfg, const char *key, json_t *v, sbx_error_t *err)
 {
 	if (!json_is_object(v))
 		return sbx_config_type_error(err, "warm_pool", "a map of image name to count", v);
@@ -158,7 +163,7 @@ static int parse_enum(json_t *v, const char *key, const char *const *names, size
 			     json_string_value(v));
 }
 
-static int parse_accel(struct sbx_config *cfg, json_t *v, sbx_error_t *err)
+static int parse_accel(struct sbx_config *cfg, const char *key, json_t *v, sbx_error_t *err)
 {
 	static const char *const names[] = { [SBX_ACCEL_AUTO] = "auto", [SBX_ACCEL_KVM] = "kvm", [SBX_ACCEL_TCG] = "tcg" };
 	int i;
@@ -168,7 +173,7 @@ static int parse_accel(struct sbx_config *cfg, json_t *v, sbx_error_t *err)
 	return 0;
 }
 
-static int parse_jail(struct sbx_config *cfg, json_t *v, sbx_error_t *err)
+static int parse_jail(struct sbx_config *cfg, const char *key, json_t *v, sbx_error_t *err)
 {
 	static const char *const names[] = { [SBX_JAIL_AUTO] = "auto", [SBX_JAIL_REQUIRED] = "required",
 					     [SBX_JAIL_OFF] = "off" };
@@ -179,98 +184,200 @@ static int parse_jail(struct sbx_config *cfg, json_t *v, sbx_error_t *err)
 	return 0;
 }
 
+static int parse_exec_per_sandbox(struct sbx_config *cfg, const char *k, json_t *v, sbx_error_t *err)
+{
+	uint64_t u = 0;
+	if (get_uint(v, k, UINT32_MAX, &u, err) < 0)
+		return -1;
+	if (u == 0)
+		sbx_warn("config: max_concurrent_exec_per_sandbox is 0, which means 1 (execs run one at a "
+			 "time), not unlimited");
+	cfg->max_concurrent_exec_per_sandbox = u == 0 ? 1 : (uint32_t)u;
+	return 0;
+}
+
+/* A disk size in MiB within the scratch disk's bounds. */
+static int parse_disk_mib(json_t *v, const char *k, uint32_t *out, sbx_error_t *err)
+{
+	uint64_t u = 0;
+	if (get_uint(v, k, UINT32_MAX, &u, err) < 0)
+		return -1;
+	if (u < SBX_SCRATCH_MIN_MIB || u > SBX_SCRATCH_MAX_MIB)
+		return sbx_error_set(err, EINVAL, "config key `%s`: must be %d..%u (MiB), got %llu", k,
+				     SBX_SCRATCH_MIN_MIB, SBX_SCRATCH_MAX_MIB, (unsigned long long)u);
+	*out = (uint32_t)u;
+	return 0;
+}
+
+static int parse_scratch_disk(struct sbx_config *cfg, const char *k, json_t *v, sbx_error_t *err)
+{
+	return parse_disk_mib(v, k, &cfg->scratch_disk_mb, err);
+}
+
+static int parse_worker_disk(struct sbx_config *cfg, const char *k, json_t *v, sbx_error_t *err)
+{
+	return parse_disk_mib(v, k, &cfg->worker_disk_mb, err);
+}
+
+static int parse_tcg_cache(struct sbx_config *cfg, const char *k, json_t *v, sbx_error_t *err)
+{
+	uint64_t u = 0;
+	if (get_uint(v, k, UINT32_MAX, &u, err) < 0)
+		return -1;
+	if (u == 0 || u > SBX_VM_TCG_CACHE_MAX_MIB)
+		return sbx_error_set(err, EINVAL, "config key `tcg_cache_mb`: must be 1..%d (MiB), got %llu",
+				     SBX_VM_TCG_CACHE_MAX_MIB, (unsigned long long)u);
+	cfg->tcg_cache_mb = (uint32_t)u;
+	return 0;
+}
+
+static int parse_standby(struct sbx_config *cfg, const char *k, json_t *v, sbx_error_t *err)
+{
+	if (!json_is_boolean(v))
+		return sbx_config_type_error(err, k, "a boolean", v);
+	cfg->standby = json_is_true(v);
+	return 0;
+}
+
+static int parse_template_cache(struct sbx_config *cfg, const char *k, json_t *v, sbx_error_t *err)
+{
+	uint64_t u = 0;
+	if (get_uint(v, k, UINT32_MAX, &u, err) < 0)
+		return -1;
+	if (u == 0)
+		return sbx_error_set(err, EINVAL, "config key `template_cache_mb`: must be at least 1 (MiB)");
+	cfg->template_cache_mb = (uint32_t)u;
+	return 0;
+}
+
+static int parse_memory_budget(struct sbx_config *cfg, const char *k, json_t *v, sbx_error_t *err)
+{
+	if (get_uint(v, k, UINT64_MAX / 2, &cfg->memory_budget_mb, err) < 0)
+		return -1;
+	if (cfg->memory_budget_mb == 0)
+		return sbx_error_set(err, EINVAL, "config key `memory_budget_mb`: must be at least 1 (MiB); "
+						  "leave it out for MemTotal less the host's reserve");
+	return 0;
+}
+
+static int parse_jail_uid_base(struct sbx_config *cfg, const char *k, json_t *v, sbx_error_t *err)
+{
+	uint64_t u = 0;
+	if (get_uint(v, k, UINT32_MAX - 1 - SBX_JAIL_UID_COUNT, &u, err) < 0)
+		return -1;
+	if (u == 0)
+		return sbx_error_set(err, EINVAL, "config key `jail_uid_base`: must be at least 1 (uid 0 is root)");
+	cfg->jail_uid_base = (uint32_t)u;
+	return 0;
+}
+
+static int parse_krunfw(struct sbx_config *cfg, const char *k, json_t *v, sbx_error_t *err)
+{
+	return sbx_config_dup_string(v, k, &cfg->krunfw_path, err);
+}
+
+static int parse_network_policy(struct sbx_config *cfg, const char *k, json_t *v, sbx_error_t *err)
+{
+	return net_config_parse(v, &cfg->net, err);
+}
+
+static int parse_control_socket(struct sbx_config *cfg, const char *k, json_t *v, sbx_error_t *err)
+{
+	return sbx_config_dup_string(v, k, &cfg->control_socket, err);
+}
+
+static int parse_control_group(struct sbx_config *cfg, const char *k, json_t *v, sbx_error_t *err)
+{
+	return sbx_config_dup_string(v, k, &cfg->control_group, err);
+}
+
+static int parse_metrics_listen(struct sbx_config *cfg, const char *k, json_t *v, sbx_error_t *err)
+{
+	return sbx_config_parse_metrics_listen(v, &cfg->metrics_listen, err);
+}
+
+enum key_kind { KEY_U32, KEY_U64, KEY_FN };
+
+/* The adapter's own keys (the image store's are in image_config.c): the
+ * one list the parser reads and the unknown-key warning compares with. */
+static const struct config_key {
+	const char *name;
+	enum key_kind kind;
+	size_t offset; /* KEY_U32, KEY_U64: the field of struct sbx_config */
+	int (*parse)(struct sbx_config *cfg, const char *k, json_t *v, sbx_error_t *err);
+} config_keys[] = {
+#define U32(f) { #f, KEY_U32, offsetof(struct sbx_config, f), NULL }
+#define U64(f) { #f, KEY_U64, offsetof(struct sbx_config, f), NULL }
+#define FN(n, fn) { n, KEY_FN, 0, fn }
+	FN("image_allowlist", parse_allowlist),
+	U64(default_idle_timeout_secs),
+	U32(max_concurrent_sandboxes),
+	FN("max_concurrent_exec_per_sandbox", parse_exec_per_sandbox),
+	U64(max_exec_timeout_ms),
+	U32(default_cpus),
+	U32(default_memory_mb),
+	FN("per_image_caps", parse_caps),
+	FN("accel", parse_accel),
+	U32(max_guest_pids),
+	FN("scratch_disk_mb", parse_scratch_disk),
+	FN("worker_disk_mb", parse_worker_disk),
+	FN("tcg_cache_mb", parse_tcg_cache),
+	FN("warm_pool", parse_warm_pool),
+	U32(warm_pool_max),
+	FN("standby", parse_standby),
+	FN("template_cache_mb", parse_template_cache),
+	FN("memory_budget_mb", parse_memory_budget),
+	FN("jail", parse_jail),
+	FN("jail_uid_base", parse_jail_uid_base),
+	FN("krunfw_path", parse_krunfw),
+	FN("network_policy", parse_network_policy),
+	FN("control_socket", parse_control_socket),
+	FN("control_group", parse_control_group),
+	FN("metrics_listen", parse_metrics_listen),
+#undef U32
+#undef U64
+#undef FN
+};
+#define N_CONFIG_KEYS (sizeof(config_keys) / sizeof(config_keys[0]))
+
+size_t sbx_config_key_names(const char **out, size_t cap)
+{
+	size_t n = 0;
+	for (const char *k; (k = sbx_image_config_key(n)) != NULL; n++)
+		if (n < cap)
+			out[n] = k;
+	for (size_t i = 0; i < N_CONFIG_KEYS; i++, n++)
+		if (n < cap)
+			out[n] = config_keys[i].name;
+	return n;
+}
+
+static void warn_unknown(const char *k)
+{
+	const char *names[SBX_CONFIG_MAX_KEYS];
+	size_t n = sbx_config_key_names(names, SBX_CONFIG_MAX_KEYS);
+	sbx_warn_unknown_key("", k, names, n < SBX_CONFIG_MAX_KEYS ? n : SBX_CONFIG_MAX_KEYS);
+}
+
 static int parse_key(struct sbx_config *cfg, const char *k, json_t *v, sbx_error_t *err)
 {
-	uint64_t u;
 	int rc = sbx_image_config_parse_key(&cfg->images, k, v, err);
 	if (rc != 0)
 		return rc < 0 ? -1 : 0;
-	if (strcmp(k, "image_allowlist") == 0) {
-		return parse_allowlist(cfg, v, err);
-	} else if (strcmp(k, "default_idle_timeout_secs") == 0) {
-		return get_uint(v, k, UINT64_MAX, &cfg->default_idle_timeout_secs, err);
-	} else if (strcmp(k, "max_concurrent_sandboxes") == 0) {
-		return get_u32(v, k, &cfg->max_concurrent_sandboxes, err);
-	} else if (strcmp(k, "max_concurrent_exec_per_sandbox") == 0) {
-		if (get_uint(v, k, UINT32_MAX, &u, err) < 0)
-			return -1;
-		if (u == 0)
-			sbx_warn("config: max_concurrent_exec_per_sandbox is 0, which means 1 (execs run one at a "
-				 "time), not unlimited");
-		cfg->max_concurrent_exec_per_sandbox = u == 0 ? 1 : (uint32_t)u;
-	} else if (strcmp(k, "max_exec_timeout_ms") == 0) {
-		return get_uint(v, k, UINT64_MAX, &cfg->max_exec_timeout_ms, err);
-	} else if (strcmp(k, "default_cpus") == 0) {
-		return get_u32(v, k, &cfg->default_cpus, err);
-	} else if (strcmp(k, "default_memory_mb") == 0) {
-		return get_u32(v, k, &cfg->default_memory_mb, err);
-	} else if (strcmp(k, "per_image_caps") == 0) {
-		return parse_caps(cfg, v, err);
-	} else if (strcmp(k, "accel") == 0) {
-		return parse_accel(cfg, v, err);
-	} else if (strcmp(k, "max_guest_pids") == 0) {
-		return get_u32(v, k, &cfg->max_guest_pids, err);
-	} else if (strcmp(k, "scratch_disk_mb") == 0) {
-		if (get_uint(v, k, UINT32_MAX, &u, err) < 0)
-			return -1;
-		if (u < SBX_SCRATCH_MIN_MIB || u > SBX_SCRATCH_MAX_MIB)
-			return sbx_error_set(err, EINVAL, "config key `scratch_disk_mb`: must be %d..%u (MiB), got %llu",
-					     SBX_SCRATCH_MIN_MIB, SBX_SCRATCH_MAX_MIB, (unsigned long long)u);
-		cfg->scratch_disk_mb = (uint32_t)u;
-	} else if (strcmp(k, "worker_disk_mb") == 0) {
-		if (get_uint(v, k, UINT32_MAX, &u, err) < 0)
-			return -1;
-		if (u < SBX_SCRATCH_MIN_MIB || u > SBX_SCRATCH_MAX_MIB)
-			return sbx_error_set(err, EINVAL, "config key `worker_disk_mb`: must be %d..%u (MiB), got %llu",
-					     SBX_SCRATCH_MIN_MIB, SBX_SCRATCH_MAX_MIB, (unsigned long long)u);
-		cfg->worker_disk_mb = (uint32_t)u;
-	} else if (strcmp(k, "tcg_cache_mb") == 0) {
-		if (get_uint(v, k, UINT32_MAX, &u, err) < 0)
-			return -1;
-		if (u == 0 || u > SBX_VM_TCG_CACHE_MAX_MIB)
-			return sbx_error_set(err, EINVAL, "config key `tcg_cache_mb`: must be 1..%d (MiB), got %llu",
-					     SBX_VM_TCG_CACHE_MAX_MIB, (unsigned long long)u);
-		cfg->tcg_cache_mb = (uint32_t)u;
-	} else if (strcmp(k, "warm_pool") == 0) {
-		return parse_warm_pool(cfg, v, err);
-	} else if (strcmp(k, "warm_pool_max") == 0) {
-		return get_u32(v, k, &cfg->warm_pool_max, err);
-	} else if (strcmp(k, "standby") == 0) {
-		if (!json_is_boolean(v))
-			return sbx_config_type_error(err, k, "a boolean", v);
-		cfg->standby = json_is_true(v);
-	} else if (strcmp(k, "template_cache_mb") == 0) {
-		if (get_uint(v, k, UINT32_MAX, &u, err) < 0)
-			return -1;
-		if (u == 0)
-			return sbx_error_set(err, EINVAL, "config key `template_cache_mb`: must be at least 1 (MiB)");
-		cfg->template_cache_mb = (uint32_t)u;
-	} else if (strcmp(k, "memory_budget_mb") == 0) {
-		if (get_uint(v, k, UINT64_MAX / 2, &cfg->memory_budget_mb, err) < 0)
-			return -1;
-		if (cfg->memory_budget_mb == 0)
-			return sbx_error_set(err, EINVAL, "config key `memory_budget_mb`: must be at least 1 (MiB); "
-							  "leave it out for MemTotal less the host's reserve");
-	} else if (strcmp(k, "jail") == 0) {
-		return parse_jail(cfg, v, err);
-	} else if (strcmp(k, "jail_uid_base") == 0) {
-		if (get_uint(v, k, UINT32_MAX - 1 - SBX_JAIL_UID_COUNT, &u, err) < 0)
-			return -1;
-		if (u == 0)
-			return sbx_error_set(err, EINVAL, "config key `jail_uid_base`: must be at least 1 (uid 0 is root)");
-		cfg->jail_uid_base = (uint32_t)u;
-	} else if (strcmp(k, "krunfw_path") == 0) {
-		return sbx_config_dup_string(v, k, &cfg->krunfw_path, err);
-	} else if (strcmp(k, "control_socket") == 0) {
-		return sbx_config_dup_string(v, k, &cfg->control_socket, err);
-	} else if (strcmp(k, "control_group") == 0) {
-		return sbx_config_dup_string(v, k, &cfg->control_group, err);
-	} else if (strcmp(k, "network_policy") == 0) {
-		return net_config_parse(v, &cfg->net, err);
-	} else if (strcmp(k, "metrics_listen") == 0) {
-		return sbx_config_parse_metrics_listen(v, &cfg->metrics_listen, err);
+	for (size_t i = 0; i < N_CONFIG_KEYS; i++) {
+		const struct config_key *ck = &config_keys[i];
+		if (strcmp(k, ck->name) != 0)
+			continue;
+		char *field = (char *)cfg + ck->offset;
+		switch (ck->kind) {
+		case KEY_U32: return get_u32(v, k, (uint32_t *)(void *)field, err);
+		case KEY_U64: return get_uint(v, k, UINT64_MAX, (uint64_t *)(void *)field, err);
+		case KEY_FN: return ck->parse(cfg, k, v, err);
+		}
 	}
-	/* Unknown keys are ignored (contract §4.3). */
+	/* Unknown keys are ignored (contract §4.3), but named: a typo would
+	 * otherwise leave its default in place unseen. */
+	warn_unknown(k);
 	return 0;
 }
 

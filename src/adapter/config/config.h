@@ -77,6 +77,13 @@ struct sbx_config *sbx_config_parse(json_t *value, sbx_error_t *err);
 struct sbx_config *sbx_config_defaults(sbx_error_t *err);
 void sbx_config_free(struct sbx_config *cfg);
 
+/* Every top-level key the parser reads (the image store's, then the
+ * adapter's), from the parser's own tables: the first min(n, cap) go to
+ * out; returns n.  Unknown keys are ignored with a warning naming the
+ * nearest of these. */
+#define SBX_CONFIG_MAX_KEYS 64
+size_t sbx_config_key_names(const char **out, size_t cap);
+
 bool sbx_config_allows(const struct sbx_config *cfg, const char *image);
 /* The translation cache a VM of this configuration may have: 0 where
  * `accel` is kvm, since only TCG has one. */

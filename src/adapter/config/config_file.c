@@ -3,6 +3,7 @@
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "common/cleanup.h"
 #include "common/yaml_json.h"
@@ -63,4 +64,15 @@ struct sbx_config *sbx_config_load_yaml_file(const char *path, sbx_error_t *err)
 	if (cfg == NULL)
 		sbx_error_prefix(err, "%s", path);
 	return cfg;
+}
+
+struct sbx_config *sbx_config_load_any(const char *path, sbx_error_t *err)
+{
+	cleanup_file FILE *f = fopen(path, "re");
+	int c = ' ';
+	while (f != NULL && (c = fgetc(f)) != EOF && strchr(" \t\r\n", c) != NULL)
+		;
+	if (f == NULL || c == '{')
+		return sbx_config_load_file(path, err);
+	return sbx_config_load_yaml_file(path, err);
 }

@@ -1,8 +1,7 @@
-/* The loaders of configuration files: `run --config FILE` and
- * `image --config FILE` read the engine configuration's keys from a JSON
- * file, `serve --config FILE` (the engine's spawn form) from a YAML one,
- * all with the same fail-closed parser as configuration::get
- * (adapter/config.h). */
+/* The loaders of configuration files: `serve --config FILE` (the engine's
+ * spawn form) reads the engine configuration's keys from a YAML file; `run`,
+ * `image` and `config check` take YAML or JSON; all with the same
+ * fail-closed parser as configuration::get (adapter/config.h). */
 #ifndef SBX_ADAPTER_CONFIG_FILE_H
 #define SBX_ADAPTER_CONFIG_FILE_H
 
@@ -17,5 +16,9 @@ struct sbx_config *sbx_config_load_file(const char *path, sbx_error_t *err);
 /* The same for a YAML file (common/yaml_json.h: no aliases, no duplicate
  * keys); an empty file is the defaults. */
 struct sbx_config *sbx_config_load_yaml_file(const char *path, sbx_error_t *err);
+/* Either: a file whose first non-blank byte is '{' is read as JSON, any
+ * other as YAML (of which JSON is a subset), so serve's file works for
+ * every command. */
+struct sbx_config *sbx_config_load_any(const char *path, sbx_error_t *err);
 
 #endif

@@ -34,12 +34,20 @@ fail:
 const char *sbx_catalog_resolve(const struct sbx_config *cfg, const char *image, sbx_error_t *err)
 {
 	const char *ref = sbx_image_catalog_ref(&cfg->images, image);
-	if (ref == NULL || !sbx_config_allows(cfg, image)) {
-		sbx_error_scode(err, SBX_S_IMAGE_UNKNOWN,
-				"image '%s' not in catalog; valid presets are 'python' and 'node', or add a custom image "
-				"via worker config (see S100 docs)",
-				image);
-		return NULL;
-	}
+	if (ref == NULL)
+		return sbx_error_scode(err, SBX_S_IMAGE_UNKNOWN,
+				       "image '%s' not in catalog; valid presets are 'python' and 'node', or add a custom "
+				       "image via worker config (see S100 docs)",
+				       image), NULL;
+	/* In the catalog but not allowed: say so, and which case it is. */
+	if (cfg->n_image_allowlist == 0)
+		return sbx_error_scode(err, SBX_S_IMAGE_UNKNOWN,
+				       "image '%s' not in image_allowlist: image_allowlist is empty: no image may be "
+				       "created (add it to the configuration's image_allowlist)",
+				       image), NULL;
+	if (!sbx_config_allows(cfg, image))
+		return sbx_error_scode(err, SBX_S_IMAGE_UNKNOWN,
+				       "image '%s' not in image_allowlist (add it to the configuration's image_allowlist)",
+				       image), NULL;
 	return ref;
 }

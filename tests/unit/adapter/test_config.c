@@ -1,6 +1,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "adapter/config/config.h"
 #include "adapter/sandbox/catalog.h"
@@ -273,9 +274,76 @@ TEST(catalog_resolve_needs_known_and_allowed)
 		CHECK_STR(err->scode, "S100");
 		sbx_error_free(&err);
 	}
-	CHECK(sbx_catalog_resolve(cfg, "node", &err) == NULL);
-	CHECK_STR(sbx_error_msg(err), "image 'node' not in catalog; valid presets are 'python' and 'node', or add a "
+	CHECK(sbx_catalog_resolve(cfg, "ghost", &err) == NULL);
+	CHECK_STR(sbx_error_msg(err), "image 'ghost' not in catalog; valid presets are 'python' and 'node', or add a "
 				      "custom image via worker config (see S100 docs)");
 	sbx_error_free(&err);
+	CHECK(sbx_catalog_resolve(cfg, "node", &err) == NULL);
+	CHECK_STR(sbx_error_msg(err), "image 'node' not in image_allowlist (add it to the configuration's image_allowlist)");
+	sbx_error_free(&err);
 	sbx_config_free(cfg);
+	cfg = parse("{\"image_alowlist\":[\"python\"]}", &err);
+	CHECK(cfg != NULL);
+	CHECK(sbx_catalog_resolve(cfg, "python", &err) == NULL);
+	CHECK_STR(sbx_error_msg(err), "image 'python' not in image_allowlist: image_allowlist is empty: no image may be "
+				      "created (add it to the configuration's image_allowlist)");
+	sbx_error_free(&err);
+	sbx_config_free(cfg);
+}
+
+/* What parsing `text` logs on stderr (the warnings), caught in a file. */
+static char *parse_logging(const char *text)
+{
+	FILE *cap = tmpfile();
+	if (cap == NULL)
+		return NULL;
+	fflush(stderr);
+	int saved = dup(2);
+	dup2(fileno(cap), 2);
+	sbx_error_t err = NULL;
+	struct sbx_config *cfg = parse(text, &err);
+	fflush(stderr);
+	dup2(saved, 2);
+	close(saved);
+	sbx_config_free(cfg);
+	sbx_error_free(&err);
+	static char buf[4096];
+	rewind(cap);
+	size_t n = fread(buf, 1, sizeof(buf) - 1, cap);
+	buf[n] = '\0';
+	fclose(cap);
+	return buf;
+}
+
+TEST(config_unknown_keys_warned_with_the_nearest)
+{
+	const char *log = parse_logging("{\"image_alowlist\": [\"python\"], \"colour\": 1}");
+	CHECK(log != NULL);
+	CHECK(strstr(log, "config: unknown key `image_alowlist` (did you mean `image_allowlist`?)") != NULL);
+	CHECK(strstr(log, "config: unknown key `colour` (ignored)") != NULL);
+	log = parse_logging("{\"per_image_caps\": {\"python\": {\"max_cpu\": 2}},"
+			    " \"registry_auth\": {\"r.io\": {\"username\": \"u\", \"password\": \"p\", \"pasword\": \"x\"}},"
+			    " \"auto_instal\": true}");
+	CHECK(log != NULL);
+	CHECK(strstr(log, "unknown key `per_image_caps.python.max_cpu` (did you mean `per_image_caps.python.max_cpus`?)"));
+	CHECK(strstr(log, "unknown key `registry_auth.r.io.pasword` (did you mean `registry_auth.r.io.password`?)"));
+	CHECK(strstr(log, "unknown key `auto_instal` (did you mean `auto_install`?)"));
+	log = parse_logging("{\"image_allowlist\": [], \"network_policy\": {}, \"jail\": \"off\"}");
+	CHECK(log != NULL);
+	CHECK(strstr(log, "unknown key") == NULL);
+	CHECK(fails_with("{\"network_policy\": {\"alow\": []}}", "unknown key `alow` (did you mean `allow`?)"));
+}
+
+TEST(config_key_names_come_from_the_parser)
+{
+	const char *names[SBX_CONFIG_MAX_KEYS];
+	size_t n = sbx_config_key_names(names, SBX_CONFIG_MAX_KEYS);
+	CHECK(n > 20 && n <= SBX_CONFIG_MAX_KEYS);
+	/* Every name the list gives is one the parser takes without a warning. */
+	for (size_t i = 0; i < n; i++) {
+		char text[200];
+		snprintf(text, sizeof(text), "{\"%s\": null}", names[i]);
+		const char *log = parse_logging(text);
+		CHECK(log != NULL && strstr(log, "unknown key") == NULL);
+	}
 }

@@ -140,7 +140,8 @@ TEST(create_and_run_image_checks)
 	done(&r);
 	r = call(a, "run", "{\"image\":\"node\",\"code\":\"1\",\"lang\":\"node\"}");
 	CHECK_STR(r.code, "S100");
-	CHECK(strncmp(r.message, "during sandbox::run step `create` (sandbox_id=): image 'node' not in catalog", 76) == 0);
+	CHECK_STR(r.message, "during sandbox::run step `create`: image 'node' not in image_allowlist: image_allowlist is "
+			     "empty: no image may be created (add it to the configuration's image_allowlist)");
 	CHECK_STR(json_string_value(json_object_get(json_object_get(r.envelope, "fix"), "sandbox_id")), "");
 	CHECK_STR(json_string_value(json_object_get(json_object_get(r.envelope, "fix"), "inner_code")), "S100");
 	CHECK(json_is_null(json_object_get(r.envelope, "fix_note")));

@@ -309,3 +309,31 @@ TEST(memory_budget_arithmetic)
 	sbx_error_free(&err);
 	sbx_mem_budget_destroy(&b);
 }
+
+TEST(lang_check_before_boot)
+{
+	static const char *const fine[] = { "python", "py", "node", "js", "sh", "bash", "ruby", "perl",
+					    "nodejs", "python3.11", "/usr/bin/env", "g++" };
+	for (size_t i = 0; i < sizeof(fine) / sizeof(fine[0]); i++) {
+		sbx_error_t err = NULL;
+		if (run_lang_check(fine[i], &err) < 0)
+			sbx_test_fail(__FILE__, __LINE__, "%s refused: %s", fine[i], sbx_error_msg(err));
+		sbx_error_free(&err);
+	}
+	sbx_error_t err = NULL;
+	CHECK(run_lang_check("pyhton", &err) < 0);
+	CHECK_STR(sbx_error_msg(err), "unknown lang 'pyhton' (did you mean 'python'?)");
+	sbx_error_free(&err);
+	CHECK(run_lang_check("shel", &err) < 0);
+	CHECK_STR(sbx_error_msg(err), "unknown lang 'shel' (did you mean 'shell'?)");
+	sbx_error_free(&err);
+	CHECK(run_lang_check("", &err) < 0);
+	CHECK_STR(sbx_error_msg(err), "lang is empty");
+	sbx_error_free(&err);
+	static const char *const bad[] = { "py thon", "bin/sh", "sh;rm", "$(x)", "a\nb" };
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		CHECK(run_lang_check(bad[i], &err) < 0);
+		CHECK(strstr(sbx_error_msg(err), "is neither a known lang") != NULL);
+		sbx_error_free(&err);
+	}
+}

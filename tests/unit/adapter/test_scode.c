@@ -98,8 +98,8 @@ TEST(run_wrapping_exact)
 	sbx_error_t err = NULL;
 	CHECK_INT(sbx_envelope_wrap_run(e, "create", "", &err), 0);
 	char *s = dump(e);
-	CHECK_STR(s, "{\"type\":\"config\",\"code\":\"S100\",\"message\":\"during sandbox::run step `create` "
-		     "(sandbox_id=): image 'x' not in catalog\",\"docs_url\":\"" DOCS "S100\",\"retryable\":false,"
+	CHECK_STR(s, "{\"type\":\"config\",\"code\":\"S100\",\"message\":\"during sandbox::run step `create`: "
+		     "image 'x' not in catalog\",\"docs_url\":\"" DOCS "S100\",\"retryable\":false,"
 		     "\"fix\":{\"context\":\"during sandbox::run step `create`\",\"sandbox_id\":\"\",\"inner_code\":"
 		     "\"S100\"},\"fix_note\":null}");
 	free(s);
