@@ -364,15 +364,21 @@ int sbx_cmd_serve(int argc, char **argv)
 		fprintf(stderr, "sandbox-libkrun serve: %s\n", sbx_error_msg(err));
 		goto out;
 	}
-	if (a == NULL || backend == NULL || a->worker_vms == NULL || register_ops(e, a, &err) < 0) {
+	if (a == NULL || backend == NULL || a->worker_vms == NULL) {
 		fprintf(stderr, "sandbox-libkrun serve: %s\n", sbx_error_msg(err));
 		goto out;
 	}
 	status_src.url = opts.url;
 	status_src.jail = jail;
+	/* Before the handlers are registered: once the daemon is seen ready,
+	 * its control socket is there too. */
 	if (start_control(a, &status_src, &control, &err) < 0) {
 		fprintf(stderr, "sandbox-libkrun serve: configuration: %s\n", sbx_error_msg(err));
 		status = EXIT_CONFIG;
+		goto out;
+	}
+	if (register_ops(e, a, &err) < 0) {
+		fprintf(stderr, "sandbox-libkrun serve: %s\n", sbx_error_msg(err));
 		goto out;
 	}
 	sbx_info("serving %s::* (version %s)", SBX_WORKER_NAME, SBX_VERSION);
