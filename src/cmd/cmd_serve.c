@@ -31,6 +31,7 @@
 #include "adapter/vm_backend/vm_backend_fs.h"
 #include "cmd/serve_lifeline.h"
 #include "cmd/serve_metrics.h"
+#include "cmd/serve_notify.h"
 #include "common/log.h"
 #include "common/scodes.h"
 #include "control/control_proto.h"
@@ -383,6 +384,7 @@ int sbx_cmd_serve(int argc, char **argv)
 	}
 	sbx_info("serving %s::* (version %s)", SBX_WORKER_NAME, SBX_VERSION);
 	warm = template_warm_start(a->cfg, &vm_backend_ops, backend);
+	serve_notify_ready(e, opts.url);
 	engine_wait_stopped(e);
 	if (engine_fatally_rejected(e))
 		fprintf(stderr, "sandbox-libkrun serve: the engine rejected this worker; is another '%s' running?\n",
@@ -391,6 +393,7 @@ int sbx_cmd_serve(int argc, char **argv)
 		status = 0;
 out:
 	sbx_error_free(&err);
+	serve_notify_stopping();
 	/* A scrape reads the engine, the adapter and the backend, and the
 	 * operator's calls use the adapter and the engine: both go first. */
 	serve_metrics_stop(metrics);

@@ -48,30 +48,50 @@ static char *join(const char *a, const char *b, sbx_error_t *err)
 	return s;
 }
 
+static char *dup_prefix(const char *v, size_t n, sbx_error_t *err)
+{
+	char *s = strndup(v, n);
+	if (s == NULL)
+		sbx_error_errno(err, ENOMEM, "state directory path");
+	return s;
+}
+
+static char *home_state_dir(sbx_error_t *err)
+{
+	const char *v = getenv("XDG_STATE_HOME");
+	if (v != NULL && v[0] == '/')
+		return join(v, "sandbox-libkrun", err);
+	const char *home = getenv("HOME");
+	if (home == NULL || home[0] != '/') {
+		struct passwd *pw = getpwuid(getuid());
+		home = pw != NULL ? pw->pw_dir : NULL;
+	}
+	if (home == NULL || home[0] != '/') {
+		sbx_error_set(err, 0, "no state directory: set III_SANDBOX_STATE_DIR or HOME");
+		return NULL;
+	}
+	return join(home, ".local/state/sandbox-libkrun", err);
+}
+
+/* $STATE_DIRECTORY (systemd's StateDirectory=) may list several; the first
+ * is ours.  Root is the host's daemon or its operator: its images and
+ * templates are the host's, shared by `serve`, `run` and `image`, not one
+ * login's. */
+static char *pick_state_dir(sbx_error_t *err)
+{
+	const char *v = getenv("III_SANDBOX_STATE_DIR");
+	if (v != NULL && v[0] != '\0')
+		return dup_prefix(v, strlen(v), err);
+	if ((v = getenv("STATE_DIRECTORY")) != NULL && v[0] == '/')
+		return dup_prefix(v, strcspn(v, ":"), err);
+	if (geteuid() == 0)
+		return dup_prefix(SBX_SYSTEM_STATE_DIR, strlen(SBX_SYSTEM_STATE_DIR), err);
+	return home_state_dir(err);
+}
+
 char *sbx_state_dir(sbx_error_t *err)
 {
-	cleanup_free char *dir = NULL;
-	const char *v = getenv("III_SANDBOX_STATE_DIR");
-	if (v != NULL && v[0] != '\0') {
-		dir = strdup(v);
-		if (dir == NULL) {
-			sbx_error_errno(err, ENOMEM, "state directory path");
-			return NULL;
-		}
-	} else if ((v = getenv("XDG_STATE_HOME")) != NULL && v[0] == '/') {
-		dir = join(v, "sandbox-libkrun", err);
-	} else {
-		const char *home = getenv("HOME");
-		if (home == NULL || home[0] != '/') {
-			struct passwd *pw = getpwuid(getuid());
-			home = pw != NULL ? pw->pw_dir : NULL;
-		}
-		if (home == NULL || home[0] != '/') {
-			sbx_error_set(err, 0, "no state directory: set III_SANDBOX_STATE_DIR or HOME");
-			return NULL;
-		}
-		dir = join(home, ".local/state/sandbox-libkrun", err);
-	}
+	cleanup_free char *dir = pick_state_dir(err);
 	if (dir == NULL)
 		return NULL;
 	if (strlen(dir) > PATH_MAX / 2) {

@@ -1,11 +1,15 @@
-/* The daemon's state directory: III_SANDBOX_STATE_DIR, else
- * $XDG_STATE_HOME/sandbox-libkrun, else ~/.local/state/sandbox-libkrun. */
+/* The daemon's state directory: III_SANDBOX_STATE_DIR, else systemd's
+ * $STATE_DIRECTORY (its first entry), else /var/lib/sandbox-libkrun for
+ * root, else $XDG_STATE_HOME/sandbox-libkrun, else
+ * ~/.local/state/sandbox-libkrun. */
 #ifndef SBX_COMMON_STATE_DIR_H
 #define SBX_COMMON_STATE_DIR_H
 
 #include <sys/types.h>
 
 #include "common/error.h"
+
+#define SBX_SYSTEM_STATE_DIR "/var/lib/sandbox-libkrun"
 
 /* Returns the path (malloc'd) after creating it and its parents (0700 for
  * the directories it creates). */

@@ -98,6 +98,8 @@ int engine_cancel_fd(struct engine *e);
 /* True after registrationrejected WORKER_NAMESPACE_CONFLICT (or another
  * fatal rejection): the client has stopped for good. */
 bool engine_fatally_rejected(struct engine *e);
+/* True once engine_stop() was called. */
+bool engine_stopping(struct engine *e);
 /* Blocks until engine_stop() is called or the client stops for good. */
 void engine_wait_stopped(struct engine *e);
 /* Closes the connection and makes engine_wait_stopped() return.  Safe to call

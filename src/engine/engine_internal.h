@@ -69,8 +69,8 @@ struct engine {
 	pthread_t thread;
 };
 
-/* engine_link.c: below engine.c and the session, dispatch and pending files. */
-bool engine_stopping(struct engine *e);
+/* engine_link.c: below engine.c and the session, dispatch and pending
+ * files (engine_stopping, declared in engine.h, is there too). */
 /* Sends one JSON message on the current connection (steals nothing). */
 int engine_send(struct engine *e, json_t *msg, sbx_error_t *err);
 /* Like engine_send(), on a given connection; for the connection thread. */

@@ -17,8 +17,7 @@
 #include "image/image_config.h"
 #include "image/image_ref.h"
 
-/* III_SANDBOX_STATE_DIR, else $XDG_STATE_HOME/sandbox-libkrun, else
- * ~/.local/state/sandbox-libkrun; plus "/images", created (0700). */
+/* The state directory (common/state_dir.h) plus "/images", created (0700). */
 char *sbx_image_root(sbx_error_t *err);
 /* "<root>/erofs/<hex>.erofs" for a digest. */
 char *sbx_image_path(const char *root, const char *digest, sbx_error_t *err);

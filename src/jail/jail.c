@@ -161,11 +161,12 @@ static void limit(struct rlimit *out, int resource, rlim_t want)
 
 /* The files the jailed uid writes become its own; those it reads must be
  * readable by anyone (their directories are not: only the bind reaches
- * them). */
+ * them).  The mode is set while root still owns the file: changing the mode
+ * of another uid's file would need CAP_FOWNER, which the service lacks. */
 static int hand_over(const struct jail_request *r, uid_t uid, sbx_error_t *err)
 {
 	for (int i = 0; i < r->n_rw; i++) {
-		if (chown(r->rw_files[i], uid, uid) < 0 || chmod(r->rw_files[i], 0600) < 0)
+		if (chmod(r->rw_files[i], 0600) < 0 || chown(r->rw_files[i], uid, uid) < 0)
 			return sbx_error_errno(err, errno, "jail: give %s to uid %u", r->rw_files[i], (unsigned)uid);
 	}
 	struct stat st;

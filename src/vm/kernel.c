@@ -16,7 +16,9 @@
 #include "vm/file_hash.h"
 #include "vm/pvh_elf.h"
 
-#define KRUNFW_FIX "run scripts/fetch-libkrunfw (as root) or set SANDBOX_KRUNFW / krunfw_path"
+#define KRUNFW_FIX                                                                                      \
+	"install libkrunfw5, or run fetch-libkrunfw as root (installed: " SBX_LIBEXECDIR "/sandbox-libkrun/ under " \
+	"the prefix; source tree: scripts/), or set SANDBOX_KRUNFW / krunfw_path"
 #define KERNEL_MAX_SIZE (256u << 20)
 
 typedef char *(*krunfw_get_kernel_fn)(size_t *load, size_t *entry, size_t *size);

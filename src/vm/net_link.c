@@ -54,8 +54,9 @@ int net_link_open(struct net_link *l, sbx_error_t *err)
 	return 0;
 }
 
-/* SANDBOX_NET_HELPER, else beside the executable or in src/net/ of the
- * build tree that holds it (test programs live deeper). */
+/* SANDBOX_NET_HELPER, else where it was installed, else beside the
+ * executable or in src/net/ of the build tree that holds it
+ * (vm/exe_dir.h). */
 static char *find_helper(sbx_error_t *err)
 {
 	const char *env = getenv("SANDBOX_NET_HELPER");
@@ -66,10 +67,10 @@ static char *find_helper(sbx_error_t *err)
 		return NULL;
 	}
 	static const char *const names[] = { HELPER_NAME, "src/net/" HELPER_NAME, NULL };
-	char *found = vm_find_beside_exe(names, X_OK);
+	char *found = vm_find_part(HELPER_NAME, names, X_OK);
 	if (found != NULL)
 		return found;
-	sbx_error_scode(err, SBX_S_VM_BOOT, "network helper %s not found next to the executable; %s", HELPER_NAME, HELPER_FIX);
+	sbx_error_scode(err, SBX_S_VM_BOOT, "network helper %s not found (installed: " SBX_LIBEXECDIR "/sandbox-libkrun/ under the prefix; build tree: src/net/); %s", HELPER_NAME, HELPER_FIX);
 	return NULL;
 }
 

@@ -48,8 +48,8 @@ char *vm_find_qemu(sbx_error_t *err)
 	return NULL;
 }
 
-/* The boot disk is a build product: look beside the executable and in its
- * parent directories (test programs live deeper in the build tree). */
+/* The boot disk: where it was installed, or in the build tree
+ * (vm/exe_dir.h). */
 char *vm_find_boot_disk(const char *explicit_path, sbx_error_t *err)
 {
 	const char *p = explicit_path != NULL ? explicit_path : getenv("SANDBOX_BOOT_DISK");
@@ -62,11 +62,11 @@ char *vm_find_boot_disk(const char *explicit_path, sbx_error_t *err)
 		return NULL;
 	}
 	static const char *const names[] = { "src/guest/boot.erofs", NULL };
-	char *found = vm_find_beside_exe(names, R_OK);
+	char *found = vm_find_part("boot.erofs", names, R_OK);
 	if (found != NULL)
 		return found;
-	sbx_error_scode(err, SBX_S_VM_BOOT, "boot disk src/guest/boot.erofs not found next to the executable; %s",
-			BOOT_DISK_FIX);
+	sbx_error_scode(err, SBX_S_VM_BOOT, "boot disk boot.erofs not found (installed: %s/sandbox-libkrun/ under the prefix; build tree: src/guest/); %s",
+			SBX_LIBEXECDIR, BOOT_DISK_FIX);
 	return NULL;
 }
 
