@@ -58,7 +58,7 @@ static void usage(FILE *out)
 		"  --rootfs PATH   a root filesystem directory or an erofs image\n"
 		"  --image NAME    a cached image (`image ls`): a catalog name, a reference\n"
 		"                  or a digest (sha256:<12 hex> is enough)\n"
-		"  --jail MODE     confine QEMU (README \"Security\"): auto (default: where\n"
+		"  --jail MODE     confine QEMU (docs/security.md): auto (default: where\n"
 		"                  the host allows it), required or off\n"
 		"  -v, --verbose   show the boot phases and their timings on stderr\n"
 		"  --boot-log      kernel messages on stderr, each console line prefixed\n"
