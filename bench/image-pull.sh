@@ -33,14 +33,15 @@ echo "{\"registry_mirrors\": {\"docker.io\": \"http://127.0.0.1:$port\"}}" >"$wo
 export III_SANDBOX_STATE_DIR=$work/state
 ms() { date +%s%3N; }
 t0=$(ms)
-"$bin" image --config "$work/config.json" pull --no-template python >"$work/out"
+"$bin" image --config "$work/config.json" pull --no-template --json python >"$work/out"
 t1=$(ms)
 "$bin" image --config "$work/config.json" pull --no-template python >/dev/null
 t2=$(ms)
 "$bin" image --config "$work/config.json" pull python >/dev/null 2>"$work/template"
 t3=$(ms)
-size=$(cut -f3 "$work/out")
-echo "image python: $(cut -f2 "$work/out"), erofs $((size / 1048576)) MiB"
+# pull --json prints the image as one JSON object (ls --json's fields)
+read -r digest size < <(python3 -c 'import json, sys; i = json.load(open(sys.argv[1])); print(i["digest"], i["size"])' "$work/out")
+echo "image python: $digest, erofs $((size / 1048576)) MiB"
 echo "cold pull + convert: $((t1 - t0)) ms"
 echo "warm pull (manifest check, stored image found): $((t2 - t1)) ms"
 echo "warm pull + VM template ($(sed -n 's/.*the template of python: //p' "$work/template")): $((t3 - t2)) ms"
