@@ -310,6 +310,7 @@ int sbx_cmd_serve(int argc, char **argv)
 	}
 	sbx_info("connecting to %s as worker '%s'%s%s", opts.url, opts.worker_name,
 		 opts.namespace != NULL ? " in namespace " : "", opts.namespace != NULL ? opts.namespace : "");
+	serve_notify_waiting(opts.url);
 	if (engine_start(e, &err) < 0 || wait_engine(e, &waiter, &err) < 0) {
 		sbx_config_free(cfg);
 		if (atomic_load(&waiter.requested))

@@ -20,9 +20,8 @@ void serve_notify_ready(struct engine *e, const char *url)
 			break;
 		if (engine_fatally_rejected(e) || engine_stopping(e))
 			return;
-		/* The manager shows the start as pending until then; say why. */
-		if (!said_waiting && sd_notifyf(0, "STATUS=waiting for the engine at %s", url) < 0)
-			sbx_warn("sd_notify: cannot send the status");
+		if (!said_waiting)
+			serve_notify_waiting(url);
 		said_waiting = true;
 	}
 	int rc = sd_notifyf(0, "READY=1\nSTATUS=serving, connected to %s", url);
@@ -30,6 +29,13 @@ void serve_notify_ready(struct engine *e, const char *url)
 		sbx_warn("sd_notify READY=1 failed (%d); the service manager will not see serve ready", rc);
 	else
 		sbx_debug("sd_notify: READY=1");
+}
+
+void serve_notify_waiting(const char *url)
+{
+	/* The manager shows the start as pending until READY=1; say why. */
+	if (getenv("NOTIFY_SOCKET") != NULL && sd_notifyf(0, "STATUS=waiting for the engine at %s", url) < 0)
+		sbx_warn("sd_notify: cannot send the status");
 }
 
 void serve_notify_stopping(void)

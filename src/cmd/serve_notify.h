@@ -12,6 +12,9 @@
  * stops or rejects the worker first.  Call after the functions are added. */
 void serve_notify_ready(struct engine *e, const char *url);
 
+/* STATUS=waiting for the engine at URL: why the start is still pending. */
+void serve_notify_waiting(const char *url);
+
 void serve_notify_stopping(void);
 
 #endif

@@ -1,0 +1,26 @@
+// The engine side of tests/integration/package: a stand-in engine on PORT
+// that prints one line per event the test waits for: "registered N" once
+// the sandbox-libkrun worker has registered N functions, then the result of
+// one sandbox-libkrun::run through an iii-sdk caller ("run: {json}" or
+// "run error: message").  Runs until killed.  Usage: node package-engine.mjs PORT
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+const e2e = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../e2e');
+const { StandinEngine } = await import(path.join(e2e, 'standin-engine.mjs'));
+const { sdkClient, sleep } = await import(path.join(e2e, 'lib.mjs'));
+
+const engine = new StandinEngine({ port: Number(process.argv[2]) });
+await engine.start();
+console.log(`listening ${engine.url}`);
+const ours = () => [...engine.functions.keys()].filter((id) => id.startsWith('sandbox-libkrun::')).length;
+while (ours() < 23) await sleep(50);
+console.log(`registered ${ours()}`);
+const caller = sdkClient(engine.url, 'package-test', { invocationTimeoutMs: 300000 });
+try {
+	const r = await caller.trigger({ function_id: 'sandbox-libkrun::run',
+		payload: { image: 'python', lang: 'python', code: 'print(6*7)' }, timeoutMs: 300000 });
+	console.log(`run: ${JSON.stringify(r)}`);
+} catch (e) {
+	console.log(`run error: ${e.message}`);
+}
