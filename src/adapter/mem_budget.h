@@ -11,7 +11,7 @@
 #include "common/error.h"
 
 /* QEMU's own memory beside guest RAM and the translation cache, measured
- * with busy python sandboxes (README "Memory"): heap, device state, I/O
+ * with busy python sandboxes (docs/security.md, "Memory: admission and the OOM killer"): heap, device state, I/O
  * buffers, libraries. */
 #define SBX_VM_QEMU_BASE_MIB 64
 /* A networked VM's helper (libslirp, c-ares): 3-4 MiB peak RSS measured

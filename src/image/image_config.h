@@ -33,7 +33,7 @@ struct sbx_custom_image {
 	char *ref;  /* OCI ref */
 };
 
-/* What one image may cost to build (see README "Hostile layers"). */
+/* What one image may cost to build (docs/security.md, "Hostile layers"). */
 #define SBX_IMAGE_MAX_ENTRIES_DEFAULT 1000000ull
 #define SBX_IMAGE_MAX_MB_DEFAULT 32768ull
 #define SBX_IMAGE_MAX_BLOB_MB_DEFAULT 16384ull

@@ -106,6 +106,6 @@ int sbx_accel_choose(enum sbx_accel want, enum sbx_accel *out, sbx_error_t *err)
 	static atomic_bool warned;
 	if (*out == SBX_ACCEL_TCG && !atomic_exchange(&warned, true))
 		sbx_warn("no hardware virtualization (vmx/svm with a usable /dev/kvm): VMs run under TCG "
-			 "emulation and boot in seconds, not milliseconds");
+			 "emulation: a cold boot takes seconds");
 	return 0;
 }

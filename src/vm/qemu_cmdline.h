@@ -29,7 +29,7 @@
 #define SBX_VM_MAX_MEMORY_MIB (64u * 1024u)
 /* TCG's translation cache per VM.  QEMU 7.2's default is 1 GiB, and under
  * sustained work it all becomes resident; the default is the knee of the
- * table in README "Memory" (exec and run time against the cache size). */
+ * table in docs/performance.md, "TCG translation cache size" (exec and run time against the cache size). */
 #define SBX_VM_TCG_CACHE_DEFAULT_MIB 64
 #define SBX_VM_TCG_CACHE_MAX_MIB 2048
 

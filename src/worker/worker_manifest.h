@@ -1,4 +1,4 @@
-/* A worker's manifest, iii.worker.yaml (README "Compose worker VMs"): at
+/* A worker's manifest, iii.worker.yaml (docs/workers.md): at
  * most 64 KiB; keys name, description, runtime.base_image,
  * scripts.{setup,install,start}, env (a map of scalars), resources.{cpus,
  * memory}; iii, deploy, manifest, tags and dependencies are accepted with

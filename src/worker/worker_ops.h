@@ -1,4 +1,4 @@
-/* The six worker::* operations (contract §7.19, README "Compose worker
+/* The six worker::* operations (contract §7.19, docs/workers.md "Compose worker
  * VMs").  The dispatcher (adapter/handlers_worker.c) calls them after the
  * token check, with `req` an object whose `worker` is a string; each
  * answers like an engine handler: 0 with *out the result, -1 with *out the

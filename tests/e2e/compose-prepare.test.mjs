@@ -1,4 +1,4 @@
-// worker::prepare end to end (README "Compose worker VMs"; contract §7.19,
+// worker::prepare end to end (docs/workers.md; contract §7.19,
 // §8): the token, the two roots, the manifest's refusals and the bundle
 // kill switch through the stand-in engine with iii-sdk, then a real prepare
 // of a path:// worker and of a bundle on the node image from the loopback

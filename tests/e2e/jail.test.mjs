@@ -1,4 +1,4 @@
-// The jail (README "Security") end to end.  With `jail: required`, a
+// The jail (docs/security.md) end to end.  With `jail: required`, a
 // sandbox's QEMU runs, in every thread, under a uid of its own with no
 // groups, no capabilities, NO_NEW_PRIVS and its seccomp filter; in its own
 // mount, PID, network, IPC and UTS namespaces (PID 1 of its own); in a root

@@ -1,5 +1,5 @@
 // Snapshot templates made ahead and removed with their image, and the
-// warm pool (README "Memory", copy-on-write templates).  A daemon started
+// warm pool (docs/security.md, copy-on-write templates).  A daemon started
 // with an allow-listed image already in its cache makes the image's
 // template in the background, so the first create restores it (no new
 // template generation, QEMU started with -incoming); `sandbox-libkrun image

@@ -21,7 +21,7 @@
 
 #define SBX_WORKER_DISK_DEFAULT_MIB 4096 /* worker_disk_mb: a Compose worker's data disk, sparse */
 /* The snapshot templates' bound: a python template's RAM file holds
- * about 100 MiB of the guest's pages (README "Memory"). */
+ * about 100 MiB of the guest's pages (docs/performance.md, "Memory per sandbox"). */
 #define SBX_TEMPLATE_CACHE_DEFAULT_MIB 2048
 #define SBX_WARM_POOL_MAX_DEFAULT 8
 
