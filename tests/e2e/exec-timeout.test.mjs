@@ -29,11 +29,11 @@ describe('a timed-out exec or run keeps its output in the S200 envelope', { skip
 		s?.cleanupState();
 	});
 
-	test('run: print("start") then a sleep past timeout_ms 1500 answers S200 at step `exec` with stdout "start\\n"', async () => {
+	test('run: print("start") then a sleep past timeout_ms 5000 answers S200 at step `exec` with stdout "start\\n"', async () => {
 		const t0 = Date.now();
 		const env = assertScode(await s.vmError('run', { image: 'python', lang: 'python', keep_sandbox: true,
-			code: 'import time; print("start", flush=True); time.sleep(30)', timeout_ms: 1500 }), 'S200');
-		const m = env.message.match(/^during sandbox::run step `exec` \(sandbox_id=([0-9a-f-]{36})\): exec timed out after 1500 ms$/);
+			code: 'import time; print("start", flush=True); time.sleep(30)', timeout_ms: 5000 }), 'S200');
+		const m = env.message.match(/^during sandbox::run step `exec` \(sandbox_id=([0-9a-f-]{36})\): exec timed out after 5000 ms$/);
 		assert.ok(m, env.message);
 		assert.deepEqual(env.fix, { context: 'during sandbox::run step `exec`', sandbox_id: m[1], inner_code: 'S200' });
 		assert.deepEqual(printed(env), { stdout: 'start\n', stderr: '', stdout_truncated: false, stderr_truncated: false });
