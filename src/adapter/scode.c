@@ -166,7 +166,7 @@ json_t *sbx_error_body_decode(const char *text)
 	return invocation_failed("serialization error: ", text);
 }
 
-json_t *sbx_error_body_from_error(sbx_error_t e, const char *run_step, const char *sandbox_id)
+json_t *sbx_error_body_from_error(sbx_error_t e, const char *run_step, const char *sandbox_id, json_t *extra)
 {
 	const char *code = e != NULL ? e->scode : "";
 	const char *detail = sbx_error_msg(e);
@@ -180,6 +180,10 @@ json_t *sbx_error_body_from_error(sbx_error_t e, const char *run_step, const cha
 			json_decref(env);
 			return NULL;
 		}
+	}
+	if (env != NULL && extra != NULL && json_object_update_missing(env, extra) < 0) {
+		json_decref(env);
+		return NULL;
 	}
 	return sbx_error_body_from_envelope(env);
 }
@@ -223,14 +227,19 @@ static void ensure_cause(sbx_error_t *err)
 			SBX_WORKER_NAME, op);
 }
 
-int sbx_op_fail_run(sbx_error_t *err, const char *step, const char *sandbox_id, json_t **out)
+int sbx_op_fail_extra(sbx_error_t *err, const char *step, const char *sandbox_id, json_t *extra, json_t **out)
 {
 	ensure_cause(err);
-	*out = sbx_error_body_from_error(*err, step, sandbox_id);
+	*out = sbx_error_body_from_error(*err, step, sandbox_id, extra);
 	sbx_error_free(err);
 	if (*out == NULL)
 		*out = oom_body();
 	return -1;
+}
+
+int sbx_op_fail_run(sbx_error_t *err, const char *step, const char *sandbox_id, json_t **out)
+{
+	return sbx_op_fail_extra(err, step, sandbox_id, NULL, out);
 }
 
 int sbx_op_fail(sbx_error_t *err, json_t **out)

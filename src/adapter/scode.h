@@ -47,13 +47,18 @@ json_t *sbx_error_body_decode(const char *text);
 
 /* The error body for a failed handler: a decode error, or the envelope of
  * the error's S-code (S300 when it has none).  `run_step` (may be NULL)
- * applies the run wrapping with `sandbox_id` ("" before create). */
-json_t *sbx_error_body_from_error(sbx_error_t e, const char *run_step, const char *sandbox_id);
+ * applies the run wrapping with `sandbox_id` ("" before create).  `extra`
+ * (may be NULL; borrowed) adds its members after the envelope's own, never
+ * replacing one: a timed-out exec's output (sandbox/sandbox.h). */
+json_t *sbx_error_body_from_error(sbx_error_t e, const char *run_step, const char *sandbox_id, json_t *extra);
 
 /* Helpers for the handlers: turn *err into the error body in *out, free it
  * and return -1. */
 int sbx_op_fail(sbx_error_t *err, json_t **out);
 int sbx_op_fail_run(sbx_error_t *err, const char *step, const char *sandbox_id, json_t **out);
+/* sbx_op_fail_run with `extra` (may be NULL; borrowed) added to the
+ * envelope as sbx_error_body_from_error adds it. */
+int sbx_op_fail_extra(sbx_error_t *err, const char *step, const char *sandbox_id, json_t *extra, json_t **out);
 /* Names the function running on this thread (sbx_adapter_call sets it
  * around each call) in the error of a failure that gave no cause; returns
  * the name it replaces. */

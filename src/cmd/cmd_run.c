@@ -48,8 +48,8 @@ static void usage(FILE *out)
 		"                    what it sets).  Without it the defaults apply, except\n"
 		"                    image_allowlist, which is [python, node]\n"
 		"                    here (the engine's default is [], which denies everything)\n\n"
-		"exit status: the code's, or %d on a timeout, %d when the sandbox failed\n"
-		"(the reason is on stderr), %d on bad usage.\n",
+		"exit status: the code's, or %d on a timeout (after what the code had printed),\n"
+		"%d when the sandbox failed (the reason is on stderr), %d on bad usage.\n",
 		EXIT_TIMEOUT, EXIT_FAILED, EXIT_USAGE);
 }
 
@@ -237,18 +237,24 @@ static json_t *build_request(const struct cli *c, sbx_error_t *err)
 	return req;
 }
 
-static int print_reply(json_t *out)
+/* The code's output from a reply, or from the S200 envelope of a timeout
+ * (what it had printed by its deadline). */
+static void print_output(json_t *o)
 {
 	/* By length: the output may hold NUL bytes. */
-	json_t *so = json_object_get(out, "stdout"), *se = json_object_get(out, "stderr");
+	json_t *so = json_object_get(o, "stdout"), *se = json_object_get(o, "stderr");
 	if (json_is_string(so))
 		fwrite(json_string_value(so), 1, json_string_length(so), stdout);
 	fflush(stdout);
 	if (json_is_string(se))
 		fwrite(json_string_value(se), 1, json_string_length(se), stderr);
-	if (json_is_true(json_object_get(out, "stdout_truncated")) ||
-	    json_is_true(json_object_get(out, "stderr_truncated")))
+	if (json_is_true(json_object_get(o, "stdout_truncated")) || json_is_true(json_object_get(o, "stderr_truncated")))
 		fprintf(stderr, "sandbox-libkrun run: output was cut at 1 MiB per stream\n");
+}
+
+static int print_reply(json_t *out)
+{
+	print_output(out);
 	json_t *code = json_object_get(out, "exit_code");
 	return json_is_integer(code) ? (int)(json_integer_value(code) & 0xff) : EXIT_FAILED;
 }
@@ -258,9 +264,10 @@ static int print_error(json_t *out)
 {
 	const char *msg = json_string_value(json_object_get(out, "message"));
 	const char *brace = msg != NULL ? strchr(msg, '{') : NULL;
-	json_t *env = brace != NULL ? json_loads(brace, 0, NULL) : NULL;
+	json_t *env = brace != NULL ? json_loads(brace, JSON_ALLOW_NUL, NULL) : NULL;
 	const char *code = json_string_value(json_object_get(env, "code"));
 	const char *text = json_string_value(json_object_get(env, "message"));
+	print_output(env);
 	fprintf(stderr, "sandbox-libkrun run: %s%s%s\n", code != NULL ? code : "", code != NULL ? ": " : "",
 		text != NULL ? text : msg != NULL ? msg : "failed");
 	int status = code != NULL && strcmp(code, SBX_S_EXEC_TIMEOUT) == 0 ? EXIT_TIMEOUT : EXIT_FAILED;

@@ -9,6 +9,7 @@
 #include "adapter/sandbox/exec_shape.h"
 #include "adapter/sandbox/sandbox.h"
 #include "adapter/sandbox/sandbox_network.h"
+#include "common/cleanup_json.h"
 
 static int decode_create(json_t *req, struct sandbox_create_args *c, sbx_error_t *err)
 {
@@ -94,11 +95,12 @@ int sbx_op_exec_live(struct sbx_adapter *a, json_t *req, void (*on_output)(void 
 	if ((x.argv = exec_shape_resolve(f.cmd, f.args, f.argv, &err)) == NULL)
 		return sbx_op_fail(&err, out);
 	x.env = env_resolve(f.env, &err);
+	cleanup_json json_t *printed = NULL;
 	if (x.env != NULL)
-		*out = sandbox_exec(a, uuid, &x, &err);
+		*out = sandbox_exec(a, uuid, &x, &printed, &err);
 	json_decref(x.argv);
 	json_decref(x.env);
-	return *out != NULL ? 0 : sbx_op_fail(&err, out);
+	return *out != NULL ? 0 : sbx_op_fail_extra(&err, NULL, "", printed, out);
 }
 
 int sbx_op_stop(struct sbx_adapter *a, json_t *req, json_t **out)

@@ -39,8 +39,12 @@ struct sandbox_exec_args {
 
 /* Admits and runs one exec; returns the reply object ({stdout, stderr,
  * exit_code, timed_out, duration_ms, success, stdout_truncated,
- * stderr_truncated}). */
-json_t *sandbox_exec(struct sbx_adapter *a, const char *id, const struct sandbox_exec_args *x, sbx_error_t *err);
+ * stderr_truncated}).  When it fails with S200, *printed (unless `printed`
+ * is NULL) gets what the command had written by its deadline, for the
+ * envelope: {stdout, stderr, stdout_truncated, stderr_truncated}, capped and
+ * decoded as a reply's; on any other outcome *printed is NULL. */
+json_t *sandbox_exec(struct sbx_adapter *a, const char *id, const struct sandbox_exec_args *x, json_t **printed,
+		     sbx_error_t *err);
 
 /* Writes one file in the sandbox (run's files and code), holding an exec
  * slot so a concurrent stop waits for it. */

@@ -8,6 +8,8 @@
 #include "adapter/sandbox/sandbox.h"
 #include "common/base64.h"
 #include "common/cleanup.h"
+#include "common/cleanup_json.h"
+#include "common/log.h"
 #include "common/scodes.h"
 
 struct cancel_ctx {
@@ -37,26 +39,55 @@ static int guest_cwd(const char *workdir, char **out, sbx_error_t *err)
 	return 0;
 }
 
-static json_t *reply(struct sbx_exec_result *r, sbx_error_t *err)
+/* One stream as a reply carries it.  By length, not strlen(): output may
+ * hold NUL bytes (U+0000 is valid UTF-8) and must not be cut at the first. */
+static json_t *output_string(const struct exec_output *o, sbx_error_t *err)
 {
-	/* Lengths, not strlen(): output may hold NUL bytes (U+0000 is valid
-	 * UTF-8) and must not be cut at the first one. */
-	size_t out_len = 0, err_len = 0;
-	cleanup_free char *out = utf8_lossy(r->out.data, r->out.len, &out_len, err);
-	cleanup_free char *errs = out != NULL ? utf8_lossy(r->err.data, r->err.len, &err_len, err) : NULL;
-	if (errs == NULL)
+	size_t len = 0;
+	cleanup_free char *text = utf8_lossy(o->data, o->len, &len, err);
+	if (text == NULL)
 		return NULL;
-	json_t *j = json_pack("{s:s%, s:s%, s:i, s:b, s:I, s:b, s:b, s:b}", "stdout", out, out_len, "stderr", errs,
-			      err_len, "exit_code", r->exit_code, "timed_out", 0, "duration_ms",
-			      (json_int_t)r->duration_ms, "success", r->exit_code == 0, "stdout_truncated",
+	json_t *j = json_stringn(text, len);
+	if (j == NULL)
+		sbx_error_errno(err, ENOMEM, "exec output");
+	return j;
+}
+
+/* The output of an exec as its reply carries it: {stdout, stderr,
+ * stdout_truncated, stderr_truncated}; also what a timed-out command had
+ * printed, for its S200 envelope. */
+static json_t *output_fields(const struct sbx_exec_result *r, sbx_error_t *err)
+{
+	json_t *out = output_string(&r->out, err);
+	json_t *errs = out != NULL ? output_string(&r->err, err) : NULL;
+	if (errs == NULL) {
+		json_decref(out);
+		return NULL;
+	}
+	json_t *j = json_pack("{s:o, s:o, s:b, s:b}", "stdout", out, "stderr", errs, "stdout_truncated",
 			      r->out.truncated, "stderr_truncated", r->err.truncated);
+	if (j == NULL)
+		sbx_error_errno(err, ENOMEM, "exec output");
+	return j;
+}
+
+static json_t *reply(const struct sbx_exec_result *r, sbx_error_t *err)
+{
+	cleanup_json json_t *o = output_fields(r, err);
+	if (o == NULL)
+		return NULL;
+	json_t *j = json_pack("{s:O, s:O, s:i, s:b, s:I, s:b, s:O, s:O}", "stdout", json_object_get(o, "stdout"),
+			      "stderr", json_object_get(o, "stderr"), "exit_code", r->exit_code, "timed_out", 0,
+			      "duration_ms", (json_int_t)r->duration_ms, "success", r->exit_code == 0,
+			      "stdout_truncated", json_object_get(o, "stdout_truncated"), "stderr_truncated",
+			      json_object_get(o, "stderr_truncated"));
 	if (j == NULL)
 		sbx_error_errno(err, ENOMEM, "exec reply");
 	return j;
 }
 
 static json_t *run_admitted(struct sbx_adapter *a, struct sbx_sandbox *sb, const struct sandbox_exec_args *x,
-			    sbx_error_t *err)
+			    json_t **printed, sbx_error_t *err)
 {
 	cleanup_free unsigned char *in = NULL;
 	size_t in_len = 0;
@@ -96,19 +127,30 @@ static json_t *run_admitted(struct sbx_adapter *a, struct sbx_sandbox *sb, const
 	exec_output_init(&res.out, EXEC_OUTPUT_CAP);
 	exec_output_init(&res.err, EXEC_OUTPUT_CAP);
 	json_t *j = NULL;
-	if (a->backend.ops->exec(sb->vm, &req, &res, err) == 0)
+	if (a->backend.ops->exec(sb->vm, &req, &res, err) == 0) {
 		j = reply(&res, err);
+	} else if (printed != NULL && *err != NULL && strcmp((*err)->scode, SBX_S_EXEC_TIMEOUT) == 0) {
+		/* Without it the envelope still says S200: the output is lost,
+		 * not the timeout. */
+		sbx_error_t perr = NULL;
+		if ((*printed = output_fields(&res, &perr)) == NULL)
+			sbx_warn("exec: the timed-out command's output is left out: %s", sbx_error_msg(perr));
+		sbx_error_free(&perr);
+	}
 	exec_output_free(&res.out);
 	exec_output_free(&res.err);
 	return j;
 }
 
-json_t *sandbox_exec(struct sbx_adapter *a, const char *id, const struct sandbox_exec_args *x, sbx_error_t *err)
+json_t *sandbox_exec(struct sbx_adapter *a, const char *id, const struct sandbox_exec_args *x, json_t **printed,
+		     sbx_error_t *err)
 {
+	if (printed != NULL)
+		*printed = NULL;
 	struct sbx_sandbox *sb = sbx_registry_exec_begin(a->reg, id, a->cfg->max_concurrent_exec_per_sandbox, err);
 	if (sb == NULL)
 		return NULL;
-	json_t *j = run_admitted(a, sb, x, err);
+	json_t *j = run_admitted(a, sb, x, printed, err);
 	/* Asked while the exec slot keeps the VM from being detached. */
 	bool dead = j == NULL && sandbox_vm_dead(a, sb);
 	sbx_registry_exec_end(a->reg, sb);

@@ -9,6 +9,7 @@
 #include "adapter/sandbox/lang.h"
 #include "adapter/sandbox/sandbox.h"
 #include "adapter/sandbox/sandbox_network.h"
+#include "common/cleanup_json.h"
 #include "common/log.h"
 
 struct run_args {
@@ -69,9 +70,10 @@ static int decode_run(json_t *req, struct run_args *r, sbx_error_t *err)
 	return 0;
 }
 
-/* Steps 2-4 on the created sandbox; on failure *step names the step. */
+/* Steps 2-4 on the created sandbox; on failure *step names the step, and
+ * *printed holds a timed-out exec's output (sandbox_exec). */
 static json_t *run_steps(struct sbx_adapter *a, const char *id, const struct run_args *r, const char **step,
-			 sbx_error_t *err)
+			 json_t **printed, sbx_error_t *err)
 {
 	size_t i;
 	json_t *f;
@@ -92,7 +94,7 @@ static json_t *run_steps(struct sbx_adapter *a, const char *id, const struct run
 	json_t *reply = NULL;
 	if (env != NULL && argv != NULL && json_array_set_new(argv, 0, json_string(l.program)) == 0) {
 		struct sandbox_exec_args x = { argv, env, r->stdin_b64, NULL, r->timeout_ms, NULL, NULL };
-		reply = sandbox_exec(a, id, &x, err);
+		reply = sandbox_exec(a, id, &x, printed, err);
 	} else if (env != NULL) {
 		sbx_error_errno(err, ENOMEM, "run");
 	}
@@ -112,7 +114,8 @@ int sbx_op_run(struct sbx_adapter *a, json_t *req, json_t **out)
 	if (sandbox_create(a, &r.create, id, &err) < 0)
 		return sbx_op_fail_run(&err, "create", "", out);
 	const char *step = "";
-	json_t *reply = run_steps(a, id, &r, &step, &err);
+	cleanup_json json_t *printed = NULL;
+	json_t *reply = run_steps(a, id, &r, &step, &printed, &err);
 	if (!r.keep) {
 		sbx_error_t serr = NULL;
 		/* The reply does not wait for QEMU to exit (contract §7.7 step 5
@@ -122,7 +125,7 @@ int sbx_op_run(struct sbx_adapter *a, json_t *req, json_t **out)
 		sbx_error_free(&serr);
 	}
 	if (reply == NULL)
-		return sbx_op_fail_run(&err, step, id, out);
+		return sbx_op_fail_extra(&err, step, id, printed, out);
 	if (r.keep && json_object_set_new(reply, "sandbox_id", json_string(id)) < 0) {
 		json_decref(reply);
 		sbx_error_errno(&err, ENOMEM, "run reply");

@@ -18,14 +18,25 @@ export const CALL_TIMEOUT_MS = 60000;
 const TYPE = { S001: 'validation', S002: 'validation', S003: 'validation', S004: 'validation', S100: 'config',
 	S200: 'execution', S300: 'platform', S400: 'config' };
 
-// Asserts an S-coded failure (§2.1, §2.2) as returned by stack.callError;
-// returns the envelope.
+// The contract's envelope members, in the order they come.
+export const ENVELOPE_KEYS = ['type', 'code', 'message', 'docs_url', 'retryable', 'fix', 'fix_note'];
+// S200's envelope also carries what the command had printed by its deadline.
+export const PRINTED_KEYS = ['stdout', 'stderr', 'stdout_truncated', 'stderr_truncated'];
+
+// Asserts an S-coded failure (§2.1, §2.2) as returned by stack.callError:
+// the contract's envelope, plus PRINTED_KEYS (strings and booleans) for
+// S200 only; returns the envelope.
 export function assertScode(err, code, messageRe) {
 	assert.ok(err, 'the call failed');
 	assert.equal(err.code, 'invocation_failed', `outer code (message: ${err.message})`);
 	const env = err.envelope;
 	assert.ok(env, `"handler error: {json}" message: ${err.message}`);
-	assert.deepEqual(Object.keys(env).sort(), ['code', 'docs_url', 'fix', 'fix_note', 'message', 'retryable', 'type']);
+	assert.deepEqual(Object.keys(env), code === 'S200' ? [...ENVELOPE_KEYS, ...PRINTED_KEYS] : ENVELOPE_KEYS,
+		`members of the ${env.code} envelope`);
+	if (code === 'S200') {
+		for (const k of ['stdout', 'stderr']) assert.equal(typeof env[k], 'string', k);
+		for (const k of ['stdout_truncated', 'stderr_truncated']) assert.equal(typeof env[k], 'boolean', k);
+	}
 	assert.equal(env.code, code, `S-code (message: ${env.message})`);
 	assert.equal(env.type, TYPE[code], `type of ${code}`);
 	assert.equal(env.retryable, false);

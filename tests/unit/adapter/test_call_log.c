@@ -109,7 +109,7 @@ TEST(failure_is_info_with_scode_and_cause)
 	json_t *req = json_pack("{s:s}", "sandbox_id", "7d0e");
 	sbx_error_t err = NULL;
 	sbx_error_scode(&err, SBX_S_NOT_FOUND, "7d0e");
-	json_t *out = sbx_error_body_from_error(err, NULL, "");
+	json_t *out = sbx_error_body_from_error(err, NULL, "", NULL);
 	sbx_error_free(&err);
 	struct captured c;
 	CHECK(log_call(SBX_LOG_INFO, "exec", req, -1, out, &c) == 0);

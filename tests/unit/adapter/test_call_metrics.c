@@ -20,7 +20,7 @@ static json_t *failure(const char *scode, const char *run_step)
 {
 	sbx_error_t e = NULL;
 	sbx_error_scode(&e, scode, "detail");
-	json_t *body = sbx_error_body_from_error(e, run_step, "00000000-0000-4000-8000-000000000000");
+	json_t *body = sbx_error_body_from_error(e, run_step, "00000000-0000-4000-8000-000000000000", NULL);
 	sbx_error_free(&e);
 	return body;
 }

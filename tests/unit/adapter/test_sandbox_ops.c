@@ -15,6 +15,7 @@ struct fake {
 	pthread_mutex_t lock;
 	int boots, stops, vms_live;
 	bool fail_boot, fail_write, block;
+	bool time_out; /* an exec prints, then runs past its deadline */
 	bool hold_stop; /* a stop waits until the test clears it */
 	char argv[4][64];
 	char cwd[64];
@@ -79,9 +80,20 @@ static int fake_exec(void *vm, const struct sbx_exec_request *req, struct sbx_ex
 		usleep(1000);
 	pthread_mutex_lock(&F.lock);
 	F.in_exec = false;
+	bool time_out = F.time_out;
 	pthread_mutex_unlock(&F.lock);
+	/* Output before the end: only S200's envelope carries it. */
+	if (block || time_out) {
+		exec_output_append(&res->out, "start\n\xff", 7, err);
+		char chunk[4096]; /* 1 MiB and one chunk more: over the cap */
+		memset(chunk, 'e', sizeof(chunk));
+		for (size_t n = 0; n <= EXEC_OUTPUT_CAP; n += sizeof(chunk))
+			exec_output_append(&res->err, chunk, sizeof(chunk), err);
+	}
 	if (block)
 		return sbx_error_scode(err, "S004", "stopped while running");
+	if (time_out)
+		return sbx_error_scode(err, "S200", "exec timed out after %llu ms", (unsigned long long)req->timeout_ms);
 	exec_output_append(&res->out, "out\xff\n", 5, err);
 	res->exit_code = strcmp(req->argv[0], "false") == 0 ? 1 : 0;
 	res->duration_ms = 7;
@@ -143,7 +155,7 @@ static const struct sbx_backend_ops fake_ops = { .boot = fake_boot, .exec = fake
 static struct sbx_adapter *make(const char *config)
 {
 	pthread_mutex_lock(&F.lock);
-	F.fail_boot = F.fail_write = F.block = F.hold_stop = false;
+	F.fail_boot = F.fail_write = F.block = F.hold_stop = F.time_out = false;
 	F.n_written = 0;
 	pthread_mutex_unlock(&F.lock);
 	json_t *v = json_loads(config, 0, NULL);
@@ -426,6 +438,8 @@ TEST(exec_cap_and_stop_while_running)
 	json_decref(r);
 	pthread_join(t, NULL);
 	CHECK_STR(str(b.reply, "code"), "S004");
+	/* The contract's envelope only: the output is S200's alone. */
+	CHECK_INT(json_object_size(b.reply), 7);
 	json_decref(b.reply);
 	free(id);
 	sbx_adapter_free(a);
@@ -528,6 +542,67 @@ TEST(run_steps_and_cleanup)
 	CHECK_STR(str(r, "code"), "S100");
 	CHECK_STR(str(json_object_get(r, "fix"), "sandbox_id"), "");
 	json_decref(r);
+	sbx_adapter_free(a);
+}
+
+/* The member names of an object, in order, comma-separated. */
+static void keys_of(json_t *o, char *buf, size_t size)
+{
+	buf[0] = '\0';
+	const char *k;
+	json_t *v;
+	json_object_foreach(o, k, v) {
+		size_t n = strlen(buf);
+		snprintf(buf + n, size - n, "%s%s", n ? "," : "", k);
+	}
+}
+
+#define ENVELOPE_KEYS "type,code,message,docs_url,retryable,fix,fix_note"
+#define PRINTED_KEYS "stdout,stderr,stdout_truncated,stderr_truncated"
+
+/* What a timed-out command had printed, capped and decoded as a reply's. */
+static void check_printed(json_t *env)
+{
+	char keys[256];
+	keys_of(env, keys, sizeof(keys));
+	CHECK_STR(keys, ENVELOPE_KEYS "," PRINTED_KEYS);
+	CHECK_STR(str(env, "stdout"), "start\n\xef\xbf\xbd");
+	CHECK_INT(json_string_length(json_object_get(env, "stderr")), EXEC_OUTPUT_CAP);
+	CHECK(json_is_false(json_object_get(env, "stdout_truncated")));
+	CHECK(json_is_true(json_object_get(env, "stderr_truncated")));
+}
+
+TEST(exec_and_run_timeout_keep_the_output)
+{
+	struct sbx_adapter *a = make(CFG "}");
+	CHECK(a != NULL);
+	char *id = create(a, "{\"image\":\"python\"}");
+	CHECK(id != NULL);
+	F.time_out = true;
+	char req[256];
+	snprintf(req, sizeof(req), "{\"sandbox_id\":\"%s\",\"cmd\":\"python3 t.py\",\"timeout_ms\":1500}", id);
+	json_t *r = call(a, "exec", req);
+	CHECK_STR(str(r, "code"), "S200");
+	CHECK_STR(str(r, "message"), "exec timed out after 1500 ms");
+	CHECK(json_is_null(json_object_get(r, "fix")));
+	check_printed(r);
+	json_decref(r);
+	/* run: the same members after the wrapped envelope's. */
+	r = call(a, "run", "{\"image\":\"python\",\"code\":\"x\",\"lang\":\"py\",\"timeout_ms\":1500}");
+	CHECK_STR(str(r, "code"), "S200");
+	CHECK_STR(str(json_object_get(r, "fix"), "inner_code"), "S200");
+	const char *want = "during sandbox::run step `exec` (sandbox_id=";
+	CHECK(strncmp(str(r, "message"), want, strlen(want)) == 0);
+	check_printed(r);
+	json_decref(r);
+	/* A call that does not time out keeps the contract's reply. */
+	F.time_out = false;
+	r = call(a, "exec", req);
+	char keys[256];
+	keys_of(r, keys, sizeof(keys));
+	CHECK_STR(keys, "stdout,stderr,exit_code,timed_out,duration_ms,success,stdout_truncated,stderr_truncated");
+	json_decref(r);
+	free(id);
 	sbx_adapter_free(a);
 }
 

@@ -136,12 +136,12 @@ TEST(error_body_decode)
 {
 	sbx_error_t err = NULL;
 	sbx_error_scode(&err, SBX_SCODE_DECODE, "missing field `path`");
-	json_t *b = sbx_error_body_from_error(err, NULL, "");
+	json_t *b = sbx_error_body_from_error(err, NULL, "", NULL);
 	CHECK_STR(json_string_value(json_object_get(b, "code")), "invocation_failed");
 	CHECK_STR(json_string_value(json_object_get(b, "message")), "serialization error: missing field `path`");
 	json_decref(b);
 	/* A decode error inside run is not wrapped. */
-	b = sbx_error_body_from_error(err, "create", "");
+	b = sbx_error_body_from_error(err, "create", "", NULL);
 	CHECK_STR(json_string_value(json_object_get(b, "message")), "serialization error: missing field `path`");
 	json_decref(b);
 	sbx_error_free(&err);
@@ -151,8 +151,35 @@ TEST(error_body_without_scode_is_s300)
 {
 	sbx_error_t err = NULL;
 	sbx_error_set(&err, 0, "qemu died");
-	json_t *b = sbx_error_body_from_error(err, NULL, "");
+	json_t *b = sbx_error_body_from_error(err, NULL, "", NULL);
 	CHECK(strstr(json_string_value(json_object_get(b, "message")), "\"code\":\"S300\"") != NULL);
 	json_decref(b);
+	sbx_error_free(&err);
+}
+
+/* Extra members (a timed-out exec's output) come after the envelope's own,
+ * in the run wrapping too, and never replace one of them. */
+TEST(error_body_extra_members)
+{
+	sbx_error_t err = NULL;
+	sbx_error_scode(&err, "S200", "exec timed out after 1500 ms");
+	json_t *extra = json_pack("{s:s, s:s, s:b, s:b, s:s}", "stdout", "start\n", "stderr", "", "stdout_truncated", 0,
+				  "stderr_truncated", 1, "code", "S999");
+	json_t *b = sbx_error_body_from_error(err, NULL, "", extra);
+	CHECK_STR(json_string_value(json_object_get(b, "message")),
+		  "handler error: {\"type\":\"execution\",\"code\":\"S200\",\"message\":\"exec timed out after 1500 "
+		  "ms\",\"docs_url\":\"" DOCS "S200\",\"retryable\":false,\"fix\":null,\"fix_note\":\"raise `timeout_ms` on "
+		  "the exec call or split the work into smaller steps\",\"stdout\":\"start\\n\",\"stderr\":\"\","
+		  "\"stdout_truncated\":false,\"stderr_truncated\":true}");
+	json_decref(b);
+	b = sbx_error_body_from_error(err, "exec", "0f8fad5b-d9cb-469f-a165-70867728950e", extra);
+	CHECK_STR(json_string_value(json_object_get(b, "message")),
+		  "handler error: {\"type\":\"execution\",\"code\":\"S200\",\"message\":\"during sandbox::run step "
+		  "`exec` (sandbox_id=0f8fad5b-d9cb-469f-a165-70867728950e): exec timed out after 1500 ms\",\"docs_url\":\"" DOCS
+		  "S200\",\"retryable\":false,\"fix\":{\"context\":\"during sandbox::run step `exec`\",\"sandbox_id\":"
+		  "\"0f8fad5b-d9cb-469f-a165-70867728950e\",\"inner_code\":\"S200\"},\"fix_note\":null,\"stdout\":"
+		  "\"start\\n\",\"stderr\":\"\",\"stdout_truncated\":false,\"stderr_truncated\":true}");
+	json_decref(b);
+	json_decref(extra);
 	sbx_error_free(&err);
 }
