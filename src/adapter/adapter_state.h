@@ -13,6 +13,7 @@
 #include "adapter/mem_budget.h"
 #include "adapter/reaper_state.h"
 #include "adapter/sandbox_registry.h"
+#include "adapter/stream_backend.h"
 #include "adapter/worker_backend.h"
 
 #define SBX_WORKER_NAME "sandbox-libkrun"
@@ -29,6 +30,7 @@ struct sbx_adapter {
 	char *worker_token; /* III_SANDBOX_WORKER_TOKEN; NULL when unset or empty */
 	struct sbx_backend backend; /* ops NULL until sbx_adapter_use_backend() */
 	struct sbx_fs_host fs;      /* fs::* guest calls and channels; ops NULL: S300 */
+	struct sbx_stream_host streams; /* byte channels of streams, logs, terminals; ops NULL: S300 */
 	struct reaper reaper;
 	struct sbx_mem_budget mem; /* what live VMs may take together */
 	const struct sbx_worker_ops *workers; /* NULL: worker::* answer S300 */

@@ -9,6 +9,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/types.h>
 
 #include "adapter/exec_output.h"
 #include "common/error.h"
@@ -42,6 +43,18 @@ struct sbx_exec_result {
 	struct exec_output out, err;
 	int exit_code;
 	uint64_t duration_ms;
+};
+
+/* One process driven by the caller (background processes, terminals):
+ * unlike exec, nothing waits for it to end. */
+struct sbx_proc_request {
+	char *const *argv;
+	char *const *env; /* layered over the boot env */
+	const char *cwd;  /* NULL: the image's WorkingDir, else / */
+	bool with_stdin;  /* false: stdin at EOF from the start */
+	/* 0 x 0: pipes; else a pseudo-terminal of that size (1..PROTO_MAX_TTY_DIM
+	 * each; stdin carries the keys, stdout the screen). */
+	uint16_t rows, cols;
 };
 
 /* What the operator's view shows of a VM (control/). */
@@ -80,6 +93,28 @@ struct sbx_backend_ops {
 	/* QEMU's pid and the console log's path (optional; cheap, never
 	 * blocks: called under the registry's lock). */
 	void (*facts)(void *vm, struct sbx_vm_facts *f);
+
+	/* Processes the caller drives (optional: NULL proc_start answers
+	 * S300).  Started once the guest reported its pid (*pid); S300 when
+	 * the guest cannot run it.  A handle is used by one reader and one
+	 * writer thread at a time; the others may be called from any thread.
+	 * Deadlines are sbx_now_ms() times, -1 for none; a missed one fails
+	 * with errnum ETIMEDOUT and may be retried. */
+	void *(*proc_start)(void *vm, const struct sbx_proc_request *req, uint32_t *pid, sbx_error_t *err);
+	/* Output in arrival order, *fd 1 or 2; 0 once the process exited and
+	 * all of it was read. */
+	ssize_t (*proc_read)(void *proc, int *fd, void *buf, size_t len, int64_t deadline, sbx_error_t *err);
+	/* Up to len bytes of stdin, blocking on the guest's window. */
+	ssize_t (*proc_write)(void *proc, const void *buf, size_t len, int64_t deadline, sbx_error_t *err);
+	int (*proc_close_stdin)(void *proc, sbx_error_t *err);
+	/* To the process's whole group; a process that ended is not an error. */
+	int (*proc_signal)(void *proc, int sig, sbx_error_t *err);
+	/* Exit status (0-255, 128+signal), discarding output not read yet. */
+	int (*proc_wait)(void *proc, int64_t deadline, int *code, sbx_error_t *err);
+	/* A terminal's new size. */
+	int (*proc_resize)(void *proc, uint16_t rows, uint16_t cols, sbx_error_t *err);
+	/* Kills the process if it still runs and frees the handle. */
+	void (*proc_free)(void *proc);
 };
 
 struct sbx_backend {

@@ -12,6 +12,7 @@
 
 #define PROTO_MAX_HOSTNAME 64u /* HOST_NAME_MAX */
 #define PROTO_MAX_SIGNAL 64    /* SIGRTMAX on Linux */
+#define PROTO_MAX_TTY_DIM 1000 /* rows or columns of a terminal */
 
 struct proto_share {
 	char *tag;  /* the virtio-fs device's tag */

@@ -78,6 +78,9 @@ int chan_stream_kill(struct chan_stream *s, int sig, sbx_error_t *err);
 int chan_stream_wait(struct chan_stream *s, int64_t deadline, int *code, sbx_error_t *err);
 /* Guest pid once STARTED arrived, else 0. */
 uint32_t chan_stream_pid(struct chan_stream *s);
+/* Waits for STARTED: *pid once it came; fails when the stream ended
+ * without it (the guest's ERROR, a lost connection) or on the deadline. */
+int chan_stream_started(struct chan_stream *s, int64_t deadline, uint32_t *pid, sbx_error_t *err);
 /* Kills the process if it is still running and frees the handle. */
 void chan_stream_release(struct chan_stream *s);
 

@@ -269,6 +269,26 @@ uint32_t chan_stream_pid(struct chan_stream *s)
 	return pid;
 }
 
+int chan_stream_started(struct chan_stream *s, int64_t deadline, uint32_t *pid, sbx_error_t *err)
+{
+	struct chan *c = s->c;
+	pthread_mutex_lock(&c->lock);
+	bool timed_out = false;
+	while (s->pid == 0 && !s->ended && !timed_out)
+		timed_out = chan_wait_until(c, deadline) == ETIMEDOUT;
+	int rc = 0;
+	if (s->pid != 0)
+		*pid = s->pid;
+	else if (s->lost)
+		rc = chan_dead_error(c, err);
+	else if (s->ended)
+		rc = sbx_error_set(err, 0, "guest: %s", s->error != NULL ? s->error : "the process did not start");
+	else
+		rc = sbx_error_set(err, ETIMEDOUT, "timed out waiting for the process to start");
+	pthread_mutex_unlock(&c->lock);
+	return rc;
+}
+
 void chan_stream_release(struct chan_stream *s)
 {
 	if (s == NULL)

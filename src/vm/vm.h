@@ -162,6 +162,15 @@ int sbx_vm_proc_kill(struct sbx_vm_proc *p, int sig, sbx_error_t *err);
 /* Waits for the exit status (0-255, or 128+signal), discarding output not
  * read yet. */
 int sbx_vm_proc_wait(struct sbx_vm_proc *p, int64_t deadline, int *status, sbx_error_t *err);
+/* The guest's pid, once the guest reported the fork (it does so even when
+ * the exec then fails). */
+int sbx_vm_proc_pid(struct sbx_vm_proc *p, int64_t deadline, uint32_t *pid, sbx_error_t *err);
+/* A process on a pseudo-terminal of rows x cols (each 1..PROTO_MAX_TTY_DIM):
+ * its stdin carries the keys, stdout the screen (stderr stays empty). */
+struct sbx_vm_proc *sbx_vm_spawn_pty(struct sbx_vm *vm, char *const *argv, char *const *env, const char *cwd,
+				     uint16_t rows, uint16_t cols, sbx_error_t *err);
+/* Sets a pty process's window size (the guest sends it SIGWINCH). */
+int sbx_vm_proc_resize(struct sbx_vm_proc *p, uint16_t rows, uint16_t cols, sbx_error_t *err);
 /* Kills the process if it still runs, frees the handle. */
 void sbx_vm_proc_free(struct sbx_vm_proc *p);
 

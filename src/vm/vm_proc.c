@@ -66,6 +66,27 @@ int sbx_vm_proc_wait(struct sbx_vm_proc *p, int64_t deadline, int *status, sbx_e
 	return chan_stream_wait(p->s, deadline, status, err);
 }
 
+int sbx_vm_proc_pid(struct sbx_vm_proc *p, int64_t deadline, uint32_t *pid, sbx_error_t *err)
+{
+	return chan_stream_started(p->s, deadline, pid, err);
+}
+
+/* PLACEHOLDER(h-pty): replaced by the guest's pty streams. */
+struct sbx_vm_proc *sbx_vm_spawn_pty(struct sbx_vm *vm, char *const *argv, char *const *env, const char *cwd,
+				     uint16_t rows, uint16_t cols, sbx_error_t *err)
+{
+	(void)vm, (void)argv, (void)env, (void)cwd, (void)rows, (void)cols;
+	sbx_error_set(err, ENOTSUP, "terminals are not built yet");
+	return NULL;
+}
+
+/* PLACEHOLDER(h-pty) */
+int sbx_vm_proc_resize(struct sbx_vm_proc *p, uint16_t rows, uint16_t cols, sbx_error_t *err)
+{
+	(void)p, (void)rows, (void)cols;
+	return sbx_error_set(err, ENOTSUP, "terminals are not built yet");
+}
+
 void sbx_vm_proc_free(struct sbx_vm_proc *p)
 {
 	if (p == NULL)

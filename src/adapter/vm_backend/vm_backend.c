@@ -94,4 +94,12 @@ const struct sbx_backend_ops vm_backend_ops = {
 	.templates_mib = templates_mib,
 	.boot_mode = boot_mode,
 	.facts = facts,
+	.proc_start = vm_backend_proc_start,
+	.proc_read = vm_backend_proc_read,
+	.proc_write = vm_backend_proc_write,
+	.proc_close_stdin = vm_backend_proc_close_stdin,
+	.proc_signal = vm_backend_proc_signal,
+	.proc_wait = vm_backend_proc_wait,
+	.proc_resize = vm_backend_proc_resize,
+	.proc_free = vm_backend_proc_free,
 };

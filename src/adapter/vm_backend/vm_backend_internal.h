@@ -1,6 +1,6 @@
 /* What the parts of the VM backend share: its context, a sandbox's VM, and
- * the ops that vm_backend.c's table takes from vm_backend_boot.c (boot) and
- * vm_backend_exec.c (exec).  Only files of this folder include it. */
+ * the ops that vm_backend.c's table takes from vm_backend_boot.c (boot),
+ * vm_backend_exec.c (exec) and vm_backend_proc.c (proc_*).  Only files of this folder include it. */
 #ifndef SBX_ADAPTER_VM_BACKEND_INTERNAL_H
 #define SBX_ADAPTER_VM_BACKEND_INTERNAL_H
 
@@ -27,5 +27,13 @@ struct sandbox_vm {
 void *vm_backend_boot(void *ctx, const struct sbx_boot_request *req, sbx_error_t *err);
 int vm_backend_exec(void *vm, const struct sbx_exec_request *req, struct sbx_exec_result *res, sbx_error_t *err);
 void vm_backend_stop(void *vm);
+void *vm_backend_proc_start(void *vm, const struct sbx_proc_request *req, uint32_t *pid, sbx_error_t *err);
+ssize_t vm_backend_proc_read(void *proc, int *fd, void *buf, size_t len, int64_t deadline, sbx_error_t *err);
+ssize_t vm_backend_proc_write(void *proc, const void *buf, size_t len, int64_t deadline, sbx_error_t *err);
+int vm_backend_proc_close_stdin(void *proc, sbx_error_t *err);
+int vm_backend_proc_signal(void *proc, int sig, sbx_error_t *err);
+int vm_backend_proc_wait(void *proc, int64_t deadline, int *code, sbx_error_t *err);
+int vm_backend_proc_resize(void *proc, uint16_t rows, uint16_t cols, sbx_error_t *err);
+void vm_backend_proc_free(void *proc);
 
 #endif
