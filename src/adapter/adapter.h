@@ -13,6 +13,9 @@
 
 /* The 23 functions of contract §1.2. */
 const struct sbx_op *sbx_ops(size_t *n);
+/* The functions beyond them an issue named (ops_ext.c). */
+const struct sbx_op *sbx_op_extensions(size_t *n);
+/* Either kind, by name ("fs::ls", "process::list"). */
 const struct sbx_op *sbx_op_find(const char *op);
 
 /* Takes ownership of `cfg`; reads III_SANDBOX_WORKER_TOKEN. */

@@ -39,4 +39,14 @@ int sbx_op_worker_logs(struct sbx_adapter *a, json_t *req, json_t **out);
 int sbx_op_worker_stop(struct sbx_adapter *a, json_t *req, json_t **out);
 int sbx_op_worker_destroy(struct sbx_adapter *a, json_t *req, json_t **out);
 
+/* The extensions (ops_ext.c): process/handlers_process.c and
+ * terminal/handlers_terminal.c. */
+int sbx_op_process_list(struct sbx_adapter *a, json_t *req, json_t **out);
+int sbx_op_process_logs(struct sbx_adapter *a, json_t *req, json_t **out);
+int sbx_op_process_wait(struct sbx_adapter *a, json_t *req, json_t **out);
+int sbx_op_process_signal(struct sbx_adapter *a, json_t *req, json_t **out);
+int sbx_op_terminal_open(struct sbx_adapter *a, json_t *req, json_t **out);
+int sbx_op_terminal_resize(struct sbx_adapter *a, json_t *req, json_t **out);
+int sbx_op_terminal_close(struct sbx_adapter *a, json_t *req, json_t **out);
+
 #endif

@@ -9,45 +9,14 @@
 #include "adapter/call_log.h"
 #include "adapter/call_metrics.h"
 #include "adapter/handlers.h"
+#include "adapter/op_schema.h"
 #include "adapter/scode.h"
 
-#define Q(s) "\"" s "\""
-#define OBJ(props, req) "{\"type\":\"object\",\"properties\":{" props "},\"required\":[" req "]}"
-#define F(name, schema) Q(name) ":" schema
-#define T_STR "{\"type\":\"string\"}"
-#define T_BOOL "{\"type\":\"boolean\"}"
-#define T_U32 "{\"type\":\"integer\",\"minimum\":0,\"maximum\":4294967295}"
-#define T_U64 "{\"type\":\"integer\",\"minimum\":0}"
-#define T_I64 "{\"type\":\"integer\"}"
-#define T_STRS "{\"type\":\"array\",\"items\":" T_STR "}"
-#define T_NETWORK "{\"oneOf\":[" T_BOOL ",{\"type\":\"object\",\"properties\":{\"allow\":" T_STRS ",\"deny\":" T_STRS "},\"additionalProperties\":false}]}"
-#define T_ENV "{\"oneOf\":[" T_STRS ",{\"type\":\"object\",\"additionalProperties\":" T_STR "}]}"
-#define T_CHANNEL                                                                                            \
-	OBJ(F("channel_id", T_STR) "," F("access_key", T_STR) "," F("direction", "{\"type\":\"string\",\"enum\":[" \
-										 "\"read\",\"write\"]}"),               \
-	    Q("channel_id") "," Q("access_key") "," Q("direction"))
-#define T_ENTRY                                                                                             \
-	OBJ(F("name", T_STR) "," F("is_dir", T_BOOL) "," F("size", T_U64) "," F("mode", T_STR) "," F("mtime", T_I64) \
-		"," F("is_symlink", T_BOOL),                                                                       \
-	    Q("name") "," Q("is_dir") "," Q("size") "," Q("mode") "," Q("mtime") "," Q("is_symlink"))
-#define ID F("sandbox_id", T_STR)
-#define EXEC_RESULT_PROPS                                                                                     \
-	F("stdout", T_STR) "," F("stderr", T_STR) "," F("exit_code", "{\"type\":[\"integer\",\"null\"]}") "," \
-		F("timed_out", T_BOOL) "," F("duration_ms", T_U64) "," F("success", T_BOOL) ","                 \
-		F("stdout_truncated", T_BOOL) "," F("stderr_truncated", T_BOOL)
-#define EXEC_RESULT_REQ                                                                                       \
-	Q("stdout") "," Q("stderr") "," Q("exit_code") "," Q("timed_out") "," Q("duration_ms") "," Q("success") \
-		"," Q("stdout_truncated") "," Q("stderr_truncated")
-#define WALK                                                                                             \
-	F("recursive", T_BOOL) "," F("ignore_case", T_BOOL) "," F("include_glob", T_STRS) "," F("exclude_glob", \
-												       T_STRS)
-#define AUTH F("auth", T_STR) "," F("worker", T_STR)
-#define EMPTY OBJ("", "")
 
 static const struct sbx_op ops[] = {
 	{ "adapter::info", "Name and version of this sandbox adapter and the sandbox contract it implements",
 	  EMPTY,
-	  OBJ(F("adapter", T_STR) "," F("adapter_version", T_STR) "," F("contract", OBJ(F("major", T_U32) "," F("minor", T_U32), Q("major") "," Q("minor"))),
+	  OBJ(F("adapter", T_STR) "," F("adapter_version", T_STR) "," F("contract", OBJ(F("major", T_U32) "," F("minor", T_U32), Q("major") "," Q("minor"))) "," F("extensions", T_STRS),
 	      Q("adapter") "," Q("adapter_version") "," Q("contract")),
 	  sbx_op_adapter_info },
 	{ "catalog::list", "List bootable images: the presets, then the operator's custom_images", EMPTY,
@@ -147,6 +116,12 @@ const struct sbx_op *sbx_op_find(const char *op)
 	for (size_t i = 0; i < sizeof(ops) / sizeof(ops[0]); i++) {
 		if (strcmp(ops[i].op, op) == 0)
 			return &ops[i];
+	}
+	size_t n;
+	const struct sbx_op *ext = sbx_op_extensions(&n);
+	for (size_t i = 0; i < n; i++) {
+		if (strcmp(ext[i].op, op) == 0)
+			return &ext[i];
 	}
 	return NULL;
 }

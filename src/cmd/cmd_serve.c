@@ -132,7 +132,8 @@ static int wait_engine(struct engine *e, struct signal_waiter *w, sbx_error_t *e
  * execs and file transfers filling theirs never delay them. */
 static bool quick_op(const char *op)
 {
-	static const char *const quick[] = { "adapter::info", "catalog::list", "list", "stop" };
+	static const char *const quick[] = { "adapter::info", "catalog::list", "list", "stop", "process::list",
+					     "process::signal", "terminal::resize" };
 	for (size_t i = 0; i < sizeof(quick) / sizeof(quick[0]); i++) {
 		if (strcmp(op, quick[i]) == 0)
 			return true;
@@ -158,10 +159,9 @@ static int queue_limit(const struct sbx_config *cfg)
 	return n < 1024 ? 1024 : n > INT32_MAX / 2 ? INT32_MAX / 2 : (int)n;
 }
 
-static int register_ops(struct engine *e, struct sbx_adapter *a, sbx_error_t *err)
+static int register_table(struct engine *e, struct sbx_adapter *a, const struct sbx_op *ops, size_t n,
+			  sbx_error_t *err)
 {
-	size_t n;
-	const struct sbx_op *ops = sbx_ops(&n);
 	for (size_t i = 0; i < n; i++) {
 		char id[128];
 		snprintf(id, sizeof(id), "%s::%s", SBX_WORKER_NAME, ops[i].op);
@@ -177,6 +177,17 @@ static int register_ops(struct engine *e, struct sbx_adapter *a, sbx_error_t *er
 			return sbx_error_prefix(err, "register %s", id);
 	}
 	return 0;
+}
+
+/* The 23, then the extensions (ops_ext.c). */
+static int register_ops(struct engine *e, struct sbx_adapter *a, sbx_error_t *err)
+{
+	size_t n, m;
+	const struct sbx_op *ops = sbx_ops(&n);
+	const struct sbx_op *ext = sbx_op_extensions(&m);
+	if (register_table(e, a, ops, n, err) < 0)
+		return -1;
+	return register_table(e, a, ext, m, err);
 }
 
 /* What the control socket's status adds to the adapter's own. */

@@ -22,6 +22,9 @@ export const FUNCTIONS = ['adapter::info', 'catalog::list', 'create', 'exec', 's
 	'fs::ls', 'fs::stat', 'fs::mkdir', 'fs::rm', 'fs::chmod', 'fs::mv', 'fs::grep', 'fs::sed', 'fs::write', 'fs::read',
 	'worker::prepare', 'worker::start', 'worker::status', 'worker::logs', 'worker::stop', 'worker::destroy']
 	.map((f) => `sandbox-libkrun::${f}`);
+// The functions beyond the 23 (issue 26), listed by adapter::info.
+export const EXTENSIONS = ['process::list', 'process::logs', 'process::wait', 'process::signal',
+	'terminal::open', 'terminal::resize', 'terminal::close'].map((f) => `sandbox-libkrun::${f}`);
 
 const SANITIZER_REPORT = /ERROR: (AddressSanitizer|LeakSanitizer|UndefinedBehaviorSanitizer)|runtime error: /;
 

@@ -11,7 +11,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { StandinEngine } from './standin-engine.mjs';
 import { eventually, sdkClient, sleep } from './lib.mjs';
-import { BIN, FUNCTIONS, WORKER_NAME, startStack, spawnDaemon, waitExit, assertNoSanitizerReport } from './daemon.mjs';
+import { BIN, EXTENSIONS, FUNCTIONS, WORKER_NAME, startStack, spawnDaemon, waitExit, assertNoSanitizerReport } from './daemon.mjs';
 
 // What `create` answers for an allowed image here: the configs below set
 // auto_install false and every daemon has an empty image cache, so the
@@ -64,10 +64,10 @@ describe('a daemon with a config entry and a worker token', () => {
 	});
 	after(() => s.stop());
 
-	test('registers all 23 functions with descriptions and typed schemas (§1.2, §1.5)', () => {
+	test('registers the 23 functions and the extensions with descriptions and typed schemas (§1.2, §1.5)', () => {
 		const mine = [...s.engine.functions.keys()].filter((id) => id.startsWith('sandbox-libkrun::')).sort();
-		assert.deepEqual(mine, [...FUNCTIONS].sort());
-		for (const id of FUNCTIONS) {
+		assert.deepEqual(mine, [...FUNCTIONS, ...EXTENSIONS].sort());
+		for (const id of [...FUNCTIONS, ...EXTENSIONS]) {
 			const f = s.engine.functions.get(id);
 			assert.equal(typeof f.description, 'string', `${id} description`);
 			assert.ok(f.description.trim().length > 0, `${id} description`);
@@ -100,6 +100,7 @@ describe('a daemon with a config entry and a worker token', () => {
 		assert.match(r.adapter_version, /^\d+\.\d+\.\d+/);
 		assert.deepEqual(r.contract, { major: 1, minor: 1 });
 		assert.ok(!('features' in r), 'a 0.2.x adapter sends no features');
+		assert.deepEqual(r.extensions, EXTENSIONS);
 	});
 
 	test('catalog::list puts custom images after the presets, sorted (§7.2)', async () => {

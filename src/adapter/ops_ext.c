@@ -1,0 +1,57 @@
+/* The extensions: functions beyond the contract's 23 that an issue named
+ * (process::* for background processes, terminal::* for interactive
+ * terminals), registered beside them and listed by adapter::info under
+ * `extensions`.  A caller that uses none of them sees the 23 unchanged. */
+#include "adapter/adapter.h"
+
+#include "adapter/handlers.h"
+#include "adapter/op_schema.h"
+
+#define PROC F("process_id", T_STR)
+#define TERM F("terminal_id", T_STR)
+#define T_STATE "{\"type\":\"string\",\"enum\":[\"running\",\"exited\"]}"
+#define T_DIM "{\"type\":\"integer\",\"minimum\":1,\"maximum\":1000}"
+
+static const struct sbx_op extensions[] = {
+	{ "process::list", "List a sandbox's background processes",
+	  OBJ(ID, Q("sandbox_id")),
+	  OBJ(F("processes", "{\"type\":\"array\",\"items\":" OBJ(PROC "," F("argv", T_STRS) "," F("state", T_STATE) "," F("exit_code", T_I64) "," F("started_at", T_STR) "," F("ended_at", T_STR) "," F("bytes", OBJ(F("stdout", T_U64) "," F("stderr", T_U64), Q("stdout") "," Q("stderr"))),
+							       Q("process_id") "," Q("argv") "," Q("state") "," Q("started_at") "," Q("bytes")) "}"),
+	      Q("processes")),
+	  sbx_op_process_list },
+	{ "process::logs", "Read a background process's output from a byte offset, or follow it through a channel",
+	  OBJ(ID "," PROC "," F("stream", "{\"type\":\"string\",\"enum\":[\"stdout\",\"stderr\"]}") "," F("offset", T_U64) "," F("follow", T_CHANNEL),
+	      Q("sandbox_id") "," Q("process_id")),
+	  OBJ(F("data", T_STR) "," F("next_offset", T_U64) "," F("dropped", T_BOOL) "," F("state", T_STATE),
+	      Q("data") "," Q("next_offset") "," Q("dropped") "," Q("state")),
+	  sbx_op_process_logs },
+	{ "process::wait", "Wait for a background process to exit",
+	  OBJ(ID "," PROC "," F("timeout_ms", T_U64), Q("sandbox_id") "," Q("process_id")),
+	  OBJ(F("state", T_STATE) "," F("exit_code", T_I64), Q("state")),
+	  sbx_op_process_wait },
+	{ "process::signal", "Send a signal to a background process's group",
+	  OBJ(ID "," PROC "," F("signal", "{\"type\":\"string\",\"enum\":[\"TERM\",\"KILL\",\"INT\",\"HUP\"]}"),
+	      Q("sandbox_id") "," Q("process_id") "," Q("signal")),
+	  OBJ(F("sent", T_BOOL), Q("sent")),
+	  sbx_op_process_signal },
+	{ "terminal::open", "Start a command on a pseudo-terminal in a sandbox: keys in through one channel, the screen out through another",
+	  OBJ(ID "," F("argv", T_STRS) "," F("rows", T_DIM) "," F("cols", T_DIM) "," F("env", T_ENV),
+	      Q("sandbox_id") "," Q("rows") "," Q("cols")),
+	  OBJ(F("terminal_id", T_STR) "," F("input", T_CHANNEL) "," F("output", T_CHANNEL),
+	      Q("terminal_id") "," Q("input") "," Q("output")),
+	  sbx_op_terminal_open },
+	{ "terminal::resize", "Change a terminal's size",
+	  OBJ(ID "," TERM "," F("rows", T_DIM) "," F("cols", T_DIM), Q("sandbox_id") "," Q("terminal_id") "," Q("rows") "," Q("cols")),
+	  OBJ(F("resized", T_BOOL), Q("resized")),
+	  sbx_op_terminal_resize },
+	{ "terminal::close", "End a terminal: its command gets SIGHUP, its channels close",
+	  OBJ(ID "," TERM, Q("sandbox_id") "," Q("terminal_id")),
+	  OBJ(F("closed", T_BOOL), Q("closed")),
+	  sbx_op_terminal_close },
+};
+
+const struct sbx_op *sbx_op_extensions(size_t *n)
+{
+	*n = sizeof(extensions) / sizeof(extensions[0]);
+	return extensions;
+}
