@@ -121,8 +121,8 @@ export async function startStack({ config, configId = WORKER_NAME, env = {}, wai
 	if (waitRegistered) {
 		await engine.waitFor(() => {
 			const w = stack.daemonConn();
-			return w && FUNCTIONS.every((f) => engine.functions.get(f)?.owner === w.worker_id);
-		}, 15000, `the daemon's ${FUNCTIONS.length} functions`).catch((e) => {
+			return w && [...FUNCTIONS, ...EXTENSIONS].every((f) => engine.functions.get(f)?.owner === w.worker_id);
+		}, 15000, `the daemon's ${FUNCTIONS.length + EXTENSIONS.length} functions`).catch((e) => {
 			e.message += `\ndaemon output:\n${daemon.output()}`;
 			throw e;
 		});

@@ -253,7 +253,7 @@ describe('a daemon with a config entry and a worker token', () => {
 		assert.ok(Date.now() - t0 < 10000, `took ${Date.now() - t0} ms`);
 		await s.engine.waitFor(() => {
 			const w = s.daemonConn();
-			return w && FUNCTIONS.every((f) => s.engine.functions.get(f)?.owner === w.worker_id);
+			return w && [...FUNCTIONS, ...EXTENSIONS].every((f) => s.engine.functions.get(f)?.owner === w.worker_id);
 		}, 10000, 'all functions re-registered');
 		assert.ok(s.daemon.proc.exitCode === null, 'daemon still running');
 	});
