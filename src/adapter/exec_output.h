@@ -23,10 +23,10 @@ void exec_output_free(struct exec_output *o);
 /* Keeps what fits under the cap and marks the rest as truncated. */
 int exec_output_append(struct exec_output *o, const void *buf, size_t n, sbx_error_t *err);
 
-/* A NUL-terminated UTF-8 copy of `n` bytes: each maximal invalid prefix
- * (overlong forms, surrogates, code points above U+10FFFF, truncated
- * sequences) becomes U+FFFD, and NUL bytes become U+FFFD too so the result
- * is a C string jansson accepts. */
+/* A UTF-8 copy of `n` bytes (*out_len bytes, plus a terminating NUL):
+ * each maximal invalid prefix (overlong forms, surrogates, code points
+ * above U+10FFFF, truncated sequences) becomes U+FFFD.  NUL bytes are kept
+ * (U+0000 is valid UTF-8), so callers use *out_len, not strlen(). */
 char *utf8_lossy(const uint8_t *p, size_t n, size_t *out_len, sbx_error_t *err);
 
 /* min(requested, max(ceiling, 1)): the effective exec deadline in ms. */

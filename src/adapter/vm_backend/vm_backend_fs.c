@@ -46,7 +46,7 @@ static int write_from_channel(struct engine *e, struct sbx_vm_fs *op, json_t *re
 {
 	struct channel_ref ref;
 	if (channel_ref_parse(ref_json, &ref, err) < 0)
-		return sbx_error_scode(err, SBX_S_INVALID_REQUEST, "invalid request: content: %s", sbx_error_msg(*err));
+		return sbx_error_scode(err, SBX_S_INVALID_REQUEST, "content: %s", sbx_error_msg(*err));
 	struct channel_reader *rd = channel_reader_open(e, &ref, CHANNEL_IDLE_MS, err);
 	channel_ref_free(&ref);
 	if (rd == NULL)
