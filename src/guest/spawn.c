@@ -130,8 +130,11 @@ static int drop_privileges(const struct guest_user *u)
 static void child(const struct spawn_req *req, char **cands, char **env, int in_r, int out_w, int err_w,
 		  int errfd)
 {
-	/* A new session also makes the child its process group's leader. */
-	if (req->rows != 0 ? setsid() < 0 : setpgid(0, 0) < 0)
+	/* A new session also makes the child its process group's leader;
+	 * without a terminal the parent makes sure of the group too. */
+	if (req->rows == 0)
+		setpgid(0, 0);
+	else if (setsid() < 0)
 		report_and_exit(errfd, 2, errno);
 	sigset_t none;
 	sigemptyset(&none);

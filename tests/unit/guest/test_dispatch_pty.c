@@ -295,8 +295,12 @@ TEST(a_background_holder_of_the_terminal_does_not_hold_exit)
 	struct client c;
 	CHECK_INT(client_start(&c, NULL), 0);
 	/* The subshell ignores the hangup its session leader's exit sends, so
-	 * it keeps the terminal open: EXIT comes once the output went quiet. */
-	char *argv[] = { "sh", "-c", "(trap '' HUP; exec sleep 30) & echo bye", NULL };
+	 * it keeps the terminal open: EXIT comes once the output went quiet.
+	 * The shell exits only once the subshell ignores it (file $f). */
+	char *argv[] = { "sh", "-c",
+			 "f=$(mktemp -u); (trap '' HUP; : > \"$f\"; exec sleep 30) & "
+			 "while [ ! -e \"$f\" ]; do sleep 0.01; done; rm \"$f\"; echo bye",
+			 NULL };
 	struct run r;
 	run_init(&r, 4);
 	client_spawn_pty(&c, 4, argv, NULL, 24, 80);
