@@ -94,7 +94,9 @@
  *   guest -> STARTED {u32 pid}, then STDOUT {bytes}: the screen, whatever
  *            the terminal's master side reads (never STDERR), under the
  *            CREDIT window as for SPAWN, then EXIT {i32 code} once the
- *            process exited and the terminal's output ended.
+ *            process exited and the terminal's output ended (nobody holds
+ *            its slave side any more, or a background process still does
+ *            and the output stayed quiet for the guest's drain time).
  *   host  -> STDIN {bytes}    keys, written to the master side as they are
  *                             (the terminal's line discipline echoes and
  *                             edits; ^C, ^D, ^Z are its to interpret)
@@ -107,7 +109,8 @@
  *            foreground process group.  On a stream that is not a
  *            terminal it is a protocol error: the guest ends that stream
  *            with ERROR PROTO_TEXT_UNEXPECTED (as any message a stream
- *            cannot take); for a stream that already ended it is ignored.
+ *            cannot take; the host's chan_stream_resize never sends it
+ *            there); for a stream that already ended it is ignored.
  *   host  -> KILL {u32 signal}  as for SPAWN: the session's first process
  *                               group, SIGKILL also the exec's cgroup.
  * Flow control: each side may have at most PROTO_WINDOW bytes of STDOUT+
