@@ -371,6 +371,16 @@ static void check_python_as_nobody(struct sbx_vm *vm)
 	result(wrote, "user nobody: fs operations still run as root", sbx_error_msg(err));
 	sbx_error_free(&err);
 	check_sh(vm, "user nobody: the root-owned file fs wrote is not readable", "cat /root/by-fs", 1, "");
+	/* A terminal's slave side belongs to the user its process runs as. */
+	char *argv[] = { "/bin/sh", "-c", "id -u; stat -c %u \"$(tty)\"", NULL };
+	struct run r = { .out = calloc(1, 1) };
+	struct sbx_vm_proc *p = sbx_vm_spawn_pty(vm, argv, NULL, NULL, 24, 80, &err);
+	bool ok = p != NULL && screen_until(p, &r, "65534\r\n65534\r\n", in_ms(60000), &err);
+	result(ok, "user nobody: a terminal's process runs as nobody and owns the terminal",
+	       ok ? NULL : err != NULL ? sbx_error_msg(err) : r.out);
+	sbx_error_free(&err);
+	sbx_vm_proc_free(p);
+	run_free(&r);
 }
 
 int main(int argc, char **argv)
