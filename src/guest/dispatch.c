@@ -1,7 +1,7 @@
 /* The guest's protocol server (see dispatch.h): the epoll loop and the
  * one lookup of streams (the connection and the table's upkeep are in
- * dispatch_server.c).  The kinds of stream live in dispatch_proc.c and
- * dispatch_fs.c; they are opened by message type and found by one
+ * dispatch_server.c).  The kinds of stream live in dispatch_proc.c,
+ * dispatch_pty.c and dispatch_fs.c; they are opened by message type and found by one
  * lookup, and a stream id already in use is refused in one place. */
 #include "guest/dispatch.h"
 
@@ -51,6 +51,7 @@ struct opener {
 
 static const struct opener openers[] = {
 	{ PROTO_SPAWN, "SPAWN", srv_proc_open },
+	{ PROTO_SPAWN_PTY, "SPAWN_PTY", srv_pty_open },
 	{ PROTO_FS_WRITE, "FS_WRITE", srv_fs_write_stream_open },
 };
 static const struct opener fs_op_opener = { 0, "fs request", srv_fs_op_open };
@@ -76,9 +77,9 @@ static void handle_stream_msg(struct server *s, struct proto_msg *m)
 	} else if (st != NULL) {
 		st->ops->msg(s, st, m);
 	} else if (m->type != PROTO_STDIN && m->type != PROTO_STDIN_EOF && m->type != PROTO_CREDIT &&
-		   m->type != PROTO_KILL) {
-		/* Late STDIN, STDIN_EOF, CREDIT and KILL for a stream that
-		 * already ended are normal; anything else is not. */
+		   m->type != PROTO_KILL && m->type != PROTO_RESIZE) {
+		/* Late STDIN, STDIN_EOF, CREDIT, KILL and RESIZE for a stream
+		 * that already ended are normal; anything else is not. */
 		srv_push_error(s, m->stream, PROTO_TEXT_UNEXPECTED " from the host");
 	}
 }

@@ -1,7 +1,8 @@
 /* The guest's protocol server: everything after READY.  Serves any
  * connected fd (the virtio port in the VM, a socketpair in unit tests) with
- * one single-threaded epoll loop: processes with their pipes, credit-based
- * flow control, SIGCHLD through a signalfd, a bounded output queue. */
+ * one single-threaded epoll loop: processes with their pipes or terminals,
+ * credit-based flow control, SIGCHLD through a signalfd, a bounded output
+ * queue. */
 #ifndef SBX_GUEST_DISPATCH_H
 #define SBX_GUEST_DISPATCH_H
 
@@ -10,7 +11,7 @@
 #include "common/error.h"
 #include "guest/user_resolve.h"
 
-#define DISPATCH_MAX_PROCS 256
+#define DISPATCH_MAX_PROCS 256 /* SPAWN and SPAWN_PTY together */
 #define DISPATCH_MAX_FS_WRITES 64
 #define DISPATCH_MAX_FS_OPS 64 /* fs requests served by children at once */
 /* After the main process exits, how long its pipes may stay quiet before

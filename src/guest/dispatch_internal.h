@@ -1,7 +1,8 @@
 /* The guest protocol server's insides, shared by dispatch.c (the loop and
  * the stream lookup), dispatch_server.c (the connection, watches, the
- * stream table: below the others), dispatch_proc.c (process streams) and
- * dispatch_fs.c (fs write and fs operation streams).  Single-threaded: everything runs
+ * stream table: below the others), dispatch_proc.c (process streams),
+ * dispatch_pty.c (processes on a terminal) and dispatch_fs.c (fs write and
+ * fs operation streams).  Single-threaded: everything runs
  * on the epoll loop of dispatch_serve. */
 #ifndef SBX_GUEST_DISPATCH_INTERNAL_H
 #define SBX_GUEST_DISPATCH_INTERNAL_H
@@ -29,7 +30,7 @@ struct watch {
 	uint32_t events; /* currently registered; 0 = not in the epoll set */
 };
 
-enum stream_kind { STREAM_PROC, STREAM_FS_WRITE, STREAM_FS_OP, STREAM_KINDS };
+enum stream_kind { STREAM_PROC, STREAM_PTY, STREAM_FS_WRITE, STREAM_FS_OP, STREAM_KINDS };
 
 /* What each kind of stream does; every hook may be NULL but msg and fail. */
 struct stream_ops {
@@ -87,8 +88,10 @@ int srv_stream_add(struct server *s, struct stream *st);
 /* Marks a stream ended; the sweep frees it. */
 void srv_stream_end(struct server *s, struct stream *st);
 
-/* The openers, by message type (dispatch_proc.c, dispatch_fs.c). */
+/* The openers, by message type (dispatch_proc.c, dispatch_pty.c,
+ * dispatch_fs.c). */
 void srv_proc_open(struct server *s, struct proto_msg *m);
+void srv_pty_open(struct server *s, struct proto_msg *m);
 void srv_fs_write_stream_open(struct server *s, struct proto_msg *m);
 void srv_fs_op_open(struct server *s, struct proto_msg *m);
 

@@ -277,7 +277,7 @@ static void proc_exec_failed(struct server *s, struct proc *p, char *failure)
 
 void srv_proc_open(struct server *s, struct proto_msg *m)
 {
-	if (s->live[STREAM_PROC] >= DISPATCH_MAX_PROCS) {
+	if (s->live[STREAM_PROC] + s->live[STREAM_PTY] >= DISPATCH_MAX_PROCS) {
 		srv_push_error(s, m->stream, "too many processes");
 		return;
 	}

@@ -9,10 +9,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
 #include <unistd.h>
 
 #include "common/cleanup.h"
-#include "proto/proto.h"
+#include "proto/proto_msg_types.h"
 
 #define DEFAULT_PATH "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 
@@ -124,17 +125,25 @@ static int drop_privileges(const struct guest_user *u)
 	return 0;
 }
 
-/* Runs in the child: only async-signal-safe calls. */
+/* Runs in the child: only async-signal-safe calls.  With a terminal,
+ * in_r, out_w and err_w are all its slave side. */
 static void child(const struct spawn_req *req, char **cands, char **env, int in_r, int out_w, int err_w,
 		  int errfd)
 {
-	setpgid(0, 0);
+	/* A new session also makes the child its process group's leader;
+	 * without a terminal the parent makes sure of the group too. */
+	if (req->rows == 0)
+		setpgid(0, 0);
+	else if (setsid() < 0)
+		report_and_exit(errfd, 2, errno);
 	sigset_t none;
 	sigemptyset(&none);
 	for (int s = 1; s < NSIG; s++)
 		signal(s, SIG_DFL);
 	sigprocmask(SIG_SETMASK, &none, NULL);
 	if (req->cgroup_procs_fd >= 0 && write(req->cgroup_procs_fd, "0", 1) != 1)
+		report_and_exit(errfd, 2, errno);
+	if (req->rows != 0 && ioctl(out_w, TIOCSCTTY, 0) < 0)
 		report_and_exit(errfd, 2, errno);
 	if (dup2(in_r, 0) < 0 || dup2(out_w, 1) < 0 || dup2(err_w, 2) < 0)
 		report_and_exit(errfd, 2, errno);
@@ -185,10 +194,48 @@ static void close_pair(int p[2])
 	p[0] = p[1] = -1;
 }
 
+/* The pipes: the child gets in[0], out[1] and errp[1]; our ends are nonblocking. */
+static int open_pipes(int in[2], int out[2], int errp[2], sbx_error_t *err)
+{
+	if (pipe2(in, O_CLOEXEC) < 0 || pipe2(out, O_CLOEXEC) < 0 || pipe2(errp, O_CLOEXEC) < 0)
+		return sbx_error_errno(err, errno, "pipe");
+	/* Only the host-side ends are nonblocking: each end of a pipe is its
+	 * own open file description, so the child's ends stay blocking. */
+	if (fcntl(in[1], F_SETFL, O_NONBLOCK) < 0 || fcntl(out[0], F_SETFL, O_NONBLOCK) < 0 ||
+	    fcntl(errp[0], F_SETFL, O_NONBLOCK) < 0)
+		return sbx_error_errno(err, errno, "pipe flags");
+	return 0;
+}
+
+/* A pseudo-terminal of the requested size: the master side (nonblocking)
+ * in t[1], the slave side in t[0], owned by the user.  Neither becomes our
+ * own controlling terminal (the dispatcher may be PID 1). */
+static int open_pty(const struct spawn_req *req, int t[2], sbx_error_t *err)
+{
+	char name[64];
+	if ((t[1] = posix_openpt(O_RDWR | O_NOCTTY | O_CLOEXEC)) < 0)
+		return sbx_error_errno(err, errno, "pseudo-terminal");
+	int rc = grantpt(t[1]) < 0 || unlockpt(t[1]) < 0 ? errno : ptsname_r(t[1], name, sizeof(name));
+	if (rc != 0)
+		return sbx_error_errno(err, rc, "pseudo-terminal");
+	if ((t[0] = open(name, O_RDWR | O_NOCTTY | O_CLOEXEC)) < 0)
+		return sbx_error_errno(err, errno, "open %s", name);
+	struct winsize ws = { .ws_row = (unsigned short)req->rows, .ws_col = (unsigned short)req->cols };
+	if (ioctl(t[1], TIOCSWINSZ, &ws) < 0)
+		return sbx_error_errno(err, errno, "terminal size");
+	if (req->user != NULL && fchown(t[0], req->user->uid, (gid_t)-1) < 0)
+		return sbx_error_errno(err, errno, "chown %s", name);
+	if (fcntl(t[1], F_SETFL, O_NONBLOCK) < 0)
+		return sbx_error_errno(err, errno, "terminal flags");
+	return 0;
+}
+
 int spawn_process(const struct spawn_req *req, struct spawn_result *res, sbx_error_t *err)
 {
 	memset(res, 0, sizeof(*res));
-	res->stdin_fd = res->stdout_fd = res->stderr_fd = -1;
+	res->stdin_fd = res->stdout_fd = res->stderr_fd = res->tty_fd = -1;
+	if ((req->rows == 0) != (req->cols == 0) || req->rows > PROTO_MAX_TTY_DIM || req->cols > PROTO_MAX_TTY_DIM)
+		return sbx_error_set(err, EINVAL, "terminal of %u x %u", req->rows, req->cols);
 	char **env = spawn_merge_env(req->boot_env, req->env, err);
 	if (env == NULL)
 		return -1;
@@ -198,17 +245,12 @@ int spawn_process(const struct spawn_req *req, struct spawn_result *res, sbx_err
 		return -1;
 	}
 	int in[2] = { -1, -1 }, out[2] = { -1, -1 }, errp[2] = { -1, -1 }, ep[2] = { -1, -1 };
+	int tty[2] = { -1, -1 }; /* slave, master */
 	int rc = -1;
-	if (pipe2(in, O_CLOEXEC) < 0 || pipe2(out, O_CLOEXEC) < 0 || pipe2(errp, O_CLOEXEC) < 0 ||
-	    pipe2(ep, O_CLOEXEC) < 0) {
-		sbx_error_errno(err, errno, "pipe");
+	if (req->rows != 0 ? open_pty(req, tty, err) < 0 : open_pipes(in, out, errp, err) < 0)
 		goto out;
-	}
-	/* Only the host-side ends are nonblocking: each end of a pipe is its
-	 * own open file description, so the child's ends stay blocking. */
-	if (fcntl(in[1], F_SETFL, O_NONBLOCK) < 0 || fcntl(out[0], F_SETFL, O_NONBLOCK) < 0 ||
-	    fcntl(errp[0], F_SETFL, O_NONBLOCK) < 0) {
-		sbx_error_errno(err, errno, "pipe flags");
+	if (pipe2(ep, O_CLOEXEC) < 0) {
+		sbx_error_errno(err, errno, "pipe");
 		goto out;
 	}
 	pid_t pid = fork();
@@ -216,11 +258,15 @@ int spawn_process(const struct spawn_req *req, struct spawn_result *res, sbx_err
 		sbx_error_errno(err, errno, "fork");
 		goto out;
 	}
+	if (pid == 0 && req->rows != 0)
+		child(req, cands, env, tty[0], tty[0], tty[0], ep[1]);
 	if (pid == 0)
 		child(req, cands, env, in[0], out[1], errp[1], ep[1]);
 	/* Also from the parent, so a KILL right after STARTED finds the group;
-	 * EACCES just means the child already exec'd after its own setpgid. */
-	(void)setpgid(pid, pid);
+	 * EACCES just means the child already exec'd after its own setpgid.
+	 * Not for a new session: setsid fails in a process group leader. */
+	if (req->rows == 0)
+		(void)setpgid(pid, pid);
 	close(ep[1]);
 	ep[1] = -1;
 	struct child_failure f;
@@ -240,9 +286,11 @@ int spawn_process(const struct spawn_req *req, struct spawn_result *res, sbx_err
 	}
 	res->stdout_fd = out[0];
 	res->stderr_fd = errp[0];
-	out[0] = errp[0] = -1;
+	res->tty_fd = tty[1];
+	out[0] = errp[0] = tty[1] = -1;
 	rc = 0;
 out:
+	close_pair(tty);
 	close_pair(in);
 	close_pair(out);
 	close_pair(errp);

@@ -83,6 +83,36 @@
  *                                       "exec: <cmd>: not found\n" or
  *                                       "exec: <cmd>: permission denied\n"
  *                                       on STDERR)
+ * Terminals (host picks stream id S != 0):
+ *   host  -> SPAWN_PTY  {strv argv, strv env, str cwd (as SPAWN),
+ *                        u32 rows, u32 cols (each 1..PROTO_MAX_TTY_DIM)}
+ *            The process starts in a new session whose controlling
+ *            terminal is a fresh pseudo-terminal of rows x cols, which is
+ *            also its stdin, stdout and stderr; identity, environment,
+ *            cwd, exec cgroup and exec failures are as for SPAWN (a
+ *            failure's line comes on STDOUT, ending "\r\n").
+ *   guest -> STARTED {u32 pid}, then STDOUT {bytes}: the screen, whatever
+ *            the terminal's master side reads (never STDERR), under the
+ *            CREDIT window as for SPAWN, then EXIT {i32 code} once the
+ *            process exited and the terminal's output ended (nobody holds
+ *            its slave side any more, or a background process still does
+ *            and the output stayed quiet for the guest's drain time).
+ *   host  -> STDIN {bytes}    keys, written to the master side as they are
+ *                             (the terminal's line discipline echoes and
+ *                             edits; ^C, ^D, ^Z are its to interpret)
+ *   host  -> STDIN_EOF {}     ends the keys: later STDIN is a protocol
+ *                             error.  Nothing is written and the terminal
+ *                             stays open: it ends with the process (or
+ *                             KILL), not with the keys.
+ *   host  -> RESIZE {u32 rows, u32 cols (each 1..PROTO_MAX_TTY_DIM)}
+ *            sets the terminal's size; the kernel sends SIGWINCH to its
+ *            foreground process group.  On a stream that is not a
+ *            terminal it is a protocol error: the guest ends that stream
+ *            with ERROR PROTO_TEXT_UNEXPECTED (as any message a stream
+ *            cannot take; the host's chan_stream_resize never sends it
+ *            there); for a stream that already ended it is ignored.
+ *   host  -> KILL {u32 signal}  as for SPAWN: the session's first process
+ *                               group, SIGKILL also the exec's cgroup.
  * Flow control: each side may have at most PROTO_WINDOW bytes of STDOUT+
  * STDERR (guest) or STDIN (host) payload unacknowledged per stream; it stops
  * reading the source (the child's pipe, the caller's input) until CREDIT
@@ -219,7 +249,8 @@
 #include "common/error.h"
 #include "common/strv.h"
 
-#define PROTO_VERSION 6 /* 2: CONFIG carries `user`; 3: and the network; 4: and shares; 5: WARM_UP; 6: its argv */
+#define PROTO_VERSION 7 /* 2: CONFIG carries `user`; 3: and the network; 4: and shares; 5: WARM_UP; 6: its argv;
+                           7: SPAWN_PTY, RESIZE */
 #define PROTO_HEADER_SIZE 9u
 #define PROTO_MAX_PAYLOAD (1024u * 1024u)
 #define PROTO_MAX_CHUNK (64u * 1024u)
@@ -253,6 +284,8 @@ enum proto_type {
 	PROTO_KILL = 0x17,
 	PROTO_EXIT = 0x18,
 	PROTO_ERROR = 0x19,
+	PROTO_SPAWN_PTY = 0x1a,
+	PROTO_RESIZE = 0x1b,
 
 	PROTO_FS_FIRST = 0x40,
 	PROTO_FS_WRITE = 0x40,

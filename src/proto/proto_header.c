@@ -7,7 +7,7 @@ static int type_known(uint8_t t)
 {
 	if (t >= PROTO_HELLO && t <= PROTO_WARM_UP)
 		return 1;
-	if (t >= PROTO_SPAWN && t <= PROTO_ERROR)
+	if (t >= PROTO_SPAWN && t <= PROTO_RESIZE)
 		return 1;
 	return t >= PROTO_FS_FIRST && t <= PROTO_FS_LAST;
 }

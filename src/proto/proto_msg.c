@@ -28,6 +28,8 @@ const char *proto_type_name(uint8_t type)
 	case PROTO_KILL: return "KILL";
 	case PROTO_EXIT: return "EXIT";
 	case PROTO_ERROR: return "ERROR";
+	case PROTO_SPAWN_PTY: return "SPAWN_PTY";
+	case PROTO_RESIZE: return "RESIZE";
 	case PROTO_FS_WRITE: return "FS_WRITE";
 	case PROTO_FS_ERROR: return "FS_ERROR";
 	}
@@ -138,20 +140,28 @@ static int decode_config(struct proto_rbuf *r, struct proto_config *c, sbx_error
 	return decode_shares(r, c, err);
 }
 
+/* argv, env and cwd of SPAWN and SPAWN_PTY. */
+static int decode_command(struct proto_rbuf *r, char ***argv, char ***env, char **cwd, sbx_error_t *err)
+{
+	if (proto_get_strv(r, argv, err) < 0)
+		return sbx_error_prefix(err, "argv");
+	if ((*argv)[0] == NULL || (*argv)[0][0] == '\0')
+		return sbx_error_set(err, 0, "empty argv");
+	if (proto_get_strv(r, env, err) < 0)
+		return sbx_error_prefix(err, "env");
+	if (check_env(*env, err) < 0)
+		return -1;
+	if (proto_get_str(r, cwd, err) < 0)
+		return sbx_error_prefix(err, "cwd");
+	if ((*cwd)[0] != '\0' && (*cwd)[0] != '/')
+		return sbx_error_set(err, 0, "cwd is not absolute");
+	return 0;
+}
+
 static int decode_spawn(struct proto_rbuf *r, struct proto_spawn *s, sbx_error_t *err)
 {
-	if (proto_get_strv(r, &s->argv, err) < 0)
-		return sbx_error_prefix(err, "argv");
-	if (s->argv[0] == NULL || s->argv[0][0] == '\0')
-		return sbx_error_set(err, 0, "empty argv");
-	if (proto_get_strv(r, &s->env, err) < 0)
-		return sbx_error_prefix(err, "env");
-	if (check_env(s->env, err) < 0)
+	if (decode_command(r, &s->argv, &s->env, &s->cwd, err) < 0)
 		return -1;
-	if (proto_get_str(r, &s->cwd, err) < 0)
-		return sbx_error_prefix(err, "cwd");
-	if (s->cwd[0] != '\0' && s->cwd[0] != '/')
-		return sbx_error_set(err, 0, "cwd is not absolute");
 	return proto_get_flags(r, &s->flags, PROTO_SPAWN_STDIN, "spawn", err);
 }
 
@@ -212,6 +222,14 @@ static int decode_u32_range(struct proto_rbuf *r, uint32_t *v, uint32_t lo, uint
 	return 0;
 }
 
+/* A terminal's size (SPAWN_PTY, RESIZE). */
+static int decode_dims(struct proto_rbuf *r, uint32_t *rows, uint32_t *cols, sbx_error_t *err)
+{
+	if (decode_u32_range(r, rows, 1, PROTO_MAX_TTY_DIM, "rows", err) < 0)
+		return -1;
+	return decode_u32_range(r, cols, 1, PROTO_MAX_TTY_DIM, "cols", err);
+}
+
 static int decode_body(struct proto_rbuf *r, struct proto_msg *m, sbx_error_t *err)
 {
 	switch (m->type) {
@@ -230,6 +248,12 @@ static int decode_body(struct proto_rbuf *r, struct proto_msg *m, sbx_error_t *e
 		return proto_get_u64(r, &m->u.nonce, err);
 	case PROTO_SPAWN:
 		return decode_spawn(r, &m->u.spawn, err);
+	case PROTO_SPAWN_PTY:
+		if (decode_command(r, &m->u.spawn_pty.argv, &m->u.spawn_pty.env, &m->u.spawn_pty.cwd, err) < 0)
+			return -1;
+		return decode_dims(r, &m->u.spawn_pty.rows, &m->u.spawn_pty.cols, err);
+	case PROTO_RESIZE:
+		return decode_dims(r, &m->u.winsize.rows, &m->u.winsize.cols, err);
 	case PROTO_STARTED:
 		return proto_get_u32(r, &m->u.pid, err);
 	case PROTO_STDIN:
@@ -294,6 +318,11 @@ void proto_msg_free(struct proto_msg *m)
 		sbx_strv_free(m->u.spawn.env);
 		free(m->u.spawn.cwd);
 		break;
+	case PROTO_SPAWN_PTY:
+		sbx_strv_free(m->u.spawn_pty.argv);
+		sbx_strv_free(m->u.spawn_pty.env);
+		free(m->u.spawn_pty.cwd);
+		break;
 	case PROTO_ERROR:
 		free(m->u.message);
 		break;
@@ -328,6 +357,28 @@ static int encode_shares(struct proto_wbuf *b, const struct proto_config *c, sbx
 		proto_put_str(b, s->path);
 		proto_put_u32(b, s->flags);
 	}
+	return 0;
+}
+
+/* What decode_dims accepts. */
+static int check_dims(uint32_t rows, uint32_t cols, sbx_error_t *err)
+{
+	if (rows < 1 || rows > PROTO_MAX_TTY_DIM || cols < 1 || cols > PROTO_MAX_TTY_DIM)
+		return sbx_error_set(err, 0, "terminal of %u x %u, each must be 1..%d", rows, cols, PROTO_MAX_TTY_DIM);
+	return 0;
+}
+
+static int encode_spawn_pty(struct proto_wbuf *b, const struct proto_spawn_pty *s, sbx_error_t *err)
+{
+	if (s->argv == NULL || s->argv[0] == NULL || s->argv[0][0] == '\0')
+		return sbx_error_set(err, 0, "empty argv");
+	if (check_dims(s->rows, s->cols, err) < 0)
+		return -1;
+	proto_put_strv(b, s->argv);
+	proto_put_strv(b, s->env);
+	proto_put_str(b, s->cwd != NULL ? s->cwd : "");
+	proto_put_u32(b, s->rows);
+	proto_put_u32(b, s->cols);
 	return 0;
 }
 
@@ -380,6 +431,14 @@ static int encode_body(struct proto_wbuf *b, const struct proto_msg *m, sbx_erro
 		proto_put_u32(b, s->flags);
 		return 0;
 	}
+	case PROTO_SPAWN_PTY:
+		return encode_spawn_pty(b, &m->u.spawn_pty, err);
+	case PROTO_RESIZE:
+		if (check_dims(m->u.winsize.rows, m->u.winsize.cols, err) < 0)
+			return -1;
+		proto_put_u32(b, m->u.winsize.rows);
+		proto_put_u32(b, m->u.winsize.cols);
+		return 0;
 	case PROTO_STARTED:
 		proto_put_u32(b, m->u.pid);
 		return 0;

@@ -43,6 +43,18 @@ struct proto_spawn {
 	uint32_t flags;
 };
 
+struct proto_spawn_pty {
+	char **argv; /* as proto_spawn's */
+	char **env;
+	char *cwd;
+	uint32_t rows, cols; /* 1..PROTO_MAX_TTY_DIM */
+};
+
+/* RESIZE */
+struct proto_winsize {
+	uint32_t rows, cols; /* 1..PROTO_MAX_TTY_DIM */
+};
+
 struct proto_fs_write {
 	char *path;     /* non-empty, at most PROTO_MAX_PATH bytes */
 	uint32_t mode;  /* 0..07777 */
@@ -155,6 +167,8 @@ struct proto_msg {
 		uint64_t nonce;            /* PING, PONG */
 		char **warm_up;            /* WARM_UP: argv, empty = only `true` */
 		struct proto_spawn spawn;  /* SPAWN */
+		struct proto_spawn_pty spawn_pty; /* SPAWN_PTY */
+		struct proto_winsize winsize;     /* RESIZE */
 		uint32_t pid;              /* STARTED */
 		struct proto_data data;    /* STDIN, STDOUT, STDERR */
 		uint32_t credit;           /* CREDIT: 1..PROTO_WINDOW */

@@ -47,6 +47,15 @@ int chan_wait_dead(struct chan *c, int64_t deadline, sbx_error_t *err);
 /* Starts a process; with PROTO_SPAWN_STDIN in sp->flags, stdin stays open
  * for chan_stream_write. */
 struct chan_stream *chan_spawn(struct chan *c, const struct proto_spawn *sp, sbx_error_t *err);
+/* Starts a process on a terminal (PROTO_SPAWN_PTY): stdin stays open for
+ * the keys (chan_stream_write), chan_stream_read gives the screen (always
+ * CHAN_STDOUT).  Sizes outside 1..PROTO_MAX_TTY_DIM fail with EINVAL. */
+struct chan_stream *chan_spawn_pty(struct chan *c, const struct proto_spawn_pty *sp, sbx_error_t *err);
+/* Sets the terminal size of a chan_spawn_pty stream (PROTO_RESIZE; the
+ * guest's kernel sends SIGWINCH).  EINVAL for another kind of stream or a
+ * size outside 1..PROTO_MAX_TTY_DIM (nothing sent); 0 without sending
+ * once the process ended. */
+int chan_stream_resize(struct chan_stream *s, uint32_t rows, uint32_t cols, sbx_error_t *err);
 /* Starts a file write (PROTO_FS_WRITE): send the bytes with
  * chan_stream_write, end with chan_stream_close_stdin, then
  * chan_stream_wait gives 0 or fails with the guest's errno. */

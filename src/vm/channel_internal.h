@@ -43,6 +43,7 @@ struct chan_stream {
 	size_t uncredited; /* consumed, not yet acknowledged */
 	size_t stdin_unacked;
 	bool stdin_open;
+	bool pty; /* opened by SPAWN_PTY: RESIZE may follow */
 	bool ended;
 	bool lost; /* ended because the connection did */
 	int code;

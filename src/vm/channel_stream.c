@@ -58,6 +58,7 @@ struct chan_stream *chan_stream_open(struct chan *c, struct proto_msg *first, bo
 	}
 	s->c = c;
 	s->stdin_open = stdin_open;
+	s->pty = first->type == PROTO_SPAWN_PTY;
 	pthread_mutex_lock(&c->lock);
 	if (c->dead) {
 		chan_dead_error(c, err);
@@ -84,6 +85,39 @@ struct chan_stream *chan_spawn(struct chan *c, const struct proto_spawn *sp, sbx
 {
 	struct proto_msg m = { .type = PROTO_SPAWN, .u.spawn = *sp };
 	return chan_stream_open(c, &m, (sp->flags & PROTO_SPAWN_STDIN) != 0, err);
+}
+
+static bool dims_ok(uint32_t rows, uint32_t cols)
+{
+	return rows >= 1 && rows <= PROTO_MAX_TTY_DIM && cols >= 1 && cols <= PROTO_MAX_TTY_DIM;
+}
+
+struct chan_stream *chan_spawn_pty(struct chan *c, const struct proto_spawn_pty *sp, sbx_error_t *err)
+{
+	if (!dims_ok(sp->rows, sp->cols)) {
+		sbx_error_set(err, EINVAL, "terminal of %u x %u, each must be 1..%d", sp->rows, sp->cols,
+			      PROTO_MAX_TTY_DIM);
+		return NULL;
+	}
+	struct proto_msg m = { .type = PROTO_SPAWN_PTY, .u.spawn_pty = *sp };
+	return chan_stream_open(c, &m, true, err);
+}
+
+int chan_stream_resize(struct chan_stream *s, uint32_t rows, uint32_t cols, sbx_error_t *err)
+{
+	struct chan *c = s->c;
+	if (!dims_ok(rows, cols))
+		return sbx_error_set(err, EINVAL, "terminal of %u x %u, each must be 1..%d", rows, cols,
+				     PROTO_MAX_TTY_DIM);
+	if (!s->pty) /* set before the stream was published, never changed */
+		return sbx_error_set(err, EINVAL, "not a terminal");
+	pthread_mutex_lock(&c->lock);
+	bool ended = s->ended;
+	pthread_mutex_unlock(&c->lock);
+	if (ended)
+		return 0;
+	struct proto_msg m = { .stream = s->id, .type = PROTO_RESIZE, .u.winsize = { rows, cols } };
+	return chan_send(c, &m, err);
 }
 
 struct chan_stream *chan_fs_write(struct chan *c, const struct proto_fs_write *w, sbx_error_t *err)

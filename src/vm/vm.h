@@ -165,11 +165,16 @@ int sbx_vm_proc_wait(struct sbx_vm_proc *p, int64_t deadline, int *status, sbx_e
 /* The guest's pid, once the guest reported the fork (it does so even when
  * the exec then fails). */
 int sbx_vm_proc_pid(struct sbx_vm_proc *p, int64_t deadline, uint32_t *pid, sbx_error_t *err);
-/* A process on a pseudo-terminal of rows x cols (each 1..PROTO_MAX_TTY_DIM):
- * its stdin carries the keys, stdout the screen (stderr stays empty). */
+/* A process on a pseudo-terminal of rows x cols (each 1..PROTO_MAX_TTY_DIM,
+ * else EINVAL), the controlling terminal of its own session: its stdin
+ * carries the keys, stdout the screen (stderr stays empty).  Closing stdin
+ * ends the keys, not the terminal: that ends with the process (or a
+ * kill). */
 struct sbx_vm_proc *sbx_vm_spawn_pty(struct sbx_vm *vm, char *const *argv, char *const *env, const char *cwd,
 				     uint16_t rows, uint16_t cols, sbx_error_t *err);
-/* Sets a pty process's window size (the guest sends it SIGWINCH). */
+/* Sets a pty process's window size (the guest's kernel sends SIGWINCH to
+ * the terminal's foreground process group).  EINVAL for a process without
+ * a terminal or a size out of range; 0 (nothing sent) once it ended. */
 int sbx_vm_proc_resize(struct sbx_vm_proc *p, uint16_t rows, uint16_t cols, sbx_error_t *err);
 /* Kills the process if it still runs, frees the handle. */
 void sbx_vm_proc_free(struct sbx_vm_proc *p);

@@ -8,26 +8,54 @@ struct sbx_vm_proc {
 	struct chan_stream *s;
 };
 
-struct sbx_vm_proc *sbx_vm_spawn(struct sbx_vm *vm, char *const *argv, char *const *env, const char *cwd,
-				 bool with_stdin, sbx_error_t *err)
+static char *const no_env[] = { NULL };
+
+/* A handle for a process about to start, after checking its command. */
+static struct sbx_vm_proc *proc_new(char *const *argv, sbx_error_t *err)
 {
-	static char *const empty[] = { NULL };
 	if (argv == NULL || argv[0] == NULL || argv[0][0] == '\0') {
 		sbx_error_set(err, EINVAL, "empty command");
 		return NULL;
 	}
 	struct sbx_vm_proc *p = malloc(sizeof(*p));
-	if (p == NULL) {
+	if (p == NULL)
 		sbx_error_set(err, ENOMEM, "process");
+	return p;
+}
+
+struct sbx_vm_proc *sbx_vm_spawn(struct sbx_vm *vm, char *const *argv, char *const *env, const char *cwd,
+				 bool with_stdin, sbx_error_t *err)
+{
+	struct sbx_vm_proc *p = proc_new(argv, err);
+	if (p == NULL)
 		return NULL;
-	}
 	struct proto_spawn sp = {
 		.argv = (char **)argv,
-		.env = (char **)(env != NULL ? env : empty),
+		.env = (char **)(env != NULL ? env : no_env),
 		.cwd = (char *)(cwd != NULL ? cwd : ""),
 		.flags = with_stdin ? PROTO_SPAWN_STDIN : 0,
 	};
 	if ((p->s = chan_spawn(vm->chan, &sp, err)) == NULL) {
+		free(p);
+		return NULL;
+	}
+	return p;
+}
+
+struct sbx_vm_proc *sbx_vm_spawn_pty(struct sbx_vm *vm, char *const *argv, char *const *env, const char *cwd,
+				     uint16_t rows, uint16_t cols, sbx_error_t *err)
+{
+	struct sbx_vm_proc *p = proc_new(argv, err);
+	if (p == NULL)
+		return NULL;
+	struct proto_spawn_pty sp = {
+		.argv = (char **)argv,
+		.env = (char **)(env != NULL ? env : no_env),
+		.cwd = (char *)(cwd != NULL ? cwd : ""),
+		.rows = rows,
+		.cols = cols,
+	};
+	if ((p->s = chan_spawn_pty(vm->chan, &sp, err)) == NULL) {
 		free(p);
 		return NULL;
 	}
@@ -71,20 +99,9 @@ int sbx_vm_proc_pid(struct sbx_vm_proc *p, int64_t deadline, uint32_t *pid, sbx_
 	return chan_stream_started(p->s, deadline, pid, err);
 }
 
-/* PLACEHOLDER(h-pty): replaced by the guest's pty streams. */
-struct sbx_vm_proc *sbx_vm_spawn_pty(struct sbx_vm *vm, char *const *argv, char *const *env, const char *cwd,
-				     uint16_t rows, uint16_t cols, sbx_error_t *err)
-{
-	(void)vm, (void)argv, (void)env, (void)cwd, (void)rows, (void)cols;
-	sbx_error_set(err, ENOTSUP, "terminals are not built yet");
-	return NULL;
-}
-
-/* PLACEHOLDER(h-pty) */
 int sbx_vm_proc_resize(struct sbx_vm_proc *p, uint16_t rows, uint16_t cols, sbx_error_t *err)
 {
-	(void)p, (void)rows, (void)cols;
-	return sbx_error_set(err, ENOTSUP, "terminals are not built yet");
+	return chan_stream_resize(p->s, rows, cols, err);
 }
 
 void sbx_vm_proc_free(struct sbx_vm_proc *p)

@@ -242,6 +242,51 @@ static void check_timeout_kill(struct sbx_vm *vm)
 }
 
 /* Moves an image directory with FS_MV: the overlay must not answer EXDEV. */
+/* Reads the terminal's screen into r->out until it holds `needle`. */
+static bool screen_until(struct sbx_vm_proc *p, struct run *r, const char *needle, int64_t deadline,
+			 sbx_error_t *err)
+{
+	char buf[4096];
+	while (strstr(r->out, needle) == NULL) {
+		int fd;
+		ssize_t n = sbx_vm_proc_read(p, &fd, buf, sizeof(buf), deadline, err);
+		if (n <= 0 || fd != 1 || append(&r->out, &r->out_len, buf, (size_t)n) < 0)
+			return false;
+	}
+	return true;
+}
+
+static bool type_keys(struct sbx_vm_proc *p, const char *keys, sbx_error_t *err)
+{
+	return sbx_vm_proc_write(p, keys, strlen(keys), in_ms(10000), err) == (ssize_t)strlen(keys);
+}
+
+/* An interactive shell on a terminal: keys echo, the size is the one asked
+ * for, a resize is seen, and the shell's own exit ends the stream. */
+static void check_pty(struct sbx_vm *vm)
+{
+	char *argv[] = { "/bin/sh", NULL }, *env[] = { "PS1=$ ", NULL };
+	struct run r = { .out = calloc(1, 1) };
+	sbx_error_t err = NULL;
+	int64_t deadline = in_ms(60000);
+	struct sbx_vm_proc *p = sbx_vm_spawn_pty(vm, argv, env, NULL, 33, 101, &err);
+	bool ok = p != NULL && screen_until(p, &r, "$ ", deadline, &err);
+	result(ok, "a shell on a terminal prompts", sbx_error_msg(err));
+	ok = ok && type_keys(p, "echo hi\n", &err) && screen_until(p, &r, "echo hi\r\nhi\r\n", deadline, &err);
+	result(ok, "typed keys echo and run", ok ? NULL : r.out);
+	ok = ok && type_keys(p, "stty size\n", &err) && screen_until(p, &r, "33 101\r\n", deadline, &err);
+	result(ok, "stty size shows the requested size", ok ? NULL : r.out);
+	ok = ok && sbx_vm_proc_resize(p, 40, 120, &err) == 0 && type_keys(p, "stty size\n", &err) &&
+	     screen_until(p, &r, "40 120\r\n", deadline, &err);
+	result(ok, "a resize shows in stty size", ok ? NULL : r.out);
+	int status = -1;
+	ok = ok && type_keys(p, "exit 3\n", &err) && sbx_vm_proc_wait(p, deadline, &status, &err) == 0 && status == 3;
+	result(ok, "the shell's exit code ends the terminal", sbx_error_msg(err));
+	sbx_error_free(&err);
+	sbx_vm_proc_free(p);
+	run_free(&r);
+}
+
 static bool fs_mv(struct sbx_vm *vm, const char *src, const char *dst, char *why, size_t cap)
 {
 	sbx_error_t err = NULL;
@@ -326,6 +371,16 @@ static void check_python_as_nobody(struct sbx_vm *vm)
 	result(wrote, "user nobody: fs operations still run as root", sbx_error_msg(err));
 	sbx_error_free(&err);
 	check_sh(vm, "user nobody: the root-owned file fs wrote is not readable", "cat /root/by-fs", 1, "");
+	/* A terminal's slave side belongs to the user its process runs as. */
+	char *argv[] = { "/bin/sh", "-c", "id -u; stat -c %u \"$(tty)\"", NULL };
+	struct run r = { .out = calloc(1, 1) };
+	struct sbx_vm_proc *p = sbx_vm_spawn_pty(vm, argv, NULL, NULL, 24, 80, &err);
+	bool ok = p != NULL && screen_until(p, &r, "65534\r\n65534\r\n", in_ms(60000), &err);
+	result(ok, "user nobody: a terminal's process runs as nobody and owns the terminal",
+	       ok ? NULL : err != NULL ? sbx_error_msg(err) : r.out);
+	sbx_error_free(&err);
+	sbx_vm_proc_free(p);
+	run_free(&r);
 }
 
 int main(int argc, char **argv)
@@ -364,6 +419,7 @@ int main(int argc, char **argv)
 		check_big_output(vm);
 		check_concurrent(vm);
 		check_timeout_kill(vm);
+		check_pty(vm);
 		const char *marker = getenv("HOST_MARKER");
 		if (marker != NULL) {
 			char cmd[512];

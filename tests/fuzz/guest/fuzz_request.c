@@ -1,7 +1,8 @@
 /* What the guest does with host input short of starting a process or
- * touching files: frames through the reader, decoded into SPAWN/CONFIG/
- * STDIN/KILL/FS_*..., a SPAWN's environment merged over a CONFIG's boot env,
- * an fs request's globs matched and its pattern compiled. */
+ * touching files: frames through the reader, decoded into SPAWN/SPAWN_PTY/
+ * RESIZE/CONFIG/STDIN/KILL/FS_*..., a SPAWN's or SPAWN_PTY's environment
+ * merged over a CONFIG's boot env, an fs request's globs matched and its
+ * pattern compiled. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -11,20 +12,20 @@
 #include "proto/proto_msg.h"
 #include "proto/proto_reader.h"
 
-static void check_spawn(const struct proto_spawn *sp, char **boot_env)
+static void check_spawn(char **spawn_env, char **boot_env)
 {
 	sbx_error_t err = NULL;
-	char **env = spawn_merge_env(boot_env, sp->env, &err);
+	char **env = spawn_merge_env(boot_env, spawn_env, &err);
 	if (env == NULL) {
 		sbx_error_free(&err);
 		return;
 	}
 	/* Every spawn entry must win over the boot env. */
-	for (size_t i = 0; sp->env[i] != NULL; i++) {
-		size_t k = strcspn(sp->env[i], "=");
+	for (size_t i = 0; spawn_env[i] != NULL; i++) {
+		size_t k = strcspn(spawn_env[i], "=");
 		const char *found = NULL;
 		for (size_t j = 0; env[j] != NULL; j++)
-			if (strncmp(env[j], sp->env[i], k + 1) == 0)
+			if (strncmp(env[j], spawn_env[i], k + 1) == 0)
 				found = env[j];
 		if (found == NULL)
 			abort();
@@ -97,8 +98,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			continue;
 		}
 		check_fs(&m);
+		char **boot_env = config.type == PROTO_CONFIG ? config.u.config.env : default_env;
 		if (m.type == PROTO_SPAWN)
-			check_spawn(&m.u.spawn, config.type == PROTO_CONFIG ? config.u.config.env : default_env);
+			check_spawn(m.u.spawn.env, boot_env);
+		else if (m.type == PROTO_SPAWN_PTY)
+			check_spawn(m.u.spawn_pty.env, boot_env);
 		proto_msg_free(&m);
 	}
 	proto_msg_free(&config);

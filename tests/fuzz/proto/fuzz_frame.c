@@ -18,6 +18,14 @@ static void check_roundtrip(const struct proto_header *h, const uint8_t *payload
 	if (m->type == PROTO_FS_WRITE &&
 	    (m->u.fs_write.path[0] == '\0' || m->u.fs_write.mode > 07777 || (m->u.fs_write.flags & ~PROTO_FS_PARENTS)))
 		abort();
+	/* What the guest's terminals rely on: a size fits a struct winsize. */
+	if (m->type == PROTO_SPAWN_PTY &&
+	    (m->u.spawn_pty.argv[0][0] == '\0' || m->u.spawn_pty.rows < 1 || m->u.spawn_pty.rows > PROTO_MAX_TTY_DIM ||
+	     m->u.spawn_pty.cols < 1 || m->u.spawn_pty.cols > PROTO_MAX_TTY_DIM))
+		abort();
+	if (m->type == PROTO_RESIZE && (m->u.winsize.rows < 1 || m->u.winsize.rows > PROTO_MAX_TTY_DIM ||
+					 m->u.winsize.cols < 1 || m->u.winsize.cols > PROTO_MAX_TTY_DIM))
+		abort();
 	/* An empty payload may come as NULL, which memcmp must not be given. */
 	if (f.len != PROTO_HEADER_SIZE + h->length ||
 	    (h->length > 0 && memcmp(f.data + PROTO_HEADER_SIZE, payload, h->length) != 0))

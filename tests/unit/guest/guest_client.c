@@ -132,6 +132,14 @@ int client_spawn(struct client *c, uint32_t stream, char **argv, char **env, con
 	return client_send(c, &m);
 }
 
+int client_spawn_pty(struct client *c, uint32_t stream, char **argv, char **env, uint32_t rows, uint32_t cols)
+{
+	char *none[] = { NULL };
+	struct proto_msg m = { .stream = stream, .type = PROTO_SPAWN_PTY };
+	m.u.spawn_pty = (struct proto_spawn_pty){ argv, env ? env : none, "", rows, cols };
+	return client_send(c, &m);
+}
+
 void run_init(struct run *r, uint32_t stream)
 {
 	memset(r, 0, sizeof(*r));
@@ -158,6 +166,44 @@ static int append(char **buf, size_t *len, const uint8_t *p, size_t n)
 	return 0;
 }
 
+/* Adds one message to the run of its stream, if any; credits output when
+ * `credit` is set. */
+static void absorb(struct client *c, struct run *runs, size_t n, int credit, const struct proto_msg *m)
+{
+	struct run *r = NULL;
+	for (size_t i = 0; i < n; i++)
+		if (runs[i].stream == m->stream)
+			r = &runs[i];
+	if (r == NULL)
+		return;
+	switch (m->type) {
+	case PROTO_STARTED:
+		r->pid = m->u.pid;
+		break;
+	case PROTO_STDOUT:
+	case PROTO_STDERR:
+		if (m->type == PROTO_STDOUT)
+			append(&r->out, &r->out_len, m->u.data.data, m->u.data.len);
+		else
+			append(&r->err, &r->err_len, m->u.data.data, m->u.data.len);
+		if (credit) {
+			struct proto_msg cr = { .stream = m->stream, .type = PROTO_CREDIT,
+						.u.credit = (uint32_t)m->u.data.len };
+			client_send(c, &cr);
+		}
+		break;
+	case PROTO_EXIT:
+		r->code = m->u.code;
+		r->done = 1;
+		break;
+	case PROTO_ERROR:
+		free(r->error);
+		r->error = strdup(m->u.message);
+		r->done = 1;
+		break;
+	}
+}
+
 int client_pump(struct client *c, struct run *runs, size_t n, int credit, int timeout_ms)
 {
 	int64_t end = now_ms() + timeout_ms;
@@ -169,41 +215,26 @@ int client_pump(struct client *c, struct run *runs, size_t n, int credit, int ti
 		if ((size_t)done == n || left <= 0)
 			return done;
 		struct proto_msg m;
-		int rc = client_next(c, &m, left);
-		if (rc <= 0)
+		if (client_next(c, &m, left) <= 0)
 			return done;
-		struct run *r = NULL;
-		for (size_t i = 0; i < n; i++)
-			if (runs[i].stream == m.stream)
-				r = &runs[i];
-		if (r != NULL) {
-			switch (m.type) {
-			case PROTO_STARTED:
-				r->pid = m.u.pid;
-				break;
-			case PROTO_STDOUT:
-			case PROTO_STDERR:
-				if (m.type == PROTO_STDOUT)
-					append(&r->out, &r->out_len, m.u.data.data, m.u.data.len);
-				else
-					append(&r->err, &r->err_len, m.u.data.data, m.u.data.len);
-				if (credit) {
-					struct proto_msg cr = { .stream = m.stream, .type = PROTO_CREDIT,
-								.u.credit = (uint32_t)m.u.data.len };
-					client_send(c, &cr);
-				}
-				break;
-			case PROTO_EXIT:
-				r->code = m.u.code;
-				r->done = 1;
-				break;
-			case PROTO_ERROR:
-				free(r->error);
-				r->error = strdup(m.u.message);
-				r->done = 1;
-				break;
-			}
-		}
+		absorb(c, runs, n, credit, &m);
+		proto_msg_free(&m);
+	}
+}
+
+int client_pump_until(struct client *c, struct run *r, const char *needle, int timeout_ms)
+{
+	int64_t end = now_ms() + timeout_ms;
+	for (;;) {
+		if (r->out != NULL && strstr(r->out, needle) != NULL)
+			return 1;
+		int left = (int)(end - now_ms());
+		if (r->done || left <= 0)
+			return 0;
+		struct proto_msg m;
+		if (client_next(c, &m, left) <= 0)
+			return 0;
+		absorb(c, r, 1, 1, &m);
 		proto_msg_free(&m);
 	}
 }

@@ -43,9 +43,14 @@ int client_send_raw(struct client *c, const void *p, size_t n);
  * Returns 1, 0 on timeout, -1 on EOF or error. */
 int client_next(struct client *c, struct proto_msg *m, int timeout_ms);
 int client_spawn(struct client *c, uint32_t stream, char **argv, char **env, const char *cwd, uint32_t flags);
+/* A process on a terminal of rows x cols, cwd "/". */
+int client_spawn_pty(struct client *c, uint32_t stream, char **argv, char **env, uint32_t rows, uint32_t cols);
 /* Collects messages into runs until every run is done or timeout_ms
  * passes; credits output when `credit` is set.  Returns the count done. */
 int client_pump(struct client *c, struct run *runs, size_t n, int credit, int timeout_ms);
+/* Collects (and credits) messages into r until its stdout holds `needle`
+ * (1), or it ended or timeout_ms passed without it (0). */
+int client_pump_until(struct client *c, struct run *r, const char *needle, int timeout_ms);
 void run_init(struct run *r, uint32_t stream);
 void run_free(struct run *r);
 

@@ -196,6 +196,84 @@ TEST(process_output_and_exit)
 	teardown(c, &g);
 }
 
+TEST(terminal_spawn_keys_resize_and_screen)
+{
+	struct guest g;
+	struct chan *c = setup(&g);
+	CHECK(c != NULL);
+	sbx_error_t err = NULL;
+	char *argv[] = { "sh", NULL }, *env[] = { "TERM=xterm", NULL };
+	/* Sizes out of range are refused before anything is sent. */
+	struct proto_spawn_pty sp = { .argv = argv, .env = env, .cwd = "", .rows = 0, .cols = 80 };
+	CHECK(chan_spawn_pty(c, &sp, &err) == NULL);
+	CHECK_INT(err->errnum, EINVAL);
+	sbx_error_free(&err);
+	sp.rows = 24;
+	sp.cols = PROTO_MAX_TTY_DIM + 1;
+	CHECK(chan_spawn_pty(c, &sp, &err) == NULL);
+	CHECK_INT(err->errnum, EINVAL);
+	sbx_error_free(&err);
+	sp.cols = 80;
+	struct chan_stream *s = chan_spawn_pty(c, &sp, &err);
+	CHECK(s != NULL);
+	struct proto_msg in;
+	CHECK_INT(guest_recv(&g, &in), 0);
+	CHECK_INT(in.type, PROTO_SPAWN_PTY);
+	CHECK_STR(in.u.spawn_pty.argv[0], "sh");
+	CHECK_STR(in.u.spawn_pty.env[0], "TERM=xterm");
+	CHECK_INT(in.u.spawn_pty.rows, 24);
+	CHECK_INT(in.u.spawn_pty.cols, 80);
+	uint32_t id = in.stream;
+	proto_msg_free(&in);
+	/* Keys go as STDIN, a resize as RESIZE, in the order they were made. */
+	CHECK_INT(chan_stream_write(s, "ls\r", 3, soon(), &err), 3);
+	CHECK_INT(chan_stream_resize(s, 50, 132, &err), 0);
+	CHECK_INT(chan_stream_resize(s, 0, 132, &err), -1);
+	CHECK_INT(err->errnum, EINVAL);
+	sbx_error_free(&err);
+	CHECK_INT(guest_recv(&g, &in), 0);
+	CHECK_INT(in.type, PROTO_STDIN);
+	CHECK_INT(in.u.data.len, 3);
+	proto_msg_free(&in);
+	CHECK_INT(guest_recv(&g, &in), 0);
+	CHECK_INT(in.type, PROTO_RESIZE);
+	CHECK_INT(in.stream, id);
+	CHECK_INT(in.u.winsize.rows, 50);
+	CHECK_INT(in.u.winsize.cols, 132);
+	proto_msg_free(&in);
+	/* The screen comes as stdout; after the exit a resize sends nothing. */
+	struct proto_msg m = { .stream = id, .type = PROTO_STARTED, .u.pid = 7 };
+	CHECK_INT(guest_send(&g, &m), 0);
+	m = (struct proto_msg){ .stream = id, .type = PROTO_STDOUT, .u.data = { (const uint8_t *)"$ ", 2 } };
+	CHECK_INT(guest_send(&g, &m), 0);
+	m = (struct proto_msg){ .stream = id, .type = PROTO_EXIT, .u.code = 0 };
+	CHECK_INT(guest_send(&g, &m), 0);
+	char buf[8];
+	enum chan_output which;
+	CHECK_INT(chan_stream_read(s, &which, buf, sizeof(buf), soon(), &err), 2);
+	CHECK_INT(which, CHAN_STDOUT);
+	int code = -1;
+	CHECK_INT(chan_stream_wait(s, soon(), &code, &err), 0);
+	CHECK_INT(code, 0);
+	CHECK_INT(chan_stream_resize(s, 10, 10, &err), 0);
+	CHECK(chan_ping(c, sbx_now_ms() + 10, &err) < 0); /* sends PING, no answer */
+	sbx_error_free(&err);
+	CHECK_INT(guest_recv(&g, &in), 0);
+	CHECK_INT(in.type, PROTO_PING);
+	proto_msg_free(&in);
+	chan_stream_release(s);
+	/* A stream without a terminal takes no RESIZE. */
+	struct proto_spawn plain = { .argv = argv, .env = env, .cwd = "" };
+	s = chan_spawn(c, &plain, &err);
+	CHECK(s != NULL);
+	CHECK_INT(chan_stream_resize(s, 24, 80, &err), -1);
+	CHECK_INT(err->errnum, EINVAL);
+	CHECK(strstr(sbx_error_msg(err), "not a terminal") != NULL);
+	sbx_error_free(&err);
+	chan_stream_release(s);
+	teardown(c, &g);
+}
+
 /* The guest fills the window; the host's reads give credit back. */
 TEST(output_window_and_credit)
 {
