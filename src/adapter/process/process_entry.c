@@ -27,6 +27,7 @@ struct bg_proc *bg_proc_new(json_t *argv, size_t log_bytes, sbx_error_t *err)
 	p->running = true;
 	p->refs = 1;
 	pthread_mutex_init(&p->lock, NULL);
+	pthread_mutex_init(&p->handle_lock, NULL);
 	sbx_cond_init_monotonic(&p->changed);
 	proc_ring_init(&p->out, log_bytes);
 	proc_ring_init(&p->err, log_bytes);
@@ -47,6 +48,7 @@ void bg_proc_unref(struct bg_proc *p)
 	proc_ring_free(&p->err);
 	pthread_cond_destroy(&p->changed);
 	pthread_mutex_destroy(&p->lock);
+	pthread_mutex_destroy(&p->handle_lock);
 	free(p);
 }
 
@@ -75,14 +77,17 @@ int bg_proc_signal(struct bg_proc *p, int sig, bool *sent, sbx_error_t *err)
 {
 	int rc = 0;
 	*sent = false;
-	/* Under the lock: the pump frees the handle only after taking it
+	/* Under handle_lock: the pump frees the handle only after taking it
 	 * under the same lock. */
+	pthread_mutex_lock(&p->handle_lock);
 	pthread_mutex_lock(&p->lock);
-	if (p->running && p->handle != NULL) {
+	bool running = p->running;
+	pthread_mutex_unlock(&p->lock);
+	if (running && p->handle != NULL) {
 		rc = p->ops->proc_signal(p->handle, sig, err);
 		*sent = rc == 0;
 	}
-	pthread_mutex_unlock(&p->lock);
+	pthread_mutex_unlock(&p->handle_lock);
 	return rc;
 }
 

@@ -31,7 +31,10 @@ struct bg_proc {
 	bool has_code;
 	int exit_code; /* 0-255, 128+signal; valid when has_code */
 	struct proc_ring out, err;
-	/* The backend's handle while the pump owns it; NULL once freed. */
+	/* The backend's handle while the pump owns it; NULL once freed.  Its
+	 * own lock (not `lock`, which the pump takes for every chunk), held
+	 * by a signal around its call and by the pump to take the handle. */
+	pthread_mutex_t handle_lock;
 	const struct sbx_backend_ops *ops;
 	void *handle;
 	pthread_t pump;

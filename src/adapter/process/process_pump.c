@@ -100,9 +100,9 @@ static void *pump_main(void *arg)
 	void *h = p->handle;
 	int code = drain(u, h);
 	bg_proc_exited(p, code);
-	pthread_mutex_lock(&p->lock);
+	pthread_mutex_lock(&p->handle_lock);
 	p->handle = NULL;
-	pthread_mutex_unlock(&p->lock);
+	pthread_mutex_unlock(&p->handle_lock);
 	p->ops->proc_free(h);
 	free(u->in);
 	sbx_registry_fs_end(u->reg, u->sb);

@@ -503,6 +503,37 @@ TEST(the_cap_counts_running_processes_and_names_its_key)
 	CHECK_INT(fk_live_now(), 0);
 }
 
+TEST(starting_one_past_cap_exited_ones_drops_the_oldest_exited)
+{
+	struct sbx_adapter *a = make(CFG ",\"max_background_per_sandbox\":2}");
+	char *id = create(a, "");
+	char *p[3];
+	for (int i = 0; i < 3; i++) {
+		p[i] = start_bg(a, id, "\"cmd\":\"true\"");
+		CHECK(p[i] != NULL);
+		if (i < 2) {
+			finish(fk_last(), 0);
+			json_t *r = callf(a, "process::wait", "{\"sandbox_id\":\"%s\",\"process_id\":\"%s\"}", id, p[i]);
+			CHECK_STR(str(r, "state"), "exited");
+			json_decref(r);
+		}
+	}
+	/* two exited were kept when the third started: the first went */
+	json_t *r = callf(a, "process::list", "{\"sandbox_id\":\"%s\"}", id);
+	json_t *rows = json_object_get(r, "processes");
+	CHECK_INT(json_array_size(rows), 2);
+	CHECK_STR(str(json_array_get(rows, 0), "process_id"), p[1]);
+	CHECK_STR(str(json_array_get(rows, 1), "process_id"), p[2]);
+	json_decref(r);
+	r = callf(a, "process::logs", "{\"sandbox_id\":\"%s\",\"process_id\":\"%s\"}", id, p[0]);
+	CHECK_STR(str(r, "code"), "S001");
+	json_decref(r);
+	for (int i = 0; i < 3; i++)
+		free(p[i]);
+	free(id);
+	sbx_adapter_free(a);
+}
+
 TEST(logs_wait_signal_and_list_follow_one_process)
 {
 	struct sbx_adapter *a = make(CFG "}");
