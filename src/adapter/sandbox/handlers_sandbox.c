@@ -100,7 +100,8 @@ int sbx_op_exec_live(struct sbx_adapter *a, json_t *req, void (*on_output)(void 
 	bool background;
 	if (decode_exec(req, &f, &x, &err) < 0 || req_bool(req, "background", false, &background, &err) < 0)
 		return sbx_op_fail(&err, out);
-	if (background && !json_is_null(json_object_get(req, "stream")) && json_object_get(req, "stream") != NULL) {
+	json_t *stream = json_object_get(req, "stream");
+	if (background && stream != NULL && !json_is_null(stream)) {
 		sbx_error_scode(&err, SBX_S_INVALID_REQUEST, "`stream` and `background` are exclusive: a background "
 			"process's output goes to its logs (process::logs, with `follow` to stream them)");
 		return sbx_op_fail(&err, out);
