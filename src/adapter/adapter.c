@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "adapter/process/process_table.h"
 #include "adapter/reaper.h"
 #include "common/log.h"
 
@@ -51,11 +52,12 @@ struct sbx_adapter *sbx_adapter_new(struct sbx_config *cfg, sbx_error_t *err)
 	a->cfg = cfg;
 	sbx_mem_budget_init(&a->mem, memory_budget(cfg));
 	a->reg = sbx_registry_new(err);
+	a->procs = a->reg != NULL ? process_table_new(err) : NULL;
 	const char *token = getenv("III_SANDBOX_WORKER_TOKEN");
 	if (token != NULL && token[0] != '\0')
 		a->worker_token = strdup(token);
-	if (a->reg == NULL || (token != NULL && token[0] != '\0' && a->worker_token == NULL)) {
-		if (a->reg != NULL)
+	if (a->reg == NULL || a->procs == NULL || (token != NULL && token[0] != '\0' && a->worker_token == NULL)) {
+		if (a->reg != NULL && a->procs != NULL)
 			sbx_error_errno(err, ENOMEM, "adapter");
 		sbx_adapter_free(a);
 		return NULL;
@@ -77,6 +79,7 @@ void sbx_adapter_free(struct sbx_adapter *a)
 		explicit_bzero(a->worker_token, strlen(a->worker_token));
 		free(a->worker_token);
 	}
+	process_table_free(a->procs);
 	sbx_registry_free(a->reg);
 	sbx_mem_budget_destroy(&a->mem);
 	sbx_config_free(a->cfg);

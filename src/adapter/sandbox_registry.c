@@ -195,6 +195,13 @@ void sbx_registry_fs_end(struct sbx_registry *reg, struct sbx_sandbox *sb)
 	end_use(reg, sb, &sb->fs_in_flight, false);
 }
 
+void sbx_registry_touch(struct sbx_registry *reg, struct sbx_sandbox *sb)
+{
+	pthread_mutex_lock(&reg->lock);
+	sb->last_exec_at = now();
+	pthread_mutex_unlock(&reg->lock);
+}
+
 void sbx_registry_release(struct sbx_registry *reg, struct sbx_sandbox *sb)
 {
 	pthread_mutex_lock(&reg->lock);

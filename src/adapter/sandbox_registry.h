@@ -60,6 +60,9 @@ void sbx_registry_release(struct sbx_registry *reg, struct sbx_sandbox *sb);
  * VM from being detached until sbx_registry_fs_end(). */
 struct sbx_sandbox *sbx_registry_fs_begin(struct sbx_registry *reg, const char *id, sbx_error_t *err);
 void sbx_registry_fs_end(struct sbx_registry *reg, struct sbx_sandbox *sb);
+/* Bumps last_exec_at of a held record: a background process of a sandbox
+ * created with keep_alive_while_running is activity for the reaper. */
+void sbx_registry_touch(struct sbx_registry *reg, struct sbx_sandbox *sb);
 /* Marks `id` stopped for `stop`: S002 when unknown; *was_stopped tells
  * whether another caller (the reaper) had claimed it already. */
 int sbx_registry_claim_stop(struct sbx_registry *reg, const char *id, bool *was_stopped, sbx_error_t *err);

@@ -20,6 +20,8 @@ struct sbx_config *sbx_config_defaults(sbx_error_t *err)
 	cfg->max_concurrent_sandboxes = 32;
 	cfg->max_concurrent_exec_per_sandbox = 4;
 	cfg->max_exec_timeout_ms = 300000;
+	cfg->max_background_per_sandbox = 16;
+	cfg->background_log_bytes = 1048576;
 	cfg->default_cpus = 1;
 	cfg->default_memory_mb = 512;
 	cfg->accel = SBX_ACCEL_AUTO;
@@ -196,6 +198,29 @@ static int parse_exec_per_sandbox(struct sbx_config *cfg, const char *k, json_t 
 	return 0;
 }
 
+/* An integer in lo..hi. */
+static int parse_bounded(json_t *v, const char *k, uint32_t lo, uint32_t hi, uint32_t *out, sbx_error_t *err)
+{
+	uint64_t u = 0;
+	if (get_uint(v, k, UINT32_MAX, &u, err) < 0)
+		return -1;
+	if (u < lo || u > hi)
+		return sbx_error_set(err, EINVAL, "config key `%s`: must be %u..%u, got %llu", k, lo, hi,
+				     (unsigned long long)u);
+	*out = (uint32_t)u;
+	return 0;
+}
+
+static int parse_background_max(struct sbx_config *cfg, const char *k, json_t *v, sbx_error_t *err)
+{
+	return parse_bounded(v, k, 1, SBX_BACKGROUND_MAX, &cfg->max_background_per_sandbox, err);
+}
+
+static int parse_background_log(struct sbx_config *cfg, const char *k, json_t *v, sbx_error_t *err)
+{
+	return parse_bounded(v, k, SBX_BACKGROUND_LOG_MIN, SBX_BACKGROUND_LOG_MAX, &cfg->background_log_bytes, err);
+}
+
 /* A disk size in MiB within the scratch disk's bounds. */
 static int parse_disk_mib(json_t *v, const char *k, uint32_t *out, sbx_error_t *err)
 {
@@ -314,6 +339,8 @@ static const struct config_key {
 	U32(max_concurrent_sandboxes),
 	FN("max_concurrent_exec_per_sandbox", parse_exec_per_sandbox),
 	U64(max_exec_timeout_ms),
+	FN("max_background_per_sandbox", parse_background_max),
+	FN("background_log_bytes", parse_background_log),
 	U32(default_cpus),
 	U32(default_memory_mb),
 	FN("per_image_caps", parse_caps),

@@ -24,6 +24,9 @@
  * about 100 MiB of the guest's pages (docs/performance.md, "Memory per sandbox"). */
 #define SBX_TEMPLATE_CACHE_DEFAULT_MIB 2048
 #define SBX_WARM_POOL_MAX_DEFAULT 8
+#define SBX_BACKGROUND_MAX 1024u                     /* max_background_per_sandbox: 1..this */
+#define SBX_BACKGROUND_LOG_MIN 4096u                 /* background_log_bytes: this.. */
+#define SBX_BACKGROUND_LOG_MAX (64u * 1024u * 1024u) /* ..this */
 
 /* warm_pool: how many parked VMs of an image wait for creates. */
 struct sbx_warm_pool_entry {
@@ -46,6 +49,8 @@ struct sbx_config {
 	uint32_t max_concurrent_sandboxes;
 	uint32_t max_concurrent_exec_per_sandbox; /* already raised from 0 to 1 */
 	uint64_t max_exec_timeout_ms;
+	uint32_t max_background_per_sandbox; /* running background processes (issue 26) */
+	uint32_t background_log_bytes;       /* each of a background process's stdout and stderr rings */
 	uint32_t default_cpus;
 	uint32_t default_memory_mb;
 	struct sbx_image_caps *per_image_caps;

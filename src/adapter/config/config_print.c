@@ -143,6 +143,12 @@ json_t *sbx_config_to_json(const struct sbx_config *cfg, sbx_error_t *err)
 		"network_policy", network_policy(&cfg->net), "jail", sbx_jail_mode_name(cfg->jail), "jail_uid_base",
 		(json_int_t)cfg->jail_uid_base, "control_socket", cfg->control_socket, "control_group", cfg->control_group,
 		"metrics_listen", cfg->metrics_listen.text);
+	if (rest != NULL && (json_object_set_new(rest, "max_background_per_sandbox",
+						 json_integer(cfg->max_background_per_sandbox)) < 0 ||
+			     json_object_set_new(rest, "background_log_bytes", json_integer(cfg->background_log_bytes)) < 0)) {
+		json_decref(rest);
+		rest = NULL;
+	}
 	if (out == NULL || rest == NULL || json_object_update(out, rest) < 0) {
 		json_decref(out);
 		json_decref(rest);

@@ -4,12 +4,16 @@
 #include <stdlib.h>
 
 #include "adapter/handlers.h"
+#include "adapter/process/process_start.h"
+#include "adapter/process/process_table.h"
 #include "adapter/request.h"
 #include "adapter/sandbox/env.h"
 #include "adapter/sandbox/exec_shape.h"
 #include "adapter/sandbox/sandbox.h"
 #include "adapter/sandbox/sandbox_network.h"
 #include "common/cleanup_json.h"
+#include "common/log.h"
+#include "common/scodes.h"
 
 static int decode_create(json_t *req, struct sandbox_create_args *c, sbx_error_t *err)
 {
@@ -41,8 +45,15 @@ int sbx_op_create(struct sbx_adapter *a, json_t *req, json_t **out)
 	char id[SBX_UUID_STRLEN + 1];
 	if (decode_create(req, &c, &err) < 0)
 		return sbx_op_fail(&err, out);
+	bool keep_alive;
+	if (req_bool(req, "keep_alive_while_running", false, &keep_alive, &err) < 0)
+		return sbx_op_fail(&err, out);
 	if (sandbox_create(a, &c, id, &err) < 0)
 		return sbx_op_fail(&err, out);
+	if (keep_alive && process_table_keep_alive(a->procs, id, &err) < 0) {
+		sbx_warn("create: keep_alive_while_running not kept for %s: %s", id, sbx_error_msg(err));
+		sbx_error_free(&err);
+	}
 	*out = json_pack("{s:s, s:s}", "sandbox_id", id, "image", c.image);
 	return 0;
 }
@@ -86,8 +97,15 @@ int sbx_op_exec_live(struct sbx_adapter *a, json_t *req, void (*on_output)(void 
 	sbx_error_t err = NULL;
 	struct exec_fields f = { 0 };
 	struct sandbox_exec_args x = { .on_output = on_output, .output_ud = ud };
-	if (decode_exec(req, &f, &x, &err) < 0)
+	bool background;
+	if (decode_exec(req, &f, &x, &err) < 0 || req_bool(req, "background", false, &background, &err) < 0)
 		return sbx_op_fail(&err, out);
+	json_t *stream = json_object_get(req, "stream");
+	if (background && stream != NULL && !json_is_null(stream)) {
+		sbx_error_scode(&err, SBX_S_INVALID_REQUEST, "`stream` and `background` are exclusive: a background "
+			"process's output goes to its logs (process::logs, with `follow` to stream them)");
+		return sbx_op_fail(&err, out);
+	}
 
 	char uuid[SBX_UUID_STRLEN + 1];
 	if (req_sandbox_uuid(f.id, uuid, &err) < 0)
@@ -97,7 +115,7 @@ int sbx_op_exec_live(struct sbx_adapter *a, json_t *req, void (*on_output)(void 
 	x.env = env_resolve(f.env, &err);
 	cleanup_json json_t *printed = NULL;
 	if (x.env != NULL)
-		*out = sandbox_exec(a, uuid, &x, &printed, &err);
+		*out = background ? process_exec_background(a, uuid, &x, &err) : sandbox_exec(a, uuid, &x, &printed, &err);
 	json_decref(x.argv);
 	json_decref(x.env);
 	return *out != NULL ? 0 : sbx_op_fail_extra(&err, NULL, "", printed, out);

@@ -1,6 +1,7 @@
 /* The teardown that stop, the reaper and shutdown share, and the removal
  * of a sandbox whose VM is gone.  Below sandbox_stop.c and the reaper:
  * calls neither. */
+#include "adapter/process/process_table.h"
 #include "adapter/sandbox/sandbox.h"
 #include "common/clock.h"
 #include "common/log.h"
@@ -10,6 +11,10 @@ void sandbox_release(struct sbx_adapter *a, const char *id, void *vm, uint64_t m
 	int64_t t0 = sbx_now_ms();
 	if (vm != NULL && a->backend.ops != NULL)
 		a->backend.ops->stop(vm);
+	/* Its background processes ended with their pumps (the detach waited
+	 * for them); their logs go now. */
+	if (a->procs != NULL)
+		process_table_drop(a->procs, id);
 	/* Given back once QEMU is gone, and its memory with it. */
 	if (mem_mib > 0)
 		sbx_mem_budget_give(&a->mem, mem_mib);

@@ -1,6 +1,6 @@
-/* Arbitrary JSON text into every function's decoder and validators, with a
- * registry holding one sandbox so the checks past the lookup run too.  The
- * first byte picks the function.  Decoded like the engine client does, so
+/* Arbitrary JSON text into every function's decoder and validators (the
+ * 23 and the extensions), with a registry holding one sandbox so the checks
+ * past the lookup run too.  The first byte picks the function.  Decoded like the engine client does, so
  * strings may hold NUL bytes. */
 #include <stdint.h>
 #include <stdlib.h>
@@ -30,9 +30,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		setup();
 	if (size < 1)
 		return 0;
-	size_t n;
+	size_t n, n_ext;
 	const struct sbx_op *ops = sbx_ops(&n);
-	const struct sbx_op *op = &ops[data[0] % n];
+	const struct sbx_op *ext = sbx_op_extensions(&n_ext);
+	size_t pick = data[0] % (n + n_ext);
+	const struct sbx_op *op = pick < n ? &ops[pick] : &ext[pick - n];
 	json_t *req = json_loadb((const char *)data + 1, size - 1, JSON_DECODE_ANY | JSON_ALLOW_NUL, NULL);
 	json_t *out = NULL;
 	int rc = sbx_adapter_call(adapter, op->op, req, &out);

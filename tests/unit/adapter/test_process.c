@@ -1,0 +1,772 @@
+/* Background processes (exec `background`, process::*) through
+ * sbx_adapter_call() over a fake backend whose processes the test drives:
+ * the ring's offsets, the cap, list/logs/wait/signal, follow over a fake
+ * byte-channel port, keep_alive_while_running and stop ending them all. */
+#include <errno.h>
+#include <pthread.h>
+#include <stdarg.h>
+#include <regex.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "adapter/adapter.h"
+#include "adapter/process/process_entry.h"
+#include "adapter/process/process_ring.h"
+#include "adapter/reaper.h"
+#include "common/clock.h"
+#include "harness.h"
+
+/* ---- the fake backend: VMs are bytes, processes are queues ------------- */
+
+struct fproc {
+	pthread_mutex_t lock;
+	pthread_cond_t cond;
+	char out[8192];
+	int out_fd[8192];
+	size_t n, head;
+	bool exited;
+	int code;
+	int last_signal;
+	char stdin_seen[64];
+	size_t stdin_len;
+	bool stdin_closed;
+	char argv0[32];
+};
+
+static pthread_mutex_t fk_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct fproc *fk_procs[64];
+static int fk_n, fk_live, fk_starts;
+
+static void *fk_boot(void *ctx, const struct sbx_boot_request *req, sbx_error_t *err)
+{
+	return calloc(1, 1);
+}
+
+static void fk_stop(void *vm)
+{
+	free(vm);
+}
+
+static int fk_exec(void *vm, const struct sbx_exec_request *req, struct sbx_exec_result *res, sbx_error_t *err)
+{
+	exec_output_append(&res->out, "fg\n", 3, err);
+	res->exit_code = 0;
+	return 0;
+}
+
+static void *fk_start(void *vm, const struct sbx_proc_request *req, uint32_t *pid, sbx_error_t *err)
+{
+	if (strcmp(req->argv[0], "nonexistent") == 0)
+		return sbx_error_scode(err, "S300", "spawn failed: fake"), NULL;
+	struct fproc *p = calloc(1, sizeof(*p));
+	pthread_mutex_init(&p->lock, NULL);
+	sbx_cond_init_monotonic(&p->cond);
+	snprintf(p->argv0, sizeof(p->argv0), "%s", req->argv[0]);
+	p->stdin_closed = !req->with_stdin;
+	pthread_mutex_lock(&fk_lock);
+	*pid = 100 + (uint32_t)fk_starts++;
+	fk_live++;
+	if (fk_n < 64)
+		fk_procs[fk_n++] = p;
+	pthread_mutex_unlock(&fk_lock);
+	return p;
+}
+
+/* The test's side: output, then the exit. */
+static void emit(struct fproc *p, int fd, const char *s, size_t n)
+{
+	pthread_mutex_lock(&p->lock);
+	for (size_t i = 0; i < n && p->n < sizeof(p->out); i++) {
+		p->out_fd[p->n] = fd;
+		p->out[p->n++] = s[i];
+	}
+	pthread_cond_broadcast(&p->cond);
+	pthread_mutex_unlock(&p->lock);
+}
+
+static void finish(struct fproc *p, int code)
+{
+	pthread_mutex_lock(&p->lock);
+	if (!p->exited) {
+		p->exited = true;
+		p->code = code;
+	}
+	pthread_cond_broadcast(&p->cond);
+	pthread_mutex_unlock(&p->lock);
+}
+
+static ssize_t fk_read(void *proc, int *fd, void *buf, size_t len, int64_t deadline, sbx_error_t *err)
+{
+	struct fproc *p = proc;
+	pthread_mutex_lock(&p->lock);
+	while (p->head == p->n && !p->exited && sbx_now_ms() < deadline) {
+		struct timespec ts = sbx_ms_timespec(deadline);
+		pthread_cond_timedwait(&p->cond, &p->lock, &ts);
+	}
+	ssize_t n = 0;
+	if (p->head < p->n) {
+		*fd = p->out_fd[p->head];
+		while (p->head < p->n && (size_t)n < len && p->out_fd[p->head] == *fd)
+			((char *)buf)[n++] = p->out[p->head++];
+	} else if (!p->exited) {
+		n = -1;
+		sbx_error_set(err, ETIMEDOUT, "fake read deadline");
+	}
+	pthread_mutex_unlock(&p->lock);
+	return n;
+}
+
+static ssize_t fk_write(void *proc, const void *buf, size_t len, int64_t deadline, sbx_error_t *err)
+{
+	struct fproc *p = proc;
+	pthread_mutex_lock(&p->lock);
+	size_t n = len < sizeof(p->stdin_seen) - 1 - p->stdin_len ? len : sizeof(p->stdin_seen) - 1 - p->stdin_len;
+	memcpy(p->stdin_seen + p->stdin_len, buf, n);
+	p->stdin_len += n;
+	pthread_mutex_unlock(&p->lock);
+	return (ssize_t)(len > 0 && n == 0 ? len : n);
+}
+
+static int fk_close_stdin(void *proc, sbx_error_t *err)
+{
+	struct fproc *p = proc;
+	pthread_mutex_lock(&p->lock);
+	p->stdin_closed = true;
+	pthread_mutex_unlock(&p->lock);
+	return 0;
+}
+
+static int fk_signal(void *proc, int sig, sbx_error_t *err)
+{
+	struct fproc *p = proc;
+	pthread_mutex_lock(&p->lock);
+	p->last_signal = sig;
+	pthread_mutex_unlock(&p->lock);
+	if (sig == SIGTERM || sig == SIGKILL)
+		finish(p, 128 + sig);
+	return 0;
+}
+
+static int fk_wait(void *proc, int64_t deadline, int *code, sbx_error_t *err)
+{
+	struct fproc *p = proc;
+	pthread_mutex_lock(&p->lock);
+	while (!p->exited && sbx_now_ms() < deadline) {
+		struct timespec ts = sbx_ms_timespec(deadline);
+		pthread_cond_timedwait(&p->cond, &p->lock, &ts);
+	}
+	bool done = p->exited;
+	*code = p->code;
+	pthread_mutex_unlock(&p->lock);
+	return done ? 0 : sbx_error_set(err, ETIMEDOUT, "fake wait deadline");
+}
+
+/* The process stays for the test to inspect: only counted as freed. */
+static void fk_free(void *proc)
+{
+	finish(proc, 137);
+	pthread_mutex_lock(&fk_lock);
+	fk_live--;
+	pthread_mutex_unlock(&fk_lock);
+}
+
+static const struct sbx_backend_ops fk_ops = { .boot = fk_boot, .exec = fk_exec, .stop = fk_stop,
+					       .proc_start = fk_start, .proc_read = fk_read, .proc_write = fk_write,
+					       .proc_close_stdin = fk_close_stdin, .proc_signal = fk_signal,
+					       .proc_wait = fk_wait, .proc_free = fk_free };
+
+static void fk_reset(void)
+{
+	pthread_mutex_lock(&fk_lock);
+	for (int i = 0; i < fk_n; i++) {
+		pthread_cond_destroy(&fk_procs[i]->cond);
+		pthread_mutex_destroy(&fk_procs[i]->lock);
+		free(fk_procs[i]);
+	}
+	fk_n = 0;
+	pthread_mutex_unlock(&fk_lock);
+}
+
+static struct fproc *fk_last(void)
+{
+	pthread_mutex_lock(&fk_lock);
+	struct fproc *p = fk_n > 0 ? fk_procs[fk_n - 1] : NULL;
+	pthread_mutex_unlock(&fk_lock);
+	return p;
+}
+
+static int fk_live_now(void)
+{
+	pthread_mutex_lock(&fk_lock);
+	int n = fk_live;
+	pthread_mutex_unlock(&fk_lock);
+	return n;
+}
+
+/* ---- a fake byte-channel port: one writer, its frames concatenated ------ */
+
+static struct {
+	pthread_mutex_t lock;
+	char data[4096];
+	size_t len;
+	int frames;
+	bool open, closed;
+	char fail[256];
+} W = { .lock = PTHREAD_MUTEX_INITIALIZER };
+
+static void *fw_open(void *ctx, json_t *ref, sbx_error_t *err)
+{
+	const char *dir = json_string_value(json_object_get(ref, "direction"));
+	if (dir == NULL || strcmp(dir, "write") != 0)
+		return sbx_error_scode(err, "S001", "follow: not a writer ref"), NULL;
+	pthread_mutex_lock(&W.lock);
+	W.len = 0;
+	W.frames = 0;
+	W.open = true;
+	W.closed = false;
+	W.fail[0] = '\0';
+	pthread_mutex_unlock(&W.lock);
+	return &W;
+}
+
+static int fw_send(void *w, const void *data, size_t len, sbx_error_t *err)
+{
+	pthread_mutex_lock(&W.lock);
+	size_t n = len < sizeof(W.data) - W.len ? len : sizeof(W.data) - W.len;
+	memcpy(W.data + W.len, data, n);
+	W.len += n;
+	W.frames++;
+	pthread_mutex_unlock(&W.lock);
+	return 0;
+}
+
+static void fw_close(void *w, const char *fail_text)
+{
+	pthread_mutex_lock(&W.lock);
+	W.closed = true;
+	snprintf(W.fail, sizeof(W.fail), "%s", fail_text != NULL ? fail_text : "");
+	pthread_mutex_unlock(&W.lock);
+}
+
+static const struct sbx_stream_ops fw_ops = { .writer_open = fw_open, .writer_send = fw_send,
+					      .writer_close = fw_close };
+
+static bool writer_closed(void)
+{
+	pthread_mutex_lock(&W.lock);
+	bool c = W.closed;
+	pthread_mutex_unlock(&W.lock);
+	return c;
+}
+
+/* ---- calls ---------------------------------------------------------------- */
+
+static struct sbx_adapter *make(const char *config)
+{
+	fk_reset();
+	json_t *v = json_loads(config, 0, NULL);
+	sbx_error_t err = NULL;
+	struct sbx_config *cfg = sbx_config_parse(v, &err);
+	json_decref(v);
+	struct sbx_adapter *a = cfg != NULL ? sbx_adapter_new(cfg, &err) : NULL;
+	if (a != NULL && sbx_adapter_use_backend(a, &fk_ops, NULL, &err) < 0) {
+		sbx_adapter_free(a);
+		a = NULL;
+	}
+	if (err != NULL)
+		fprintf(stderr, "# make: %s\n", sbx_error_msg(err));
+	sbx_error_free(&err);
+	return a;
+}
+
+/* The reply, or the parsed error envelope (with "code"). */
+static json_t *callf(struct sbx_adapter *a, const char *op, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+static json_t *callf(struct sbx_adapter *a, const char *op, const char *fmt, ...)
+{
+	char payload[2048];
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(payload, sizeof(payload), fmt, ap);
+	va_end(ap);
+	json_t *req = json_loads(payload, 0, NULL);
+	json_t *out = NULL;
+	int rc = sbx_adapter_call(a, op, req, &out);
+	json_decref(req);
+	if (rc == 0)
+		return out;
+	const char *m = json_string_value(json_object_get(out, "message"));
+	json_t *env = m != NULL && strncmp(m, "handler error: ", 15) == 0 ? json_loads(m + 15, 0, NULL)
+									     : json_pack("{s:s}", "decode", m ? m : "");
+	json_decref(out);
+	return env;
+}
+
+static const char *str(json_t *j, const char *k)
+{
+	return json_string_value(json_object_get(j, k));
+}
+
+static long long num(json_t *j, const char *k)
+{
+	return (long long)json_integer_value(json_object_get(j, k));
+}
+
+#define CFG "{\"image_allowlist\":[\"python\"]"
+
+static char *create(struct sbx_adapter *a, const char *extra)
+{
+	json_t *r = callf(a, "create", "{\"image\":\"python\"%s}", extra);
+	char *id = str(r, "sandbox_id") != NULL ? strdup(str(r, "sandbox_id")) : NULL;
+	json_decref(r);
+	return id;
+}
+
+/* exec background; the process_id (malloc'd) or NULL. */
+static char *start_bg(struct sbx_adapter *a, const char *id, const char *fields)
+{
+	json_t *r = callf(a, "exec", "{\"sandbox_id\":\"%s\",\"background\":true,%s}", id, fields);
+	char *pid = str(r, "process_id") != NULL ? strdup(str(r, "process_id")) : NULL;
+	json_decref(r);
+	return pid;
+}
+
+/* The row of process `pid` in process::list (a new reference) or NULL. */
+static json_t *row_of(struct sbx_adapter *a, const char *id, const char *pid)
+{
+	json_t *r = callf(a, "process::list", "{\"sandbox_id\":\"%s\"}", id);
+	json_t *rows = json_object_get(r, "processes"), *row = NULL;
+	for (size_t i = 0; i < json_array_size(rows) && row == NULL; i++) {
+		if (strcmp(str(json_array_get(rows, i), "process_id"), pid) == 0)
+			row = json_incref(json_array_get(rows, i));
+	}
+	json_decref(r);
+	return row;
+}
+
+/* Waits up to 2 s for the pump to have taken n bytes of stdout. */
+static bool wait_bytes(struct sbx_adapter *a, const char *id, const char *pid, long long n)
+{
+	for (int i = 0; i < 200; i++) {
+		json_t *row = row_of(a, id, pid);
+		bool done = num(json_object_get(row, "bytes"), "stdout") >= n;
+		json_decref(row);
+		if (done)
+			return true;
+		usleep(10000);
+	}
+	return false;
+}
+
+/* ---- the ring ------------------------------------------------------------- */
+
+TEST(ring_keeps_absolute_offsets_through_growth_and_wrap)
+{
+	struct proc_ring r;
+	proc_ring_init(&r, 10);
+	char buf[32] = { 0 };
+	proc_ring_append(&r, "abcdef", 6);
+	CHECK_INT(proc_ring_start(&r), 0);
+	CHECK_INT(proc_ring_copy(&r, 2, buf, sizeof(buf)), 4);
+	CHECK(memcmp(buf, "cdef", 4) == 0);
+	proc_ring_append(&r, "ghijkl", 6); /* 12 written, 10 kept: a, b gone */
+	CHECK_INT(r.end, 12);
+	CHECK_INT(proc_ring_start(&r), 2);
+	CHECK_INT(proc_ring_copy(&r, 0, buf, sizeof(buf)), 10); /* clipped to the oldest kept */
+	CHECK(memcmp(buf, "cdefghijkl", 10) == 0);
+	CHECK_INT(proc_ring_copy(&r, 9, buf, 2), 2);
+	CHECK(memcmp(buf, "jk", 2) == 0);
+	CHECK_INT(proc_ring_copy(&r, 12, buf, sizeof(buf)), 0);
+	proc_ring_append(&r, "0123456789ABCDE", 15); /* longer than the ring */
+	CHECK_INT(r.end, 27);
+	CHECK_INT(proc_ring_start(&r), 17);
+	CHECK_INT(proc_ring_copy(&r, 17, buf, sizeof(buf)), 10);
+	CHECK(memcmp(buf, "56789ABCDE", 10) == 0);
+	proc_ring_free(&r);
+}
+
+TEST(ring_grows_past_its_first_allocation_without_moving_offsets)
+{
+	struct proc_ring r;
+	proc_ring_init(&r, 1u << 20);
+	char chunk[3000];
+	for (int i = 0; i < 10; i++) {
+		memset(chunk, 'a' + i, sizeof(chunk));
+		proc_ring_append(&r, chunk, sizeof(chunk));
+	}
+	CHECK_INT(r.end, 30000);
+	CHECK_INT(proc_ring_start(&r), 0);
+	CHECK(r.cap < (1u << 20)); /* grew with the output, not to max at once */
+	char c;
+	for (int i = 0; i < 10; i++) {
+		CHECK_INT(proc_ring_copy(&r, (uint64_t)i * 3000 + 2999, &c, 1), 1);
+		CHECK_INT(c, 'a' + i);
+	}
+	proc_ring_free(&r);
+}
+
+TEST(slice_keeps_characters_whole)
+{
+	sbx_error_t err = NULL;
+	json_t *argv = json_pack("[s]", "x");
+	struct bg_proc *p = bg_proc_new(argv, 8, &err);
+	json_decref(argv);
+	CHECK(p != NULL);
+	/* "a€" is 61 e2 82 ac; the last byte not written yet */
+	bg_proc_output(p, 1, "a\xe2\x82", 3);
+	struct bg_slice s;
+	CHECK(bg_proc_slice(p, 1, 0, 100, &s, &err) == 0);
+	CHECK_INT(s.len, 1);
+	CHECK_INT(s.next, 1); /* the unfinished character waits */
+	CHECK(!s.dropped && s.running);
+	free(s.data);
+	bg_proc_output(p, 1, "\xac" "bcdefg", 7); /* 10 written, 8 kept: from offset 2 */
+	CHECK(bg_proc_slice(p, 1, 1, 100, &s, &err) == 0);
+	CHECK(s.dropped);
+	/* the ring starts at 82 (inside the €): data starts after it */
+	CHECK_INT(s.len, 6);
+	CHECK(memcmp(s.data, "bcdefg", 6) == 0);
+	CHECK_INT(s.next, 10);
+	free(s.data);
+	/* an offset past what was written: nothing yet, from there */
+	CHECK(bg_proc_slice(p, 1, 50, 100, &s, &err) == 0);
+	CHECK_INT(s.len, 0);
+	CHECK_INT(s.next, 50);
+	free(s.data);
+	/* once exited, an unfinished character at the end is given as is */
+	bg_proc_output(p, 2, "\xe2\x82", 2);
+	bg_proc_exited(p, 0);
+	CHECK(bg_proc_slice(p, 2, 0, 100, &s, &err) == 0);
+	CHECK_INT(s.len, 2);
+	CHECK(!s.running);
+	free(s.data);
+	bg_proc_unref(p);
+}
+
+/* ---- the functions -------------------------------------------------------- */
+
+TEST(background_exec_answers_at_once_and_takes_no_exec_slot)
+{
+	struct sbx_adapter *a = make(CFG ",\"max_concurrent_exec_per_sandbox\":1}");
+	CHECK(a != NULL);
+	char *id = create(a, "");
+	CHECK(id != NULL);
+	json_t *r = callf(a, "exec", "{\"sandbox_id\":\"%s\",\"background\":true,\"cmd\":\"python3 -m http.server\"}", id);
+	CHECK(str(r, "process_id") != NULL);
+	CHECK_INT(strlen(str(r, "process_id")), 36);
+	CHECK_INT(num(r, "pid"), 100);
+	CHECK_INT(json_object_size(r), 2);
+	json_decref(r);
+	CHECK_STR(fk_last()->argv0, "python3");
+	/* the one exec slot is free: a foreground exec runs */
+	r = callf(a, "exec", "{\"sandbox_id\":\"%s\",\"cmd\":\"true\"}", id);
+	CHECK_STR(str(r, "stdout"), "fg\n");
+	json_decref(r);
+	r = callf(a, "list", "{}");
+	CHECK_INT(num(json_array_get(json_object_get(r, "sandboxes"), 0), "exec_in_flight"), 0);
+	json_decref(r);
+	free(id);
+	sbx_adapter_free(a);
+	CHECK_INT(fk_live_now(), 0);
+}
+
+TEST(the_cap_counts_running_processes_and_names_its_key)
+{
+	struct sbx_adapter *a = make(CFG ",\"max_background_per_sandbox\":2}");
+	CHECK(a != NULL);
+	char *id = create(a, "");
+	char *p1 = start_bg(a, id, "\"cmd\":\"sleep\"");
+	char *p2 = start_bg(a, id, "\"cmd\":\"sleep\"");
+	CHECK(p1 != NULL && p2 != NULL);
+	struct fproc *f2 = fk_last();
+	json_t *r = callf(a, "exec", "{\"sandbox_id\":\"%s\",\"background\":true,\"cmd\":\"sleep\"}", id);
+	CHECK_STR(str(r, "code"), "S003");
+	CHECK(strstr(str(r, "message"), "max_background_per_sandbox") != NULL);
+	CHECK(strstr(str(r, "message"), "2") != NULL);
+	json_decref(r);
+	/* one exits: room for one more */
+	finish(f2, 0);
+	r = callf(a, "process::wait", "{\"sandbox_id\":\"%s\",\"process_id\":\"%s\",\"timeout_ms\":2000}", id, p2);
+	CHECK_STR(str(r, "state"), "exited");
+	json_decref(r);
+	char *p3 = start_bg(a, id, "\"cmd\":\"sleep\"");
+	CHECK(p3 != NULL);
+	/* the exited one is still listed, with its logs */
+	r = callf(a, "process::list", "{\"sandbox_id\":\"%s\"}", id);
+	CHECK_INT(json_array_size(json_object_get(r, "processes")), 3);
+	json_decref(r);
+	free(p1), free(p2), free(p3), free(id);
+	sbx_adapter_free(a);
+	CHECK_INT(fk_live_now(), 0);
+}
+
+TEST(starting_one_past_cap_exited_ones_drops_the_oldest_exited)
+{
+	struct sbx_adapter *a = make(CFG ",\"max_background_per_sandbox\":2}");
+	char *id = create(a, "");
+	char *p[3];
+	for (int i = 0; i < 3; i++) {
+		p[i] = start_bg(a, id, "\"cmd\":\"true\"");
+		CHECK(p[i] != NULL);
+		if (i < 2) {
+			finish(fk_last(), 0);
+			json_t *r = callf(a, "process::wait", "{\"sandbox_id\":\"%s\",\"process_id\":\"%s\"}", id, p[i]);
+			CHECK_STR(str(r, "state"), "exited");
+			json_decref(r);
+		}
+	}
+	/* two exited were kept when the third started: the first went */
+	json_t *r = callf(a, "process::list", "{\"sandbox_id\":\"%s\"}", id);
+	json_t *rows = json_object_get(r, "processes");
+	CHECK_INT(json_array_size(rows), 2);
+	CHECK_STR(str(json_array_get(rows, 0), "process_id"), p[1]);
+	CHECK_STR(str(json_array_get(rows, 1), "process_id"), p[2]);
+	json_decref(r);
+	r = callf(a, "process::logs", "{\"sandbox_id\":\"%s\",\"process_id\":\"%s\"}", id, p[0]);
+	CHECK_STR(str(r, "code"), "S001");
+	json_decref(r);
+	for (int i = 0; i < 3; i++)
+		free(p[i]);
+	free(id);
+	sbx_adapter_free(a);
+}
+
+TEST(logs_wait_signal_and_list_follow_one_process)
+{
+	struct sbx_adapter *a = make(CFG "}");
+	CHECK(a != NULL);
+	char *id = create(a, "");
+	char *pid = start_bg(a, id, "\"argv\":[\"server\",\"--port\",\"8000\"],\"timeout_ms\":1");
+	CHECK(pid != NULL);
+	struct fproc *f = fk_last();
+	emit(f, 1, "hello world\n", 12);
+	emit(f, 2, "warn\n", 5);
+	CHECK(wait_bytes(a, id, pid, 12));
+	json_t *r = callf(a, "process::logs", "{\"sandbox_id\":\"%s\",\"process_id\":\"%s\"}", id, pid);
+	CHECK_STR(str(r, "data"), "hello world\n");
+	CHECK_INT(num(r, "next_offset"), 12);
+	CHECK(json_is_false(json_object_get(r, "dropped")));
+	CHECK_STR(str(r, "state"), "running");
+	json_decref(r);
+	r = callf(a, "process::logs", "{\"sandbox_id\":\"%s\",\"process_id\":\"%s\",\"offset\":6}", id, pid);
+	CHECK_STR(str(r, "data"), "world\n");
+	json_decref(r);
+	r = callf(a, "process::logs", "{\"sandbox_id\":\"%s\",\"process_id\":\"%s\",\"stream\":\"stderr\"}", id, pid);
+	CHECK_STR(str(r, "data"), "warn\n");
+	CHECK_INT(num(r, "next_offset"), 5);
+	json_decref(r);
+	/* timeout_ms did not apply: it runs; wait gives up, not an error */
+	int64_t t0 = sbx_now_ms();
+	r = callf(a, "process::wait", "{\"sandbox_id\":\"%s\",\"process_id\":\"%s\",\"timeout_ms\":100}", id, pid);
+	CHECK_STR(str(r, "state"), "running");
+	CHECK(json_object_get(r, "exit_code") == NULL);
+	CHECK(sbx_now_ms() - t0 >= 100);
+	json_decref(r);
+	json_t *row = row_of(a, id, pid);
+	CHECK_STR(str(row, "state"), "running");
+	CHECK(json_object_get(row, "ended_at") == NULL);
+	json_decref(row);
+	r = callf(a, "process::signal", "{\"sandbox_id\":\"%s\",\"process_id\":\"%s\",\"signal\":\"TERM\"}", id, pid);
+	CHECK(json_is_true(json_object_get(r, "sent")));
+	json_decref(r);
+	CHECK_INT(f->last_signal, SIGTERM);
+	r = callf(a, "process::wait", "{\"sandbox_id\":\"%s\",\"process_id\":\"%s\"}", id, pid);
+	CHECK_STR(str(r, "state"), "exited");
+	CHECK_INT(num(r, "exit_code"), 143);
+	json_decref(r);
+	row = row_of(a, id, pid);
+	CHECK_STR(str(row, "state"), "exited");
+	CHECK_INT(num(row, "exit_code"), 143);
+	CHECK_STR(json_string_value(json_array_get(json_object_get(row, "argv"), 2)), "8000");
+	CHECK_INT(num(json_object_get(row, "bytes"), "stdout"), 12);
+	CHECK_INT(num(json_object_get(row, "bytes"), "stderr"), 5);
+	regex_t re;
+	regcomp(&re, "^[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}\\.[0-9]{3}Z$", REG_EXTENDED | REG_NOSUB);
+	bool times = regexec(&re, str(row, "started_at"), 0, NULL, 0) == 0 &&
+		     regexec(&re, str(row, "ended_at"), 0, NULL, 0) == 0 &&
+		     strcmp(str(row, "started_at"), str(row, "ended_at")) <= 0;
+	regfree(&re);
+	json_decref(row);
+	CHECK(times);
+	/* an exited process: nothing to send, not an error */
+	r = callf(a, "process::signal", "{\"sandbox_id\":\"%s\",\"process_id\":\"%s\",\"signal\":\"KILL\"}", id, pid);
+	CHECK(json_is_false(json_object_get(r, "sent")));
+	json_decref(r);
+	/* the logs outlive it */
+	r = callf(a, "process::logs", "{\"sandbox_id\":\"%s\",\"process_id\":\"%s\",\"offset\":0}", id, pid);
+	CHECK_STR(str(r, "data"), "hello world\n");
+	CHECK_STR(str(r, "state"), "exited");
+	json_decref(r);
+	free(pid), free(id);
+	sbx_adapter_free(a);
+}
+
+TEST(stdin_is_written_then_closed)
+{
+	struct sbx_adapter *a = make(CFG "}");
+	char *id = create(a, "");
+	char *pid = start_bg(a, id, "\"cmd\":\"cat\",\"stdin\":\"aGkK\"");
+	CHECK(pid != NULL);
+	struct fproc *f = fk_last();
+	bool closed = false;
+	for (int i = 0; i < 200 && !closed; i++) {
+		pthread_mutex_lock(&f->lock);
+		closed = f->stdin_closed;
+		pthread_mutex_unlock(&f->lock);
+		usleep(10000);
+	}
+	CHECK(closed);
+	CHECK_STR(f->stdin_seen, "hi\n");
+	/* no stdin: EOF from the start */
+	char *p2 = start_bg(a, id, "\"cmd\":\"cat\"");
+	CHECK(fk_last()->stdin_closed);
+	/* bad base64 after admission: S001, and no process */
+	int starts = fk_starts;
+	json_t *r = callf(a, "exec", "{\"sandbox_id\":\"%s\",\"background\":true,\"cmd\":\"cat\",\"stdin\":\"!!\"}", id);
+	CHECK_STR(str(r, "code"), "S001");
+	CHECK(strstr(str(r, "message"), "stdin base64 decode") != NULL);
+	json_decref(r);
+	CHECK_INT(fk_starts, starts);
+	free(pid), free(p2), free(id);
+	sbx_adapter_free(a);
+}
+
+TEST(unknown_ids_and_bad_fields)
+{
+	struct sbx_adapter *a = make(CFG "}");
+	char *id = create(a, "");
+	char *pid = start_bg(a, id, "\"cmd\":\"sleep\"");
+	CHECK(pid != NULL);
+	json_t *r = callf(a, "process::logs", "{\"sandbox_id\":\"%s\",\"process_id\":\"nope\"}", id);
+	CHECK_STR(str(r, "code"), "S001");
+	CHECK(strstr(str(r, "message"), "nope") != NULL);
+	json_decref(r);
+	const char *other = "11111111-2222-4333-8444-555555555555";
+	r = callf(a, "process::wait", "{\"sandbox_id\":\"%s\",\"process_id\":\"%s\"}", other, pid);
+	CHECK_STR(str(r, "code"), "S002");
+	json_decref(r);
+	r = callf(a, "process::list", "{\"sandbox_id\":\"%s\"}", other);
+	CHECK_STR(str(r, "code"), "S002");
+	json_decref(r);
+	r = callf(a, "process::list", "{\"sandbox_id\":\"not-a-uuid\"}");
+	CHECK_STR(str(r, "code"), "S001");
+	json_decref(r);
+	r = callf(a, "process::signal", "{\"sandbox_id\":\"%s\",\"process_id\":\"%s\",\"signal\":\"USR1\"}", id, pid);
+	CHECK_STR(str(r, "code"), "S001");
+	CHECK(strstr(str(r, "message"), "USR1") != NULL);
+	json_decref(r);
+	r = callf(a, "process::logs", "{\"sandbox_id\":\"%s\",\"process_id\":\"%s\",\"stream\":\"both\"}", id, pid);
+	CHECK_STR(str(r, "code"), "S001");
+	json_decref(r);
+	r = callf(a, "exec", "{\"sandbox_id\":\"%s\",\"background\":true,\"cmd\":\"x\",\"stream\":{}}", id);
+	CHECK_STR(str(r, "code"), "S001");
+	CHECK(strstr(str(r, "message"), "exclusive") != NULL);
+	json_decref(r);
+	/* a spawn failure: S300 and nothing listed */
+	r = callf(a, "exec", "{\"sandbox_id\":\"%s\",\"background\":true,\"cmd\":\"nonexistent\"}", id);
+	CHECK_STR(str(r, "code"), "S300");
+	json_decref(r);
+	r = callf(a, "process::list", "{\"sandbox_id\":\"%s\"}", id);
+	CHECK_INT(json_array_size(json_object_get(r, "processes")), 1);
+	json_decref(r);
+	/* follow without byte channels in this adapter: S300 */
+	r = callf(a, "process::logs", "{\"sandbox_id\":\"%s\",\"process_id\":\"%s\",\"follow\":{\"channel_id\":\"c\","
+		  "\"access_key\":\"k\",\"direction\":\"write\"}}", id, pid);
+	CHECK_STR(str(r, "code"), "S300");
+	json_decref(r);
+	free(pid), free(id);
+	sbx_adapter_free(a);
+}
+
+TEST(stop_ends_every_process_and_forgets_them)
+{
+	struct sbx_adapter *a = make(CFG "}");
+	char *id = create(a, "");
+	char *p1 = start_bg(a, id, "\"cmd\":\"sleep\"");
+	char *p2 = start_bg(a, id, "\"cmd\":\"sleep\"");
+	CHECK(p1 != NULL && p2 != NULL);
+	CHECK_INT(fk_live_now(), 2);
+	json_t *r = callf(a, "stop", "{\"sandbox_id\":\"%s\"}", id);
+	CHECK(json_is_true(json_object_get(r, "stopped")));
+	json_decref(r);
+	/* the stop returned once the pumps had killed and freed them */
+	CHECK_INT(fk_live_now(), 0);
+	CHECK_INT(fk_procs[0]->last_signal, SIGKILL);
+	CHECK_INT(fk_procs[1]->last_signal, SIGKILL);
+	r = callf(a, "process::list", "{\"sandbox_id\":\"%s\"}", id);
+	CHECK_STR(str(r, "code"), "S002");
+	json_decref(r);
+	/* shutdown ends the ones of sandboxes still running */
+	char *id2 = create(a, "");
+	char *p3 = start_bg(a, id2, "\"cmd\":\"sleep\"");
+	CHECK(p3 != NULL);
+	CHECK_INT(fk_live_now(), 1);
+	sbx_adapter_free(a);
+	CHECK_INT(fk_live_now(), 0);
+	free(p1), free(p2), free(p3), free(id), free(id2);
+}
+
+TEST(follow_streams_the_bytes_after_next_offset_until_the_exit)
+{
+	struct sbx_adapter *a = make(CFG "}");
+	a->streams = (struct sbx_stream_host){ &fw_ops, NULL };
+	char *id = create(a, "");
+	char *pid = start_bg(a, id, "\"cmd\":\"gen\"");
+	struct fproc *f = fk_last();
+	emit(f, 1, "first\n", 6);
+	CHECK(wait_bytes(a, id, pid, 6));
+	json_t *r = callf(a, "process::logs", "{\"sandbox_id\":\"%s\",\"process_id\":\"%s\",\"offset\":2,\"follow\":{"
+			  "\"channel_id\":\"c\",\"access_key\":\"k\",\"direction\":\"write\"}}", id, pid);
+	CHECK_STR(str(r, "data"), "rst\n");
+	CHECK_INT(num(r, "next_offset"), 6);
+	json_decref(r);
+	emit(f, 1, "second\n", 7);
+	emit(f, 2, "not this stream\n", 16);
+	emit(f, 1, "third\n", 6);
+	usleep(50000);
+	CHECK(!writer_closed());
+	finish(f, 0);
+	for (int i = 0; i < 300 && !writer_closed(); i++)
+		usleep(10000);
+	CHECK(writer_closed());
+	CHECK_INT(W.len, 13);
+	CHECK(memcmp(W.data, "second\nthird\n", 13) == 0);
+	CHECK_STR(W.fail, "");
+	/* a reader ref is refused by the port: its S-code, no thread */
+	r = callf(a, "process::logs", "{\"sandbox_id\":\"%s\",\"process_id\":\"%s\",\"follow\":{"
+		  "\"channel_id\":\"c\",\"access_key\":\"k\",\"direction\":\"read\"}}", id, pid);
+	CHECK_STR(str(r, "code"), "S001");
+	json_decref(r);
+	free(pid), free(id);
+	sbx_adapter_free(a);
+}
+
+TEST(keep_alive_while_running_holds_off_the_idle_reaper)
+{
+	struct sbx_adapter *a = make(CFG "}");
+	char *kept = create(a, ",\"idle_timeout_secs\":1,\"keep_alive_while_running\":true");
+	char *plain = create(a, ",\"idle_timeout_secs\":1");
+	CHECK(kept != NULL && plain != NULL);
+	char *p1 = start_bg(a, kept, "\"cmd\":\"sleep\"");
+	char *p2 = start_bg(a, plain, "\"cmd\":\"sleep\"");
+	CHECK(p1 != NULL && p2 != NULL);
+	usleep(1500000);
+	/* the plain one is idle despite its process, which goes with it */
+	CHECK_INT(reaper_scan(a, false), 1);
+	CHECK_INT(fk_live_now(), 1);
+	json_t *r = callf(a, "process::list", "{\"sandbox_id\":\"%s\"}", plain);
+	CHECK_STR(str(r, "code"), "S002");
+	json_decref(r);
+	r = callf(a, "process::list", "{\"sandbox_id\":\"%s\"}", kept);
+	CHECK_INT(json_array_size(json_object_get(r, "processes")), 1);
+	json_decref(r);
+	/* once its process exited, it is idle like any other */
+	finish(fk_procs[0], 0);
+	usleep(1500000);
+	CHECK_INT(reaper_scan(a, false), 1);
+	free(p1), free(p2), free(kept), free(plain);
+	sbx_adapter_free(a);
+}
