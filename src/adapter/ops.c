@@ -127,7 +127,7 @@ const struct sbx_op *sbx_op_find(const char *op)
 }
 
 struct live {
-	void (*on_output)(void *ud, int fd, const void *data, size_t len);
+	int (*on_output)(void *ud, int fd, const void *data, size_t len);
 	void *ud;
 };
 
@@ -164,7 +164,7 @@ int sbx_adapter_call(struct sbx_adapter *a, const char *op, json_t *req, json_t 
 	return run_op(a, op, req, NULL, out);
 }
 
-int sbx_adapter_exec_live(struct sbx_adapter *a, json_t *req, void (*on_output)(void *ud, int fd, const void *data, size_t len),
+int sbx_adapter_exec_live(struct sbx_adapter *a, json_t *req, int (*on_output)(void *ud, int fd, const void *data, size_t len),
 			  void *ud, json_t **out)
 {
 	struct live live = { on_output, ud };
