@@ -181,6 +181,28 @@ describe('streamed exec and run output', { skip: skip ?? false }, () => {
 		assert.ok(rssMax - rss0 < 32, `daemon RSS grew from ${rss0} to ${rssMax} MiB`);
 	});
 
+	test('the deadline ends an exec whose send is blocked, at worst after the channel\'s 60 s send timeout', async () => {
+		const out = await channel();
+		const first = new Promise((resolve) => out.reader.stream.once('data', () => {
+			out.reader.stream.pause();
+			resolve();
+		}));
+		const t0 = Date.now();
+		const call = s.vmError('exec', { sandbox_id: id, timeout_ms: 3000, argv: ['head', '-c', '50000000', '/dev/zero'],
+			stream: { stdout: out.ref } }, 120000);
+		await first;
+		const env = assertScode(await call, 'S200');
+		const took = Date.now() - t0;
+		console.log(`# S200 after ${took} ms with the reader paused`);
+		assert.equal(env.message, 'exec timed out after 3000 ms');
+		assert.ok(took >= 3000 && took < 75000, `answered after ${took} ms`);
+		out.reader.stream.resume();
+		await out.ended.catch(() => {});
+		assert.ok(out.n < 50000000, `${out.n} bytes: the command was cut`);
+		const r = await s.exec(id, { argv: ['echo', 'still here'] });
+		assert.equal(r.stdout, 'still here\n');
+	});
+
 	test('no stream: the contract\'s reply, member for member', async () => {
 		const r = await s.exec(id, { argv: ['sh', '-c', 'echo hi; echo ho >&2'] });
 		assert.deepEqual(Object.keys(r).sort(), ['duration_ms', 'exit_code', 'stderr', 'stderr_truncated', 'stdout',
