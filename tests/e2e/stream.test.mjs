@@ -142,7 +142,7 @@ describe('streamed exec and run output', { skip: skip ?? false }, () => {
 		const ch = await s.caller.trigger({ function_id: 'engine::channels::create', payload: {} });
 		const env = assertScode(await s.vmError('exec', { sandbox_id: id, argv: ['sh', '-c', 'touch /tmp/ran'],
 			stream: { stdout: ch.reader } }), 'S001');
-		assert.match(env.message, /`stream\.stdout`.*"write"/);
+		assert.equal(env.message, 'invalid request: `stream.stdout`: channel ref: `direction` must be "write" (a writer ref)');
 		const r = await s.exec(id, { argv: ['sh', '-c', 'test -e /tmp/ran && echo ran || echo no'] });
 		assert.equal(r.stdout, 'no\n');
 	});

@@ -51,7 +51,7 @@ int exec_stream_open(struct exec_stream *s, const struct sbx_stream_host *host, 
 		if (s->w[i] != NULL)
 			continue;
 		if (*err != NULL && strcmp((*err)->scode, SBX_S_INVALID_REQUEST) == 0)
-			sbx_error_scode(err, SBX_S_INVALID_REQUEST, "invalid request: `stream.%s`: %s", names[i],
+			sbx_error_scode(err, SBX_S_INVALID_REQUEST, "`stream.%s`: %s", names[i],
 					sbx_error_msg(*err));
 		else
 			sbx_error_prefix(err, "stream.%s", names[i]);
