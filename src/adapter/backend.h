@@ -34,8 +34,12 @@ struct sbx_exec_request {
 	bool (*cancelled)(void *ud);
 	void *cancel_ud;
 	/* Optional: each piece of output as it comes (fd 1 or 2), before the
-	 * result's 1 MiB caps (the operator's exec prints it live). */
-	void (*on_output)(void *ud, int fd, const void *data, size_t len);
+	 * result's 1 MiB caps (the operator's exec prints it live, a streamed
+	 * exec sends it to a channel).  Returns 1 when the piece went
+	 * elsewhere and is not kept in the result, 0 to keep it.  It may
+	 * block (a channel's backpressure): the output is not read meanwhile,
+	 * so the guest's window fills and the process blocks on its pipe. */
+	int (*on_output)(void *ud, int fd, const void *data, size_t len);
 	void *output_ud;
 };
 

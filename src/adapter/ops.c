@@ -12,6 +12,8 @@
 #include "adapter/op_schema.h"
 #include "adapter/scode.h"
 
+/* exec's and run's optional `stream`: writer refs of the caller's channels. */
+#define T_EXEC_STREAM OBJ(F("stdout", T_CHANNEL) "," F("stderr", T_CHANNEL), "")
 
 static const struct sbx_op ops[] = {
 	{ "adapter::info", "Name and version of this sandbox adapter and the sandbox contract it implements",
@@ -29,7 +31,7 @@ static const struct sbx_op ops[] = {
 	      Q("image")),
 	  OBJ(ID "," F("image", T_STR), Q("sandbox_id") "," Q("image")), sbx_op_create },
 	{ "exec", "Run a command in a sandbox and return its output",
-	  OBJ(ID "," F("cmd", T_STR) "," F("args", T_STRS) "," F("argv", T_STRS) "," F("stdin", T_STR) "," F("env", T_ENV) "," F("timeout_ms", T_U64) "," F("workdir", T_STR) "," F("background", T_BOOL),
+	  OBJ(ID "," F("cmd", T_STR) "," F("args", T_STRS) "," F("argv", T_STRS) "," F("stdin", T_STR) "," F("env", T_ENV) "," F("timeout_ms", T_U64) "," F("workdir", T_STR) "," F("background", T_BOOL) "," F("stream", T_EXEC_STREAM),
 	      Q("sandbox_id")),
 	  "{\"oneOf\":[" OBJ(EXEC_RESULT_PROPS, EXEC_RESULT_REQ) "," OBJ(F("process_id", T_STR) "," F("pid", T_U32), Q("process_id") "," Q("pid")) "]}",
 	  sbx_op_exec },
@@ -41,7 +43,7 @@ static const struct sbx_op ops[] = {
 	      Q("sandboxes")),
 	  sbx_op_list },
 	{ "run", "Run code in a fresh sandbox in one call (create, write, exec, stop)",
-	  OBJ(F("image", T_STR) "," F("code", T_STR) "," F("lang", T_STR) "," F("files", "{\"type\":\"array\",\"items\":" OBJ(F("path", T_STR) "," F("content", T_STR), Q("path") "," Q("content")) "}") "," F("env", T_ENV) "," F("stdin", T_STR) "," F("timeout_ms", T_U64) "," F("keep_sandbox", T_BOOL),
+	  OBJ(F("image", T_STR) "," F("code", T_STR) "," F("lang", T_STR) "," F("files", "{\"type\":\"array\",\"items\":" OBJ(F("path", T_STR) "," F("content", T_STR), Q("path") "," Q("content")) "}") "," F("env", T_ENV) "," F("stdin", T_STR) "," F("timeout_ms", T_U64) "," F("keep_sandbox", T_BOOL) "," F("stream", T_EXEC_STREAM),
 	      Q("image") "," Q("code") "," Q("lang")),
 	  OBJ(EXEC_RESULT_PROPS "," ID, EXEC_RESULT_REQ), sbx_op_run },
 	{ "fs::ls", "List a directory in a sandbox", OBJ(ID "," F("path", T_STR), Q("sandbox_id") "," Q("path")),
@@ -128,7 +130,7 @@ const struct sbx_op *sbx_op_find(const char *op)
 }
 
 struct live {
-	void (*on_output)(void *ud, int fd, const void *data, size_t len);
+	int (*on_output)(void *ud, int fd, const void *data, size_t len);
 	void *ud;
 };
 
@@ -165,7 +167,7 @@ int sbx_adapter_call(struct sbx_adapter *a, const char *op, json_t *req, json_t 
 	return run_op(a, op, req, NULL, out);
 }
 
-int sbx_adapter_exec_live(struct sbx_adapter *a, json_t *req, void (*on_output)(void *ud, int fd, const void *data, size_t len),
+int sbx_adapter_exec_live(struct sbx_adapter *a, json_t *req, int (*on_output)(void *ud, int fd, const void *data, size_t len),
 			  void *ud, json_t **out)
 {
 	struct live live = { on_output, ud };

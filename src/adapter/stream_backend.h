@@ -25,8 +25,10 @@ struct sbx_stream_ops {
 	/* Ends the stream and frees w: a normal Close, or with fail_text
 	 * first an error frame {"error": fail_text} (the fs::read convention). */
 	void (*writer_close)(void *w, const char *fail_text);
-	/* The read end a ref names; idle_ms 0 = the channel default, -1 =
-	 * never stalled (a terminal's keys may pause for hours). */
+	/* The read end a ref names (S001 for a ref that is not a reader ref
+	 * or is malformed, S218 when the engine refuses it); idle_ms 0 = the
+	 * channel default, -1 = never stalled (a terminal's keys may pause
+	 * for hours). */
 	void *(*reader_open)(void *ctx, json_t *ref, int idle_ms, sbx_error_t *err);
 	/* The next chunk (valid until the next call): >0, 0 at the normal end,
 	 * -1 (S218) when the stream aborted or the engine client stops. */

@@ -28,6 +28,7 @@
 #include "adapter/config/config_file.h"
 #include "adapter/vm_backend/template_warm.h"
 #include "adapter/vm_backend/vm_backend.h"
+#include "adapter/vm_backend/stream_engine.h"
 #include "adapter/vm_backend/vm_backend_fs.h"
 #include "cmd/serve_lifeline.h"
 #include "cmd/serve_metrics.h"
@@ -368,6 +369,7 @@ int sbx_cmd_serve(int argc, char **argv)
 		/* Before the handlers are registered: a create may come at once. */
 		vm_backend_start_pool(backend);
 		a->fs = (struct sbx_fs_host){ &vm_backend_fs_ops, e };
+		a->streams = (struct sbx_stream_host){ &stream_engine_ops, e };
 		a->workers = &worker_ops_vm;
 		a->worker_vms = worker_table_new(a->cfg, jail, &a->mem, &err);
 	}

@@ -57,7 +57,7 @@ struct live_out {
 	bool broken;
 };
 
-static void send_output(void *ud, int stream, const void *data, size_t len)
+static int send_output(void *ud, int stream, const void *data, size_t len)
 {
 	struct live_out *o = ud;
 	sbx_error_t err = NULL;
@@ -65,6 +65,7 @@ static void send_output(void *ud, int stream, const void *data, size_t len)
 		o->broken = true;
 		sbx_error_free(&err);
 	}
+	return 0; /* kept too: the reply's *_truncated flags count it */
 }
 
 static int serve_exec(const struct control_ctx *c, int fd, const char *id, const struct control_request *q,

@@ -8,7 +8,8 @@
  * vanished.  So a stream counts as aborted when the writer said so with a
  * text frame {"error": "..."} (the convention of fs::read's pump), when the
  * reader's socket drops without a Close or closes with a status other than
- * 1000 (normal) or none, or when no frame arrives for the idle timeout.  All
+ * 1000 (normal) or none, or when no frame arrives for the idle timeout (if
+ * the reader has one).  All
  * of these fail with S218 "channel ..." details. */
 #ifndef SBX_ENGINE_ENGINE_CHANNEL_H
 #define SBX_ENGINE_ENGINE_CHANNEL_H
@@ -56,7 +57,9 @@ int channel_writer_fail(struct channel_writer *w, const char *text, sbx_error_t 
 int channel_writer_close(struct channel_writer *w, sbx_error_t *err);
 void channel_writer_free(struct channel_writer *w);
 
-/* The read end.  idle_ms 0 means CHANNEL_IDLE_MS. */
+/* The read end.  idle_ms 0 means CHANNEL_IDLE_MS; -1 (any negative value)
+ * means no idle limit: only the writer, the engine or a stop ends the wait
+ * (a terminal's keys may pause for hours). */
 struct channel_reader;
 struct channel_reader *channel_reader_open(struct engine *e, const struct channel_ref *ref, int idle_ms,
 					   sbx_error_t *err);

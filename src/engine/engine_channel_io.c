@@ -12,6 +12,7 @@
 #include "engine/ws_url.h"
 
 #define CLOSE_WAIT_MS 2000 /* for the engine's answer to our Close */
+#define IDLE_SLICE_MS 1000 /* one wait of a reader without an idle limit */
 
 struct channel_writer {
 	struct ws_conn *c;
@@ -19,7 +20,7 @@ struct channel_writer {
 
 struct channel_reader {
 	struct ws_conn *c;
-	int idle_ms;
+	int idle_ms; /* -1: no idle limit */
 	bool ended;
 };
 
@@ -105,7 +106,7 @@ struct channel_reader *channel_reader_open(struct engine *e, const struct channe
 		sbx_error_errno(err, ENOMEM, "channel reader");
 		return NULL;
 	}
-	r->idle_ms = idle_ms > 0 ? idle_ms : CHANNEL_IDLE_MS;
+	r->idle_ms = idle_ms > 0 ? idle_ms : idle_ms < 0 ? -1 : CHANNEL_IDLE_MS;
 	/* The caller hands us a ref to read from, whatever its direction says. */
 	r->c = open_end(e, ref, "read", err);
 	if (r->c == NULL) {
@@ -132,12 +133,17 @@ ssize_t channel_reader_next(struct channel_reader *r, const uint8_t **data, sbx_
 		return 0;
 	for (;;) {
 		struct ws_message m;
-		int got = ws_conn_recv(r->c, &m, r->idle_ms, err);
+		/* Without an idle limit, a quiet channel is waited on slice after
+		 * slice for as long as it stays open (a stop still ends the wait
+		 * at once: the cancel fd). */
+		int got = ws_conn_recv(r->c, &m, r->idle_ms < 0 ? IDLE_SLICE_MS : r->idle_ms, err);
 		if (got < 0) {
 			sbx_error_prefix(err, "channel connection lost");
 			sbx_error_default_scode(err, SBX_S_FS_CHANNEL);
 			return -1;
 		}
+		if (got == 0 && r->idle_ms < 0)
+			continue;
 		if (got == 0)
 			return sbx_error_scode(err, SBX_S_FS_CHANNEL, "no data on the channel for %d s", r->idle_ms / 1000);
 		if (m.opcode == WS_OP_BINARY) {

@@ -22,6 +22,7 @@ import { WebSocketServer } from 'ws';
 const TELEMETRY_PREFIXES = ['OTLP', 'MTRC', 'LOGS'];
 const DEFAULT_CHANNEL_BUFFER = 64;
 const MAX_CHANNEL_BUFFER = 1024;
+const READER_HIGH_WATER = 1048576; // bytes waiting in a reader's socket before the queue holds back
 const DEFAULT_NAMESPACE_GRACE_MS = 5000;
 
 // Forms the engine's UUID parser accepts (hyphenated, simple, braced, urn, any
@@ -572,13 +573,28 @@ export class StandinEngine extends EventEmitter {
 
 	// Writer frames reach the reader in order, binary as binary and text as
 	// text; the reader is closed once the writer is done and the queue empty.
+	// A reader that does not take its frames holds them back: past
+	// READER_HIGH_WATER bytes waiting in its socket the queue waits for the
+	// socket to drain, so the buffer_size frames of the queue are all the
+	// engine holds and the writer is paused (backpressure).
 	pump(ch) {
 		if (!ch.reader || ch.reader.readyState !== ch.reader.OPEN) return;
-		while (ch.queue.length > 0) {
+		while (ch.queue.length > 0 && ch.reader.bufferedAmount < READER_HIGH_WATER) {
 			const { data, isBinary } = ch.queue.shift();
 			ch.reader.send(data, { binary: isBinary });
 		}
-		if (ch.writer && ch.writer.isPaused) ch.writer.resume();
+		if (ch.writer && ch.writer.isPaused && ch.queue.length < ch.size) ch.writer.resume();
+		if (ch.queue.length > 0) {
+			const sock = ch.reader._socket;
+			if (sock && !ch.awaitingDrain) {
+				ch.awaitingDrain = true;
+				sock.once('drain', () => {
+					ch.awaitingDrain = false;
+					this.pump(ch);
+				});
+			}
+			return;
+		}
 		if (ch.writerDone) ch.reader.close(1000, 'stream complete');
 	}
 }

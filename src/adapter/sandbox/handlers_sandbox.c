@@ -9,6 +9,7 @@
 #include "adapter/request.h"
 #include "adapter/sandbox/env.h"
 #include "adapter/sandbox/exec_shape.h"
+#include "adapter/sandbox/exec_stream.h"
 #include "adapter/sandbox/sandbox.h"
 #include "adapter/sandbox/sandbox_network.h"
 #include "common/cleanup_json.h"
@@ -83,6 +84,8 @@ static int decode_exec(json_t *req, struct exec_fields *f, struct sandbox_exec_a
 		return -1;
 	if (req_u64(req, "timeout_ms", 300000, &x->timeout_ms, err) < 0)
 		return -1;
+	if (exec_stream_decode(req, &x->stream, err) < 0)
+		return -1;
 	return req_string(req, "workdir", false, &x->workdir, err);
 }
 
@@ -91,7 +94,7 @@ int sbx_op_exec(struct sbx_adapter *a, json_t *req, json_t **out)
 	return sbx_op_exec_live(a, req, NULL, NULL, out);
 }
 
-int sbx_op_exec_live(struct sbx_adapter *a, json_t *req, void (*on_output)(void *ud, int fd, const void *data, size_t len),
+int sbx_op_exec_live(struct sbx_adapter *a, json_t *req, int (*on_output)(void *ud, int fd, const void *data, size_t len),
 		     void *ud, json_t **out)
 {
 	sbx_error_t err = NULL;

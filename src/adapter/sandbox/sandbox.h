@@ -33,8 +33,9 @@ struct sandbox_exec_args {
 	const char *stdin_b64; /* NULL or "" = immediate EOF */
 	const char *workdir;   /* NULL = the image's WorkingDir, else / */
 	uint64_t timeout_ms;   /* as requested; clamped here */
-	void (*on_output)(void *ud, int fd, const void *data, size_t len); /* optional (backend.h) */
+	int (*on_output)(void *ud, int fd, const void *data, size_t len); /* optional (backend.h) */
 	void *output_ud;
+	json_t *stream;        /* NULL, or {stdout?, stderr?} writer refs (exec_stream.h) */
 };
 
 /* Admits and runs one exec; returns the reply object ({stdout, stderr,

@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "adapter/request.h"
+#include "adapter/sandbox/exec_stream.h"
 #include "adapter/sandbox/sandbox.h"
 #include "common/base64.h"
 #include "common/cleanup.h"
@@ -110,6 +111,9 @@ static json_t *run_admitted(struct sbx_adapter *a, struct sbx_sandbox *sb, const
 	cleanup_free char **env = argv != NULL ? req_strv_view(x->env, "env", err) : NULL;
 	if (env == NULL)
 		return NULL;
+	struct exec_stream st;
+	if (exec_stream_open(&st, &a->streams, x->stream, x->on_output, x->output_ud, err) < 0)
+		return NULL;
 	struct cancel_ctx cc = { a->reg, sb };
 	struct sbx_exec_request req = {
 		.argv = argv,
@@ -120,14 +124,18 @@ static json_t *run_admitted(struct sbx_adapter *a, struct sbx_sandbox *sb, const
 		.timeout_ms = exec_effective_timeout_ms(x->timeout_ms, a->cfg->max_exec_timeout_ms),
 		.cancelled = cancelled,
 		.cancel_ud = &cc,
-		.on_output = x->on_output,
-		.output_ud = x->output_ud,
+		.on_output = x->stream != NULL ? exec_stream_output : x->on_output,
+		.output_ud = x->stream != NULL ? (void *)&st : x->output_ud,
 	};
 	struct sbx_exec_result res;
 	exec_output_init(&res.out, EXEC_OUTPUT_CAP);
 	exec_output_init(&res.err, EXEC_OUTPUT_CAP);
 	json_t *j = NULL;
-	if (a->backend.ops->exec(sb->vm, &req, &res, err) == 0) {
+	int rc = a->backend.ops->exec(sb->vm, &req, &res, err);
+	/* The channels end before the reply goes: a reader has every byte
+	 * once the exec has answered. */
+	exec_stream_close(&st, rc == 0 ? NULL : sbx_error_msg(*err));
+	if (rc == 0) {
 		j = reply(&res, err);
 	} else if (printed != NULL && *err != NULL && strcmp((*err)->scode, SBX_S_EXEC_TIMEOUT) == 0) {
 		/* Without it the envelope still says S200: the output is lost,

@@ -6,6 +6,7 @@
 #include "adapter/handlers.h"
 #include "adapter/request.h"
 #include "adapter/sandbox/env.h"
+#include "adapter/sandbox/exec_stream.h"
 #include "adapter/sandbox/lang.h"
 #include "adapter/sandbox/sandbox.h"
 #include "adapter/sandbox/sandbox_network.h"
@@ -16,6 +17,7 @@ struct run_args {
 	struct sandbox_create_args create;
 	const char *code, *lang, *stdin_b64;
 	json_t *files; /* NULL or an array of {path, content} */
+	json_t *stream; /* NULL or the exec's {stdout?, stderr?} writer refs */
 	uint64_t timeout_ms;
 	bool keep;
 };
@@ -67,7 +69,7 @@ static int decode_run(json_t *req, struct run_args *r, sbx_error_t *err)
 		return -1;
 	if (req_bool(req, "keep_sandbox", false, &r->keep, err) < 0)
 		return -1;
-	return 0;
+	return exec_stream_decode(req, &r->stream, err);
 }
 
 /* Steps 2-4 on the created sandbox; on failure *step names the step, and
@@ -93,7 +95,7 @@ static json_t *run_steps(struct sbx_adapter *a, const char *id, const struct run
 	json_t *argv = json_pack("[s, s]", "", l.file);
 	json_t *reply = NULL;
 	if (env != NULL && argv != NULL && json_array_set_new(argv, 0, json_string(l.program)) == 0) {
-		struct sandbox_exec_args x = { argv, env, r->stdin_b64, NULL, r->timeout_ms, NULL, NULL };
+		struct sandbox_exec_args x = { argv, env, r->stdin_b64, NULL, r->timeout_ms, NULL, NULL, r->stream };
 		reply = sandbox_exec(a, id, &x, printed, err);
 	} else if (env != NULL) {
 		sbx_error_errno(err, ENOMEM, "run");

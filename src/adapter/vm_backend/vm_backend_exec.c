@@ -67,8 +67,8 @@ static int drain(struct sbx_vm_proc *p, const struct sbx_exec_request *req, int6
 			*err = rerr;
 			return -1;
 		}
-		if (req->on_output != NULL)
-			req->on_output(req->output_ud, fd == 2 ? 2 : 1, buf, (size_t)n);
+		if (req->on_output != NULL && req->on_output(req->output_ud, fd == 2 ? 2 : 1, buf, (size_t)n) == 1)
+			continue;
 		if (exec_output_append(fd == 2 ? &res->err : &res->out, buf, (size_t)n, err) < 0)
 			return -1;
 	}

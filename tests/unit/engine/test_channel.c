@@ -396,6 +396,24 @@ TEST(reader_stall_times_out_with_s218)
 	CHECK(strstr(j.msg, "no data on the channel for 1 s") != NULL);
 }
 
+/* idle_ms -1: a pause of several of the reader's wait slices (1 s) and
+ * longer than an idle limit of 1 s is not a stall. */
+TEST(reader_without_idle_limit_waits_out_a_pause)
+{
+	struct test_server s, ch;
+	struct reader_job j = { .idle_ms = -1 };
+	pthread_t t;
+	CHECK_INT(start_reader(&s, &ch, &j, &t), 0);
+	ts_send_frame(&ch, WS_OP_BINARY, "a", 1);
+	usleep(3500 * 1000);
+	ts_send_frame(&ch, WS_OP_BINARY, "b", 1);
+	ts_send_frame(&ch, WS_OP_CLOSE, "\x03\xe8", 2);
+	stop_reader(&s, &ch, &j, t);
+	CHECK_INT(j.rc, 0);
+	CHECK_INT(j.len, 2);
+	CHECK(memcmp(j.got, "ab", 2) == 0);
+}
+
 TEST(reader_rejects_oversized_frame)
 {
 	struct test_server s, ch;

@@ -1,0 +1,213 @@
+// Streaming exec and run end to end through the stand-in engine with
+// iii-sdk: the caller creates engine channels (engine::channels::create),
+// passes their writer refs in `stream: {stdout?, stderr?}` and reads the
+// output as the guest produces it; the reply keeps exit_code, timed_out
+// and duration_ms with "" for a streamed stream.  One VM boot: the run
+// keeps its sandbox (keep_sandbox) and the execs use it.
+import { describe, test, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { readFileSync } from 'node:fs';
+import { ChannelReader } from 'iii-sdk/channel';
+import { registryUnavailable, startRegistry } from './lib/registry-fixture.mjs';
+import { assertScode, startSandboxStack } from './lib/sandbox-stack.mjs';
+
+const skip = registryUnavailable();
+const rssMib = (pid) => Number(/VmRSS:\s+(\d+)/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))[1]) / 1024;
+const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
+// The five lines of the issue, each with the guest's time.time() in ms.
+const FIVE_LINES = 'import time\nfor i in range(5):\n    print(i, time.time() * 1000); time.sleep(1)\n';
+
+describe('streamed exec and run output', { skip: skip ?? false }, () => {
+	let reg, s, id, url;
+	// A channel for one stream: the writer ref to pass, and what its reader
+	// got: frames with their arrival times, text frames, `ended` (settles
+	// when the engine closed the reader).
+	const channel = async () => {
+		const ch = await s.caller.trigger({ function_id: 'engine::channels::create', payload: { buffer_size: 64 } });
+		const reader = new ChannelReader(url, ch.reader);
+		const got = { ref: ch.writer, reader, frames: [], texts: [], n: 0 };
+		reader.onMessage((m) => got.texts.push(m));
+		got.ended = new Promise((resolve, reject) => {
+			reader.stream.on('end', resolve);
+			reader.stream.on('error', reject);
+		});
+		reader.stream.on('data', (d) => {
+			got.frames.push({ t: Date.now(), data: d });
+			got.n += d.length;
+		});
+		got.text = () => Buffer.concat(got.frames.map((f) => f.data)).toString();
+		return got;
+	};
+	// guest clock - host clock in ms, as an interval: each exec of `date`
+	// printed between the call's start and its reply.
+	const clockOffset = async () => {
+		let lo = -Infinity, hi = Infinity;
+		for (let i = 0; i < 5; i++) {
+			const t0 = Date.now();
+			const r = await s.exec(id, { argv: ['date', '+%s%N'] });
+			const t1 = Date.now();
+			const g = Number(r.stdout.trim()) / 1e6;
+			lo = Math.max(lo, g - t1);
+			hi = Math.min(hi, g - t0);
+		}
+		return { lo, hi };
+	};
+
+	before(async () => {
+		reg = await startRegistry({ images: ['python'] });
+		s = await startSandboxStack({ registry: reg, config: { image_allowlist: ['python'] } });
+		url = s.engine.url;
+	});
+	after(async () => {
+		await s?.stop();
+		await reg?.stop();
+		s?.cleanupState();
+	});
+
+	test('run with stream: stdout on the channel, "" in the reply, the channel closed normally', async () => {
+		const out = await channel();
+		const r = await s.vm('run', { image: 'python', lang: 'python', keep_sandbox: true,
+			code: 'import sys; print("hello"); print("oops", file=sys.stderr)', stream: { stdout: out.ref } });
+		id = r.sandbox_id;
+		assert.equal(r.stdout, '');
+		assert.equal(r.stderr, 'oops\n');
+		assert.equal(r.exit_code, 0);
+		await out.ended;
+		assert.equal(out.text(), 'hello\n');
+		assert.deepEqual(out.texts, []);
+	});
+
+	test('the five python lines arrive one by one, each within 100 ms of its print', async () => {
+		assert.ok(id, 'the run kept its sandbox');
+		const { lo, hi } = await clockOffset();
+		const out = await channel();
+		const t0 = Date.now();
+		const r = await s.exec(id, { argv: ['python3', '-u', '-c', FIVE_LINES], stream: { stdout: out.ref } });
+		const replied = Date.now();
+		await out.ended;
+		assert.deepEqual({ stdout: r.stdout, stdout_truncated: r.stdout_truncated, exit_code: r.exit_code,
+			timed_out: r.timed_out }, { stdout: '', stdout_truncated: false, exit_code: 0, timed_out: false });
+		const lines = out.text().split('\n').filter(Boolean).map((l) => l.split(' ').map(Number));
+		assert.deepEqual(lines.map((l) => l[0]), [0, 1, 2, 3, 4]);
+		// Each line's arrival (host clock) against its print (guest clock
+		// moved to the host's with the middle of the offset interval).
+		const mid = (lo + hi) / 2;
+		let at = 0;
+		const lat = lines.map(([i, g]) => {
+			const text = `${i} ${g}`;
+			// The frame that completed this line.
+			let seen = 0;
+			for (const f of out.frames) {
+				seen += f.data.length;
+				if (seen >= out.text().indexOf(text) + text.length + 1) { at = f.t; break; }
+			}
+			return at - (g - mid);
+		});
+		const diag = `latencies ${lat.map((x) => x.toFixed(0)).join(', ')} ms; guest-host offset in [${lo.toFixed(0)}, ${hi.toFixed(0)}] ms`;
+		console.log(`# ${diag}`);
+		for (const l of lat) assert.ok(l <= 100, diag);
+		// One by one: the first line came about 4 s before the reply.
+		assert.ok(replied - out.frames[0].t > 3000, `first frame ${replied - out.frames[0].t} ms before the reply`);
+		assert.ok(out.frames.length >= 5, `${out.frames.length} frames`);
+		assert.ok(replied - t0 >= 4000);
+	});
+
+	test('stderr streams separately; the other stream stays in the reply', async () => {
+		const err = await channel();
+		const cmd = 'echo out1; echo err1 >&2; echo out2; echo err2 >&2; exit 3';
+		const r = await s.exec(id, { argv: ['sh', '-c', cmd], stream: { stderr: err.ref } });
+		await err.ended;
+		assert.equal(r.stdout, 'out1\nout2\n');
+		assert.equal(r.stderr, '');
+		assert.equal(r.exit_code, 3);
+		assert.equal(err.text(), 'err1\nerr2\n');
+		const out = await channel(), err2 = await channel();
+		const r2 = await s.exec(id, { argv: ['sh', '-c', cmd], stream: { stdout: out.ref, stderr: err2.ref } });
+		await Promise.all([out.ended, err2.ended]);
+		assert.deepEqual([r2.stdout, r2.stderr, out.text(), err2.text()], ['', '', 'out1\nout2\n', 'err1\nerr2\n']);
+	});
+
+	test('a timed-out streamed exec: what it printed is on the channel, then the error frame; S200 carries ""', async () => {
+		const out = await channel();
+		const env = assertScode(await s.vmError('exec', { sandbox_id: id, timeout_ms: 3000,
+			argv: ['sh', '-c', 'echo start; sleep 30'], stream: { stdout: out.ref } }), 'S200');
+		assert.equal(env.message, 'exec timed out after 3000 ms');
+		assert.equal(env.stdout, '');
+		await out.ended;
+		assert.equal(out.text(), 'start\n');
+		assert.deepEqual(out.texts.map((t) => JSON.parse(t)), [{ error: 'exec timed out after 3000 ms' }]);
+	});
+
+	test('a reader ref in place of a writer ref is S001 naming the field; nothing runs', async () => {
+		const ch = await s.caller.trigger({ function_id: 'engine::channels::create', payload: {} });
+		const env = assertScode(await s.vmError('exec', { sandbox_id: id, argv: ['sh', '-c', 'touch /tmp/ran'],
+			stream: { stdout: ch.reader } }), 'S001');
+		assert.equal(env.message, 'invalid request: `stream.stdout`: channel ref: `direction` must be "write" (a writer ref)');
+		const r = await s.exec(id, { argv: ['sh', '-c', 'test -e /tmp/ran && echo ran || echo no'] });
+		assert.equal(r.stdout, 'no\n');
+	});
+
+	test('a reader that stops reading blocks the command, bounded memory; it ends once reading resumes', async () => {
+		const N = 50000000;
+		const out = await channel();
+		// The reader takes the first frame, then stops reading: its socket,
+		// the engine's queue and the daemon's send fill up in turn.
+		const first = new Promise((resolve) => out.reader.stream.once('data', () => {
+			out.reader.stream.pause();
+			resolve();
+		}));
+		const pid = s.daemon.proc.pid;
+		const rss0 = rssMib(pid);
+		let settled = false;
+		const call = s.exec(id, { argv: ['head', '-c', String(N), '/dev/zero'], timeout_ms: 300000,
+			stream: { stdout: out.ref } }, 300000).finally(() => { settled = true; });
+		await first;
+		let rssMax = rss0;
+		for (let i = 0; i < 20; i++) {
+			await sleep(500);
+			rssMax = Math.max(rssMax, rssMib(pid));
+		}
+		assert.equal(settled, false, 'the command finished while its reader was paused');
+		const held = out.n;
+		assert.ok(held < N / 4, `${held} bytes reached the paused reader`);
+		out.reader.stream.resume();
+		const r = await call;
+		await out.ended;
+		rssMax = Math.max(rssMax, rssMib(pid));
+		assert.equal(out.n, N);
+		assert.equal(r.exit_code, 0);
+		assert.equal(r.stdout, '');
+		console.log(`# daemon RSS ${rss0.toFixed(1)} -> max ${rssMax.toFixed(1)} MiB while paused; ${held} bytes reached the reader`);
+		assert.ok(rssMax - rss0 < 32, `daemon RSS grew from ${rss0} to ${rssMax} MiB`);
+	});
+
+	test('the deadline ends an exec whose send is blocked, at worst after the channel\'s 60 s send timeout', async () => {
+		const out = await channel();
+		const first = new Promise((resolve) => out.reader.stream.once('data', () => {
+			out.reader.stream.pause();
+			resolve();
+		}));
+		const t0 = Date.now();
+		const call = s.vmError('exec', { sandbox_id: id, timeout_ms: 3000, argv: ['head', '-c', '50000000', '/dev/zero'],
+			stream: { stdout: out.ref } }, 120000);
+		await first;
+		const env = assertScode(await call, 'S200');
+		const took = Date.now() - t0;
+		console.log(`# S200 after ${took} ms with the reader paused`);
+		assert.equal(env.message, 'exec timed out after 3000 ms');
+		assert.ok(took >= 3000 && took < 75000, `answered after ${took} ms`);
+		out.reader.stream.resume();
+		await out.ended.catch(() => {});
+		assert.ok(out.n < 50000000, `${out.n} bytes: the command was cut`);
+		const r = await s.exec(id, { argv: ['echo', 'still here'] });
+		assert.equal(r.stdout, 'still here\n');
+	});
+
+	test('no stream: the contract\'s reply, member for member', async () => {
+		const r = await s.exec(id, { argv: ['sh', '-c', 'echo hi; echo ho >&2'] });
+		assert.deepEqual(Object.keys(r).sort(), ['duration_ms', 'exit_code', 'stderr', 'stderr_truncated', 'stdout',
+			'stdout_truncated', 'success', 'timed_out']);
+		assert.deepEqual({ ...r, duration_ms: 0 }, { stdout: 'hi\n', stderr: 'ho\n', exit_code: 0, timed_out: false,
+			duration_ms: 0, success: true, stdout_truncated: false, stderr_truncated: false });
+	});
+});
