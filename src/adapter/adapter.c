@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "adapter/reaper.h"
+#include "adapter/terminal/terminal.h"
 #include "common/log.h"
 
 /* memory_budget_mb, else MemTotal less the host's reserve. */
@@ -51,6 +52,10 @@ struct sbx_adapter *sbx_adapter_new(struct sbx_config *cfg, sbx_error_t *err)
 	a->cfg = cfg;
 	sbx_mem_budget_init(&a->mem, memory_budget(cfg));
 	a->reg = sbx_registry_new(err);
+	if (a->reg != NULL && (a->terminals = sbx_terminals_new(err)) == NULL) {
+		sbx_adapter_free(a);
+		return NULL;
+	}
 	const char *token = getenv("III_SANDBOX_WORKER_TOKEN");
 	if (token != NULL && token[0] != '\0')
 		a->worker_token = strdup(token);
@@ -77,6 +82,8 @@ void sbx_adapter_free(struct sbx_adapter *a)
 		explicit_bzero(a->worker_token, strlen(a->worker_token));
 		free(a->worker_token);
 	}
+	/* Every sandbox stopped: their terminals have left the table. */
+	sbx_terminals_free(a->terminals);
 	sbx_registry_free(a->reg);
 	sbx_mem_budget_destroy(&a->mem);
 	sbx_config_free(a->cfg);

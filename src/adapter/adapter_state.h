@@ -23,6 +23,7 @@
 #define SBX_NO_VM_DETAIL "VM support is not built yet in this sandbox-libkrun build"
 
 struct worker_table;
+struct sbx_terminals;
 
 struct sbx_adapter {
 	struct sbx_config *cfg; /* read-only after start */
@@ -35,6 +36,7 @@ struct sbx_adapter {
 	struct sbx_mem_budget mem; /* what live VMs may take together */
 	const struct sbx_worker_ops *workers; /* NULL: worker::* answer S300 */
 	struct worker_table *worker_vms; /* the live worker VMs (worker/worker_table.h), owned by serve */
+	struct sbx_terminals *terminals; /* the open terminals (terminal/terminal.h) */
 };
 
 /* Same contract as engine_handler_fn: 0 with *out the result, or -1 with *out
