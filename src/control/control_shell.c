@@ -34,16 +34,18 @@ struct shell {
 	char *fail;
 };
 
-/* The client's next message: keys (returned), a size (applied here), or
- * the end. */
+/* The client's next keys; sizes are applied here.  The connection's end
+ * is the client gone (-1: the terminal closes). */
 static ssize_t shell_keys(void *ud, const uint8_t **data, sbx_error_t *err)
 {
 	struct shell *s = ud;
 	for (;;) {
 		json_t *msg = NULL;
 		int n = control_read_json(s->r, &msg, err);
-		if (n <= 0)
-			return n;
+		if (n == 0)
+			return sbx_error_set(err, ECONNRESET, "shell: the client went away");
+		if (n < 0)
+			return -1;
 		uint16_t rows, cols;
 		if (json_object_get(msg, "rows") != NULL) {
 			int rc = control_size_parse(msg, &rows, &cols, err);
@@ -61,8 +63,12 @@ static ssize_t shell_keys(void *ud, const uint8_t **data, sbx_error_t *err)
 		int stream;
 		n = control_frame_parse(msg, &len, &stream, err);
 		json_decref(msg);
-		if (n <= 0)
-			return n;
+		if (n < 0)
+			return -1;
+		/* {"end": true}: no more keys, but sizes may still come, and
+		 * the connection's end still means the client went away. */
+		if (n == 0)
+			continue;
 		if (len > CONTROL_KEYS_MAX)
 			return sbx_error_set(err, EPROTO, "shell: a frame of %zu bytes of keys (at most %u)", len,
 					     CONTROL_KEYS_MAX);

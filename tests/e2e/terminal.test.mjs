@@ -7,6 +7,7 @@ import { describe, test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { execFile } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
+import net from 'node:net';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -89,11 +90,11 @@ describe('terminals in a live sandbox', { skip: skip ?? false }, () => {
 		let at = await term.waitFor(/echo "ab""cd"\r\n/);
 		at = await term.waitFor(/abcd\r\n/, at);
 		term.type('stty size; echo "T=$TERM"\n');
-		at = await term.waitFor(/\r\n30 100\r\nT=xterm-256color\r\n/, at);
+		at = await term.waitFor(/(?:^|\D)30 100\r\nT=xterm-256color\r\n/, at);
 		assert.deepEqual(await s.vm('terminal::resize', { sandbox_id: id, terminal_id: term.id, rows: 40, cols: 120 }),
 			{ resized: true });
 		term.type('stty size\n');
-		at = await term.waitFor(/\r\n40 120\r\n/, at);
+		at = await term.waitFor(/(?:^|\D)40 120\r\n/, at);
 		assert.deepEqual(await s.vm('terminal::close', { sandbox_id: id, terminal_id: term.id }), { closed: true });
 		await term.end;
 		assert.deepEqual(term.texts, [], 'no error frame on a close');
@@ -129,8 +130,8 @@ describe('terminals in a live sandbox', { skip: skip ?? false }, () => {
 
 	test('shell on a 30x100 terminal: `stty size`, a resize followed on SIGWINCH, the remote exit status, the local modes restored', async () => {
 		const r = await drive(30, 100, [
-			['send', 'stty size\n'], ['expect', '\\r\\n30 100\\r\\n'],
-			['resize', 40, 120], ['send', 'stty size\n'], ['expect', '\\r\\n40 120\\r\\n'],
+			['send', 'stty size\n'], ['expect', '(?:^|\\D)30 100\\r\\n'],
+			['resize', 40, 120], ['send', 'stty size\n'], ['expect', '(?:^|\\D)40 120\\r\\n'],
 			['send', 'exit 3\n'],
 		], [id]);
 		assert.equal(r.failed, null, `step ${JSON.stringify(r.failed)}; screen ${JSON.stringify(r.screen.slice(-2000))}`);
@@ -160,5 +161,104 @@ describe('terminals in a live sandbox', { skip: skip ?? false }, () => {
 		await term.end;
 		term.closeKeys();
 		assertScode(await s.vmError('terminal::close', { sandbox_id: id, terminal_id: term.id }), 'S002');
+	});
+});
+
+// The client alone, against a scripted control socket (no daemon, no VM):
+// the request it sends, raw mode and its restoration, keys as frames, a
+// size on SIGWINCH, the screen printed, the exit status.
+describe('shell\'s client against a scripted control socket', () => {
+	let dir, sock, server, seen;
+	before(async () => {
+		dir = mkdtempSync(path.join(tmpdir(), 'sbx-e2e-shell-'));
+		sock = path.join(dir, 'control.sock');
+		seen = { requests: [], keys: '', sizes: [], ends: 0 };
+		server = net.createServer((c) => {
+			let buf = Buffer.alloc(0);
+			let need = 0; // raw bytes of a frame still to come
+			let started = false;
+			const line = (o) => c.write(`${JSON.stringify(o)}\n`);
+			const frame = (text) => { line({ data: Buffer.byteLength(text) }); c.write(text); };
+			c.on('data', (d) => {
+				buf = Buffer.concat([buf, d]);
+				for (;;) {
+					if (need > 0) {
+						if (buf.length < need) return;
+						const keys = buf.subarray(0, need).toString();
+						buf = buf.subarray(need);
+						need = 0;
+						seen.keys += keys;
+						frame(keys.replaceAll('\r', '\r\n')); // the "guest" echoes
+						if (keys.includes('q')) {
+							line({ ok: true, result: { exit_code: 7 } });
+							c.end();
+						}
+						continue;
+					}
+					const nl = buf.indexOf(10);
+					if (nl < 0) return;
+					const msg = JSON.parse(buf.subarray(0, nl).toString());
+					buf = buf.subarray(nl + 1);
+					if (!started) {
+						started = true;
+						seen.requests.push(msg);
+						if (msg.sandbox === 'nope') {
+							line({ ok: false, error: { code: 'S002', message: 'sandbox not found: nope' } });
+							c.end();
+							return;
+						}
+						line({ terminal_id: 't1' });
+						frame('$ ');
+					} else if (msg.data) {
+						need = msg.data;
+					} else if (msg.end === true) {
+						seen.ends++;
+						c.end(); // gone without a final line
+						return;
+					} else if (msg.rows) {
+						seen.sizes.push([msg.rows, msg.cols]);
+						frame(`size ${msg.rows} ${msg.cols}\r\n`);
+					}
+				}
+			});
+		});
+		await new Promise((r) => server.listen(sock, r));
+	});
+	after(() => {
+		server?.close();
+		if (dir) rmSync(dir, { recursive: true, force: true });
+	});
+
+	test('raw keys as frames, a resize on SIGWINCH, the exit status, the terminal\'s modes restored', async () => {
+		const r = await run('python3', [DRIVER, '30', '100', JSON.stringify([
+			['expect', '\\$ '], ['send', 'ab\r'], ['expect', 'ab\\r\\n'],
+			['resize', 40, 120], ['expect', 'size 40 120\\r\\n'],
+			['send', '\u0003q'],
+		]), '--', BIN, 'shell', '--socket', sock, 'box', '--', 'top', '-b']);
+		assert.equal(r.code, 0, r.stderr);
+		const d = JSON.parse(r.stdout);
+		assert.equal(d.failed, null, JSON.stringify(d));
+		assert.equal(d.code, 7);
+		assert.equal(d.restored, true);
+		const req = seen.requests.at(-1);
+		assert.deepEqual({ ...req, term: undefined }, { op: 'shell', sandbox: 'box', rows: 30, cols: 100,
+			argv: ['top', '-b'], term: undefined });
+		// Raw mode: Ctrl-C went as a key (the client did not die of SIGINT), CR not turned into NL.
+		assert.equal(seen.keys, 'ab\r\u0003q');
+		assert.deepEqual(seen.sizes, [[40, 120]]);
+	});
+
+	test('not on a terminal: 24x80, stdin as it is, then {"end": true}; an error before the start exits 125', async () => {
+		const ends = seen.ends;
+		const r = await run(BIN, ['shell', '--socket', sock, 'box2'], { input: 'x' });
+		assert.equal(r.code, 125, 'the daemon closed without a final line');
+		assert.equal(seen.ends, ends + 1, 'stdin\'s end was sent as {"end": true}');
+		const q = await run(BIN, ['shell', '--socket', sock, 'box2'], { input: 'xq' });
+		assert.equal(q.code, 7, q.stderr);
+		assert.equal(q.stdout, '$ xq');
+		assert.deepEqual({ rows: seen.requests.at(-1).rows, cols: seen.requests.at(-1).cols }, { rows: 24, cols: 80 });
+		const e = await run(BIN, ['shell', '--socket', sock, 'nope']);
+		assert.equal(e.code, 125);
+		assert.match(e.stderr, /^sandbox-libkrun shell: S002: sandbox not found: nope\n$/);
 	});
 });

@@ -28,8 +28,9 @@
  * on the output pump's. */
 struct sbx_terminal_io {
 	/* The next keys: >0 bytes at *data (valid until the next call), 0 when
-	 * the caller has no more (the command's stdin closes), -1 on failure
-	 * (the same).  Blocks until keys come. */
+	 * the caller has no more (the command runs on: on a terminal the end
+	 * of input is a key, ^D), -1 when the caller is gone (the terminal
+	 * then closes).  Blocks until keys come. */
 	ssize_t (*keys)(void *ud, const uint8_t **data, sbx_error_t *err);
 	/* Screen bytes; -1 when the caller is gone: the terminal then closes. */
 	int (*screen)(void *ud, const void *data, size_t len, sbx_error_t *err);

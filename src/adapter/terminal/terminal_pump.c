@@ -3,8 +3,8 @@
  * (SIGHUP, then SIGKILL after the grace), and at the end tells io.ended(),
  * leaves the table, frees the process and lets go of the VM.  The input
  * pump feeds io.keys() to the process (proc_write), bumping the sandbox's
- * idle clock; it never touches the process once the output pump is done
- * with it. */
+ * idle clock, and closes the terminal when the keys broke; it never
+ * touches the process once the output pump is done with it. */
 #include "adapter/terminal/terminal_internal.h"
 
 #include <errno.h>
@@ -181,18 +181,19 @@ static void *input_main(void *arg)
 		const uint8_t *data = NULL;
 		sbx_error_t err = NULL;
 		ssize_t n = term->io.keys(term->io.ud, &data, &err);
-		if (n < 0)
-			sbx_debug("terminal %s: keys: %s", term->id, sbx_error_msg(err));
-		sbx_error_free(&err);
-		if (!begin_write(term))
-			break;
-		if (n <= 0) {
-			/* The caller has no more keys: the command's stdin closes. */
-			if (term->ops->proc_close_stdin(term->proc, &err) < 0)
-				sbx_error_free(&err);
-			end_write(term);
+		if (n < 0) {
+			/* The caller's keys broke (it went away): the terminal
+			 * closes. */
+			sbx_debug("terminal %s: keys: %s: closing", term->id, sbx_error_msg(err));
+			sbx_error_free(&err);
+			pthread_mutex_lock(&term->lock);
+			term->closing = true;
+			pthread_mutex_unlock(&term->lock);
 			break;
 		}
+		/* n == 0: no more keys; the command runs on (^D is a key). */
+		if (n == 0 || !begin_write(term))
+			break;
 		int rc = write_keys(term, data, (size_t)n);
 		end_write(term);
 		if (rc < 0)

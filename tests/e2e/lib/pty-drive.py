@@ -45,17 +45,17 @@ def main():
     failed = None
 
     def pump(timeout):
+        """Reads what the command printed; False when nothing came."""
         nonlocal screen
         r, _, _ = select.select([master], [], [], timeout)
-        if r:
-            try:
-                data = os.read(master, 65536)
-            except OSError:
-                return False
-            if not data:
-                return False
-            screen += data
-        return True
+        if not r:
+            return False
+        try:
+            data = os.read(master, 65536)
+        except OSError:
+            return False
+        screen += data
+        return len(data) > 0
 
     for step in steps:
         if step[0] == 'send':
@@ -68,9 +68,11 @@ def main():
             deadline = time.time() + 90
             m = rx.search(screen, seen)
             while m is None and time.time() < deadline:
-                if not pump(0.2) and p.poll() is not None:
-                    break
+                exited = p.poll() is not None
+                pump(0.2)
                 m = rx.search(screen, seen)
+                if exited:
+                    break
             if m is None:
                 failed = step
                 break

@@ -250,7 +250,7 @@ const struct sbx_backend_ops fake_term_backend = {
 struct fchan {
 	char data[16384];
 	size_t len, pos; /* pos: what the adapter's reader took */
-	bool closed;
+	bool closed, aborted;
 	char fail[128];
 };
 static struct fchan chans[CHANS];
@@ -330,11 +330,14 @@ static void *freader_open(void *ctx, json_t *ref, int idle_ms, sbx_error_t *err)
 
 static ssize_t freader_next(void *r, const uint8_t **data, sbx_error_t *err)
 {
-	(void)err;
 	struct fchan *c = r;
 	pthread_mutex_lock(&L);
 	while (c->pos == c->len && !c->closed)
 		pthread_cond_wait(&C, &L);
+	if (c->pos == c->len && c->aborted) {
+		pthread_mutex_unlock(&L);
+		return sbx_error_scode(err, "S218", "fake: the writer vanished");
+	}
 	ssize_t n = (ssize_t)(c->len - c->pos);
 	*data = (const uint8_t *)c->data + c->pos;
 	c->pos = c->len;
@@ -379,6 +382,16 @@ void fake_chan_close(json_t *ref)
 	pthread_mutex_lock(&L);
 	if (c != NULL)
 		c->closed = true;
+	pthread_cond_broadcast(&C);
+	pthread_mutex_unlock(&L);
+}
+
+void fake_chan_abort(json_t *ref)
+{
+	struct fchan *c = chan_of(ref);
+	pthread_mutex_lock(&L);
+	if (c != NULL)
+		c->closed = c->aborted = true;
 	pthread_cond_broadcast(&C);
 	pthread_mutex_unlock(&L);
 }

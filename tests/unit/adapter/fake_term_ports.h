@@ -31,6 +31,8 @@ void fake_term_set(bool ignore_hup, bool fail_start);
 void fake_chan_write(json_t *ref, const char *text);
 /* Ends the channel normally (the caller closes its writer). */
 void fake_chan_close(json_t *ref);
+/* Ends the channel as a writer that vanished (the reader gets -1). */
+void fake_chan_abort(json_t *ref);
 /* Waits up to ms for the channel's bytes to contain `needle`. */
 bool fake_chan_wait_for(json_t *ref, const char *needle, int ms);
 /* Waits up to ms for the channel to be closed; *fail gets the error

@@ -2,8 +2,8 @@
  * of the process and stream ports (fake_term_ports.h), and the callback
  * entry point the operator's shell uses: keys in, screen out, sizes, the
  * S-codes, the per-sandbox cap, and every way a terminal ends (close,
- * the command's exit, the keys' end, a caller gone, `stop`, SIGHUP
- * ignored) letting go of its process and channels. */
+ * the command's exit, broken keys, a caller gone, `stop`, SIGHUP ignored)
+ * letting go of its process and channels. */
 #include <pthread.h>
 #include <errno.h>
 #include <signal.h>
@@ -248,16 +248,33 @@ TEST(a_command_ignoring_sighup_gets_sigkill)
 	sbx_adapter_free(a);
 }
 
-TEST(the_end_of_the_keys_closes_stdin)
+TEST(the_end_of_the_keys_leaves_the_command_running_and_broken_keys_close_it)
 {
 	struct sbx_adapter *a = make();
 	CHECK(a != NULL);
 	json_t *t = open_term(a);
 	CHECK(str(t, "terminal_id") != NULL);
+	fake_chan_write(json_object_get(t, "input"), "stty size\n");
 	fake_chan_close(json_object_get(t, "input"));
+	CHECK(fake_chan_wait_for(json_object_get(t, "output"), "30 100", 2000));
+	usleep(300000);
 	char fail[128];
+	CHECK(!fake_chan_wait_closed(json_object_get(t, "output"), 0, fail, sizeof(fail)));
+	CHECK_INT(fake_term_state().procs_live, 1);
+	CHECK_INT(fake_term_state().stdin_closed, 0);
+	json_t *r = call(a, "terminal::close", "{\"sandbox_id\":\"%s\",\"terminal_id\":\"%s\"}", SB, str(t, "terminal_id"));
+	CHECK(json_is_true(json_object_get(r, "closed")));
+	json_decref(r);
+	CHECK(fake_term_wait(none_live, 2000));
+	json_decref(t);
+	/* A writer that vanishes: the terminal closes (SIGHUP) by itself. */
+	t = open_term(a);
+	CHECK(str(t, "terminal_id") != NULL);
+	int hups = fake_term_state().hups;
+	fake_chan_abort(json_object_get(t, "input"));
 	CHECK(fake_chan_wait_closed(json_object_get(t, "output"), 2000, fail, sizeof(fail)));
-	CHECK_INT(fake_term_state().stdin_closed >= 1, 1);
+	CHECK_STR(fail, "");
+	CHECK_INT(fake_term_state().hups, hups + 1);
 	CHECK(fake_term_wait(none_live, 2000));
 	json_decref(t);
 	sbx_adapter_free(a);
