@@ -28,6 +28,7 @@ struct sbx_terminal {
 	unsigned refs;    /* each pump, and each caller of terminal_find() */
 	bool closing;     /* close asked, the sandbox stopping, or the caller gone */
 	bool writing;     /* the input pump is in proc_write (the proc stays) */
+	unsigned resizing; /* resize calls in proc_resize (the proc stays) */
 	bool out_done;    /* the output pump let go of the process and the VM */
 };
 

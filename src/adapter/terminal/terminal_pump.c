@@ -113,7 +113,7 @@ static void *output_main(void *arg)
 	terminal_remove(term);
 	pthread_mutex_lock(&term->lock);
 	term->closing = true;
-	while (term->writing)
+	while (term->writing || term->resizing > 0)
 		pthread_cond_wait(&term->cond, &term->lock);
 	void *proc = term->proc;
 	term->proc = NULL;

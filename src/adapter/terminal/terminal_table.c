@@ -144,17 +144,24 @@ int sbx_terminal_resize(struct sbx_adapter *a, const char *sandbox_id, const cha
 	if (term == NULL)
 		return -1;
 	int rc = -1;
+	/* Not under the lock (the guest may be slow to answer); the output
+	 * pump frees the process only once no resize uses it. */
 	pthread_mutex_lock(&term->lock);
-	/* The output pump frees the process only once out_done is set. */
-	if (term->out_done || term->closing)
+	bool usable = !term->closing && term->proc != NULL;
+	term->resizing += usable;
+	pthread_mutex_unlock(&term->lock);
+	if (!usable)
 		sbx_error_scode(err, SBX_S_INVALID_REQUEST, "terminal %s is closing", term->id);
 	else if (term->ops->proc_resize == NULL)
 		sbx_error_scode(err, SBX_S_VM_BOOT, SBX_NO_VM_DETAIL);
-	else
-		rc = term->ops->proc_resize(term->proc, rows, cols, err);
-	pthread_mutex_unlock(&term->lock);
-	if (rc < 0)
+	else if ((rc = term->ops->proc_resize(term->proc, rows, cols, err)) < 0)
 		sbx_error_default_scode(err, SBX_S_VM_BOOT);
+	if (usable) {
+		pthread_mutex_lock(&term->lock);
+		term->resizing--;
+		pthread_cond_broadcast(&term->cond);
+		pthread_mutex_unlock(&term->lock);
+	}
 	terminal_unref(term);
 	return rc;
 }
