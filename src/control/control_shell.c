@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/time.h>
 
 #include "adapter/request.h"
 #include "adapter/scode.h"
@@ -174,6 +175,11 @@ int control_shell(const struct control_ctx *c, struct control_reader *r, int fd,
 		  const struct control_request *q, sbx_error_t *err)
 {
 	struct shell s = { .a = c->a, .r = r, .fd = fd, .exit_code = -1 };
+	/* A person may type nothing for hours: no receive timeout (the send
+	 * timeout stays: a client that stops reading closes the terminal). */
+	struct timeval forever = { 0, 0 };
+	if (setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &forever, sizeof(forever)) < 0)
+		return sbx_error_errno(err, errno, "shell: SO_RCVTIMEO");
 	memcpy(s.sandbox_id, id, sizeof(s.sandbox_id));
 	if ((s.keys = malloc(CONTROL_KEYS_MAX)) == NULL)
 		return sbx_error_errno(err, ENOMEM, "shell");
