@@ -215,6 +215,8 @@ static int fproc_resize(void *proc, uint16_t rows, uint16_t cols, sbx_error_t *e
 	pthread_mutex_lock(&L);
 	p->rows = rows;
 	p->cols = cols;
+	S.last_rows = rows;
+	S.last_cols = cols;
 	pthread_mutex_unlock(&L);
 	return 0;
 }

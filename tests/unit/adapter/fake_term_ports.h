@@ -19,7 +19,7 @@ struct fake_term_state {
 	bool ignore_hup;  /* the next processes ignore SIGHUP */
 	bool fail_start;  /* proc_start fails (S300) */
 	char last_argv2[256], last_env0[64];
-	int last_rows, last_cols;
+	int last_rows, last_cols; /* the last start's or resize's */
 };
 
 /* Copies the counters (under the fakes' lock). */
