@@ -245,7 +245,8 @@ describe('shell\'s client against a scripted control socket', () => {
 			argv: ['top', '-b'], term: undefined });
 		// Raw mode: Ctrl-C went as a key (the client did not die of SIGINT), CR not turned into NL.
 		assert.equal(seen.keys, 'ab\r\u0003q');
-		assert.deepEqual(seen.sizes, [[40, 120]]);
+		// One size per SIGWINCH the client saw (the kernel's and the driver's may come as one or two).
+		assert.ok(seen.sizes.length >= 1 && seen.sizes.every(([r, c]) => r === 40 && c === 120), JSON.stringify(seen.sizes));
 	});
 
 	test('not on a terminal: 24x80, stdin as it is, then {"end": true}; an error before the start exits 125', async () => {
