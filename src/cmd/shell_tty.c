@@ -31,7 +31,7 @@ void shell_tty_size(uint16_t *rows, uint16_t *cols)
 void shell_tty_restore(void)
 {
 	if (raw_on) {
-		tcsetattr(STDIN_FILENO, TCSAFLUSH, &saved);
+		tcsetattr(STDIN_FILENO, TCSADRAIN, &saved);
 		raw_on = 0;
 	}
 }
@@ -49,13 +49,14 @@ void shell_tty_raw(void)
 		return;
 	struct termios raw = saved;
 	cfmakeraw(&raw);
+	/* TCSADRAIN, not TCSAFLUSH: keys typed ahead stay and are sent. */
 	struct sigaction sa = { .sa_handler = on_fatal };
 	sigemptyset(&sa.sa_mask);
 	sigaction(SIGTERM, &sa, NULL);
 	sigaction(SIGHUP, &sa, NULL);
 	sigaction(SIGQUIT, &sa, NULL);
 	atexit(shell_tty_restore);
-	if (tcsetattr(STDIN_FILENO, TCSAFLUSH, &raw) == 0)
+	if (tcsetattr(STDIN_FILENO, TCSADRAIN, &raw) == 0)
 		raw_on = 1;
 }
 
