@@ -11,6 +11,7 @@
 #include "cmd/cmd_ps.h"
 #include "cmd/cmd_run.h"
 #include "cmd/cmd_serve.h"
+#include "cmd/cmd_shell.h"
 #include "cmd/cmd_status.h"
 #include "cmd/cmd_stop.h"
 #include "cmd/cmd_vm.h"
@@ -29,6 +30,7 @@ static const struct command commands[] = {
 	{ "vm", sbx_cmd_vm, "boot a VM directly: vm run [options] --rootfs DIR|IMAGE | --image NAME -- CMD ARGS..." },
 	{ "ps", sbx_cmd_ps, "the running daemon's sandboxes (control socket): ps [--json]" },
 	{ "exec", sbx_cmd_exec, "run a command in a sandbox: exec ID -- CMD ARGS..." },
+	{ "shell", sbx_cmd_shell, "an interactive terminal in a sandbox: shell ID [-- CMD ARGS...]" },
 	{ "cp", sbx_cmd_cp, "copy files in or out of a sandbox: cp SRC ID:/path, cp ID:/path DST" },
 	{ "logs", sbx_cmd_logs, "a sandbox VM's console log: logs [-f] ID" },
 	{ "stop", sbx_cmd_stop, "stop sandboxes: stop ID..." },

@@ -7,6 +7,7 @@
 
 #include "adapter/process/process_table.h"
 #include "adapter/reaper.h"
+#include "adapter/terminal/terminal.h"
 #include "common/log.h"
 
 /* memory_budget_mb, else MemTotal less the host's reserve. */
@@ -53,6 +54,10 @@ struct sbx_adapter *sbx_adapter_new(struct sbx_config *cfg, sbx_error_t *err)
 	sbx_mem_budget_init(&a->mem, memory_budget(cfg));
 	a->reg = sbx_registry_new(err);
 	a->procs = a->reg != NULL ? process_table_new(err) : NULL;
+	if (a->procs != NULL && (a->terminals = sbx_terminals_new(err)) == NULL) {
+		sbx_adapter_free(a);
+		return NULL;
+	}
 	const char *token = getenv("III_SANDBOX_WORKER_TOKEN");
 	if (token != NULL && token[0] != '\0')
 		a->worker_token = strdup(token);
@@ -80,6 +85,8 @@ void sbx_adapter_free(struct sbx_adapter *a)
 		free(a->worker_token);
 	}
 	process_table_free(a->procs);
+	/* Every sandbox stopped: their terminals have left the table. */
+	sbx_terminals_free(a->terminals);
 	sbx_registry_free(a->reg);
 	sbx_mem_budget_destroy(&a->mem);
 	sbx_config_free(a->cfg);

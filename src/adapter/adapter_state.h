@@ -24,6 +24,7 @@
 
 struct worker_table;
 struct process_table;
+struct sbx_terminals;
 
 struct sbx_adapter {
 	struct sbx_config *cfg; /* read-only after start */
@@ -37,6 +38,7 @@ struct sbx_adapter {
 	const struct sbx_worker_ops *workers; /* NULL: worker::* answer S300 */
 	struct worker_table *worker_vms; /* the live worker VMs (worker/worker_table.h), owned by serve */
 	struct process_table *procs; /* background processes (process/process_table.h) */
+	struct sbx_terminals *terminals; /* the open terminals (terminal/terminal.h) */
 };
 
 /* Same contract as engine_handler_fn: 0 with *out the result, or -1 with *out

@@ -125,6 +125,8 @@ static int serve_one(const struct control_ctx *c, struct control_reader *r, int 
 		return control_cp_out(c, fd, id, q, err);
 	case CONTROL_LOGS:
 		return control_logs(c, fd, id, q, err);
+	case CONTROL_SHELL:
+		return control_shell(c, r, fd, id, q, err);
 	default:
 		return control_send_error(fd, "usage", "unknown op", err);
 	}

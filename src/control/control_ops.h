@@ -29,6 +29,10 @@ int control_cp_out(const struct control_ctx *c, int fd, const char *id, const st
 int control_logs(const struct control_ctx *c, int fd, const char *id, const struct control_request *q,
 		 sbx_error_t *err);
 
+/* control_shell.c: a terminal over this connection (sends its final line). */
+int control_shell(const struct control_ctx *c, struct control_reader *r, int fd, const char *id,
+		  const struct control_request *q, sbx_error_t *err);
+
 /* control_view.c, below both: the rows of the operator's view with
  * QEMU's pid, its RSS and the console log's path; a sandbox reference
  * resolved; the adapter's error body sent as the final line. */

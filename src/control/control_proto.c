@@ -221,6 +221,7 @@ static const struct {
 	{ "stat", CONTROL_STAT, true, true },	    { "ls", CONTROL_LS, true, true },
 	{ "mkdir", CONTROL_MKDIR, true, true },	    { "cp_in", CONTROL_CP_IN, true, true },
 	{ "cp_out", CONTROL_CP_OUT, true, true },   { "logs", CONTROL_LOGS, true, false },
+	{ "shell", CONTROL_SHELL, true, false },
 };
 
 /* A string field: NULL when absent and not required. */
@@ -241,9 +242,8 @@ static int string_field(json_t *req, const char *key, bool required, const char 
 	return 0;
 }
 
-static int parse_exec(json_t *req, struct control_request *out, sbx_error_t *err)
+static int parse_argv(json_t *argv, struct control_request *out, sbx_error_t *err)
 {
-	json_t *argv = json_object_get(req, "argv");
 	if (!json_is_array(argv) || json_array_size(argv) == 0)
 		return sbx_error_set(err, EINVAL, "field `argv`: expected a non-empty array of strings");
 	if (json_array_size(argv) > CONTROL_ARGV_MAX)
@@ -255,10 +255,46 @@ static int parse_exec(json_t *req, struct control_request *out, sbx_error_t *err
 			return sbx_error_set(err, EINVAL, "field `argv[%zu]`: expected a string without NUL bytes", i);
 	}
 	out->argv = argv;
+	return 0;
+}
+
+static int parse_exec(json_t *req, struct control_request *out, sbx_error_t *err)
+{
+	if (parse_argv(json_object_get(req, "argv"), out, err) < 0)
+		return -1;
 	json_t *t = json_object_get(req, "timeout_ms");
 	if (t != NULL && (!json_is_integer(t) || json_integer_value(t) < 0))
 		return sbx_error_set(err, EINVAL, "field `timeout_ms`: expected an unsigned integer");
 	out->timeout_ms = t != NULL ? (uint64_t)json_integer_value(t) : 0;
+	return 0;
+}
+
+/* A terminal's size: 1..CONTROL_TTY_DIM_MAX each (shell's request, and
+ * its resize messages). */
+int control_size_parse(const json_t *msg, uint16_t *rows, uint16_t *cols, sbx_error_t *err)
+{
+	json_t *r = json_object_get(msg, "rows");
+	json_t *c = json_object_get(msg, "cols");
+	if (!json_is_integer(r) || !json_is_integer(c) || json_integer_value(r) < 1 ||
+	    json_integer_value(r) > CONTROL_TTY_DIM_MAX || json_integer_value(c) < 1 ||
+	    json_integer_value(c) > CONTROL_TTY_DIM_MAX)
+		return sbx_error_set(err, EINVAL, "fields `rows`, `cols`: integers 1 to %u", CONTROL_TTY_DIM_MAX);
+	*rows = (uint16_t)json_integer_value(r);
+	*cols = (uint16_t)json_integer_value(c);
+	return 0;
+}
+
+static int parse_shell(json_t *req, struct control_request *out, sbx_error_t *err)
+{
+	json_t *argv = json_object_get(req, "argv");
+	if (argv != NULL && parse_argv(argv, out, err) < 0)
+		return -1;
+	if (control_size_parse(req, &out->rows, &out->cols, err) < 0)
+		return -1;
+	if (string_field(req, "term", false, &out->term, err) < 0)
+		return -1;
+	if (out->term != NULL && strlen(out->term) > CONTROL_TERM_MAX)
+		return sbx_error_set(err, EINVAL, "field `term`: at most %u bytes", CONTROL_TERM_MAX);
 	return 0;
 }
 
@@ -284,6 +320,8 @@ int control_request_parse(json_t *req, struct control_request *out, sbx_error_t 
 		return -1;
 	if (out->op == CONTROL_EXEC)
 		return parse_exec(req, out, err);
+	if (out->op == CONTROL_SHELL)
+		return parse_shell(req, out, err);
 	if (out->op == CONTROL_LOGS) {
 		json_t *f = json_object_get(req, "follow");
 		if (f != NULL && !json_is_boolean(f))

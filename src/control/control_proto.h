@@ -7,7 +7,14 @@
  * {"code", "message"}}.  Bytes (cp, logs, exec's output) travel as
  * frames: a line {"data": N} (exec's: {"data": N, "fd": 1 or 2}) then N raw
  * bytes, 1 <= N <= CONTROL_FRAME_MAX; the sender of a file ends it with
- * the line {"end": true}. */
+ * the line {"end": true}.
+ *
+ * shell: the server answers a first line {"terminal_id": ID} once the
+ * terminal runs, then the screen as frames {"data": N} and the final line
+ * {"ok": true, "result": {"exit_code": N}} when the command exited; the
+ * client sends keys as frames (at most CONTROL_KEYS_MAX bytes each), a new
+ * size as {"rows": R, "cols": C}, and {"end": true} when it has no more
+ * keys (the command's stdin closes). */
 #ifndef SBX_CONTROL_CONTROL_PROTO_H
 #define SBX_CONTROL_CONTROL_PROTO_H
 
@@ -24,6 +31,9 @@
 #define CONTROL_LINE_MAX (64u * 1024u)
 #define CONTROL_FRAME_MAX (1024u * 1024u)
 #define CONTROL_ARGV_MAX 4096u /* arguments of one exec */
+#define CONTROL_TTY_DIM_MAX 1000u /* shell: rows, cols 1..this */
+#define CONTROL_TERM_MAX 64u     /* shell: the client's $TERM */
+#define CONTROL_KEYS_MAX (64u * 1024u) /* shell: one frame of keys */
 
 /* A buffered reader over a socket: lines and exact byte counts. */
 struct control_reader {
@@ -72,6 +82,7 @@ enum control_op {
 	CONTROL_CP_IN,
 	CONTROL_CP_OUT,
 	CONTROL_LOGS,
+	CONTROL_SHELL,
 };
 
 struct control_request {
@@ -79,10 +90,15 @@ struct control_request {
 	const char *sandbox; /* id, unique id prefix or name (not ps, status) */
 	const char *path;    /* stat, ls, mkdir, cp_in, cp_out */
 	const char *mode;    /* cp_in, mkdir: octal, NULL = default */
-	json_t *argv;        /* exec: non-empty array of strings */
+	json_t *argv;        /* exec: non-empty array of strings; shell: NULL or one */
 	uint64_t timeout_ms; /* exec: 0 = the daemon's default */
 	bool follow;         /* logs */
+	uint16_t rows, cols; /* shell: 1..CONTROL_TTY_DIM_MAX */
+	const char *term;    /* shell: NULL or 1..CONTROL_TERM_MAX bytes */
 };
+
+/* A terminal's size {"rows": R, "cols": C}, 1..CONTROL_TTY_DIM_MAX each. */
+int control_size_parse(const json_t *msg, uint16_t *rows, uint16_t *cols, sbx_error_t *err);
 
 /* Checks `req` (borrowed: the fields point into it): a known op, the
  * fields it needs with their types, no string over CONTROL_LINE_MAX. */

@@ -102,6 +102,48 @@ static int fed(const void *data, size_t len)
 	return sv[0];
 }
 
+TEST(shell_requests_and_sizes_are_bounded)
+{
+	struct control_request q;
+	json_t *j;
+	char msg[256];
+	CHECK_INT(parse("{\"op\":\"shell\",\"sandbox\":\"x\",\"rows\":30,\"cols\":100,\"term\":\"vt100\"}", &q, &j, msg,
+			sizeof(msg)),
+		  0);
+	CHECK_INT(q.op, CONTROL_SHELL);
+	CHECK(q.argv == NULL);
+	CHECK_INT(q.rows, 30);
+	CHECK_INT(q.cols, 100);
+	CHECK_STR(q.term, "vt100");
+	json_decref(j);
+	CHECK_INT(parse("{\"op\":\"shell\",\"sandbox\":\"x\",\"rows\":1,\"cols\":1000,\"argv\":[\"top\"]}", &q, &j, msg,
+			sizeof(msg)),
+		  0);
+	CHECK_INT(json_array_size(q.argv), 1);
+	json_decref(j);
+	CHECK(refused("{\"op\":\"shell\",\"sandbox\":\"x\",\"cols\":80}", "`rows`"));
+	CHECK(refused("{\"op\":\"shell\",\"sandbox\":\"x\",\"rows\":0,\"cols\":80}", "1 to 1000"));
+	CHECK(refused("{\"op\":\"shell\",\"sandbox\":\"x\",\"rows\":24,\"cols\":1001}", "1 to 1000"));
+	CHECK(refused("{\"op\":\"shell\",\"sandbox\":\"x\",\"rows\":24,\"cols\":80.5}", "`cols`"));
+	CHECK(refused("{\"op\":\"shell\",\"sandbox\":\"x\",\"rows\":24,\"cols\":80,\"argv\":[]}", "field `argv`"));
+	CHECK(refused("{\"op\":\"shell\",\"sandbox\":\"x\",\"rows\":24,\"cols\":80,\"term\":\"\"}", "field `term`"));
+	char big[256];
+	snprintf(big, sizeof(big), "{\"op\":\"shell\",\"sandbox\":\"x\",\"rows\":24,\"cols\":80,\"term\":\"%065d\"}", 0);
+	CHECK(refused(big, "at most 64 bytes"));
+	/* A resize message. */
+	uint16_t r, c;
+	sbx_error_t err = NULL;
+	json_t *m = json_loads("{\"rows\":40,\"cols\":120}", 0, NULL);
+	CHECK_INT(control_size_parse(m, &r, &c, &err), 0);
+	CHECK_INT(r, 40);
+	CHECK_INT(c, 120);
+	json_decref(m);
+	m = json_loads("{\"rows\":40,\"cols\":-1}", 0, NULL);
+	CHECK_INT(control_size_parse(m, &r, &c, &err), -1);
+	sbx_error_free(&err);
+	json_decref(m);
+}
+
 TEST(lines_are_bounded_and_whole)
 {
 	const char *lines = "{\"op\":\"ps\"}\nsecond\npartial";

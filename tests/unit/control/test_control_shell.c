@@ -1,0 +1,199 @@
+/* The shell op's server side (control_shell.c) over a socketpair, with an
+ * adapter over fakes of the process and stream ports: the first line, the
+ * screen as frames, keys and a size from the client, the final line with
+ * the exit status; an unknown sandbox's S002; a client that goes away
+ * closing the terminal. */
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "adapter/adapter.h"
+#include "adapter/config/config.h"
+#include "../adapter/fake_term_ports.h"
+#include "control/control_ops.h"
+#include "harness.h"
+
+#define SB "0b0a3a1e-1c2d-4e5f-8a9b-0c1d2e3f4a5b"
+
+static char vm_byte;
+
+static struct sbx_adapter *make(void)
+{
+	fake_term_set(false, false);
+	json_t *v = json_loads("{}", 0, NULL);
+	sbx_error_t err = NULL;
+	struct sbx_config *cfg = sbx_config_parse(v, &err);
+	json_decref(v);
+	struct sbx_adapter *a = cfg != NULL ? sbx_adapter_new(cfg, &err) : NULL;
+	if (a != NULL && sbx_adapter_use_backend(a, &fake_term_backend, NULL, &err) < 0) {
+		sbx_adapter_free(a);
+		a = NULL;
+	}
+	if (a != NULL && (sbx_registry_reserve(a->reg, 10, &err) < 0 ||
+			  sbx_registry_insert_vm(a->reg, SB, NULL, "python", 300, &vm_byte, 0, &err) < 0)) {
+		sbx_adapter_free(a);
+		a = NULL;
+	}
+	sbx_error_free(&err);
+	return a;
+}
+
+struct server {
+	struct control_ctx ctx;
+	int fd;
+	pthread_t th;
+};
+
+static void *serve_main(void *arg)
+{
+	struct server *s = arg;
+	struct control_reader r;
+	control_reader_init(&r, s->fd);
+	control_serve(&s->ctx, &r, s->fd);
+	close(s->fd);
+	return NULL;
+}
+
+/* Starts the server on one end; returns the client's end. */
+static int start(struct server *s, struct sbx_adapter *a, atomic_bool *stopping)
+{
+	int sv[2];
+	if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) < 0)
+		return -1;
+	s->ctx = (struct control_ctx){ .a = a, .stopping = stopping };
+	s->fd = sv[0];
+	pthread_create(&s->th, NULL, serve_main, s);
+	return sv[1];
+}
+
+static void send_line(int fd, const char *text)
+{
+	sbx_error_t err = NULL;
+	json_t *j = json_loads(text, 0, NULL);
+	control_send_json(fd, j, &err);
+	json_decref(j);
+	sbx_error_free(&err);
+}
+
+/* Reads messages until one that is not a frame; frames' bytes go to screen. */
+static json_t *read_until_line(struct control_reader *r, char *screen, size_t cap, const char *stop_at)
+{
+	for (;;) {
+		json_t *m = NULL;
+		sbx_error_t err = NULL;
+		if (control_read_json(r, &m, &err) <= 0) {
+			sbx_error_free(&err);
+			return NULL;
+		}
+		json_t *d = json_object_get(m, "data");
+		if (!json_is_integer(d))
+			return m;
+		size_t n = (size_t)json_integer_value(d), have = strlen(screen);
+		char buf[4096];
+		if (n >= sizeof(buf) || control_read_exact(r, buf, n, &err) < 0) {
+			sbx_error_free(&err);
+			json_decref(m);
+			return NULL;
+		}
+		json_decref(m);
+		if (have + n < cap) {
+			memcpy(screen + have, buf, n);
+			screen[have + n] = '\0';
+		}
+		if (stop_at != NULL && strstr(screen, stop_at) != NULL)
+			return json_object();
+	}
+}
+
+static bool none_live(const struct fake_term_state *s)
+{
+	return s->procs_live == 0;
+}
+
+TEST(a_shell_runs_over_the_connection)
+{
+	struct sbx_adapter *a = make();
+	CHECK(a != NULL);
+	atomic_bool stopping = false;
+	struct server s;
+	int fd = start(&s, a, &stopping);
+	CHECK(fd >= 0);
+	struct control_reader r;
+	control_reader_init(&r, fd);
+	send_line(fd, "{\"op\":\"shell\",\"sandbox\":\"" SB "\",\"rows\":30,\"cols\":100,\"term\":\"vt100\"}");
+	char screen[8192] = "";
+	json_t *first = read_until_line(&r, screen, sizeof(screen), NULL);
+	CHECK(json_is_string(json_object_get(first, "terminal_id")));
+	json_decref(first);
+	CHECK_STR(fake_term_state().last_env0, "TERM=vt100");
+	CHECK_INT(fake_term_state().last_rows, 30);
+	sbx_error_t err = NULL;
+	send_line(fd, "{\"data\":10}");
+	control_write_all(fd, "stty size\n", 10, &err);
+	json_decref(read_until_line(&r, screen, sizeof(screen), "30 100\r\n"));
+	send_line(fd, "{\"rows\":40,\"cols\":120}");
+	send_line(fd, "{\"data\":10}");
+	control_write_all(fd, "stty size\n", 10, &err);
+	json_decref(read_until_line(&r, screen, sizeof(screen), "40 120\r\n"));
+	/* The end of the keys is not the end of the shell. */
+	send_line(fd, "{\"end\":true}");
+	usleep(300000);
+	CHECK_INT(fake_term_state().procs_live, 1);
+	/* Nothing reads the keys after the end, but sizes still apply. */
+	send_line(fd, "{\"rows\":5,\"cols\":6}");
+	usleep(300000);
+	CHECK_INT(fake_term_state().last_rows, 5);
+	CHECK_INT(fake_term_state().last_cols, 6);
+	/* The client closes its writing side: the terminal closes (SIGHUP). */
+	shutdown(fd, SHUT_WR);
+	json_t *final = read_until_line(&r, screen, sizeof(screen), NULL);
+	CHECK(json_is_true(json_object_get(final, "ok")));
+	CHECK_INT(json_integer_value(json_object_get(json_object_get(final, "result"), "exit_code")), 129);
+	json_decref(final);
+	pthread_join(s.th, NULL);
+	close(fd);
+	CHECK(fake_term_wait(none_live, 2000));
+	sbx_error_free(&err);
+	sbx_adapter_free(a);
+}
+
+TEST(the_exit_status_comes_in_the_final_line_and_errors_before_the_start)
+{
+	struct sbx_adapter *a = make();
+	CHECK(a != NULL);
+	atomic_bool stopping = false;
+	struct server s;
+	int fd = start(&s, a, &stopping);
+	CHECK(fd >= 0);
+	struct control_reader r;
+	control_reader_init(&r, fd);
+	send_line(fd, "{\"op\":\"shell\",\"sandbox\":\"0b0a\",\"rows\":3,\"cols\":4,\"argv\":[\"sh\"]}");
+	char screen[8192] = "";
+	json_t *first = read_until_line(&r, screen, sizeof(screen), NULL);
+	CHECK(json_is_string(json_object_get(first, "terminal_id")));
+	json_decref(first);
+	sbx_error_t err = NULL;
+	send_line(fd, "{\"data\":7}");
+	control_write_all(fd, "exit 9\n", 7, &err);
+	json_t *final = read_until_line(&r, screen, sizeof(screen), NULL);
+	CHECK_INT(json_integer_value(json_object_get(json_object_get(final, "result"), "exit_code")), 9);
+	json_decref(final);
+	pthread_join(s.th, NULL);
+	close(fd);
+	/* An unknown sandbox: the final line at once. */
+	fd = start(&s, a, &stopping);
+	control_reader_init(&r, fd);
+	send_line(fd, "{\"op\":\"shell\",\"sandbox\":\"ffff\",\"rows\":3,\"cols\":4}");
+	final = read_until_line(&r, screen, sizeof(screen), NULL);
+	CHECK(json_is_false(json_object_get(final, "ok")));
+	CHECK_STR(json_string_value(json_object_get(json_object_get(final, "error"), "code")), "S002");
+	json_decref(final);
+	pthread_join(s.th, NULL);
+	close(fd);
+	CHECK(fake_term_wait(none_live, 2000));
+	sbx_error_free(&err);
+	sbx_adapter_free(a);
+}
