@@ -209,6 +209,15 @@ void sbx_registry_release(struct sbx_registry *reg, struct sbx_sandbox *sb)
 	pthread_mutex_unlock(&reg->lock);
 }
 
+int sbx_registry_check(struct sbx_registry *reg, const char *id, sbx_error_t *err)
+{
+	struct sbx_sandbox *sb = sbx_registry_acquire(reg, id, err);
+	if (sb == NULL)
+		return -1;
+	sbx_registry_release(reg, sb);
+	return 0;
+}
+
 int sbx_registry_claim_stop(struct sbx_registry *reg, const char *id, bool *was_stopped, sbx_error_t *err)
 {
 	pthread_mutex_lock(&reg->lock);

@@ -56,6 +56,9 @@ struct sbx_sandbox *sbx_registry_exec_begin(struct sbx_registry *reg, const char
 					    sbx_error_t *err);
 void sbx_registry_exec_end(struct sbx_registry *reg, struct sbx_sandbox *sb);
 void sbx_registry_release(struct sbx_registry *reg, struct sbx_sandbox *sb);
+/* acquire() then release(): S002/S004 for a sandbox an extension's call
+ * names before it looks at its own tables (bumps the idle clock too). */
+int sbx_registry_check(struct sbx_registry *reg, const char *id, sbx_error_t *err);
 /* Like acquire(), for an fs operation: takes no exec slot, but keeps the
  * VM from being detached until sbx_registry_fs_end(). */
 struct sbx_sandbox *sbx_registry_fs_begin(struct sbx_registry *reg, const char *id, sbx_error_t *err);

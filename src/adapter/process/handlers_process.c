@@ -19,11 +19,7 @@ static int check_sandbox(struct sbx_adapter *a, const char *id, char uuid[SBX_UU
 {
 	if (req_sandbox_uuid(id, uuid, err) < 0)
 		return -1;
-	struct sbx_sandbox *sb = sbx_registry_acquire(a->reg, uuid, err);
-	if (sb == NULL)
-		return -1;
-	sbx_registry_release(a->reg, sb);
-	return 0;
+	return sbx_registry_check(a->reg, uuid, err);
 }
 
 /* The fields every call but list has, then the process they name (a new

@@ -81,11 +81,7 @@ static int check_sandbox(struct sbx_adapter *a, const char *id, sbx_error_t *err
 	char uuid[SBX_UUID_STRLEN + 1];
 	if (req_sandbox_uuid(id, uuid, err) < 0)
 		return -1;
-	struct sbx_sandbox *sb = sbx_registry_acquire(a->reg, uuid, err);
-	if (sb == NULL)
-		return -1;
-	sbx_registry_release(a->reg, sb);
-	return 0;
+	return sbx_registry_check(a->reg, uuid, err);
 }
 
 /* The caller's env with TERM added when it has none. */
