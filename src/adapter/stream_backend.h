@@ -25,6 +25,10 @@ struct sbx_stream_ops {
 	/* Ends the stream and frees w: a normal Close, or with fail_text
 	 * first an error frame {"error": fail_text} (the fs::read convention). */
 	void (*writer_close)(void *w, const char *fail_text);
+	/* From any thread (optional): a writer_send blocked meanwhile, and
+	 * every later one, fails at once; the reader sees the stream aborted.
+	 * w must still be closed. */
+	void (*writer_abort)(void *w);
 	/* The read end a ref names (S001 for a ref that is not a reader ref
 	 * or is malformed, S218 when the engine refuses it); idle_ms 0 = the
 	 * channel default, -1 = never stalled (a terminal's keys may pause
@@ -33,6 +37,9 @@ struct sbx_stream_ops {
 	/* The next chunk (valid until the next call): >0, 0 at the normal end,
 	 * -1 (S218) when the stream aborted or the engine client stops. */
 	ssize_t (*reader_next)(void *r, const uint8_t **data, sbx_error_t *err);
+	/* From any thread (optional): a reader_next blocked meanwhile returns
+	 * -1.  r must still be closed. */
+	void (*reader_abort)(void *r);
 	void (*reader_close)(void *r);
 	/* engine::channels::create: both ends as refs (new references). */
 	int (*create)(void *ctx, json_t **writer, json_t **reader, sbx_error_t *err);

@@ -55,6 +55,9 @@ int channel_writer_send(struct channel_writer *w, const void *data, size_t len, 
 int channel_writer_fail(struct channel_writer *w, const char *text, sbx_error_t *err);
 /* Sends the Close and waits briefly for the engine's answer. */
 int channel_writer_close(struct channel_writer *w, sbx_error_t *err);
+/* From any thread: a send blocked meanwhile (the reader does not read)
+ * fails at once; the reader sees the stream aborted.  Free it as usual. */
+void channel_writer_abort(struct channel_writer *w);
 void channel_writer_free(struct channel_writer *w);
 
 /* The read end.  idle_ms 0 means CHANNEL_IDLE_MS; -1 (any negative value)
@@ -68,6 +71,8 @@ struct channel_reader *channel_reader_open(struct engine *e, const struct channe
  * client is stopping.  Text frames other than the error frame are
  * skipped. */
 ssize_t channel_reader_next(struct channel_reader *r, const uint8_t **data, sbx_error_t *err);
+/* From any thread: a channel_reader_next() blocked meanwhile returns -1. */
+void channel_reader_abort(struct channel_reader *r);
 void channel_reader_free(struct channel_reader *r);
 
 #endif

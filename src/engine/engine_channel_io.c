@@ -90,6 +90,11 @@ int channel_writer_close(struct channel_writer *w, sbx_error_t *err)
 	}
 }
 
+void channel_writer_abort(struct channel_writer *w)
+{
+	ws_conn_shutdown(w->c);
+}
+
 void channel_writer_free(struct channel_writer *w)
 {
 	if (w == NULL)
@@ -166,6 +171,11 @@ ssize_t channel_reader_next(struct channel_reader *r, const uint8_t **data, sbx_
 		r->ended = true;
 		return 0;
 	}
+}
+
+void channel_reader_abort(struct channel_reader *r)
+{
+	ws_conn_shutdown(r->c);
 }
 
 void channel_reader_free(struct channel_reader *r)

@@ -1,5 +1,6 @@
 /* exec (contract §7.4) and the file writes of run, on an admitted sandbox. */
 #include <errno.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -10,6 +11,7 @@
 #include "common/base64.h"
 #include "common/cleanup.h"
 #include "common/cleanup_json.h"
+#include "common/clock.h"
 #include "common/log.h"
 #include "common/scodes.h"
 
@@ -127,6 +129,11 @@ static json_t *run_admitted(struct sbx_adapter *a, struct sbx_sandbox *sb, const
 		.on_output = x->stream != NULL ? exec_stream_output : x->on_output,
 		.output_ud = x->stream != NULL ? (void *)&st : x->output_ud,
 	};
+	if (exec_stream_watch(&st, sbx_now_ms() + (int64_t)(req.timeout_ms > INT32_MAX ? INT32_MAX : req.timeout_ms),
+			      cancelled, &cc, err) < 0) {
+		exec_stream_close(&st, "the exec did not start");
+		return NULL;
+	}
 	struct sbx_exec_result res;
 	exec_output_init(&res.out, EXEC_OUTPUT_CAP);
 	exec_output_init(&res.err, EXEC_OUTPUT_CAP);

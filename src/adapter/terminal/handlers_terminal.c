@@ -48,6 +48,15 @@ static void chan_ended(void *ud, int exit_code, const char *fail)
 	c->screen = NULL;
 }
 
+/* The command is gone: a keys() blocked on a caller who types nothing
+ * more returns, so the input pump ends now. */
+static void chan_wake(void *ud)
+{
+	struct chan_io *c = ud;
+	if (c->ops->reader_abort != NULL)
+		c->ops->reader_abort(c->keys);
+}
+
 static void chan_release(void *ud)
 {
 	struct chan_io *c = ud;
@@ -161,7 +170,7 @@ int sbx_op_terminal_open(struct sbx_adapter *a, json_t *req, json_t **out)
 		return sbx_op_fail(&err, out);
 	}
 	struct sbx_terminal_io tio = {
-		.keys = chan_keys, .screen = chan_screen, .ended = chan_ended, .release = chan_release, .ud = io,
+		.keys = chan_keys, .screen = chan_screen, .ended = chan_ended, .wake = chan_wake, .release = chan_release, .ud = io,
 	};
 	struct sbx_terminal_spec spec = { argv != NULL ? argv : default_argv, envv, rows, cols };
 	char tid[SBX_UUID_STRLEN + 1];

@@ -1,6 +1,7 @@
 /* The byte-channel port with the engine client: each end a WebSocket of
  * its own (engine_channel_io.c).  A writer send blocks while the engine's
- * buffer is full and fails after WS_SEND_TIMEOUT_MS (60 s). */
+ * buffer is full and fails after WS_SEND_TIMEOUT_MS (60 s), or at once
+ * when another thread aborts it. */
 #include "adapter/vm_backend/stream_engine.h"
 
 #include <errno.h>
@@ -63,6 +64,11 @@ static void writer_close(void *w, const char *fail_text)
 	channel_writer_free(w);
 }
 
+static void writer_abort(void *w)
+{
+	channel_writer_abort(w);
+}
+
 static void *reader_open(void *ctx, json_t *ref_json, int idle_ms, sbx_error_t *err)
 {
 	struct channel_ref ref;
@@ -76,6 +82,11 @@ static void *reader_open(void *ctx, json_t *ref_json, int idle_ms, sbx_error_t *
 static ssize_t reader_next(void *r, const uint8_t **data, sbx_error_t *err)
 {
 	return channel_reader_next(r, data, err);
+}
+
+static void reader_abort(void *r)
+{
+	channel_reader_abort(r);
 }
 
 static void reader_close(void *r)
@@ -108,8 +119,10 @@ const struct sbx_stream_ops stream_engine_ops = {
 	.writer_open = writer_open,
 	.writer_send = writer_send,
 	.writer_close = writer_close,
+	.writer_abort = writer_abort,
 	.reader_open = reader_open,
 	.reader_next = reader_next,
+	.reader_abort = reader_abort,
 	.reader_close = reader_close,
 	.create = create,
 };
