@@ -7,10 +7,11 @@
 // 16, the default); stop with processes running leaves no VM behind, and
 // so does the daemon's shutdown (exit 0, no sanitizer report: the ASan
 // pass runs it with leak detection).
-// `follow` (the byte-channel port) is tested in tests/unit/adapter/test_process.c
-// with a fake port.
+// process::logs with `follow` streams the bytes after next_offset to the
+// caller's channel until the process ends.
 import { describe, test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
+import { ChannelReader } from 'iii-sdk/channel';
 import { eventually } from './lib.mjs';
 import { registryUnavailable, startRegistry } from './lib/registry-fixture.mjs';
 import { assertNoVmLeft, assertScode, startSandboxStack, UUID_V4 } from './lib/sandbox-stack.mjs';
@@ -102,6 +103,30 @@ describe('background processes: exec background, process::list/logs/wait/signal'
 		const l = await p('logs', { process_id: server.process_id });
 		assert.match(l.data, /Serving HTTP/);
 		assert.equal(l.state, 'exited');
+	});
+
+	test('logs with follow: the reply has what is there, the channel gets exactly the rest, then ends normally', async () => {
+		const r = await s.exec(id, { argv: ['sh', '-c', 'for i in 1 2 3 4 5 6; do echo line$i; sleep 0.5; done'],
+			background: true });
+		await eventually(async () => {
+			assert.match((await p('logs', { process_id: r.process_id })).data, /line1\n/);
+		}, 20000);
+		const ch = await s.caller.trigger({ function_id: 'engine::channels::create', payload: {} });
+		const reader = new ChannelReader(s.engine.url, ch.reader);
+		const frames = [];
+		reader.stream.on('data', (d) => frames.push(d));
+		const ended = new Promise((resolve, reject) => {
+			reader.stream.on('end', resolve);
+			reader.stream.on('error', reject);
+		});
+		const head = await p('logs', { process_id: r.process_id, follow: ch.writer });
+		assert.equal(head.dropped, false);
+		assert.equal(head.next_offset, Buffer.byteLength(head.data));
+		await ended;
+		const rest = Buffer.concat(frames).toString();
+		assert.equal(head.data + rest, 'line1\nline2\nline3\nline4\nline5\nline6\n');
+		assert.ok(rest.length > 0, `the follow got nothing after ${JSON.stringify(head.data)}`);
+		assert.deepEqual(await p('wait', { process_id: r.process_id, timeout_ms: 10000 }), { state: 'exited', exit_code: 0 });
 	});
 
 	test('unknown process ids get S001 naming them, other signals S001', async () => {
