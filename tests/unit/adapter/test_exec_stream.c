@@ -10,6 +10,7 @@
 #include "adapter/adapter_state.h"
 #include "common/scodes.h"
 #include "harness.h"
+#include "adapter_call.h"
 
 /* ---- the fake channel port: writers named by their channel_id ---- */
 
@@ -149,38 +150,17 @@ static struct sbx_adapter *make(bool with_streams)
 	return a;
 }
 
-/* The reply, or the parsed envelope of an error, or {"decode": message}. */
-static json_t *call(struct sbx_adapter *a, const char *op, const char *payload)
-{
-	json_t *req = json_loads(payload, 0, NULL);
-	json_t *out = NULL;
-	int rc = sbx_adapter_call(a, op, req, &out);
-	json_decref(req);
-	if (rc == 0)
-		return out;
-	const char *m = json_string_value(json_object_get(out, "message"));
-	json_t *env = m != NULL && strncmp(m, "handler error: ", 15) == 0 ? json_loads(m + 15, 0, NULL)
-									     : json_pack("{s:s}", "decode", m ? m : "");
-	json_decref(out);
-	return env;
-}
-
-static const char *str(json_t *j, const char *k)
-{
-	return json_string_value(json_object_get(j, k));
-}
-
 #define REF(id, dir) "{\"channel_id\":\"" id "\",\"access_key\":\"k\",\"direction\":\"" dir "\"}"
 
 /* Creates a sandbox and execs {"sandbox_id": id, "cmd": "x", <fields>}. */
 static json_t *exec_with(struct sbx_adapter *a, const char *fields)
 {
-	json_t *r = call(a, "create", "{\"image\":\"python\"}");
+	json_t *r = adapter_call_json(a, "create", "{\"image\":\"python\"}");
 	char req[1024];
-	snprintf(req, sizeof(req), "{\"sandbox_id\":\"%s\",\"cmd\":\"x\"%s%s}", str(r, "sandbox_id"),
+	snprintf(req, sizeof(req), "{\"sandbox_id\":\"%s\",\"cmd\":\"x\"%s%s}", jstr(r, "sandbox_id"),
 		 fields[0] != '\0' ? "," : "", fields);
 	json_decref(r);
-	return call(a, "exec", req);
+	return adapter_call_json(a, "exec", req);
 }
 
 TEST(streamed_stdout_goes_to_its_channel_piece_by_piece)
@@ -188,8 +168,8 @@ TEST(streamed_stdout_goes_to_its_channel_piece_by_piece)
 	struct sbx_adapter *a = make(true);
 	CHECK(a != NULL);
 	json_t *r = exec_with(a, "\"stream\":{\"stdout\":" REF("out", "write") "}");
-	CHECK_STR(str(r, "stdout"), "");
-	CHECK_STR(str(r, "stderr"), "e1\n");
+	CHECK_STR(jstr(r, "stdout"), "");
+	CHECK_STR(jstr(r, "stderr"), "e1\n");
 	CHECK(json_is_false(json_object_get(r, "stdout_truncated")));
 	CHECK_INT(json_integer_value(json_object_get(r, "exit_code")), 3);
 	CHECK_INT(json_integer_value(json_object_get(r, "duration_ms")), 5);
@@ -213,9 +193,9 @@ TEST(both_streams_streamed_and_a_timeout_ends_them_with_the_error_frame)
 	time_out = true;
 	json_t *r = exec_with(a, "\"timeout_ms\":1500,\"stream\":{\"stdout\":" REF("out", "write") ",\"stderr\":"
 			  REF("err", "write") "}");
-	CHECK_STR(str(r, "code"), "S200");
-	CHECK_STR(str(r, "stdout"), "");
-	CHECK_STR(str(r, "stderr"), "");
+	CHECK_STR(jstr(r, "code"), "S200");
+	CHECK_STR(jstr(r, "stdout"), "");
+	CHECK_STR(jstr(r, "stderr"), "");
 	CHECK(json_is_false(json_object_get(r, "stdout_truncated")));
 	json_decref(r);
 	struct fake_writer *o = writer("out"), *e = writer("err");
@@ -234,8 +214,8 @@ TEST(a_reader_ref_is_s001_naming_the_field_and_nothing_runs)
 	struct sbx_adapter *a = make(true);
 	CHECK(a != NULL);
 	json_t *r = exec_with(a, "\"stream\":{\"stdout\":" REF("out", "write") ",\"stderr\":" REF("err", "read") "}");
-	CHECK_STR(str(r, "code"), "S001");
-	CHECK_STR(str(r, "message"), "invalid request: `stream.stderr`: channel ref: `direction` must be \"write\"");
+	CHECK_STR(jstr(r, "code"), "S001");
+	CHECK_STR(jstr(r, "message"), "invalid request: `stream.stderr`: channel ref: `direction` must be \"write\"");
 	json_decref(r);
 	CHECK_INT(execs, 0);
 	/* The writer opened before the bad one is closed, with the error frame. */
@@ -251,14 +231,14 @@ TEST(a_refused_channel_is_s218_and_a_malformed_stream_is_rejected)
 	struct sbx_adapter *a = make(true);
 	CHECK(a != NULL);
 	json_t *r = exec_with(a, "\"stream\":{\"stdout\":" REF("refused", "write") "}");
-	CHECK_STR(str(r, "code"), "S218");
-	CHECK_STR(str(r, "message"), "fs channel aborted: stream.stdout: opening the write end of channel refused: 404");
+	CHECK_STR(jstr(r, "code"), "S218");
+	CHECK_STR(jstr(r, "message"), "fs channel aborted: stream.stdout: opening the write end of channel refused: 404");
 	json_decref(r);
 	r = exec_with(a, "\"stream\":\"stdout\"");
-	CHECK(strstr(str(r, "decode") != NULL ? str(r, "decode") : str(r, "message"), "stream") != NULL);
+	CHECK(strstr(jstr(r, "decode") != NULL ? jstr(r, "decode") : jstr(r, "message"), "stream") != NULL);
 	json_decref(r);
 	r = exec_with(a, "\"stream\":{\"stdout\":7}");
-	CHECK(strstr(str(r, "decode") != NULL ? str(r, "decode") : str(r, "message"), "stream.stdout") != NULL);
+	CHECK(strstr(jstr(r, "decode") != NULL ? jstr(r, "decode") : jstr(r, "message"), "stream.stdout") != NULL);
 	json_decref(r);
 	CHECK_INT(execs, 0);
 	sbx_adapter_free(a);
@@ -269,12 +249,12 @@ TEST(without_a_channel_port_a_stream_is_s300)
 	struct sbx_adapter *a = make(false);
 	CHECK(a != NULL);
 	json_t *r = exec_with(a, "\"stream\":{\"stdout\":" REF("out", "write") "}");
-	CHECK_STR(str(r, "code"), "S300");
+	CHECK_STR(jstr(r, "code"), "S300");
 	json_decref(r);
 	CHECK_INT(execs, 0);
 	/* Without `stream` (or with null) the port is not needed. */
 	r = exec_with(a, "\"stream\":null");
-	CHECK_STR(str(r, "stdout"), "o1\no2\n");
+	CHECK_STR(jstr(r, "stdout"), "o1\no2\n");
 	json_decref(r);
 	sbx_adapter_free(a);
 }
@@ -286,8 +266,8 @@ TEST(a_failed_send_drops_the_rest_of_that_stream_only)
 	fail_sends_from = 1;
 	json_t *r = exec_with(a, "\"stream\":{\"stdout\":" REF("out", "write") "}");
 	CHECK_INT(json_integer_value(json_object_get(r, "exit_code")), 3);
-	CHECK_STR(str(r, "stdout"), "");
-	CHECK_STR(str(r, "stderr"), "e1\n");
+	CHECK_STR(jstr(r, "stdout"), "");
+	CHECK_STR(jstr(r, "stderr"), "e1\n");
 	json_decref(r);
 	struct fake_writer *o = writer("out");
 	CHECK(o != NULL && o->closed);
@@ -301,8 +281,8 @@ TEST(no_stream_keeps_the_reply)
 	struct sbx_adapter *a = make(true);
 	CHECK(a != NULL);
 	json_t *r = exec_with(a, "");
-	CHECK_STR(str(r, "stdout"), "o1\no2\n");
-	CHECK_STR(str(r, "stderr"), "e1\n");
+	CHECK_STR(jstr(r, "stdout"), "o1\no2\n");
+	CHECK_STR(jstr(r, "stderr"), "e1\n");
 	CHECK_INT(json_object_size(r), 8);
 	json_decref(r);
 	CHECK_INT(n_writers, 0);
@@ -313,20 +293,20 @@ TEST(run_streams_its_exec)
 {
 	struct sbx_adapter *a = make(true);
 	CHECK(a != NULL);
-	json_t *r = call(a, "run", "{\"image\":\"python\",\"lang\":\"python\",\"code\":\"print(1)\",\"stream\":{\"stderr\":"
+	json_t *r = adapter_call_json(a, "run", "{\"image\":\"python\",\"lang\":\"python\",\"code\":\"print(1)\",\"stream\":{\"stderr\":"
 			 REF("err", "write") "}}");
-	CHECK_STR(str(r, "stdout"), "o1\no2\n");
-	CHECK_STR(str(r, "stderr"), "");
+	CHECK_STR(jstr(r, "stdout"), "o1\no2\n");
+	CHECK_STR(jstr(r, "stderr"), "");
 	json_decref(r);
 	struct fake_writer *e = writer("err");
 	CHECK(e != NULL && e->closed);
 	CHECK_INT(e->len, 3);
 	CHECK_STR(e->fail_text, "");
 	/* A bad ref fails run's exec step. */
-	r = call(a, "run", "{\"image\":\"python\",\"lang\":\"python\",\"code\":\"1\",\"stream\":{\"stdout\":"
+	r = adapter_call_json(a, "run", "{\"image\":\"python\",\"lang\":\"python\",\"code\":\"1\",\"stream\":{\"stdout\":"
 		 REF("x", "read") "}}");
-	CHECK_STR(str(r, "code"), "S001");
-	CHECK(strstr(str(r, "message"), "`stream.stdout`") != NULL);
+	CHECK_STR(jstr(r, "code"), "S001");
+	CHECK(strstr(jstr(r, "message"), "`stream.stdout`") != NULL);
 	json_decref(r);
 	sbx_adapter_free(a);
 }

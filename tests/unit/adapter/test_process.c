@@ -4,7 +4,6 @@
  * byte-channel port, keep_alive_while_running and stop ending them all. */
 #include <errno.h>
 #include <pthread.h>
-#include <stdarg.h>
 #include <regex.h>
 #include <signal.h>
 #include <stdio.h>
@@ -18,6 +17,7 @@
 #include "adapter/reaper.h"
 #include "common/clock.h"
 #include "harness.h"
+#include "adapter_call.h"
 
 /* ---- the fake backend: VMs are bytes, processes are queues ------------- */
 
@@ -282,34 +282,6 @@ static struct sbx_adapter *make(const char *config)
 	return a;
 }
 
-/* The reply, or the parsed error envelope (with "code"). */
-static json_t *callf(struct sbx_adapter *a, const char *op, const char *fmt, ...)
-	__attribute__((format(printf, 3, 4)));
-static json_t *callf(struct sbx_adapter *a, const char *op, const char *fmt, ...)
-{
-	char payload[2048];
-	va_list ap;
-	va_start(ap, fmt);
-	vsnprintf(payload, sizeof(payload), fmt, ap);
-	va_end(ap);
-	json_t *req = json_loads(payload, 0, NULL);
-	json_t *out = NULL;
-	int rc = sbx_adapter_call(a, op, req, &out);
-	json_decref(req);
-	if (rc == 0)
-		return out;
-	const char *m = json_string_value(json_object_get(out, "message"));
-	json_t *env = m != NULL && strncmp(m, "handler error: ", 15) == 0 ? json_loads(m + 15, 0, NULL)
-									     : json_pack("{s:s}", "decode", m ? m : "");
-	json_decref(out);
-	return env;
-}
-
-static const char *str(json_t *j, const char *k)
-{
-	return json_string_value(json_object_get(j, k));
-}
-
 static long long num(json_t *j, const char *k)
 {
 	return (long long)json_integer_value(json_object_get(j, k));
@@ -319,8 +291,8 @@ static long long num(json_t *j, const char *k)
 
 static char *create(struct sbx_adapter *a, const char *extra)
 {
-	json_t *r = callf(a, "create", "{\"image\":\"python\"%s}", extra);
-	char *id = str(r, "sandbox_id") != NULL ? strdup(str(r, "sandbox_id")) : NULL;
+	json_t *r = adapter_callf(a, "create", "{\"image\":\"python\"%s}", extra);
+	char *id = jstr(r, "sandbox_id") != NULL ? strdup(jstr(r, "sandbox_id")) : NULL;
 	json_decref(r);
 	return id;
 }
@@ -328,8 +300,8 @@ static char *create(struct sbx_adapter *a, const char *extra)
 /* exec background; the process_id (malloc'd) or NULL. */
 static char *start_bg(struct sbx_adapter *a, const char *id, const char *fields)
 {
-	json_t *r = callf(a, "exec", "{\"sandbox_id\":\"%s\",\"background\":true,%s}", id, fields);
-	char *pid = str(r, "process_id") != NULL ? strdup(str(r, "process_id")) : NULL;
+	json_t *r = adapter_callf(a, "exec", "{\"sandbox_id\":\"%s\",\"background\":true,%s}", id, fields);
+	char *pid = jstr(r, "process_id") != NULL ? strdup(jstr(r, "process_id")) : NULL;
 	json_decref(r);
 	return pid;
 }
@@ -337,10 +309,10 @@ static char *start_bg(struct sbx_adapter *a, const char *id, const char *fields)
 /* The row of process `pid` in process::list (a new reference) or NULL. */
 static json_t *row_of(struct sbx_adapter *a, const char *id, const char *pid)
 {
-	json_t *r = callf(a, "process::list", "{\"sandbox_id\":\"%s\"}", id);
+	json_t *r = adapter_callf(a, "process::list", "{\"sandbox_id\":\"%s\"}", id);
 	json_t *rows = json_object_get(r, "processes"), *row = NULL;
 	for (size_t i = 0; i < json_array_size(rows) && row == NULL; i++) {
-		if (strcmp(str(json_array_get(rows, i), "process_id"), pid) == 0)
+		if (strcmp(jstr(json_array_get(rows, i), "process_id"), pid) == 0)
 			row = json_incref(json_array_get(rows, i));
 	}
 	json_decref(r);
@@ -454,18 +426,18 @@ TEST(background_exec_answers_at_once_and_takes_no_exec_slot)
 	CHECK(a != NULL);
 	char *id = create(a, "");
 	CHECK(id != NULL);
-	json_t *r = callf(a, "exec", "{\"sandbox_id\":\"%s\",\"background\":true,\"cmd\":\"python3 -m http.server\"}", id);
-	CHECK(str(r, "process_id") != NULL);
-	CHECK_INT(strlen(str(r, "process_id")), 36);
+	json_t *r = adapter_callf(a, "exec", "{\"sandbox_id\":\"%s\",\"background\":true,\"cmd\":\"python3 -m http.server\"}", id);
+	CHECK(jstr(r, "process_id") != NULL);
+	CHECK_INT(strlen(jstr(r, "process_id")), 36);
 	CHECK_INT(num(r, "pid"), 100);
 	CHECK_INT(json_object_size(r), 2);
 	json_decref(r);
 	CHECK_STR(fk_last()->argv0, "python3");
 	/* the one exec slot is free: a foreground exec runs */
-	r = callf(a, "exec", "{\"sandbox_id\":\"%s\",\"cmd\":\"true\"}", id);
-	CHECK_STR(str(r, "stdout"), "fg\n");
+	r = adapter_callf(a, "exec", "{\"sandbox_id\":\"%s\",\"cmd\":\"true\"}", id);
+	CHECK_STR(jstr(r, "stdout"), "fg\n");
 	json_decref(r);
-	r = callf(a, "list", "{}");
+	r = adapter_callf(a, "list", "{}");
 	CHECK_INT(num(json_array_get(json_object_get(r, "sandboxes"), 0), "exec_in_flight"), 0);
 	json_decref(r);
 	free(id);
@@ -482,20 +454,20 @@ TEST(the_cap_counts_running_processes_and_names_its_key)
 	char *p2 = start_bg(a, id, "\"cmd\":\"sleep\"");
 	CHECK(p1 != NULL && p2 != NULL);
 	struct fproc *f2 = fk_last();
-	json_t *r = callf(a, "exec", "{\"sandbox_id\":\"%s\",\"background\":true,\"cmd\":\"sleep\"}", id);
-	CHECK_STR(str(r, "code"), "S003");
-	CHECK(strstr(str(r, "message"), "max_background_per_sandbox") != NULL);
-	CHECK(strstr(str(r, "message"), "2") != NULL);
+	json_t *r = adapter_callf(a, "exec", "{\"sandbox_id\":\"%s\",\"background\":true,\"cmd\":\"sleep\"}", id);
+	CHECK_STR(jstr(r, "code"), "S003");
+	CHECK(strstr(jstr(r, "message"), "max_background_per_sandbox") != NULL);
+	CHECK(strstr(jstr(r, "message"), "2") != NULL);
 	json_decref(r);
 	/* one exits: room for one more */
 	finish(f2, 0);
-	r = callf(a, "process::wait", "{\"sandbox_id\":\"%s\",\"process_id\":\"%s\",\"timeout_ms\":2000}", id, p2);
-	CHECK_STR(str(r, "state"), "exited");
+	r = adapter_callf(a, "process::wait", "{\"sandbox_id\":\"%s\",\"process_id\":\"%s\",\"timeout_ms\":2000}", id, p2);
+	CHECK_STR(jstr(r, "state"), "exited");
 	json_decref(r);
 	char *p3 = start_bg(a, id, "\"cmd\":\"sleep\"");
 	CHECK(p3 != NULL);
 	/* the exited one is still listed, with its logs */
-	r = callf(a, "process::list", "{\"sandbox_id\":\"%s\"}", id);
+	r = adapter_callf(a, "process::list", "{\"sandbox_id\":\"%s\"}", id);
 	CHECK_INT(json_array_size(json_object_get(r, "processes")), 3);
 	json_decref(r);
 	free(p1), free(p2), free(p3), free(id);
@@ -513,20 +485,20 @@ TEST(starting_one_past_cap_exited_ones_drops_the_oldest_exited)
 		CHECK(p[i] != NULL);
 		if (i < 2) {
 			finish(fk_last(), 0);
-			json_t *r = callf(a, "process::wait", "{\"sandbox_id\":\"%s\",\"process_id\":\"%s\"}", id, p[i]);
-			CHECK_STR(str(r, "state"), "exited");
+			json_t *r = adapter_callf(a, "process::wait", "{\"sandbox_id\":\"%s\",\"process_id\":\"%s\"}", id, p[i]);
+			CHECK_STR(jstr(r, "state"), "exited");
 			json_decref(r);
 		}
 	}
 	/* two exited were kept when the third started: the first went */
-	json_t *r = callf(a, "process::list", "{\"sandbox_id\":\"%s\"}", id);
+	json_t *r = adapter_callf(a, "process::list", "{\"sandbox_id\":\"%s\"}", id);
 	json_t *rows = json_object_get(r, "processes");
 	CHECK_INT(json_array_size(rows), 2);
-	CHECK_STR(str(json_array_get(rows, 0), "process_id"), p[1]);
-	CHECK_STR(str(json_array_get(rows, 1), "process_id"), p[2]);
+	CHECK_STR(jstr(json_array_get(rows, 0), "process_id"), p[1]);
+	CHECK_STR(jstr(json_array_get(rows, 1), "process_id"), p[2]);
 	json_decref(r);
-	r = callf(a, "process::logs", "{\"sandbox_id\":\"%s\",\"process_id\":\"%s\"}", id, p[0]);
-	CHECK_STR(str(r, "code"), "S001");
+	r = adapter_callf(a, "process::logs", "{\"sandbox_id\":\"%s\",\"process_id\":\"%s\"}", id, p[0]);
+	CHECK_STR(jstr(r, "code"), "S001");
 	json_decref(r);
 	for (int i = 0; i < 3; i++)
 		free(p[i]);
@@ -545,60 +517,60 @@ TEST(logs_wait_signal_and_list_follow_one_process)
 	emit(f, 1, "hello world\n", 12);
 	emit(f, 2, "warn\n", 5);
 	CHECK(wait_bytes(a, id, pid, 12));
-	json_t *r = callf(a, "process::logs", "{\"sandbox_id\":\"%s\",\"process_id\":\"%s\"}", id, pid);
-	CHECK_STR(str(r, "data"), "hello world\n");
+	json_t *r = adapter_callf(a, "process::logs", "{\"sandbox_id\":\"%s\",\"process_id\":\"%s\"}", id, pid);
+	CHECK_STR(jstr(r, "data"), "hello world\n");
 	CHECK_INT(num(r, "next_offset"), 12);
 	CHECK(json_is_false(json_object_get(r, "dropped")));
-	CHECK_STR(str(r, "state"), "running");
+	CHECK_STR(jstr(r, "state"), "running");
 	json_decref(r);
-	r = callf(a, "process::logs", "{\"sandbox_id\":\"%s\",\"process_id\":\"%s\",\"offset\":6}", id, pid);
-	CHECK_STR(str(r, "data"), "world\n");
+	r = adapter_callf(a, "process::logs", "{\"sandbox_id\":\"%s\",\"process_id\":\"%s\",\"offset\":6}", id, pid);
+	CHECK_STR(jstr(r, "data"), "world\n");
 	json_decref(r);
-	r = callf(a, "process::logs", "{\"sandbox_id\":\"%s\",\"process_id\":\"%s\",\"stream\":\"stderr\"}", id, pid);
-	CHECK_STR(str(r, "data"), "warn\n");
+	r = adapter_callf(a, "process::logs", "{\"sandbox_id\":\"%s\",\"process_id\":\"%s\",\"stream\":\"stderr\"}", id, pid);
+	CHECK_STR(jstr(r, "data"), "warn\n");
 	CHECK_INT(num(r, "next_offset"), 5);
 	json_decref(r);
 	/* timeout_ms did not apply: it runs; wait gives up, not an error */
 	int64_t t0 = sbx_now_ms();
-	r = callf(a, "process::wait", "{\"sandbox_id\":\"%s\",\"process_id\":\"%s\",\"timeout_ms\":100}", id, pid);
-	CHECK_STR(str(r, "state"), "running");
+	r = adapter_callf(a, "process::wait", "{\"sandbox_id\":\"%s\",\"process_id\":\"%s\",\"timeout_ms\":100}", id, pid);
+	CHECK_STR(jstr(r, "state"), "running");
 	CHECK(json_object_get(r, "exit_code") == NULL);
 	CHECK(sbx_now_ms() - t0 >= 100);
 	json_decref(r);
 	json_t *row = row_of(a, id, pid);
-	CHECK_STR(str(row, "state"), "running");
+	CHECK_STR(jstr(row, "state"), "running");
 	CHECK(json_object_get(row, "ended_at") == NULL);
 	json_decref(row);
-	r = callf(a, "process::signal", "{\"sandbox_id\":\"%s\",\"process_id\":\"%s\",\"signal\":\"TERM\"}", id, pid);
+	r = adapter_callf(a, "process::signal", "{\"sandbox_id\":\"%s\",\"process_id\":\"%s\",\"signal\":\"TERM\"}", id, pid);
 	CHECK(json_is_true(json_object_get(r, "sent")));
 	json_decref(r);
 	CHECK_INT(f->last_signal, SIGTERM);
-	r = callf(a, "process::wait", "{\"sandbox_id\":\"%s\",\"process_id\":\"%s\"}", id, pid);
-	CHECK_STR(str(r, "state"), "exited");
+	r = adapter_callf(a, "process::wait", "{\"sandbox_id\":\"%s\",\"process_id\":\"%s\"}", id, pid);
+	CHECK_STR(jstr(r, "state"), "exited");
 	CHECK_INT(num(r, "exit_code"), 143);
 	json_decref(r);
 	row = row_of(a, id, pid);
-	CHECK_STR(str(row, "state"), "exited");
+	CHECK_STR(jstr(row, "state"), "exited");
 	CHECK_INT(num(row, "exit_code"), 143);
 	CHECK_STR(json_string_value(json_array_get(json_object_get(row, "argv"), 2)), "8000");
 	CHECK_INT(num(json_object_get(row, "bytes"), "stdout"), 12);
 	CHECK_INT(num(json_object_get(row, "bytes"), "stderr"), 5);
 	regex_t re;
 	regcomp(&re, "^[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}\\.[0-9]{3}Z$", REG_EXTENDED | REG_NOSUB);
-	bool times = regexec(&re, str(row, "started_at"), 0, NULL, 0) == 0 &&
-		     regexec(&re, str(row, "ended_at"), 0, NULL, 0) == 0 &&
-		     strcmp(str(row, "started_at"), str(row, "ended_at")) <= 0;
+	bool times = regexec(&re, jstr(row, "started_at"), 0, NULL, 0) == 0 &&
+		     regexec(&re, jstr(row, "ended_at"), 0, NULL, 0) == 0 &&
+		     strcmp(jstr(row, "started_at"), jstr(row, "ended_at")) <= 0;
 	regfree(&re);
 	json_decref(row);
 	CHECK(times);
 	/* an exited process: nothing to send, not an error */
-	r = callf(a, "process::signal", "{\"sandbox_id\":\"%s\",\"process_id\":\"%s\",\"signal\":\"KILL\"}", id, pid);
+	r = adapter_callf(a, "process::signal", "{\"sandbox_id\":\"%s\",\"process_id\":\"%s\",\"signal\":\"KILL\"}", id, pid);
 	CHECK(json_is_false(json_object_get(r, "sent")));
 	json_decref(r);
 	/* the logs outlive it */
-	r = callf(a, "process::logs", "{\"sandbox_id\":\"%s\",\"process_id\":\"%s\",\"offset\":0}", id, pid);
-	CHECK_STR(str(r, "data"), "hello world\n");
-	CHECK_STR(str(r, "state"), "exited");
+	r = adapter_callf(a, "process::logs", "{\"sandbox_id\":\"%s\",\"process_id\":\"%s\",\"offset\":0}", id, pid);
+	CHECK_STR(jstr(r, "data"), "hello world\n");
+	CHECK_STR(jstr(r, "state"), "exited");
 	json_decref(r);
 	free(pid), free(id);
 	sbx_adapter_free(a);
@@ -625,9 +597,9 @@ TEST(stdin_is_written_then_closed)
 	CHECK(fk_last()->stdin_closed);
 	/* bad base64 after admission: S001, and no process */
 	int starts = fk_starts;
-	json_t *r = callf(a, "exec", "{\"sandbox_id\":\"%s\",\"background\":true,\"cmd\":\"cat\",\"stdin\":\"!!\"}", id);
-	CHECK_STR(str(r, "code"), "S001");
-	CHECK(strstr(str(r, "message"), "stdin base64 decode") != NULL);
+	json_t *r = adapter_callf(a, "exec", "{\"sandbox_id\":\"%s\",\"background\":true,\"cmd\":\"cat\",\"stdin\":\"!!\"}", id);
+	CHECK_STR(jstr(r, "code"), "S001");
+	CHECK(strstr(jstr(r, "message"), "stdin base64 decode") != NULL);
 	json_decref(r);
 	CHECK_INT(fk_starts, starts);
 	free(pid), free(p2), free(id);
@@ -640,42 +612,42 @@ TEST(unknown_ids_and_bad_fields)
 	char *id = create(a, "");
 	char *pid = start_bg(a, id, "\"cmd\":\"sleep\"");
 	CHECK(pid != NULL);
-	json_t *r = callf(a, "process::logs", "{\"sandbox_id\":\"%s\",\"process_id\":\"nope\"}", id);
-	CHECK_STR(str(r, "code"), "S001");
-	CHECK(strstr(str(r, "message"), "nope") != NULL);
+	json_t *r = adapter_callf(a, "process::logs", "{\"sandbox_id\":\"%s\",\"process_id\":\"nope\"}", id);
+	CHECK_STR(jstr(r, "code"), "S001");
+	CHECK(strstr(jstr(r, "message"), "nope") != NULL);
 	json_decref(r);
 	const char *other = "11111111-2222-4333-8444-555555555555";
-	r = callf(a, "process::wait", "{\"sandbox_id\":\"%s\",\"process_id\":\"%s\"}", other, pid);
-	CHECK_STR(str(r, "code"), "S002");
+	r = adapter_callf(a, "process::wait", "{\"sandbox_id\":\"%s\",\"process_id\":\"%s\"}", other, pid);
+	CHECK_STR(jstr(r, "code"), "S002");
 	json_decref(r);
-	r = callf(a, "process::list", "{\"sandbox_id\":\"%s\"}", other);
-	CHECK_STR(str(r, "code"), "S002");
+	r = adapter_callf(a, "process::list", "{\"sandbox_id\":\"%s\"}", other);
+	CHECK_STR(jstr(r, "code"), "S002");
 	json_decref(r);
-	r = callf(a, "process::list", "{\"sandbox_id\":\"not-a-uuid\"}");
-	CHECK_STR(str(r, "code"), "S001");
+	r = adapter_callf(a, "process::list", "{\"sandbox_id\":\"not-a-uuid\"}");
+	CHECK_STR(jstr(r, "code"), "S001");
 	json_decref(r);
-	r = callf(a, "process::signal", "{\"sandbox_id\":\"%s\",\"process_id\":\"%s\",\"signal\":\"USR1\"}", id, pid);
-	CHECK_STR(str(r, "code"), "S001");
-	CHECK(strstr(str(r, "message"), "USR1") != NULL);
+	r = adapter_callf(a, "process::signal", "{\"sandbox_id\":\"%s\",\"process_id\":\"%s\",\"signal\":\"USR1\"}", id, pid);
+	CHECK_STR(jstr(r, "code"), "S001");
+	CHECK(strstr(jstr(r, "message"), "USR1") != NULL);
 	json_decref(r);
-	r = callf(a, "process::logs", "{\"sandbox_id\":\"%s\",\"process_id\":\"%s\",\"stream\":\"both\"}", id, pid);
-	CHECK_STR(str(r, "code"), "S001");
+	r = adapter_callf(a, "process::logs", "{\"sandbox_id\":\"%s\",\"process_id\":\"%s\",\"stream\":\"both\"}", id, pid);
+	CHECK_STR(jstr(r, "code"), "S001");
 	json_decref(r);
-	r = callf(a, "exec", "{\"sandbox_id\":\"%s\",\"background\":true,\"cmd\":\"x\",\"stream\":{}}", id);
-	CHECK_STR(str(r, "code"), "S001");
-	CHECK(strstr(str(r, "message"), "exclusive") != NULL);
+	r = adapter_callf(a, "exec", "{\"sandbox_id\":\"%s\",\"background\":true,\"cmd\":\"x\",\"stream\":{}}", id);
+	CHECK_STR(jstr(r, "code"), "S001");
+	CHECK(strstr(jstr(r, "message"), "exclusive") != NULL);
 	json_decref(r);
 	/* a spawn failure: S300 and nothing listed */
-	r = callf(a, "exec", "{\"sandbox_id\":\"%s\",\"background\":true,\"cmd\":\"nonexistent\"}", id);
-	CHECK_STR(str(r, "code"), "S300");
+	r = adapter_callf(a, "exec", "{\"sandbox_id\":\"%s\",\"background\":true,\"cmd\":\"nonexistent\"}", id);
+	CHECK_STR(jstr(r, "code"), "S300");
 	json_decref(r);
-	r = callf(a, "process::list", "{\"sandbox_id\":\"%s\"}", id);
+	r = adapter_callf(a, "process::list", "{\"sandbox_id\":\"%s\"}", id);
 	CHECK_INT(json_array_size(json_object_get(r, "processes")), 1);
 	json_decref(r);
 	/* follow without byte channels in this adapter: S300 */
-	r = callf(a, "process::logs", "{\"sandbox_id\":\"%s\",\"process_id\":\"%s\",\"follow\":{\"channel_id\":\"c\","
+	r = adapter_callf(a, "process::logs", "{\"sandbox_id\":\"%s\",\"process_id\":\"%s\",\"follow\":{\"channel_id\":\"c\","
 		  "\"access_key\":\"k\",\"direction\":\"write\"}}", id, pid);
-	CHECK_STR(str(r, "code"), "S300");
+	CHECK_STR(jstr(r, "code"), "S300");
 	json_decref(r);
 	free(pid), free(id);
 	sbx_adapter_free(a);
@@ -689,15 +661,15 @@ TEST(stop_ends_every_process_and_forgets_them)
 	char *p2 = start_bg(a, id, "\"cmd\":\"sleep\"");
 	CHECK(p1 != NULL && p2 != NULL);
 	CHECK_INT(fk_live_now(), 2);
-	json_t *r = callf(a, "stop", "{\"sandbox_id\":\"%s\"}", id);
+	json_t *r = adapter_callf(a, "stop", "{\"sandbox_id\":\"%s\"}", id);
 	CHECK(json_is_true(json_object_get(r, "stopped")));
 	json_decref(r);
 	/* the stop returned once the pumps had killed and freed them */
 	CHECK_INT(fk_live_now(), 0);
 	CHECK_INT(fk_procs[0]->last_signal, SIGKILL);
 	CHECK_INT(fk_procs[1]->last_signal, SIGKILL);
-	r = callf(a, "process::list", "{\"sandbox_id\":\"%s\"}", id);
-	CHECK_STR(str(r, "code"), "S002");
+	r = adapter_callf(a, "process::list", "{\"sandbox_id\":\"%s\"}", id);
+	CHECK_STR(jstr(r, "code"), "S002");
 	json_decref(r);
 	/* shutdown ends the ones of sandboxes still running */
 	char *id2 = create(a, "");
@@ -718,9 +690,9 @@ TEST(follow_streams_the_bytes_after_next_offset_until_the_exit)
 	struct fproc *f = fk_last();
 	emit(f, 1, "first\n", 6);
 	CHECK(wait_bytes(a, id, pid, 6));
-	json_t *r = callf(a, "process::logs", "{\"sandbox_id\":\"%s\",\"process_id\":\"%s\",\"offset\":2,\"follow\":{"
+	json_t *r = adapter_callf(a, "process::logs", "{\"sandbox_id\":\"%s\",\"process_id\":\"%s\",\"offset\":2,\"follow\":{"
 			  "\"channel_id\":\"c\",\"access_key\":\"k\",\"direction\":\"write\"}}", id, pid);
-	CHECK_STR(str(r, "data"), "rst\n");
+	CHECK_STR(jstr(r, "data"), "rst\n");
 	CHECK_INT(num(r, "next_offset"), 6);
 	json_decref(r);
 	emit(f, 1, "second\n", 7);
@@ -736,9 +708,9 @@ TEST(follow_streams_the_bytes_after_next_offset_until_the_exit)
 	CHECK(memcmp(W.data, "second\nthird\n", 13) == 0);
 	CHECK_STR(W.fail, "");
 	/* a reader ref is refused by the port: its S-code, no thread */
-	r = callf(a, "process::logs", "{\"sandbox_id\":\"%s\",\"process_id\":\"%s\",\"follow\":{"
+	r = adapter_callf(a, "process::logs", "{\"sandbox_id\":\"%s\",\"process_id\":\"%s\",\"follow\":{"
 		  "\"channel_id\":\"c\",\"access_key\":\"k\",\"direction\":\"read\"}}", id, pid);
-	CHECK_STR(str(r, "code"), "S001");
+	CHECK_STR(jstr(r, "code"), "S001");
 	json_decref(r);
 	free(pid), free(id);
 	sbx_adapter_free(a);
@@ -757,10 +729,10 @@ TEST(keep_alive_while_running_holds_off_the_idle_reaper)
 	/* the plain one is idle despite its process, which goes with it */
 	CHECK_INT(reaper_scan(a, false), 1);
 	CHECK_INT(fk_live_now(), 1);
-	json_t *r = callf(a, "process::list", "{\"sandbox_id\":\"%s\"}", plain);
-	CHECK_STR(str(r, "code"), "S002");
+	json_t *r = adapter_callf(a, "process::list", "{\"sandbox_id\":\"%s\"}", plain);
+	CHECK_STR(jstr(r, "code"), "S002");
 	json_decref(r);
-	r = callf(a, "process::list", "{\"sandbox_id\":\"%s\"}", kept);
+	r = adapter_callf(a, "process::list", "{\"sandbox_id\":\"%s\"}", kept);
 	CHECK_INT(json_array_size(json_object_get(r, "processes")), 1);
 	json_decref(r);
 	/* once its process exited, it is idle like any other */

@@ -10,6 +10,7 @@
 #include "adapter/adapter.h"
 #include "adapter/reaper.h"
 #include "harness.h"
+#include "adapter_call.h"
 
 struct fake {
 	pthread_mutex_t lock;
@@ -171,34 +172,12 @@ static struct sbx_adapter *make(const char *config)
 	return a;
 }
 
-/* Calls op; returns the reply, or the parsed envelope of an error (with
- * "code"), or {"decode": message}. */
-static json_t *call(struct sbx_adapter *a, const char *op, const char *payload)
-{
-	json_t *req = json_loads(payload, JSON_DECODE_ANY | JSON_ALLOW_NUL, NULL);
-	json_t *out = NULL;
-	int rc = sbx_adapter_call(a, op, req, &out);
-	json_decref(req);
-	if (rc == 0)
-		return out;
-	const char *m = json_string_value(json_object_get(out, "message"));
-	json_t *env = m != NULL && strncmp(m, "handler error: ", 15) == 0 ? json_loads(m + 15, 0, NULL)
-									     : json_pack("{s:s}", "decode", m ? m : "");
-	json_decref(out);
-	return env;
-}
-
-static const char *str(json_t *j, const char *k)
-{
-	return json_string_value(json_object_get(j, k));
-}
-
 #define CFG "{\"image_allowlist\":[\"python\",\"node\"]"
 
 static char *create(struct sbx_adapter *a, const char *payload)
 {
-	json_t *r = call(a, "create", payload);
-	char *id = str(r, "sandbox_id") != NULL ? strdup(str(r, "sandbox_id")) : NULL;
+	json_t *r = adapter_call_json(a, "create", payload);
+	char *id = jstr(r, "sandbox_id") != NULL ? strdup(jstr(r, "sandbox_id")) : NULL;
 	json_decref(r);
 	return id;
 }
@@ -207,16 +186,16 @@ TEST(create_exec_list_stop)
 {
 	struct sbx_adapter *a = make(CFG "}");
 	CHECK(a != NULL);
-	json_t *r = call(a, "create", "{\"image\":\"python\",\"name\":\"n1\"}");
-	CHECK_STR(str(r, "image"), "python");
+	json_t *r = adapter_call_json(a, "create", "{\"image\":\"python\",\"name\":\"n1\"}");
+	CHECK_STR(jstr(r, "image"), "python");
 	char id[64];
-	snprintf(id, sizeof(id), "%s", str(r, "sandbox_id"));
+	snprintf(id, sizeof(id), "%s", jstr(r, "sandbox_id"));
 	json_decref(r);
 	CHECK_INT(strlen(id), 36);
 	char req[256];
 	snprintf(req, sizeof(req), "{\"sandbox_id\":\"%s\",\"cmd\":\"echo 'a b'\",\"stdin\":\"aGkK\"}", id);
-	r = call(a, "exec", req);
-	CHECK_STR(str(r, "stdout"), "out\xef\xbf\xbd\n");
+	r = adapter_call_json(a, "exec", req);
+	CHECK_STR(jstr(r, "stdout"), "out\xef\xbf\xbd\n");
 	CHECK_INT(json_integer_value(json_object_get(r, "exit_code")), 0);
 	CHECK(json_is_true(json_object_get(r, "success")));
 	CHECK(json_is_false(json_object_get(r, "timed_out")));
@@ -228,23 +207,23 @@ TEST(create_exec_list_stop)
 	CHECK_STR(F.stdin_seen, "hi\n");
 	CHECK_STR(F.cwd, "(null)");
 	CHECK_INT(F.timeout_ms, 300000);
-	r = call(a, "list", "{}");
+	r = adapter_call_json(a, "list", "{}");
 	json_t *sbs = json_object_get(r, "sandboxes");
 	CHECK_INT(json_array_size(sbs), 1);
-	CHECK_STR(str(json_array_get(sbs, 0), "name"), "n1");
+	CHECK_STR(jstr(json_array_get(sbs, 0), "name"), "n1");
 	json_decref(r);
 	snprintf(req, sizeof(req), "{\"sandbox_id\":\"%s\"}", id);
 	int stops = F.stops;
-	r = call(a, "stop", req);
+	r = adapter_call_json(a, "stop", req);
 	CHECK(json_is_true(json_object_get(r, "stopped")));
 	json_decref(r);
 	CHECK_INT(F.stops, stops + 1);
-	r = call(a, "stop", req);
-	CHECK_STR(str(r, "code"), "S002");
+	r = adapter_call_json(a, "stop", req);
+	CHECK_STR(jstr(r, "code"), "S002");
 	json_decref(r);
 	snprintf(req, sizeof(req), "{\"sandbox_id\":\"%s\",\"cmd\":\"ls\"}", id);
-	r = call(a, "exec", req);
-	CHECK_STR(str(r, "code"), "S002");
+	r = adapter_call_json(a, "exec", req);
+	CHECK_STR(jstr(r, "code"), "S002");
 	json_decref(r);
 	sbx_adapter_free(a);
 }
@@ -254,7 +233,7 @@ static json_t *exec_in(struct sbx_adapter *a, const char *id, const char *fields
 {
 	char req[512];
 	snprintf(req, sizeof(req), "{\"sandbox_id\":\"%s\",%s}", id, fields);
-	return call(a, "exec", req);
+	return adapter_call_json(a, "exec", req);
 }
 
 TEST(exec_workdir_resolves_against_root)
@@ -296,20 +275,20 @@ TEST(exec_nul_bytes_are_s001)
 	};
 	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
 		json_t *r = exec_in(a, id, cases[i][0]);
-		CHECK_STR(str(r, "code"), "S001");
+		CHECK_STR(jstr(r, "code"), "S001");
 		char want[64];
 		snprintf(want, sizeof(want), "invalid request: %s contains a NUL byte", cases[i][1]);
-		CHECK_STR(str(r, "message"), want);
+		CHECK_STR(jstr(r, "message"), want);
 		json_decref(r);
 	}
 	CHECK_STR(F.argv[0], "untouched");
 	char req[128];
 	snprintf(req, sizeof(req), "{\"sandbox_id\":\"%s\\u0000\",\"cmd\":\"pwd\"}", id);
-	json_t *r = call(a, "exec", req);
-	CHECK_STR(str(r, "message"), "invalid request: sandbox_id contains a NUL byte");
+	json_t *r = adapter_call_json(a, "exec", req);
+	CHECK_STR(jstr(r, "message"), "invalid request: sandbox_id contains a NUL byte");
 	json_decref(r);
-	r = call(a, "create", "{\"image\":\"python\\u0000x\"}");
-	CHECK_STR(str(r, "message"), "invalid request: image contains a NUL byte");
+	r = adapter_call_json(a, "create", "{\"image\":\"python\\u0000x\"}");
+	CHECK_STR(jstr(r, "message"), "invalid request: image contains a NUL byte");
 	json_decref(r);
 	free(id);
 	sbx_adapter_free(a);
@@ -344,15 +323,15 @@ TEST(create_network_rewrites_env_and_passes_the_policy)
 	CHECK(strstr(F.net_args, "--sandbox-allow 203.0.113.8/29:443 --sandbox-allow a.example.org --sandbox-deny "
 				 "b.example.org") != NULL);
 	free(id);
-	json_t *r = call(a, "create", "{\"image\":\"python\",\"network\":{\"allow\":[\"198.51.100.0/24\"]}}");
-	CHECK_STR(str(r, "code"), "S001");
-	CHECK(strstr(str(r, "message"), "198.51.100.0/24") != NULL);
+	json_t *r = adapter_call_json(a, "create", "{\"image\":\"python\",\"network\":{\"allow\":[\"198.51.100.0/24\"]}}");
+	CHECK_STR(jstr(r, "code"), "S001");
+	CHECK(strstr(jstr(r, "message"), "198.51.100.0/24") != NULL);
 	json_decref(r);
-	r = call(a, "create", "{\"image\":\"python\",\"network\":{\"allow\":[\"example.org\"]}}");
-	CHECK_STR(str(r, "code"), "S001");
+	r = adapter_call_json(a, "create", "{\"image\":\"python\",\"network\":{\"allow\":[\"example.org\"]}}");
+	CHECK_STR(jstr(r, "code"), "S001");
 	json_decref(r);
-	r = call(a, "create", "{\"image\":\"python\",\"network\":{\"allow\":[\"not a rule\"]}}");
-	CHECK_STR(str(r, "code"), "S001");
+	r = adapter_call_json(a, "create", "{\"image\":\"python\",\"network\":{\"allow\":[\"not a rule\"]}}");
+	CHECK_STR(jstr(r, "code"), "S001");
 	json_decref(r);
 	sbx_adapter_free(a);
 }
@@ -361,34 +340,34 @@ TEST(create_rejections_and_limits)
 {
 	struct sbx_adapter *a = make(CFG ",\"max_concurrent_sandboxes\":1,\"max_exec_timeout_ms\":50}");
 	CHECK(a != NULL);
-	json_t *r = call(a, "create", "{\"image\":\"python\",\"cpus\":0}");
-	CHECK_STR(str(r, "code"), "S001");
+	json_t *r = adapter_call_json(a, "create", "{\"image\":\"python\",\"cpus\":0}");
+	CHECK_STR(jstr(r, "code"), "S001");
 	json_decref(r);
-	r = call(a, "create", "{\"image\":\"python\",\"memory_mb\":0}");
-	CHECK_STR(str(r, "code"), "S001");
+	r = adapter_call_json(a, "create", "{\"image\":\"python\",\"memory_mb\":0}");
+	CHECK_STR(jstr(r, "code"), "S001");
 	json_decref(r);
 	/* a wrongly typed `network` is a decode error, like every field's */
-	r = call(a, "create", "{\"image\":\"python\",\"network\":1}");
-	CHECK(str(r, "decode") != NULL && strstr(str(r, "decode"), "`network`") != NULL);
+	r = adapter_call_json(a, "create", "{\"image\":\"python\",\"network\":1}");
+	CHECK(jstr(r, "decode") != NULL && strstr(jstr(r, "decode"), "`network`") != NULL);
 	json_decref(r);
 	F.fail_boot = true;
-	r = call(a, "create", "{\"image\":\"python\"}");
-	CHECK_STR(str(r, "code"), "S300");
+	r = adapter_call_json(a, "create", "{\"image\":\"python\"}");
+	CHECK_STR(jstr(r, "code"), "S300");
 	json_decref(r);
 	F.fail_boot = false;
 	/* The failed boot released its slot. */
 	char *id = create(a, "{\"image\":\"python\"}");
 	CHECK(id != NULL);
-	r = call(a, "create", "{\"image\":\"node\"}");
-	CHECK_STR(str(r, "code"), "S400");
+	r = adapter_call_json(a, "create", "{\"image\":\"node\"}");
+	CHECK_STR(jstr(r, "code"), "S400");
 	json_decref(r);
 	char req[256];
 	snprintf(req, sizeof(req), "{\"sandbox_id\":\"%s\",\"cmd\":\"ls\",\"timeout_ms\":999}", id);
-	json_decref(call(a, "exec", req));
+	json_decref(adapter_call_json(a, "exec", req));
 	CHECK_INT(F.timeout_ms, 50); /* clamped by max_exec_timeout_ms */
 	snprintf(req, sizeof(req), "{\"sandbox_id\":\"%s\",\"cmd\":\"ls\",\"stdin\":\"!!!\"}", id);
-	r = call(a, "exec", req);
-	CHECK_STR(str(r, "code"), "S001");
+	r = adapter_call_json(a, "exec", req);
+	CHECK_STR(jstr(r, "code"), "S001");
 	json_decref(r);
 	free(id);
 	int live = F.vms_live;
@@ -405,7 +384,7 @@ struct bg {
 static void *bg_exec(void *arg)
 {
 	struct bg *b = arg;
-	b->reply = call(b->a, "exec", b->req);
+	b->reply = adapter_call_json(b->a, "exec", b->req);
 	return NULL;
 }
 
@@ -423,21 +402,21 @@ TEST(exec_cap_and_stop_while_running)
 	for (int i = 0; i < 2000 && !F.in_exec; i++)
 		usleep(1000);
 	/* 0 means 1: the second exec is refused. */
-	json_t *r = call(a, "exec", b.req);
-	CHECK_STR(str(r, "code"), "S003");
+	json_t *r = adapter_call_json(a, "exec", b.req);
+	CHECK_STR(jstr(r, "code"), "S003");
 	json_decref(r);
-	r = call(a, "list", "{}");
+	r = adapter_call_json(a, "list", "{}");
 	json_t *e = json_array_get(json_object_get(r, "sandboxes"), 0);
 	CHECK_INT(json_integer_value(json_object_get(e, "exec_in_flight")), 1);
 	CHECK_INT(json_integer_value(json_object_get(e, "exec_slots_free")), 0);
 	json_decref(r);
 	char req[128];
 	snprintf(req, sizeof(req), "{\"sandbox_id\":\"%s\"}", id);
-	r = call(a, "stop", req); /* waits for the running exec to give up */
+	r = adapter_call_json(a, "stop", req); /* waits for the running exec to give up */
 	CHECK(json_is_true(json_object_get(r, "stopped")));
 	json_decref(r);
 	pthread_join(t, NULL);
-	CHECK_STR(str(b.reply, "code"), "S004");
+	CHECK_STR(jstr(b.reply, "code"), "S004");
 	/* The contract's envelope only: the output is S200's alone. */
 	CHECK_INT(json_object_size(b.reply), 7);
 	json_decref(b.reply);
@@ -476,12 +455,12 @@ TEST(run_replies_before_its_vm_stops)
 	CHECK(a != NULL);
 	int stops = F.stops, live = F.vms_live;
 	F.hold_stop = true;
-	json_t *r = call(a, "run", "{\"image\":\"python\",\"lang\":\"py\",\"code\":\"print(1)\"}");
+	json_t *r = adapter_call_json(a, "run", "{\"image\":\"python\",\"lang\":\"py\",\"code\":\"print(1)\"}");
 	CHECK_INT(json_integer_value(json_object_get(r, "exit_code")), 0);
 	json_decref(r);
 	/* Replied while its VM is still being stopped; the sandbox is gone. */
 	CHECK_INT(F.stops, stops);
-	r = call(a, "list", "{}");
+	r = adapter_call_json(a, "list", "{}");
 	CHECK_INT(json_array_size(json_object_get(r, "sandboxes")), 0);
 	json_decref(r);
 	/* A create the budget refuses until that VM is gone waits for it. */
@@ -494,7 +473,7 @@ TEST(run_replies_before_its_vm_stops)
 	free(id);
 	/* The daemon's end stops a VM still handed over, and the live one. */
 	F.hold_stop = true;
-	r = call(a, "run", "{\"image\":\"python\",\"lang\":\"py\",\"code\":\"print(1)\"}");
+	r = adapter_call_json(a, "run", "{\"image\":\"python\",\"lang\":\"py\",\"code\":\"print(1)\"}");
 	json_decref(r);
 	CHECK(pthread_create(&t, NULL, release_stops, NULL) == 0);
 	sbx_adapter_free(a);
@@ -507,7 +486,7 @@ TEST(run_steps_and_cleanup)
 	struct sbx_adapter *a = make(CFG "}");
 	CHECK(a != NULL);
 	int stops = F.stops;
-	json_t *r = call(a, "run", "{\"image\":\"python\",\"lang\":\"py\",\"code\":\"print(1)\","
+	json_t *r = adapter_call_json(a, "run", "{\"image\":\"python\",\"lang\":\"py\",\"code\":\"print(1)\","
 				   "\"files\":[{\"path\":\"/w/lib.py\",\"content\":\"X=1\"}],\"env\":{\"K\":\"v\"}}");
 	CHECK_INT(json_integer_value(json_object_get(r, "exit_code")), 0);
 	CHECK(json_object_get(r, "sandbox_id") == NULL);
@@ -519,28 +498,28 @@ TEST(run_steps_and_cleanup)
 	CHECK_STR(F.argv[1], "/tmp/run.py");
 	CHECK_INT(stops_reach(stops + 1), stops + 1);
 	/* keep_sandbox: the id comes back and the sandbox stays. */
-	r = call(a, "run", "{\"image\":\"python\",\"lang\":\"false\",\"code\":\"\",\"keep_sandbox\":true}");
-	CHECK(str(r, "sandbox_id") != NULL);
+	r = adapter_call_json(a, "run", "{\"image\":\"python\",\"lang\":\"false\",\"code\":\"\",\"keep_sandbox\":true}");
+	CHECK(jstr(r, "sandbox_id") != NULL);
 	CHECK(json_is_false(json_object_get(r, "success")));
 	CHECK_STR(F.argv[1], "/tmp/run.txt");
 	json_decref(r);
-	r = call(a, "list", "{}");
+	r = adapter_call_json(a, "list", "{}");
 	CHECK_INT(json_array_size(json_object_get(r, "sandboxes")), 1);
 	json_decref(r);
 	/* A failing write: wrapped with its step, the sandbox stopped. */
 	F.fail_write = true;
 	stops = F.stops;
-	r = call(a, "run", "{\"image\":\"python\",\"lang\":\"sh\",\"code\":\"true\"}");
-	CHECK_STR(str(r, "code"), "S215");
+	r = adapter_call_json(a, "run", "{\"image\":\"python\",\"lang\":\"sh\",\"code\":\"true\"}");
+	CHECK_STR(jstr(r, "code"), "S215");
 	const char *want = "during sandbox::run step `fs::write (code)` (sandbox_id=";
-	CHECK(strncmp(str(r, "message"), want, strlen(want)) == 0);
-	CHECK_STR(str(json_object_get(r, "fix"), "inner_code"), "S215");
+	CHECK(strncmp(jstr(r, "message"), want, strlen(want)) == 0);
+	CHECK_STR(jstr(json_object_get(r, "fix"), "inner_code"), "S215");
 	json_decref(r);
 	CHECK_INT(stops_reach(stops + 1), stops + 1);
 	/* create failure: step create, empty sandbox id. */
-	r = call(a, "run", "{\"image\":\"ruby\",\"lang\":\"sh\",\"code\":\"true\"}");
-	CHECK_STR(str(r, "code"), "S100");
-	CHECK_STR(str(json_object_get(r, "fix"), "sandbox_id"), "");
+	r = adapter_call_json(a, "run", "{\"image\":\"ruby\",\"lang\":\"sh\",\"code\":\"true\"}");
+	CHECK_STR(jstr(r, "code"), "S100");
+	CHECK_STR(jstr(json_object_get(r, "fix"), "sandbox_id"), "");
 	json_decref(r);
 	sbx_adapter_free(a);
 }
@@ -566,7 +545,7 @@ static void check_printed(json_t *env)
 	char keys[256];
 	keys_of(env, keys, sizeof(keys));
 	CHECK_STR(keys, ENVELOPE_KEYS "," PRINTED_KEYS);
-	CHECK_STR(str(env, "stdout"), "start\n\xef\xbf\xbd");
+	CHECK_STR(jstr(env, "stdout"), "start\n\xef\xbf\xbd");
 	CHECK_INT(json_string_length(json_object_get(env, "stderr")), EXEC_OUTPUT_CAP);
 	CHECK(json_is_false(json_object_get(env, "stdout_truncated")));
 	CHECK(json_is_true(json_object_get(env, "stderr_truncated")));
@@ -581,23 +560,23 @@ TEST(exec_and_run_timeout_keep_the_output)
 	F.time_out = true;
 	char req[256];
 	snprintf(req, sizeof(req), "{\"sandbox_id\":\"%s\",\"cmd\":\"python3 t.py\",\"timeout_ms\":1500}", id);
-	json_t *r = call(a, "exec", req);
-	CHECK_STR(str(r, "code"), "S200");
-	CHECK_STR(str(r, "message"), "exec timed out after 1500 ms");
+	json_t *r = adapter_call_json(a, "exec", req);
+	CHECK_STR(jstr(r, "code"), "S200");
+	CHECK_STR(jstr(r, "message"), "exec timed out after 1500 ms");
 	CHECK(json_is_null(json_object_get(r, "fix")));
 	check_printed(r);
 	json_decref(r);
 	/* run: the same members after the wrapped envelope's. */
-	r = call(a, "run", "{\"image\":\"python\",\"code\":\"x\",\"lang\":\"py\",\"timeout_ms\":1500}");
-	CHECK_STR(str(r, "code"), "S200");
-	CHECK_STR(str(json_object_get(r, "fix"), "inner_code"), "S200");
+	r = adapter_call_json(a, "run", "{\"image\":\"python\",\"code\":\"x\",\"lang\":\"py\",\"timeout_ms\":1500}");
+	CHECK_STR(jstr(r, "code"), "S200");
+	CHECK_STR(jstr(json_object_get(r, "fix"), "inner_code"), "S200");
 	const char *want = "during sandbox::run step `exec` (sandbox_id=";
-	CHECK(strncmp(str(r, "message"), want, strlen(want)) == 0);
+	CHECK(strncmp(jstr(r, "message"), want, strlen(want)) == 0);
 	check_printed(r);
 	json_decref(r);
 	/* A call that does not time out keeps the contract's reply. */
 	F.time_out = false;
-	r = call(a, "exec", req);
+	r = adapter_call_json(a, "exec", req);
 	char keys[256];
 	keys_of(r, keys, sizeof(keys));
 	CHECK_STR(keys, "stdout,stderr,exit_code,timed_out,duration_ms,success,stdout_truncated,stderr_truncated");
@@ -617,10 +596,10 @@ TEST(idle_sandbox_is_reaped)
 	CHECK_INT(reaper_scan(a, false), 1);
 	char req[128];
 	snprintf(req, sizeof(req), "{\"sandbox_id\":\"%s\",\"cmd\":\"ls\"}", id);
-	json_t *r = call(a, "exec", req);
-	CHECK_STR(str(r, "code"), "S002");
+	json_t *r = adapter_call_json(a, "exec", req);
+	CHECK_STR(jstr(r, "code"), "S002");
 	json_decref(r);
-	r = call(a, "list", "{}");
+	r = adapter_call_json(a, "list", "{}");
 	CHECK_INT(json_array_size(json_object_get(r, "sandboxes")), 1);
 	json_decref(r);
 	free(id);
@@ -637,32 +616,32 @@ TEST(memory_budget_admission)
 	char *one = create(a, "{\"image\":\"python\"}");
 	char *two = create(a, "{\"image\":\"python\"}");
 	CHECK(one != NULL && two != NULL);
-	json_t *r = call(a, "create", "{\"image\":\"python\"}");
-	CHECK_STR(str(r, "code"), "S400");
-	const char *m = str(r, "message");
+	json_t *r = adapter_call_json(a, "create", "{\"image\":\"python\"}");
+	CHECK_STR(jstr(r, "code"), "S400");
+	const char *m = jstr(r, "message");
 	CHECK(m != NULL && strstr(m, "needs 352 MiB (256 MiB guest memory + 96 MiB for its VM)") != NULL);
 	CHECK(m != NULL && strstr(m, "704 of memory_budget_mb 800 MiB are committed to 2 sandboxes") != NULL);
 	CHECK(m != NULL && strstr(m, "raise memory_budget_mb") != NULL);
 	json_decref(r);
 	/* Nor does the smallest guest: 704 + 64 + 64 + 32 = 864. */
-	r = call(a, "create", "{\"image\":\"python\",\"memory_mb\":64}");
-	CHECK_STR(str(r, "code"), "S400");
+	r = adapter_call_json(a, "create", "{\"image\":\"python\",\"memory_mb\":64}");
+	CHECK_STR(jstr(r, "code"), "S400");
 	json_decref(r);
 	/* A refused create gave nothing away, and a stop gives its VM's share back. */
 	char req[128];
 	snprintf(req, sizeof(req), "{\"sandbox_id\":\"%s\"}", one);
-	json_decref(call(a, "stop", req));
+	json_decref(adapter_call_json(a, "stop", req));
 	char *three = create(a, "{\"image\":\"python\"}");
 	CHECK(three != NULL);
 	/* A failed boot gives its share back too. */
 	F.fail_boot = true;
-	r = call(a, "create", "{\"image\":\"python\"}");
-	CHECK_STR(str(r, "code"), "S400");
+	r = adapter_call_json(a, "create", "{\"image\":\"python\"}");
+	CHECK_STR(jstr(r, "code"), "S400");
 	json_decref(r);
 	snprintf(req, sizeof(req), "{\"sandbox_id\":\"%s\"}", two);
-	json_decref(call(a, "stop", req));
-	r = call(a, "create", "{\"image\":\"python\"}");
-	CHECK_STR(str(r, "code"), "S300");
+	json_decref(adapter_call_json(a, "stop", req));
+	r = adapter_call_json(a, "create", "{\"image\":\"python\"}");
+	CHECK_STR(jstr(r, "code"), "S300");
 	json_decref(r);
 	F.fail_boot = false;
 	CHECK_INT(a->mem.committed_mib, 352);
@@ -670,9 +649,9 @@ TEST(memory_budget_admission)
 	/* The templates' RAM files count too: 352 + 352 fits in 800 beside
 	 * 96 MiB of them, not beside 97. */
 	templates_held_mib = 97;
-	r = call(a, "create", "{\"image\":\"python\"}");
-	CHECK_STR(str(r, "code"), "S400");
-	m = str(r, "message");
+	r = adapter_call_json(a, "create", "{\"image\":\"python\"}");
+	CHECK_STR(jstr(r, "code"), "S400");
+	m = jstr(r, "message");
 	CHECK(m != NULL && strstr(m, "97 MiB held by snapshot templates") != NULL);
 	json_decref(r);
 	templates_held_mib = 96;
@@ -711,18 +690,18 @@ TEST(dead_vm_leaves_the_registry)
 	kill_vm(a, busy);
 	char req[128];
 	snprintf(req, sizeof(req), "{\"sandbox_id\":\"%s\",\"cmd\":\"ls\"}", busy);
-	json_t *r = call(a, "exec", req);
-	CHECK_STR(str(r, "code"), "S300");
-	CHECK(strstr(str(r, "message"), "killed by signal 9") != NULL);
+	json_t *r = adapter_call_json(a, "exec", req);
+	CHECK_STR(jstr(r, "code"), "S300");
+	CHECK(strstr(jstr(r, "message"), "killed by signal 9") != NULL);
 	json_decref(r);
 	CHECK_INT(F.stops, stops + 1);
-	r = call(a, "exec", req);
-	CHECK_STR(str(r, "code"), "S002");
+	r = adapter_call_json(a, "exec", req);
+	CHECK_STR(jstr(r, "code"), "S002");
 	json_decref(r);
 	kill_vm(a, idle);
 	CHECK_INT(reaper_scan(a, false), 1);
 	CHECK_INT(F.stops, stops + 2);
-	r = call(a, "list", "{}");
+	r = adapter_call_json(a, "list", "{}");
 	CHECK_INT(json_array_size(json_object_get(r, "sandboxes")), 0);
 	json_decref(r);
 	CHECK_INT(a->mem.committed_mib, 0);
@@ -784,7 +763,7 @@ TEST(stop_lines_say_their_reason)
 	if (caller != NULL && idle != NULL && dead != NULL && last != NULL) {
 		char req[128];
 		snprintf(req, sizeof(req), "{\"sandbox_id\":\"%s\"}", caller);
-		json_decref(call(a, "stop", req));
+		json_decref(adapter_call_json(a, "stop", req));
 		kill_vm(a, dead);
 		usleep(5000);
 		reaper_scan(a, false);

@@ -7,7 +7,6 @@
 #include <pthread.h>
 #include <errno.h>
 #include <signal.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -18,6 +17,7 @@
 #include "adapter/terminal/terminal.h"
 #include "fake_term_ports.h"
 #include "harness.h"
+#include "adapter_call.h"
 
 #define SB "0b0a3a1e-1c2d-4e5f-8a9b-0c1d2e3f4a5b"
 #define SB2 "1b0a3a1e-1c2d-4e5f-8a9b-0c1d2e3f4a5b"
@@ -48,36 +48,9 @@ static struct sbx_adapter *make(void)
 	return a;
 }
 
-/* The reply, or the parsed envelope of an error, or {"decode": message}. */
-static json_t *call(struct sbx_adapter *a, const char *op, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-static json_t *call(struct sbx_adapter *a, const char *op, const char *fmt, ...)
-{
-	char payload[1024];
-	va_list ap;
-	va_start(ap, fmt);
-	vsnprintf(payload, sizeof(payload), fmt, ap);
-	va_end(ap);
-	json_t *req = json_loads(payload, 0, NULL);
-	json_t *out = NULL;
-	int rc = sbx_adapter_call(a, op, req, &out);
-	json_decref(req);
-	if (rc == 0)
-		return out;
-	const char *m = json_string_value(json_object_get(out, "message"));
-	json_t *env = m != NULL && strncmp(m, "handler error: ", 15) == 0 ? json_loads(m + 15, 0, NULL)
-									     : json_pack("{s:s}", "decode", m ? m : "");
-	json_decref(out);
-	return env;
-}
-
-static const char *str(json_t *j, const char *k)
-{
-	return json_string_value(json_object_get(j, k));
-}
-
 static bool contains(json_t *j, const char *k, const char *needle)
 {
-	const char *s = str(j, k);
+	const char *s = jstr(j, k);
 	return s != NULL && strstr(s, needle) != NULL;
 }
 
@@ -88,7 +61,7 @@ static bool none_live(const struct fake_term_state *s)
 
 static json_t *open_term(struct sbx_adapter *a)
 {
-	return call(a, "terminal::open", "{\"sandbox_id\":\"%s\",\"rows\":30,\"cols\":100}", SB);
+	return adapter_callf(a, "terminal::open", "{\"sandbox_id\":\"%s\",\"rows\":30,\"cols\":100}", SB);
 }
 
 TEST(open_types_keys_and_reads_the_screen_at_its_size)
@@ -96,10 +69,10 @@ TEST(open_types_keys_and_reads_the_screen_at_its_size)
 	struct sbx_adapter *a = make();
 	CHECK(a != NULL);
 	json_t *t = open_term(a);
-	CHECK(str(t, "terminal_id") != NULL);
+	CHECK(jstr(t, "terminal_id") != NULL);
 	json_t *in = json_object_get(t, "input"), *out = json_object_get(t, "output");
-	CHECK_STR(str(in, "direction"), "write");
-	CHECK_STR(str(out, "direction"), "read");
+	CHECK_STR(jstr(in, "direction"), "write");
+	CHECK_STR(jstr(out, "direction"), "read");
 	/* The image's shell by default, TERM set. */
 	struct fake_term_state s = fake_term_state();
 	CHECK(strstr(s.last_argv2, "exec /bin/bash -i") != NULL);
@@ -107,13 +80,13 @@ TEST(open_types_keys_and_reads_the_screen_at_its_size)
 	CHECK_INT(s.last_rows, 30);
 	fake_chan_write(in, "stty size\n");
 	CHECK(fake_chan_wait_for(out, "stty size\r\n30 100\r\n", 2000));
-	json_t *r = call(a, "terminal::resize", "{\"sandbox_id\":\"%s\",\"terminal_id\":\"%s\",\"rows\":40,\"cols\":120}",
-			 SB, str(t, "terminal_id"));
+	json_t *r = adapter_callf(a, "terminal::resize", "{\"sandbox_id\":\"%s\",\"terminal_id\":\"%s\",\"rows\":40,\"cols\":120}",
+			 SB, jstr(t, "terminal_id"));
 	CHECK(json_is_true(json_object_get(r, "resized")));
 	json_decref(r);
 	fake_chan_write(in, "stty size\n");
 	CHECK(fake_chan_wait_for(out, "40 120\r\n", 2000));
-	r = call(a, "terminal::close", "{\"sandbox_id\":\"%s\",\"terminal_id\":\"%s\"}", SB, str(t, "terminal_id"));
+	r = adapter_callf(a, "terminal::close", "{\"sandbox_id\":\"%s\",\"terminal_id\":\"%s\"}", SB, jstr(t, "terminal_id"));
 	CHECK(json_is_true(json_object_get(r, "closed")));
 	json_decref(r);
 	char fail[128];
@@ -122,9 +95,9 @@ TEST(open_types_keys_and_reads_the_screen_at_its_size)
 	CHECK_STR(fail, "");
 	CHECK(fake_term_state().hups >= 1);
 	/* Gone: a second close names it. */
-	r = call(a, "terminal::close", "{\"sandbox_id\":\"%s\",\"terminal_id\":\"%s\"}", SB, str(t, "terminal_id"));
-	CHECK_STR(str(r, "code"), "S001");
-	CHECK(contains(r, "message", str(t, "terminal_id")));
+	r = adapter_callf(a, "terminal::close", "{\"sandbox_id\":\"%s\",\"terminal_id\":\"%s\"}", SB, jstr(t, "terminal_id"));
+	CHECK_STR(jstr(r, "code"), "S001");
+	CHECK(contains(r, "message", jstr(t, "terminal_id")));
 	json_decref(r);
 	/* The caller closing its writer lets the input pump go. */
 	fake_chan_close(in);
@@ -137,40 +110,40 @@ TEST(requests_are_checked_with_their_s_codes)
 {
 	struct sbx_adapter *a = make();
 	CHECK(a != NULL);
-	json_t *r = call(a, "terminal::open", "{\"sandbox_id\":\"%s\",\"rows\":30,\"cols\":100}", SB2);
-	CHECK_STR(str(r, "code"), "S002");
+	json_t *r = adapter_callf(a, "terminal::open", "{\"sandbox_id\":\"%s\",\"rows\":30,\"cols\":100}", SB2);
+	CHECK_STR(jstr(r, "code"), "S002");
 	json_decref(r);
-	r = call(a, "terminal::open", "{\"sandbox_id\":\"%s\",\"rows\":0,\"cols\":100}", SB);
-	CHECK_STR(str(r, "code"), "S001");
+	r = adapter_callf(a, "terminal::open", "{\"sandbox_id\":\"%s\",\"rows\":0,\"cols\":100}", SB);
+	CHECK_STR(jstr(r, "code"), "S001");
 	CHECK(contains(r, "message", "rows and cols must be 1 to 1000"));
 	json_decref(r);
-	r = call(a, "terminal::open", "{\"sandbox_id\":\"%s\",\"rows\":30,\"cols\":1001}", SB);
-	CHECK_STR(str(r, "code"), "S001");
+	r = adapter_callf(a, "terminal::open", "{\"sandbox_id\":\"%s\",\"rows\":30,\"cols\":1001}", SB);
+	CHECK_STR(jstr(r, "code"), "S001");
 	json_decref(r);
-	r = call(a, "terminal::open", "{\"sandbox_id\":\"%s\",\"cols\":100}", SB);
+	r = adapter_callf(a, "terminal::open", "{\"sandbox_id\":\"%s\",\"cols\":100}", SB);
 	CHECK(contains(r, "decode", "missing field `rows`"));
 	json_decref(r);
-	r = call(a, "terminal::open", "{\"sandbox_id\":\"%s\",\"rows\":3,\"cols\":4,\"argv\":[]}", SB);
-	CHECK_STR(str(r, "code"), "S001");
+	r = adapter_callf(a, "terminal::open", "{\"sandbox_id\":\"%s\",\"rows\":3,\"cols\":4,\"argv\":[]}", SB);
+	CHECK_STR(jstr(r, "code"), "S001");
 	json_decref(r);
-	r = call(a, "terminal::resize", "{\"sandbox_id\":\"%s\",\"terminal_id\":\"t-nope\",\"rows\":3,\"cols\":4}", SB);
-	CHECK_STR(str(r, "code"), "S001");
+	r = adapter_callf(a, "terminal::resize", "{\"sandbox_id\":\"%s\",\"terminal_id\":\"t-nope\",\"rows\":3,\"cols\":4}", SB);
+	CHECK_STR(jstr(r, "code"), "S001");
 	CHECK(contains(r, "message", "unknown terminal_id t-nope"));
 	json_decref(r);
-	r = call(a, "terminal::close", "{\"sandbox_id\":\"%s\",\"terminal_id\":\"t-nope\"}", SB2);
-	CHECK_STR(str(r, "code"), "S002");
+	r = adapter_callf(a, "terminal::close", "{\"sandbox_id\":\"%s\",\"terminal_id\":\"t-nope\"}", SB2);
+	CHECK_STR(jstr(r, "code"), "S002");
 	json_decref(r);
 	/* The guest cannot start it: S300, nothing left open. */
 	fake_term_set(false, true);
 	r = open_term(a);
-	CHECK_STR(str(r, "code"), "S300");
+	CHECK_STR(jstr(r, "code"), "S300");
 	json_decref(r);
 	CHECK(fake_term_wait(none_live, 0));
 	/* No stream port: S300. */
 	fake_term_set(false, false);
 	a->streams.ops = NULL;
 	r = open_term(a);
-	CHECK_STR(str(r, "code"), "S300");
+	CHECK_STR(jstr(r, "code"), "S300");
 	json_decref(r);
 	sbx_adapter_free(a);
 }
@@ -179,10 +152,10 @@ TEST(argv_and_env_are_the_callers)
 {
 	struct sbx_adapter *a = make();
 	CHECK(a != NULL);
-	json_t *t = call(a, "terminal::open",
+	json_t *t = adapter_callf(a, "terminal::open",
 			 "{\"sandbox_id\":\"%s\",\"rows\":5,\"cols\":6,\"argv\":[\"/bin/zsh\",\"-l\",\"x\"],\"env\":{\"TERM\":\"dumb\"}}",
 			 SB);
-	CHECK(str(t, "terminal_id") != NULL);
+	CHECK(jstr(t, "terminal_id") != NULL);
 	struct fake_term_state s = fake_term_state();
 	CHECK_STR(s.last_argv2, "x");
 	CHECK_STR(s.last_env0, "TERM=dumb");
@@ -202,10 +175,10 @@ TEST(at_most_8_per_sandbox)
 	json_t *ts[SBX_TERMINALS_PER_SANDBOX];
 	for (unsigned i = 0; i < SBX_TERMINALS_PER_SANDBOX; i++) {
 		ts[i] = open_term(a);
-		CHECK(str(ts[i], "terminal_id") != NULL);
+		CHECK(jstr(ts[i], "terminal_id") != NULL);
 	}
 	json_t *r = open_term(a);
-	CHECK_STR(str(r, "code"), "S003");
+	CHECK_STR(jstr(r, "code"), "S003");
 	CHECK(contains(r, "message", "open terminals per sandbox (8)"));
 	json_decref(r);
 	/* One ends by itself: room for another. */
@@ -214,9 +187,9 @@ TEST(at_most_8_per_sandbox)
 	CHECK(fake_chan_wait_closed(json_object_get(ts[0], "output"), 2000, fail, sizeof(fail)));
 	usleep(50000);
 	json_t *more = open_term(a);
-	CHECK(str(more, "terminal_id") != NULL);
+	CHECK(jstr(more, "terminal_id") != NULL);
 	/* stop ends them all. */
-	json_decref(call(a, "stop", "{\"sandbox_id\":\"%s\"}", SB));
+	json_decref(adapter_callf(a, "stop", "{\"sandbox_id\":\"%s\"}", SB));
 	CHECK(fake_term_state().procs_live == 0);
 	CHECK(fake_chan_wait_closed(json_object_get(more, "output"), 0, fail, sizeof(fail)));
 	fake_chan_close(json_object_get(more, "input"));
@@ -236,9 +209,9 @@ TEST(a_command_ignoring_sighup_gets_sigkill)
 	CHECK(a != NULL);
 	fake_term_set(true, false);
 	json_t *t = open_term(a);
-	CHECK(str(t, "terminal_id") != NULL);
+	CHECK(jstr(t, "terminal_id") != NULL);
 	int kills = fake_term_state().kills;
-	json_t *r = call(a, "terminal::close", "{\"sandbox_id\":\"%s\",\"terminal_id\":\"%s\"}", SB, str(t, "terminal_id"));
+	json_t *r = adapter_callf(a, "terminal::close", "{\"sandbox_id\":\"%s\",\"terminal_id\":\"%s\"}", SB, jstr(t, "terminal_id"));
 	CHECK(json_is_true(json_object_get(r, "closed")));
 	json_decref(r);
 	CHECK_INT(fake_term_state().kills, kills + 1);
@@ -253,7 +226,7 @@ TEST(the_end_of_the_keys_leaves_the_command_running_and_broken_keys_close_it)
 	struct sbx_adapter *a = make();
 	CHECK(a != NULL);
 	json_t *t = open_term(a);
-	CHECK(str(t, "terminal_id") != NULL);
+	CHECK(jstr(t, "terminal_id") != NULL);
 	fake_chan_write(json_object_get(t, "input"), "stty size\n");
 	fake_chan_close(json_object_get(t, "input"));
 	CHECK(fake_chan_wait_for(json_object_get(t, "output"), "30 100", 2000));
@@ -262,14 +235,14 @@ TEST(the_end_of_the_keys_leaves_the_command_running_and_broken_keys_close_it)
 	CHECK(!fake_chan_wait_closed(json_object_get(t, "output"), 0, fail, sizeof(fail)));
 	CHECK_INT(fake_term_state().procs_live, 1);
 	CHECK_INT(fake_term_state().stdin_closed, 0);
-	json_t *r = call(a, "terminal::close", "{\"sandbox_id\":\"%s\",\"terminal_id\":\"%s\"}", SB, str(t, "terminal_id"));
+	json_t *r = adapter_callf(a, "terminal::close", "{\"sandbox_id\":\"%s\",\"terminal_id\":\"%s\"}", SB, jstr(t, "terminal_id"));
 	CHECK(json_is_true(json_object_get(r, "closed")));
 	json_decref(r);
 	CHECK(fake_term_wait(none_live, 2000));
 	json_decref(t);
 	/* A writer that vanishes: the terminal closes (SIGHUP) by itself. */
 	t = open_term(a);
-	CHECK(str(t, "terminal_id") != NULL);
+	CHECK(jstr(t, "terminal_id") != NULL);
 	int hups = fake_term_state().hups;
 	fake_chan_abort(json_object_get(t, "input"));
 	CHECK(fake_chan_wait_closed(json_object_get(t, "output"), 2000, fail, sizeof(fail)));
@@ -414,11 +387,11 @@ TEST(a_stopped_sandbox_refuses_and_its_terminals_end)
 	char id[SBX_UUID_STRLEN + 1];
 	sbx_error_t err = NULL;
 	CHECK_INT(sbx_terminal_open(a, SB, &spec, &io, id, &err), 0);
-	json_decref(call(a, "stop", "{\"sandbox_id\":\"%s\"}", SB));
+	json_decref(adapter_callf(a, "stop", "{\"sandbox_id\":\"%s\"}", SB));
 	CHECK(cb_released(&c, 2000));
 	CHECK_INT(c.exit_code, 128 + SIGHUP);
 	json_t *r = open_term(a);
-	CHECK_STR(str(r, "code"), "S002");
+	CHECK_STR(jstr(r, "code"), "S002");
 	json_decref(r);
 	CHECK(fake_term_wait(none_live, 0));
 	sbx_adapter_free(a);
