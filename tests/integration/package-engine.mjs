@@ -1,6 +1,7 @@
 // The engine side of tests/integration/package: a stand-in engine on PORT
-// that prints one line per event the test waits for: "registered N" once
-// the sandbox-libkrun worker has registered N functions, then the result of
+// that prints one line per event the test waits for: "registered all N"
+// once the sandbox-libkrun worker has registered every function (the 23
+// and the extensions, N of them), then the result of
 // one sandbox-libkrun::run through an iii-sdk caller ("run: {json}" or
 // "run error: message").  Runs until killed.  Usage: node package-engine.mjs PORT
 import path from 'node:path';
@@ -9,13 +10,14 @@ import { fileURLToPath } from 'node:url';
 const e2e = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../e2e');
 const { StandinEngine } = await import(path.join(e2e, 'standin-engine.mjs'));
 const { sdkClient, sleep } = await import(path.join(e2e, 'lib.mjs'));
+const { FUNCTIONS, EXTENSIONS } = await import(path.join(e2e, 'daemon.mjs'));
 
 const engine = new StandinEngine({ port: Number(process.argv[2]) });
 await engine.start();
 console.log(`listening ${engine.url}`);
-const ours = () => [...engine.functions.keys()].filter((id) => id.startsWith('sandbox-libkrun::')).length;
-while (ours() < 23) await sleep(50);
-console.log(`registered ${ours()}`);
+const all = [...FUNCTIONS, ...EXTENSIONS];
+while (!all.every((id) => engine.functions.has(id))) await sleep(50);
+console.log(`registered all ${all.length}`);
 const caller = sdkClient(engine.url, 'package-test', { invocationTimeoutMs: 300000 });
 try {
 	const r = await caller.trigger({ function_id: 'sandbox-libkrun::run',
