@@ -169,10 +169,10 @@ TEST(same_content_elsewhere_same_key)
 	/* Forged or truncated texts are not current. */
 	CHECK(!snapshot_key_current(""));
 	CHECK(!snapshot_key_current("format=4 cpus=1\n"));
-	/* A template of the format before (its guest had ASLR) is stale. */
+	/* A template of the format before (its guest's CPU had ERMS) is stale. */
 	char older[SNAPSHOT_KEY_TEXT_MAX];
-	CHECK(strncmp(text, "format=5 ", 9) == 0);
-	snprintf(older, sizeof(older), "format=4%s", text + 8);
+	CHECK(strncmp(text, "format=6 ", 9) == 0);
+	snprintf(older, sizeof(older), "format=5%s", text + 8);
 	CHECK(!snapshot_key_current(older));
 	char cut[SNAPSHOT_KEY_TEXT_MAX];
 	snprintf(cut, sizeof(cut), "%.*s", (int)(strlen(text) - 3), text);
