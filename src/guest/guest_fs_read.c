@@ -26,17 +26,17 @@ int fs_read(const struct proto_fs_path *q, struct fs_reply *r, sbx_error_t *err)
 	meta.u.fs_meta = (struct proto_fs_meta){ (uint64_t)st.st_size, st.st_mode & 07777, st.st_mtim.tv_sec };
 	if (fs_reply_send(r, &meta, err) < 0)
 		return -1;
-	static uint8_t buf[PROTO_MAX_CHUNK];
+	/* Each chunk is read behind room for its frame header: sent as it is. */
+	static uint8_t frame[PROTO_HEADER_SIZE + PROTO_MAX_CHUNK];
 	for (;;) {
-		ssize_t n = read(fd, buf, sizeof(buf));
+		ssize_t n = read(fd, frame + PROTO_HEADER_SIZE, PROTO_MAX_CHUNK);
 		if (n < 0 && errno == EINTR)
 			continue;
 		if (n < 0)
 			return fs_path_error(err, errno, q->path);
 		if (n == 0)
 			break;
-		struct proto_msg m = { .type = PROTO_STDOUT, .u.data = { buf, (size_t)n } };
-		if (fs_reply_send(r, &m, err) < 0)
+		if (fs_reply_data(r, frame, (size_t)n, err) < 0)
 			return -1;
 	}
 	struct proto_msg end = { .type = PROTO_EXIT, .u.code = 0 };
