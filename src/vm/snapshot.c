@@ -26,8 +26,9 @@
 
 /* Bumped when what a template holds changes meaning. */
 /* 2: the balloon device; 3: copy-on-write RAM files; 4: sealed memfds, keyed
- * by content; 5: TCG guests without user-space ASLR (norandmaps) */
-#define SNAPSHOT_FORMAT 5
+ * by content; 5: TCG guests without user-space ASLR (norandmaps); 6: TCG
+ * guests without ERMS/FSRM */
+#define SNAPSHOT_FORMAT 6
 #define RAM_DESC_MAX TEMPLATE_RAM_DESC_MAX
 #define STORE_SUFFIX ".erofs"
 
