@@ -20,6 +20,8 @@
 #include "guest/dispatch_internal.h"
 #include "guest/fs_child.h"
 
+#define PORT_READS 32
+
 /* The live stream with this id, of any kind. */
 static struct stream *stream_find(struct server *s, uint32_t id)
 {
@@ -116,38 +118,59 @@ static void handle_frame(struct server *s, const struct proto_header *h, const u
 	proto_msg_free(&m);
 }
 
-static void read_port(struct server *s)
+/* One read of the port: the rest of a frame's payload straight into the
+ * reader (no copy of the host's file bytes on their way in), else a
+ * buffer of frames fed to it.  Returns 1 when more may follow. */
+static int read_port_once(struct server *s)
 {
 	uint8_t buf[64 * 1024];
-	ssize_t n = read(s->port, buf, sizeof(buf));
+	size_t want;
+	uint8_t *in_place = proto_reader_room(&s->reader, &want);
+	ssize_t n = read(s->port, in_place != NULL ? in_place : buf, in_place != NULL ? want : sizeof(buf));
 	if (n < 0 && (errno == EINTR || errno == EAGAIN))
-		return;
+		return 0;
 	if (n < 0) {
 		sbx_error_t e = NULL;
 		sbx_error_errno(&e, errno, "read control port");
 		srv_conn_fail(s, &e);
-		return;
+		return 0;
 	}
 	if (n == 0) {
 		s->stop = STOP_CLOSED;
-		return;
+		return 0;
+	}
+	struct proto_header h;
+	const uint8_t *payload;
+	if (in_place != NULL) {
+		if (proto_reader_filled(&s->reader, (size_t)n, &h, &payload) == 1)
+			handle_frame(s, &h, payload);
+		return 1;
 	}
 	size_t off = 0;
 	while (off < (size_t)n && s->stop == RUNNING) {
 		size_t used;
-		struct proto_header h;
-		const uint8_t *payload;
 		sbx_error_t err = NULL;
 		int rc = proto_reader_feed(&s->reader, buf + off, (size_t)n - off, &used, &h, &payload, &err);
 		off += used;
 		if (rc < 0) {
 			sbx_error_prefix(&err, "framing error");
 			srv_conn_fail(s, &err);
-			return;
+			return 0;
 		}
 		if (rc == 1)
 			handle_frame(s, &h, payload);
 	}
+	return 1;
+}
+
+/* The host's bytes arrive in buffers of a page: reading several per turn
+ * of the loop spares an epoll_wait each, as long as the output queue (the
+ * answers they cause) has room. */
+static void read_port(struct server *s)
+{
+	for (int i = 0; i < PORT_READS && s->stop == RUNNING && !outq_full(&s->q); i++)
+		if (read_port_once(s) == 0)
+			return;
 }
 
 static void reap(struct server *s)

@@ -9,6 +9,7 @@
 #include "guest/fs_ops.h"
 
 #define FS_CHILD_READ (64u * 1024u)
+#define FS_CHILD_PIECES 8
 
 bool fs_child_serves(uint8_t type)
 {
@@ -90,40 +91,64 @@ static bool is_last(uint8_t type)
 	return type == PROTO_FS_DONE || type == PROTO_FS_ERROR || type == PROTO_EXIT;
 }
 
+enum piece { PIECE_NONE, PIECE_SOME, PIECE_FRAME, PIECE_EOF, PIECE_BAD };
+
+/* Reads the next piece of the pipe: a payload's bytes straight into the
+ * reader (a file's bytes are copied once on their way to the output
+ * queue), else just what the next header lacks; never more than room. */
+static enum piece read_piece(struct fs_child *c, size_t room, struct proto_header *h, const uint8_t **payload)
+{
+	size_t want;
+	uint8_t *in_place = proto_reader_room(&c->rd, &want);
+	uint8_t hdr[PROTO_HEADER_SIZE];
+	if (in_place == NULL)
+		want = PROTO_HEADER_SIZE - (c->rd.hdr_have < PROTO_HEADER_SIZE ? c->rd.hdr_have : 0);
+	if (want > room)
+		want = room;
+	ssize_t n = read(c->fd, in_place != NULL ? in_place : hdr, want);
+	if (n < 0 && (errno == EINTR || errno == EAGAIN))
+		return PIECE_NONE;
+	if (n <= 0)
+		return PIECE_EOF;
+	if (in_place != NULL)
+		return proto_reader_filled(&c->rd, (size_t)n, h, payload) == 1 ? PIECE_FRAME : PIECE_SOME;
+	size_t used;
+	sbx_error_t err = NULL;
+	int rc = proto_reader_feed(&c->rd, hdr, (size_t)n, &used, h, payload, &err);
+	sbx_error_free(&err);
+	return rc < 0 ? PIECE_BAD : rc == 1 ? PIECE_FRAME : PIECE_SOME;
+}
+
 int fs_child_pump(struct fs_child *c, fs_child_emit_fn emit, void *ctx)
 {
-	static uint8_t buf[FS_CHILD_READ];
-	/* Whatever is read may be data: never read past the window. */
-	size_t room = PROTO_WINDOW - c->unacked - partial(c);
-	if (room > sizeof(buf))
-		room = sizeof(buf);
-	if (room == 0 || room > PROTO_WINDOW)
-		return 0;
-	ssize_t n = read(c->fd, buf, room);
-	if (n < 0 && (errno == EINTR || errno == EAGAIN))
-		return 0;
-	if (n <= 0) {
-		emit_error(c, emit, ctx, EIO, "fs operation ended without a result");
-		return 1;
-	}
-	for (size_t off = 0; off < (size_t)n;) {
-		size_t used;
+	/* A few pieces per call (a header, then its payload): the window
+	 * bounds what they add to the output queue. */
+	for (int i = 0; i < FS_CHILD_PIECES; i++) {
+		/* Whatever is read may be data: never read past the window. */
+		size_t room = PROTO_WINDOW - c->unacked - partial(c);
+		if (room > FS_CHILD_READ)
+			room = FS_CHILD_READ;
+		if (room == 0 || room > PROTO_WINDOW)
+			return 0;
 		struct proto_header h;
 		const uint8_t *payload;
-		sbx_error_t err = NULL;
+		enum piece p = read_piece(c, room, &h, &payload);
+		if (p == PIECE_NONE)
+			return 0;
+		if (p == PIECE_EOF) {
+			emit_error(c, emit, ctx, EIO, "fs operation ended without a result");
+			return 1;
+		}
+		if (p == PIECE_SOME)
+			continue;
 		struct proto_msg m;
-		int rc = proto_reader_feed(&c->rd, buf + off, (size_t)n - off, &used, &h, &payload, &err);
-		off += used;
-		if (rc == 1 && (h.stream != c->stream || proto_msg_decode(&h, payload, &m, &err) < 0))
-			rc = -1;
-		if (rc < 0) {
+		sbx_error_t err = NULL;
+		if (p == PIECE_BAD || h.stream != c->stream || proto_msg_decode(&h, payload, &m, &err) < 0) {
 			/* only a bug of ours gets here: end the stream cleanly */
 			emit_error(c, emit, ctx, EIO, "fs operation sent a malformed result");
 			sbx_error_free(&err);
 			return 1;
 		}
-		if (rc == 0)
-			continue;
 		if (m.type == PROTO_STDOUT)
 			c->unacked += (uint32_t)m.u.data.len;
 		emit(ctx, &m);

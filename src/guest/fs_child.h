@@ -32,7 +32,8 @@ bool fs_child_paused(const struct fs_child *c);
 int fs_child_credit(struct fs_child *c, uint32_t n);
 
 typedef void (*fs_child_emit_fn)(void *ctx, const struct proto_msg *m);
-/* Reads once and emits every whole frame.  Returns 1 once the stream's
+/* Reads a few times (a header, then its payload in place) and emits each
+ * whole frame.  Returns 1 once the stream's
  * last message (FS_DONE, FS_ERROR, EXIT) went out, also a synthesized
  * FS_ERROR when the child died without one; 0 to be called again. */
 int fs_child_pump(struct fs_child *c, fs_child_emit_fn emit, void *ctx);

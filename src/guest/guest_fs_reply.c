@@ -48,6 +48,31 @@ int fs_reply_send(struct fs_reply *r, struct proto_msg *m, sbx_error_t *err)
 	return write_all(r->fd, r->frame.data, r->frame.len, err);
 }
 
+/* The header of a STDOUT frame of n bytes into hdr. */
+static int data_header(const struct fs_reply *r, size_t n, uint8_t hdr[PROTO_HEADER_SIZE], sbx_error_t *err)
+{
+	if (n > PROTO_MAX_CHUNK)
+		return sbx_error_set(err, EMSGSIZE, "data frame of %zu bytes exceeds %u", n, PROTO_MAX_CHUNK);
+	struct proto_header h = { .length = (uint32_t)n, .stream = r->stream, .type = PROTO_STDOUT };
+	proto_header_encode(&h, hdr);
+	return 0;
+}
+
+int fs_reply_data(struct fs_reply *r, uint8_t *frame, size_t n, sbx_error_t *err)
+{
+	if (data_header(r, n, frame, err) < 0)
+		return -1;
+	return write_all(r->fd, frame, PROTO_HEADER_SIZE + n, err);
+}
+
+int fs_reply_data_header(struct fs_reply *r, size_t n, sbx_error_t *err)
+{
+	uint8_t hdr[PROTO_HEADER_SIZE];
+	if (data_header(r, n, hdr, err) < 0)
+		return -1;
+	return write_all(r->fd, hdr, sizeof(hdr), err);
+}
+
 static int batch_flush(struct fs_reply *r, sbx_error_t *err)
 {
 	if (r->batch.u.fs_batch.n == 0)

@@ -27,6 +27,13 @@ void fs_reply_init(struct fs_reply *r, int fd, uint32_t stream);
 void fs_reply_free(struct fs_reply *r);
 /* Sends one message on r's stream (m->stream is ignored). */
 int fs_reply_send(struct fs_reply *r, struct proto_msg *m, sbx_error_t *err);
+/* Sends a STDOUT frame built in place: `frame` holds PROTO_HEADER_SIZE
+ * bytes of room, then the n (<= PROTO_MAX_CHUNK) data bytes, which are
+ * not copied again. */
+int fs_reply_data(struct fs_reply *r, uint8_t *frame, size_t n, sbx_error_t *err);
+/* Sends only the header of a STDOUT frame of n (<= PROTO_MAX_CHUNK) bytes:
+ * the caller writes those bytes to r->fd next. */
+int fs_reply_data_header(struct fs_reply *r, size_t n, sbx_error_t *err);
 /* Queue one item (strings are copied); a full batch is sent. */
 int fs_reply_entry(struct fs_reply *r, const struct proto_fs_entry *e, sbx_error_t *err);
 int fs_reply_match(struct fs_reply *r, const char *path, uint64_t line, const char *content, sbx_error_t *err);

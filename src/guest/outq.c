@@ -24,8 +24,10 @@ int outq_full(const struct outq *q)
 	return q->len >= OUTQ_HIGH;
 }
 
-static int append(struct outq *q, const uint8_t *p, size_t n, sbx_error_t *err)
+/* Appends a then b, both or neither. */
+static int append(struct outq *q, const uint8_t *a, size_t an, const uint8_t *b, size_t bn, sbx_error_t *err)
 {
+	size_t n = an + bn;
 	if (q->head > 0 && q->head + q->len + n > q->cap) {
 		memmove(q->buf, q->buf + q->head, q->len);
 		q->head = 0;
@@ -34,22 +36,35 @@ static int append(struct outq *q, const uint8_t *p, size_t n, sbx_error_t *err)
 		size_t cap = q->cap ? q->cap : 64 * 1024;
 		while (cap < q->len + n)
 			cap *= 2;
-		uint8_t *b = realloc(q->buf, cap);
-		if (b == NULL)
+		uint8_t *nb = realloc(q->buf, cap);
+		if (nb == NULL)
 			return sbx_error_errno(err, ENOMEM, "output queue");
-		q->buf = b;
+		q->buf = nb;
 		q->cap = cap;
 	}
-	memcpy(q->buf + q->head + q->len, p, n);
+	memcpy(q->buf + q->head + q->len, a, an);
+	if (bn > 0)
+		memcpy(q->buf + q->head + q->len + an, b, bn);
 	q->len += n;
 	return 0;
 }
 
 int outq_push(struct outq *q, const struct proto_msg *m, sbx_error_t *err)
 {
+	/* Output bytes, most of what goes out, are copied once: straight in
+	 * behind their header, not through the scratch frame. */
+	if (m->type == PROTO_STDOUT || m->type == PROTO_STDERR) {
+		if (m->u.data.len > PROTO_MAX_CHUNK)
+			return sbx_error_set(err, EMSGSIZE, "data frame of %zu bytes exceeds %u", m->u.data.len,
+					     PROTO_MAX_CHUNK);
+		uint8_t hdr[PROTO_HEADER_SIZE];
+		struct proto_header h = { .length = (uint32_t)m->u.data.len, .stream = m->stream, .type = m->type };
+		proto_header_encode(&h, hdr);
+		return append(q, hdr, sizeof(hdr), m->u.data.data, m->u.data.len, err);
+	}
 	if (proto_msg_encode(&q->frame, m, err) < 0)
 		return -1;
-	return append(q, q->frame.data, q->frame.len, err);
+	return append(q, q->frame.data, q->frame.len, NULL, 0, err);
 }
 
 int outq_flush(struct outq *q, int fd, sbx_error_t *err)

@@ -2,6 +2,7 @@
 #include "proto/proto_msg.h"
 
 #include <errno.h>
+#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -445,10 +446,12 @@ static int encode_body(struct proto_wbuf *b, const struct proto_msg *m, sbx_erro
 	case PROTO_STDIN:
 	case PROTO_STDOUT:
 	case PROTO_STDERR:
+		/* A view of the caller's bytes (proto_msg_encode): no copy here. */
 		if (m->u.data.len > PROTO_MAX_CHUNK)
 			return sbx_error_set(err, 0, "data frame of %zu bytes exceeds %u", m->u.data.len,
 					     PROTO_MAX_CHUNK);
-		proto_put_bytes(b, m->u.data.data, m->u.data.len);
+		b->data = (uint8_t *)m->u.data.data;
+		b->len = b->cap = m->u.data.len;
 		return 0;
 	case PROTO_CREDIT:
 		proto_put_u32(b, m->u.credit);
@@ -484,7 +487,11 @@ int proto_msg_encode(struct proto_wbuf *out, const struct proto_msg *m, sbx_erro
 	int rc = encode_body(&payload, m, err);
 	if (rc == 0)
 		rc = proto_frame(out, m->stream, m->type, &payload, err);
-	proto_wbuf_free(&payload);
+	/* Data frames are most of the bytes: their payload is the caller's
+	 * buffer, copied once, into the frame. */
+	bool view = m->type == PROTO_STDIN || m->type == PROTO_STDOUT || m->type == PROTO_STDERR;
+	if (!view)
+		proto_wbuf_free(&payload);
 	if (rc < 0)
 		sbx_error_prefix(err, "encode %s", proto_type_name(m->type));
 	return rc;

@@ -61,3 +61,21 @@ int proto_reader_feed(struct proto_reader *r, const uint8_t *buf, size_t len, si
 	*payload = r->payload;
 	return 1;
 }
+
+uint8_t *proto_reader_room(struct proto_reader *r, size_t *n)
+{
+	if (r->hdr_have < PROTO_HEADER_SIZE || r->payload_have == r->h.length)
+		return NULL;
+	*n = r->h.length - r->payload_have;
+	return r->payload + r->payload_have;
+}
+
+int proto_reader_filled(struct proto_reader *r, size_t n, struct proto_header *h, const uint8_t **payload)
+{
+	r->payload_have += n;
+	if (r->payload_have < r->h.length)
+		return 0;
+	*h = r->h;
+	*payload = r->payload;
+	return 1;
+}

@@ -27,4 +27,12 @@ void proto_reader_free(struct proto_reader *r);
 int proto_reader_feed(struct proto_reader *r, const uint8_t *buf, size_t len, size_t *used,
 		      struct proto_header *h, const uint8_t **payload, sbx_error_t *err);
 
+/* Reading in place, without the copy feed makes: while a frame's payload
+ * is partly in, returns where its next bytes go and in *n how many are
+ * missing; else NULL (feed the next bytes, a header comes first). */
+uint8_t *proto_reader_room(struct proto_reader *r, size_t *n);
+/* Takes `n` bytes just stored at proto_reader_room's pointer (at most its
+ * *n); returns 1 when that completed the frame (as feed does), else 0. */
+int proto_reader_filled(struct proto_reader *r, size_t n, struct proto_header *h, const uint8_t **payload);
+
 #endif

@@ -154,12 +154,12 @@ char **qemu_cmdline(const struct qemu_config *c, sbx_error_t *err)
 		 * code another vCPU just patched (the kernel's static keys at
 		 * boot) and the guest oopses on the int3 of the patch. */
 		add(&b, "tcg,thread=%s,tb-size=%u", c->cpus > 1 ? "single" : "multi", c->tcg_cache_mib);
-		/* Without ERMS the guest's kernel and libc copy with rep movsq
-		 * or vector loops: QEMU 7.2 runs a rep movsb as one translated
-		 * block per byte, and every copy_to_user of a received or sent
-		 * byte paid that (bench/net). */
+		/* Without ERMS/FSRM the guest's kernel and libc copy with rep
+		 * movsq or vector loops: QEMU 7.2 runs a rep movsb as one
+		 * translated block per byte, and every copy_to_user of a file's
+		 * or a packet's bytes paid that (bench/fs, bench/net). */
 		add(&b, "-cpu");
-		add(&b, "max,erms=off");
+		add(&b, "max,erms=off,fsrm=off");
 	}
 	add(&b, "-smp");
 	add(&b, "%u", c->cpus);

@@ -27,7 +27,7 @@
 /* Bumped when what a template holds changes meaning. */
 /* 2: the balloon device; 3: copy-on-write RAM files; 4: sealed memfds, keyed
  * by content; 5: TCG guests without user-space ASLR (norandmaps); 6: TCG
- * CPUs without ERMS (a kernel booted with it kept its rep movsb copies) */
+ * CPUs without ERMS/FSRM (a kernel booted with them kept its rep movsb copies) */
 #define SNAPSHOT_FORMAT 6
 #define RAM_DESC_MAX TEMPLATE_RAM_DESC_MAX
 #define STORE_SUFFIX ".erofs"

@@ -50,7 +50,7 @@ TEST(tcg_command_line)
 	CHECK_STR(after(one, "-accel"), "tcg,thread=multi,tb-size=64");
 	sbx_strv_free(one);
 	c.cpus = 2;
-	CHECK_STR(after(v, "-cpu"), "max,erms=off");
+	CHECK_STR(after(v, "-cpu"), "max,erms=off,fsrm=off");
 	CHECK_STR(after(v, "-smp"), "2");
 	CHECK_STR(after(v, "-m"), "256");
 	CHECK_STR(after(v, "-kernel"), "/s/k.pvh");
