@@ -1,11 +1,13 @@
 // Compose worker benchmark (run by bench/worker): the daemon behind the
 // stand-in engine, called with iii-sdk.  A path:// worker on the node test
 // image runs a Node worker using iii-sdk; each run times worker::start until
-// its function (bench::ping) answers through the engine, then stops it.
+// its function (bench::ping) answers through the engine, then stops it: once
+// after the source changed (as a deploy does: the guest copies it into
+// /workspace) and once more with the source unchanged (a restart).
 // Beside it: sandbox create -> first exec of `true` on the same image.
 // Prints medians (and min/max) over RUNS runs, after one warm-up of each.
 // Usage: node bench/worker.mjs RUNS
-import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, rmSync, utimesSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { startStack } from '../tests/e2e/daemon.mjs';
@@ -33,7 +35,7 @@ writeFileSync(path.join(workerDir, 'worker.mjs'), sdkWorkerSource('bench::ping',
 copySdk(workerDir);
 
 let s;
-const samples = { answered: [], worker: [], stop: [], sandbox: [] };
+const samples = { answered: [], changed: [], restart: [], stop: [], sandbox: [] };
 try {
 	s = await startStack({
 		config: { registry_mirrors: reg.mirrors, image_allowlist: ['node'] },
@@ -41,25 +43,36 @@ try {
 	});
 	const call = (fn, payload) => s.call(`worker::${fn}`, { auth: TOKEN, worker: 'ping', ...payload }, { timeoutMs: LONG });
 	await call('prepare', { host_path: workerDir });
-	const once = async () => {
+	// worker::start until bench::ping answers through the engine: [ms, ms until start answered].
+	const start = async () => {
 		const t0 = performance.now();
 		await call('start', {});
 		const answered = Math.round(performance.now() - t0);
 		await s.engine.waitFor(() => s.engine.functions.has('bench::ping'), LONG, 'bench::ping');
 		const r = await s.caller.trigger({ function_id: 'bench::ping', payload: {}, timeoutMs: 60000 });
 		if (!r?.pong) throw new Error(`bench::ping answered ${JSON.stringify(r)}`);
-		const ms = Math.round(performance.now() - t0);
+		return [Math.round(performance.now() - t0), answered];
+	};
+	const stop = async () => {
 		const t1 = performance.now();
 		await call('stop', {});
 		await s.engine.waitFor(() => !s.engine.functions.has('bench::ping'), 60000, 'bench::ping gone');
-		return [ms, Math.round(performance.now() - t1), answered];
+		return Math.round(performance.now() - t1);
 	};
-	await once(); // warm-up: the first start runs setup/install, the page cache fills
+	// warm-up: the first start runs setup/install, the page cache fills
+	await start();
+	await stop();
 	for (let i = 0; i < runs; i++) {
-		const [start, stop, answered] = await once();
+		// A deploy: the source changed (its mtime), so the start copies it.
+		const now = new Date();
+		utimesSync(path.join(workerDir, 'worker.mjs'), now, now);
+		samples.changed.push((await start())[0]);
+		samples.stop.push(await stop());
+		// A restart of the same source.
+		const [ms, answered] = await start();
+		samples.restart.push(ms);
 		samples.answered.push(answered);
-		samples.worker.push(start);
-		samples.stop.push(stop);
+		samples.stop.push(await stop());
 	}
 	const first = async () => {
 		const t0 = performance.now();
@@ -80,7 +93,8 @@ try {
 const row = (label, v) => console.log(`${label.padEnd(58)} ${String(median(v)).padStart(7)} ${String(Math.min(...v)).padStart(7)} ${String(Math.max(...v)).padStart(7)}`);
 console.log(`${`node image through the engine (ms, ${runs} runs)`.padEnd(58)} ${'median'.padStart(7)} ${'min'.padStart(7)} ${'max'.padStart(7)}`);
 row('worker::start answered (VM up, process spawned)', samples.answered);
-row('worker::start -> first function answers (cold boot)', samples.worker);
+row('worker::start -> first function answers, source changed', samples.changed);
+row('restart (unchanged source) -> first function answers', samples.restart);
 row('worker::stop -> function unregistered', samples.stop);
 row('sandbox create -> first exec of true (snapshot)', samples.sandbox);
-console.log(`worker start / sandbox first exec: ${(median(samples.worker) / median(samples.sandbox)).toFixed(2)}`);
+console.log(`worker restart / sandbox first exec: ${(median(samples.restart) / median(samples.sandbox)).toFixed(2)}`);
