@@ -73,18 +73,26 @@ static int walk_dir(struct walk *w, int dfd, unsigned depth, sbx_error_t *err)
 	return sbx_sha256_update(w->h, &end, 1, err);
 }
 
+/* The root's own entry, then the tree under it, then the digest. */
+static int stamp_tree(struct walk *w, int root, char digest[SBX_DIGEST_LEN + 1], sbx_error_t *err)
+{
+	struct stat st;
+	if (fstat(root, &st) < 0)
+		return sbx_error_errno(err, errno, "stat the source");
+	if (add_entry(w, "", &st, err) < 0)
+		return -1;
+	if (walk_dir(w, root, 0, err) < 0)
+		return -1;
+	return sbx_sha256_final(w->h, digest, err);
+}
+
 int worker_source_stamp(int root, char hex[65], sbx_error_t *err)
 {
 	struct walk w = { sbx_sha256_new(err), 0 };
 	if (w.h == NULL)
 		return -1;
-	struct stat st;
 	char digest[SBX_DIGEST_LEN + 1];
-	int rc = -1;
-	if (fstat(root, &st) < 0)
-		sbx_error_errno(err, errno, "stat the source");
-	else if (add_entry(&w, "", &st, err) == 0 && walk_dir(&w, root, 0, err) == 0)
-		rc = sbx_sha256_final(w.h, digest, err);
+	int rc = stamp_tree(&w, root, digest, err);
 	sbx_sha256_free(w.h);
 	if (rc < 0)
 		return sbx_error_prefix(err, "source stamp");
