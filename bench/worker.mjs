@@ -1,11 +1,14 @@
 // Compose worker benchmark (run by bench/worker): the daemon behind the
 // stand-in engine, called with iii-sdk.  A path:// worker on the node test
 // image runs a Node worker using iii-sdk; each run times worker::start until
-// its function (bench::ping) answers through the engine, then stops it.
+// its function (bench::ping) answers through the engine, then stops it: once
+// after the source changed (as a deploy does: the guest copies it into
+// /workspace) and once more with the source unchanged (a restart).
 // Beside it: sandbox create -> first exec of `true` on the same image.
 // Prints medians (and min/max) over RUNS runs, after one warm-up of each.
 // Usage: node bench/worker.mjs RUNS
-import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { execFileSync } from 'node:child_process';
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, utimesSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { startStack } from '../tests/e2e/daemon.mjs';
@@ -32,8 +35,16 @@ writeFileSync(path.join(workerDir, 'iii.worker.yaml'),
 writeFileSync(path.join(workerDir, 'worker.mjs'), sdkWorkerSource('bench::ping', 'return { pong: true };'));
 copySdk(workerDir);
 
+// A process's user + system CPU time so far, in ms (/proc/PID/stat).
+const cpuMs = (pid) => {
+	const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+	const f = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+	return Math.round(((Number(f[11]) + Number(f[12])) * 1000) / TICKS);
+};
+const TICKS = Number(execFileSync('getconf', ['CLK_TCK'], { encoding: 'utf8' }));
+
 let s;
-const samples = { answered: [], worker: [], stop: [], sandbox: [] };
+const samples = { answered: [], changed: [], changedCpu: [], restart: [], restartCpu: [], stop: [], sandbox: [] };
 try {
 	s = await startStack({
 		config: { registry_mirrors: reg.mirrors, image_allowlist: ['node'] },
@@ -41,25 +52,43 @@ try {
 	});
 	const call = (fn, payload) => s.call(`worker::${fn}`, { auth: TOKEN, worker: 'ping', ...payload }, { timeoutMs: LONG });
 	await call('prepare', { host_path: workerDir });
-	const once = async () => {
+	// worker::start until bench::ping answers through the engine: [ms, ms
+	// until start answered, QEMU's CPU ms by then].  QEMU's CPU time is the
+	// guest's work under TCG, less moved than the wall clock by the other
+	// work on the machine's cores.
+	const start = async () => {
 		const t0 = performance.now();
-		await call('start', {});
+		const { pid } = await call('start', {});
 		const answered = Math.round(performance.now() - t0);
 		await s.engine.waitFor(() => s.engine.functions.has('bench::ping'), LONG, 'bench::ping');
 		const r = await s.caller.trigger({ function_id: 'bench::ping', payload: {}, timeoutMs: 60000 });
 		if (!r?.pong) throw new Error(`bench::ping answered ${JSON.stringify(r)}`);
 		const ms = Math.round(performance.now() - t0);
+		return [ms, answered, cpuMs(pid)];
+	};
+	const stop = async () => {
 		const t1 = performance.now();
 		await call('stop', {});
 		await s.engine.waitFor(() => !s.engine.functions.has('bench::ping'), 60000, 'bench::ping gone');
-		return [ms, Math.round(performance.now() - t1), answered];
+		return Math.round(performance.now() - t1);
 	};
-	await once(); // warm-up: the first start runs setup/install, the page cache fills
+	// warm-up: the first start runs setup/install, the page cache fills
+	await start();
+	await stop();
 	for (let i = 0; i < runs; i++) {
-		const [start, stop, answered] = await once();
+		// A deploy: the source changed (its mtime), so the start copies it.
+		const now = new Date();
+		utimesSync(path.join(workerDir, 'worker.mjs'), now, now);
+		const [changed, , changedCpu] = await start();
+		samples.changed.push(changed);
+		samples.changedCpu.push(changedCpu);
+		samples.stop.push(await stop());
+		// A restart of the same source.
+		const [ms, answered, cpu] = await start();
+		samples.restart.push(ms);
+		samples.restartCpu.push(cpu);
 		samples.answered.push(answered);
-		samples.worker.push(start);
-		samples.stop.push(stop);
+		samples.stop.push(await stop());
 	}
 	const first = async () => {
 		const t0 = performance.now();
@@ -80,7 +109,10 @@ try {
 const row = (label, v) => console.log(`${label.padEnd(58)} ${String(median(v)).padStart(7)} ${String(Math.min(...v)).padStart(7)} ${String(Math.max(...v)).padStart(7)}`);
 console.log(`${`node image through the engine (ms, ${runs} runs)`.padEnd(58)} ${'median'.padStart(7)} ${'min'.padStart(7)} ${'max'.padStart(7)}`);
 row('worker::start answered (VM up, process spawned)', samples.answered);
-row('worker::start -> first function answers (cold boot)', samples.worker);
+row('worker::start -> first function answers, source changed', samples.changed);
+row('restart (unchanged source) -> first function answers', samples.restart);
+row('  QEMU CPU ms by then, source changed', samples.changedCpu);
+row('  QEMU CPU ms by then, restart (unchanged source)', samples.restartCpu);
 row('worker::stop -> function unregistered', samples.stop);
 row('sandbox create -> first exec of true (snapshot)', samples.sandbox);
-console.log(`worker start / sandbox first exec: ${(median(samples.worker) / median(samples.sandbox)).toFixed(2)}`);
+console.log(`worker restart / sandbox first exec: ${(median(samples.restart) / median(samples.sandbox)).toFixed(2)}`);

@@ -15,6 +15,8 @@ struct sbx_vm;
 #define WORKER_STOP_MS 2000       /* guest power-off once its process ended */
 #define WORKER_LOG_DIR "logs"
 #define WORKER_INSTALLED_MARKER "/var/lib/iii-worker/installed" /* on the data disk */
+/* The source stamp of the last copy into /workspace, on the data disk. */
+#define WORKER_COPIED_STAMP "/var/lib/iii-worker/copied"
 
 struct worker_launch {
 	struct worker_table *t;
@@ -29,6 +31,7 @@ struct worker_launch {
 	int config_fd;     /* config_dir checked at this start (O_PATH), or -1 */
 	uint64_t nofile;   /* III_VM_NOFILE_LIMIT, 0 = the guest's default */
 	uint64_t mem_cost; /* committed in the memory budget; given back at the end */
+	char source_stamp[65]; /* a path:// source's stamp, "-" when unknown (copy) */
 };
 
 void worker_launch_free(struct worker_launch *l);

@@ -28,6 +28,7 @@
 #include "worker/worker_ops.h"
 #include "worker/worker_record_file.h"
 #include "worker/worker_roots.h"
+#include "worker/worker_source_stamp.h"
 
 /* III_VM_* (contract §8.1): bad values are ignored silently. */
 static bool env_true(const char *name)
@@ -125,6 +126,12 @@ static int host_dir(struct worker_launch *l, sbx_error_t *err)
 	bool in_cache;
 	if (worker_roots_open(l->rec.host_path, &canonical, &in_cache, &l->host_fd, err) < 0)
 		return sbx_error_prefix(err, "worker %s", l->rec.worker);
+	snprintf(l->source_stamp, sizeof(l->source_stamp), "-");
+	sbx_error_t serr = NULL;
+	if (l->rec.source == WORKER_SOURCE_PATH && worker_source_stamp(l->host_fd, l->source_stamp, &serr) < 0) {
+		sbx_debug("worker %s: %s (the source is copied)", l->rec.worker, sbx_error_msg(serr));
+		sbx_error_free(&serr);
+	}
 	return 0;
 }
 

@@ -26,11 +26,18 @@
 
 /* The guest side, run by sh with the scripts in the environment so nothing
  * is quoted: "$@" is the worker's argv (a bundle's exec), else
- * III_WORKER_START is its sh -c command. */
+ * III_WORKER_START is its sh -c command.  A path:// source is copied into
+ * /workspace when its stamp differs from the last copy's (a restart of an
+ * unchanged source skips the copy, seconds under TCG); the stamp is
+ * dropped before a copy, so one cut short is made again. */
 static const char GUEST_SCRIPT[] =
 	"set -e\n"
 	"mkdir -p /workspace\n"
-	"if [ -n \"$III_WORKER_COPY\" ]; then cp -a /mnt/host-src/. /workspace/; fi\n"
+	"if [ -n \"$III_WORKER_COPY\" ] && [ \"$III_WORKER_COPY\" != \"$(cat " WORKER_COPIED_STAMP " 2>/dev/null)\" ]; then\n"
+	"  mkdir -p \"${III_WORKER_MARKER_DIR}\" && rm -f " WORKER_COPIED_STAMP "\n"
+	"  cp -a /mnt/host-src/. /workspace/\n"
+	"  if [ \"$III_WORKER_COPY\" != - ]; then echo \"$III_WORKER_COPY\" > " WORKER_COPIED_STAMP "; fi\n"
+	"fi\n"
 	"cd /workspace\n"
 	"if [ ! -e " WORKER_INSTALLED_MARKER " ]; then\n"
 	"  if [ -n \"$III_WORKER_SETUP\" ]; then sh -c \"$III_WORKER_SETUP\"; fi\n"
@@ -79,7 +86,7 @@ static int build_process(const struct worker_launch *l, char ***argv, char ***en
 			a[4 + i] = strdup(l->rec.exec[i]);
 		for (size_t i = 0; i < n + 4; i++)
 			ok = ok && a[i] != NULL;
-		e[0] = kv("III_WORKER_COPY", l->rec.source == WORKER_SOURCE_PATH ? "1" : "");
+		e[0] = kv("III_WORKER_COPY", l->rec.source == WORKER_SOURCE_PATH ? l->source_stamp : "");
 		e[1] = kv("III_WORKER_SETUP", l->rec.setup);
 		e[2] = kv("III_WORKER_INSTALL", l->rec.install);
 		e[3] = kv("III_WORKER_START", l->rec.start);

@@ -232,6 +232,21 @@ describe('Compose worker VMs', { skip: skip ?? false }, () => {
 		await stack.engine.waitFor(() => !stack.engine.functions.has('demo::hello'), 30000, 'demo::hello gone');
 	});
 
+	test('a changed source reaches /workspace at the next start, beside what the worker wrote there', async () => {
+		// The restarts above skipped the copy (the source was unchanged); an edit is copied.
+		writeFileSync(path.join(helloDir, 'worker.mjs'),
+			sdkWorkerSource('demo::hello', "return { edited: true, count: readFileSync('/workspace/data/count', 'utf8') };"));
+		try {
+			await startHello();
+			await stack.engine.waitFor(() => stack.engine.functions.has('demo::hello'), REGISTER_MS, 'demo::hello edited');
+			assert.deepEqual(await hello(), { edited: true, count: '2' });
+			await call('stop', { worker: 'hello' });
+			await stack.engine.waitFor(() => !stack.engine.functions.has('demo::hello'), 30000, 'demo::hello gone');
+		} finally {
+			writeFileSync(path.join(helloDir, 'worker.mjs'), HELLO_WORKER);
+		}
+	});
+
 	test('a VM that cannot boot: start answers S506 with the console, state failed', async () => {
 		// Its image's User exists nowhere in it: the guest's init refuses to start.
 		const dir = path.join(projectDir, 'broken');

@@ -8,7 +8,7 @@ const here = path.dirname(fileURLToPath(import.meta.url));
 
 // Copies iii-sdk and what it loads into dest/node_modules, without the type
 // declarations, source maps, tests and duplicate module builds: the guest
-// copies a path:// worker's directory at every start, under TCG.
+// copies a path:// worker's directory at a start after it changed, under TCG.
 export function copySdk(dest) {
 	const src = path.resolve(here, '../node_modules');
 	const keep = (p) => {
