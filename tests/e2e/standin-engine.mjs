@@ -416,6 +416,8 @@ export class StandinEngine extends EventEmitter {
 
 	// Only the engine's own trigger types are served; any other binding is
 	// accepted and never fires (no provider), as on an engine without one.
+	// The target resolves in msg.namespace, absent: `default` (not the
+	// connection's; the SDKs fill in their own).
 	onRegisterTrigger(conn, msg) {
 		for (const field of ['namespace', 'trigger_namespace']) {
 			if (!blank(msg[field])) continue;
@@ -424,7 +426,7 @@ export class StandinEngine extends EventEmitter {
 			return;
 		}
 		this.triggers.set(msg.id, { owner: conn.worker_id, trigger_type: msg.trigger_type, function_id: msg.function_id,
-			namespace: msg.namespace ?? conn.namespace, metadata: msg.metadata });
+			namespace: msg.namespace ?? DEFAULT_NAMESPACE, metadata: msg.metadata });
 	}
 
 	// Fire-and-forget calls of every binding of an engine trigger type.

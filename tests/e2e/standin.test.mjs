@@ -480,8 +480,21 @@ test('engine::workers-available and engine::functions-available fire to a bound 
 		function_id: 'front::functions', config: {} });
 	await engine.waitFor(() => engine.triggers.has('tf'), 5000, 'triggers');
 	const fired = (fn, pred) => front.waitFor((m) => m.type === 'invokefunction' && m.function_id === fn && pred(m.data));
+	// A member binding its own function must name its namespace: absent is default.
+	const watcher = await nsWorker('watcher', 'm4', ['watch::w']);
+	await engine.waitFor(() => owner('m4', 'watch::w'), 5000, 'watch::w');
+	watcher.send({ type: 'registertrigger', id: 'tw-absent', trigger_type: 'engine::workers-available',
+		function_id: 'watch::w', config: {} });
+	watcher.send({ type: 'registertrigger', id: 'tw-m4', trigger_type: 'engine::workers-available',
+		function_id: 'watch::w', config: {}, namespace: 'm4' });
+	await engine.waitFor(() => engine.triggers.has('tw-m4'), 5000, 'watcher triggers');
 	const m3 = await nsWorker('sandbox-libkrun', 'm3', [INFO]);
 	const id = m3.registered.worker_id;
+	await watcher.waitFor((m) => m.type === 'invokefunction' && m.data.worker_id === id);
+	await sleep(100);
+	assert.equal(watcher.received.filter((m) => m.type === 'invokefunction' && m.data.worker_id === id &&
+		m.data.event === 'worker_connected').length, 1, 'only the binding naming m4 fired');
+	watcher.ws.close();
 	await fired('front::workers', (d) => d.event === 'worker_connected' && d.worker_id === id);
 	await fired('front::workers', (d) => d.event === 'worker_metadata_updated' && d.worker_id === id);
 	await fired('front::functions', (d) => d.event === 'functions_changed' &&
