@@ -4,6 +4,10 @@
 // the real engine (a frame that would not decode there is dropped here too,
 // so a worker bug shows up as a caller timeout exactly as in production).
 //
+// Namespaces (0.23, §2.3, §2.4, §3.1, §3.3): functions are keyed by
+// (namespace, id); engine.functions is the `default` table (what a client
+// that names no namespace reaches), engine.functionsIn(ns) any other.
+//
 // Library use:
 //   const engine = new StandinEngine({ config: { 'sandbox-libkrun': {...} } });
 //   await engine.start();          // ephemeral port on 127.0.0.1; engine.url
@@ -18,12 +22,21 @@ import { readFileSync } from 'node:fs';
 import http from 'node:http';
 import { pathToFileURL } from 'node:url';
 import { WebSocketServer } from 'ws';
+import { functionsList, workersList } from './standin-lists.mjs';
 
 const TELEMETRY_PREFIXES = ['OTLP', 'MTRC', 'LOGS'];
 const DEFAULT_CHANNEL_BUFFER = 64;
 const MAX_CHANNEL_BUFFER = 1024;
 const READER_HIGH_WATER = 1048576; // bytes waiting in a reader's socket before the queue holds back
 const DEFAULT_NAMESPACE_GRACE_MS = 5000;
+const DEFAULT_NAMESPACE = 'default';
+const WORKER_TEXT_MAX = 280;
+const WORKERS_AVAILABLE = 'engine::workers-available';
+const FUNCTIONS_AVAILABLE = 'engine::functions-available';
+const FUNCTIONS_CHANGED_COALESCE_MS = 100;
+const BUILTIN_IDS = ['engine::workers::register', 'engine::workers::list', 'engine::functions::list',
+	'engine::channels::create', 'configuration::get',
+	...['info', 'warn', 'error', 'debug', 'trace'].map((l) => `engine::log::${l}`)];
 
 // Forms the engine's UUID parser accepts (hyphenated, simple, braced, urn, any
 // case); returns the canonical lowercase hyphenated text or null.
@@ -43,6 +56,20 @@ export function parseUuid(text) {
 const isObject = (v) => v !== null && typeof v === 'object' && !Array.isArray(v);
 const absent = (v) => v === undefined || v === null;
 const optString = (v) => absent(v) || typeof v === 'string';
+// Present but only whitespace: a namespace named and left empty (§3.3).
+const blank = (ns) => typeof ns === 'string' && ns.trim() === '';
+const blankMessage = (field) =>
+	`\`${field}\` is empty: it was named and left blank. Give it a name, or omit it to use \`${DEFAULT_NAMESPACE}\`.`;
+
+// Worker-supplied display text as the engine stores it (§2.3): control and
+// bidi-override characters stripped, at most 280 characters, trimmed; empty
+// is no value.
+export function sanitizeWorkerText(text) {
+	if (typeof text !== 'string') return null;
+	const unsafe = /[\p{Cc}\u202A-\u202E\u2066-\u2069\u2028\u2029]/u;
+	const kept = [...text].filter((c) => !unsafe.test(c)).slice(0, WORKER_TEXT_MAX).join('').trim();
+	return kept === '' ? null : kept;
+}
 
 // Required keys and field types per message type (§3).  Returns an error
 // text when the frame would not decode in the real engine, else null.
@@ -120,10 +147,12 @@ export class StandinEngine extends EventEmitter {
 	// Forgets everything a run recorded (not the config fixtures).
 	reset() {
 		this.conns = new Map();      // worker_id -> conn
-		this.functions = new Map();  // function_id -> {owner, description, request_format, response_format, metadata}
+		// namespace -> (function_id -> {owner, namespace, description, request_format, response_format, metadata})
+		this.namespaces = new Map([[DEFAULT_NAMESPACE, new Map()]]);
 		this.pending = new Map();    // canonical invocation_id -> {caller, target, function_id}
 		this.channels = new Map();   // channel_id -> channel
 		this.leases = new Map();     // "namespace\0name" -> worker_id
+		this.triggers = new Map();   // trigger id -> {owner, trigger_type, function_id, namespace}
 		this.frames = [];            // {dir: 'in'|'out', worker_id, msg}
 		this.dropped = [];           // {worker_id, reason, raw}
 		this.configReads = [];       // ids asked for with configuration::get
@@ -132,6 +161,24 @@ export class StandinEngine extends EventEmitter {
 
 	get url() {
 		return `ws://${this.host}:${this.port}`;
+	}
+
+	// The `default` namespace's functions: what a caller naming no namespace reaches.
+	get functions() {
+		return this.functionsIn(DEFAULT_NAMESPACE);
+	}
+
+	// Functions registered in namespace ns (an empty map when it has none).
+	functionsIn(ns) {
+		return this.namespaces.get(ns) ?? new Map();
+	}
+
+	// Every namespace holding function_id, sorted (the function_not_found hint);
+	// builtins live in `default`.
+	namespacesFor(id) {
+		const found = [...this.namespaces].filter(([, fns]) => fns.has(id)).map(([ns]) => ns);
+		if (BUILTIN_IDS.includes(id) && !found.includes(DEFAULT_NAMESPACE)) found.push(DEFAULT_NAMESPACE);
+		return found.sort();
 	}
 
 	setConfig(id, value) { this.configEntries.set(id, { value }); }
@@ -167,11 +214,14 @@ export class StandinEngine extends EventEmitter {
 		this.server.closeAllConnections();
 		await new Promise((resolve) => this.server.close(resolve));
 		this.server = null;
+		clearTimeout(this.functionsChangedTimer);
+		this.functionsChangedTimer = null;
 		this.conns.clear();
-		this.functions.clear();
+		this.namespaces = new Map([[DEFAULT_NAMESPACE, new Map()]]);
 		this.pending.clear();
 		this.channels.clear();
 		this.leases.clear();
+		this.triggers.clear();
 		this.log('stopped');
 	}
 
@@ -217,8 +267,15 @@ export class StandinEngine extends EventEmitter {
 	workers() {
 		return [...this.conns.values()].filter((c) => c.registered).map((c) => ({
 			worker_id: c.worker_id, name: c.name, pid: c.pid, runtime: c.runtime, version: c.version,
-			functions: [...this.functions.entries()].filter(([, f]) => f.owner === c.worker_id).map(([id]) => id),
+			namespace: c.namespace, functions: this.ownedBy(c).map((f) => f.id),
 		}));
+	}
+
+	// [{id, ...entry}] of the functions conn owns (all in its namespace).
+	ownedBy(conn) {
+		const fns = this.namespaces.get(conn.namespace);
+		if (!fns) return [];
+		return [...fns].filter(([, f]) => f.owner === conn.worker_id).map(([id, f]) => ({ id, ...f }));
 	}
 
 	log(text) {
@@ -242,8 +299,8 @@ export class StandinEngine extends EventEmitter {
 
 	onWorker(ws) {
 		const conn = {
-			ws, worker_id: randomUUID(), reattach_token: randomUUID(), registered: false,
-			namespaceKnown: false, buffered: [], name: null, pid: null, runtime: null, version: null,
+			ws, worker_id: randomUUID(), reattach_token: randomUUID(), registered: false, connectedAt: Date.now(),
+			namespace: null, buffered: [], name: null, pid: null, runtime: null, version: null, lease: null,
 		};
 		this.conns.set(conn.worker_id, conn);
 		conn.graceTimer = setTimeout(() => this.resolveNamespace(conn), this.namespaceGraceMs);
@@ -252,6 +309,7 @@ export class StandinEngine extends EventEmitter {
 		ws.on('message', (data, isBinary) => this.onFrame(conn, data, isBinary));
 		ws.on('close', () => this.cleanup(conn, 'closed'));
 		ws.on('error', (e) => this.log(`socket error ${conn.worker_id}: ${e.message}`));
+		this.fireTriggers(WORKERS_AVAILABLE, { event: 'worker_connected', worker_id: conn.worker_id });
 		this.emit('connection', conn.worker_id);
 	}
 
@@ -292,7 +350,7 @@ export class StandinEngine extends EventEmitter {
 		}
 		this.frames.push({ dir: 'in', worker_id: conn.worker_id, msg });
 		this.log(`<- ${conn.worker_id.slice(0, 8)} ${raw.length > 2000 ? `${raw.slice(0, 2000)}...` : raw}`);
-		if (NAMESPACED.has(msg.type) && !conn.namespaceKnown) conn.buffered.push(msg);
+		if (NAMESPACED.has(msg.type) && conn.namespace === null) conn.buffered.push(msg);
 		else this.dispatch(conn, msg);
 		this.emit('frame');
 	}
@@ -300,39 +358,100 @@ export class StandinEngine extends EventEmitter {
 	dispatch(conn, msg) {
 		switch (msg.type) {
 		case 'registerfunction': return this.onRegisterFunction(conn, msg);
-		case 'unregisterfunction':
-			if (this.functions.get(msg.id)?.owner === conn.worker_id) this.functions.delete(msg.id);
+		case 'unregisterfunction': {
+			const fns = this.namespaces.get(conn.namespace);
+			if (fns?.get(msg.id)?.owner === conn.worker_id) {
+				fns.delete(msg.id);
+				this.functionsChanged();
+			}
 			return undefined;
+		}
 		case 'invokefunction': return this.onInvoke(conn, msg);
 		case 'invocationresult': return this.onResult(conn, msg);
 		case 'reattach': return this.onReattach(conn, msg);
 		case 'ping': return this.send(conn, { type: 'pong' });
-		default: return undefined; // triggers, services, pong: accepted and ignored
+		case 'registertrigger': return this.onRegisterTrigger(conn, msg);
+		case 'unregistertrigger':
+			if (this.triggers.get(msg.id)?.owner === conn.worker_id) this.triggers.delete(msg.id);
+			return undefined;
+		default: return undefined; // trigger types, services, pong: accepted and ignored
 		}
 	}
 
-	// Registrations wait until the worker declared its namespace (0.23, §2.4).
-	resolveNamespace(conn) {
+	// Registrations wait until the worker declared its namespace (0.23, §2.4);
+	// the grace timer fixes it to `default`.  Once fixed it never changes.
+	resolveNamespace(conn, namespace = DEFAULT_NAMESPACE) {
 		clearTimeout(conn.graceTimer);
-		if (conn.namespaceKnown) return;
-		conn.namespaceKnown = true;
+		if (conn.namespace !== null) return;
+		conn.namespace = namespace;
 		const queued = conn.buffered;
 		conn.buffered = [];
 		for (const msg of queued) this.dispatch(conn, msg);
 	}
 
+	// One live owner per (namespace, id) (§3.1); engine::* is reserved to
+	// `default`, refused elsewhere with an empty owner.
 	onRegisterFunction(conn, msg) {
-		const current = this.functions.get(msg.id);
-		if (current && current.owner !== conn.worker_id && this.conns.has(current.owner)) {
-			this.reject(conn, { code: 'FUNCTION_NAMESPACE_CONFLICT', namespace: 'default', function_id: msg.id,
-				owner_worker_id: current.owner });
+		const ns = conn.namespace;
+		const refuse = (owner) => this.reject(conn, { code: 'FUNCTION_NAMESPACE_CONFLICT', namespace: ns,
+			function_id: msg.id, owner_worker_id: owner });
+		if (msg.id.startsWith('engine::') && ns !== DEFAULT_NAMESPACE) {
+			refuse('');
 			return;
 		}
-		this.functions.set(msg.id, {
-			owner: conn.worker_id, description: msg.description, request_format: msg.request_format,
+		if (!this.namespaces.has(ns)) this.namespaces.set(ns, new Map());
+		const fns = this.namespaces.get(ns);
+		const current = fns.get(msg.id);
+		if (current && current.owner !== conn.worker_id && this.conns.has(current.owner)) {
+			refuse(current.owner);
+			return;
+		}
+		fns.set(msg.id, {
+			owner: conn.worker_id, namespace: ns, description: msg.description, request_format: msg.request_format,
 			response_format: msg.response_format, metadata: msg.metadata,
 		});
-		this.emit('function', msg.id);
+		this.functionsChanged();
+		this.emit('function', msg.id, ns);
+	}
+
+	// Only the engine's own trigger types are served; any other binding is
+	// accepted and never fires (no provider), as on an engine without one.
+	// The target resolves in msg.namespace, absent: `default` (not the
+	// connection's; the SDKs fill in their own).
+	onRegisterTrigger(conn, msg) {
+		for (const field of ['namespace', 'trigger_namespace']) {
+			if (!blank(msg[field])) continue;
+			this.send(conn, { type: 'triggerregistrationresult', id: msg.id, trigger_type: msg.trigger_type,
+				function_id: msg.function_id, error: { code: 'INVALID_NAMESPACE', message: blankMessage(field) } });
+			return;
+		}
+		this.triggers.set(msg.id, { owner: conn.worker_id, trigger_type: msg.trigger_type, function_id: msg.function_id,
+			namespace: msg.namespace ?? DEFAULT_NAMESPACE, metadata: msg.metadata });
+	}
+
+	// Fire-and-forget calls of every binding of an engine trigger type.
+	fireTriggers(type, data) {
+		for (const t of this.triggers.values()) {
+			if (t.trigger_type !== type) continue;
+			const target = this.namespaces.get(t.namespace)?.get(t.function_id);
+			const conn = target && this.conns.get(target.owner);
+			if (!conn) continue;
+			const out = { type: 'invokefunction', invocation_id: randomUUID(), function_id: t.function_id, data };
+			if (!absent(t.metadata)) out.metadata = t.metadata;
+			this.pending.set(out.invocation_id, { caller: null, target: conn.worker_id, function_id: t.function_id });
+			this.send(conn, out);
+		}
+	}
+
+	// Registry changes within FUNCTIONS_CHANGED_COALESCE_MS fire one
+	// engine::functions-available with the whole list.
+	functionsChanged() {
+		if (this.functionsChangedTimer) return;
+		this.functionsChangedTimer = setTimeout(() => {
+			this.functionsChangedTimer = null;
+			this.fireTriggers(FUNCTIONS_AVAILABLE, { event: 'functions_changed',
+				functions: functionsList(this, { include_internal: true }).functions });
+		}, FUNCTIONS_CHANGED_COALESCE_MS);
 	}
 
 	reject(conn, body) {
@@ -356,28 +475,33 @@ export class StandinEngine extends EventEmitter {
 		this.send(conn, out);
 	}
 
+	// function_id resolves in msg.namespace alone (absent: `default`), never
+	// in the caller's own namespace (§3.3); builtins live in `default`.
 	onInvoke(conn, msg) {
 		if (isObject(msg.data)) msg.data._caller_worker_id = conn.worker_id;
-		if (!absent(msg.namespace) && msg.namespace.trim() === '') {
-			this.reply(conn, msg, { error: { code: 'INVALID_NAMESPACE', message: 'namespace must not be blank' } });
+		if (blank(msg.namespace)) {
+			this.reply(conn, msg, { error: { code: 'INVALID_NAMESPACE', message: blankMessage('namespace') } });
 			return;
 		}
 		if (msg.action?.type === 'enqueue') {
 			this.reply(conn, msg, { error: { code: 'enqueue_error', message: 'no queue worker in the stand-in engine' } });
 			return;
 		}
-		const fn = this.functions.get(msg.function_id);
+		const ns = msg.namespace ?? DEFAULT_NAMESPACE;
+		const fn = this.namespaces.get(ns)?.get(msg.function_id);
 		if (fn && this.conns.has(fn.owner)) {
 			this.route(conn, msg, this.conns.get(fn.owner));
 			return;
 		}
-		const builtin = this.builtin(msg.function_id);
+		const builtin = ns === DEFAULT_NAMESPACE && this.builtin(msg.function_id);
 		if (builtin) {
 			builtin.call(this, conn, msg);
 			return;
 		}
+		const known = this.namespacesFor(msg.function_id);
+		const hint = known.length > 0 ? ` It is registered in namespace(s): ${known.join(', ')}.` : '';
 		this.reply(conn, msg, { error: { code: 'function_not_found',
-			message: `Function ${msg.function_id} not found in namespace default.` } });
+			message: `Function ${msg.function_id} not found in namespace ${ns}.${hint}` } });
 	}
 
 	route(caller, msg, target) {
@@ -421,8 +545,11 @@ export class StandinEngine extends EventEmitter {
 		this.conns.delete(conn.worker_id);
 		clearTimeout(conn.graceTimer);
 		this.log(`disconnect ${conn.worker_id} (${why})`);
-		for (const [id, f] of this.functions) if (f.owner === conn.worker_id) this.functions.delete(id);
+		const owned = this.ownedBy(conn);
+		for (const f of owned) this.namespaces.get(conn.namespace).delete(f.id);
+		if (owned.length > 0) this.functionsChanged();
 		for (const [key, owner] of this.leases) if (owner === conn.worker_id) this.leases.delete(key);
+		for (const [id, t] of this.triggers) if (t.owner === conn.worker_id) this.triggers.delete(id);
 		for (const [id, p] of this.pending) {
 			if (p.target === conn.worker_id) {
 				this.pending.delete(id);
@@ -433,48 +560,80 @@ export class StandinEngine extends EventEmitter {
 				p.caller = null;
 			}
 		}
+		this.fireTriggers(WORKERS_AVAILABLE, { event: 'worker_disconnected', worker_id: conn.worker_id });
 		this.emit('disconnect', conn.worker_id);
 		this.emit('frame');
 	}
 
 	// ---- builtins ----
 
+	builtinIds() {
+		return BUILTIN_IDS;
+	}
+
 	builtin(id) {
 		if (id === 'engine::workers::register') return this.fnRegisterWorker;
+		if (id === 'engine::workers::list') return this.fnList(workersList);
+		if (id === 'engine::functions::list') return this.fnList(functionsList);
 		if (id === 'configuration::get') return this.fnConfigurationGet;
 		if (id === 'engine::channels::create') return this.fnChannelsCreate;
 		if (/^engine::log::(info|warn|error|debug|trace)$/.test(id)) return this.fnLog;
 		return null;
 	}
 
+	// Claims the lease (namespace, name) and fixes the connection's namespace
+	// (§2.3).  A namespace already fixed (grace expired, or an earlier call)
+	// wins over the declared one, so lease and functions stay together.
 	fnRegisterWorker(conn, msg) {
 		const d = isObject(msg.data) ? msg.data : {};
-		const namespace = typeof d.namespace === 'string' ? d.namespace : 'default';
-		if (namespace.trim() === '') {
-			this.reply(conn, msg, { error: { code: 'INVALID_NAMESPACE', message: 'namespace must not be blank' } });
+		if (!optString(d.namespace)) {
+			this.reply(conn, msg, { error: { code: 'deserialization_error', message: 'namespace must be a string' } });
 			return;
 		}
-		if (typeof d.name === 'string') {
-			const key = `${namespace}\0${d.name}`;
+		const name = sanitizeWorkerText(d.name);
+		if (blank(d.namespace)) {
+			this.reply(conn, msg, { error: { code: 'INVALID_NAMESPACE', message: `namespace is empty: worker '${
+				name ?? '<unnamed>'}' declared ${JSON.stringify(d.namespace)}. Give it a name, or omit the field to register in '${
+				DEFAULT_NAMESPACE}'.` } });
+			return;
+		}
+		const namespace = conn.namespace ?? d.namespace ?? DEFAULT_NAMESPACE;
+		if (name !== null) {
+			const key = `${namespace}\0${name}`;
 			const holder = this.leases.get(key);
 			if (holder && holder !== conn.worker_id && this.conns.has(holder)) {
 				this.reply(conn, msg, { result: { success: false } });
-				this.reject(conn, { code: 'WORKER_NAMESPACE_CONFLICT', namespace, worker_name: d.name,
+				this.reject(conn, { code: 'WORKER_NAMESPACE_CONFLICT', namespace, worker_name: name,
 					owner_worker_id: holder });
 				this.cleanup(conn, 'worker name conflict');
 				conn.ws.close(1008, 'worker name conflict');
 				return;
 			}
+			if (conn.lease && conn.lease !== key && this.leases.get(conn.lease) === conn.worker_id)
+				this.leases.delete(conn.lease);
 			this.leases.set(key, conn.worker_id);
+			conn.lease = key;
 		}
 		Object.assign(conn, {
-			registered: true, name: typeof d.name === 'string' ? d.name : null,
+			registered: true, name,
 			pid: Number.isInteger(d.pid) ? d.pid : null, runtime: typeof d.runtime === 'string' ? d.runtime : 'unknown',
 			version: typeof d.version === 'string' ? d.version : null, registerPayload: d,
+			description: sanitizeWorkerText(d.description), os: typeof d.os === 'string' ? d.os : null,
+			isolation: typeof d.isolation === 'string' ? d.isolation : null,
 		});
-		this.resolveNamespace(conn);
+		this.resolveNamespace(conn, namespace);
 		this.reply(conn, msg, { result: { success: true } });
+		this.fireTriggers(WORKERS_AVAILABLE, { event: 'worker_metadata_updated', worker_id: conn.worker_id });
 		this.emit('worker', conn.worker_id);
+	}
+
+	// engine::workers::list / engine::functions::list: filter input checked
+	// the way the engine's decoder would, then the list.
+	fnList(list) {
+		return function listBuiltin(conn, msg) {
+			const out = list(this, absent(msg.data) ? {} : msg.data);
+			this.reply(conn, msg, out.error ? { error: out.error } : { result: out });
+		};
 	}
 
 	fnConfigurationGet(conn, msg) {

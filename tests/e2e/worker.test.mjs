@@ -10,7 +10,7 @@ import net from 'node:net';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { StandinEngine } from './standin-engine.mjs';
-import { eventually, sdkClient, sleep } from './lib.mjs';
+import { eventually, rawPeer, sdkClient, sleep } from './lib.mjs';
 import { BIN, EXTENSIONS, FUNCTIONS, WORKER_NAME, startStack, spawnDaemon, waitExit, assertNoSanitizerReport } from './daemon.mjs';
 
 // What `create` answers for an allowed image here: the configs below set
@@ -535,12 +535,22 @@ async function registerPayload(s) {
 
 describe('under Compose and the engine (iii-protocol.md §1.4, §2.3)', () => {
 	test('III_NAMESPACE and III_ISOLATION are declared in engine::workers::register', async () => {
-		const s = await startStack({ env: { III_NAMESPACE: 'orders', III_ISOLATION: 'libkrun' } });
+		// Its functions land in `orders`, which iii-sdk 0.22.1 cannot name: a raw peer does.
+		const s = await startStack({ env: { III_NAMESPACE: 'orders', III_ISOLATION: 'libkrun' }, waitRegistered: false });
 		try {
 			const d = await registerPayload(s);
 			assert.equal(d.namespace, 'orders');
 			assert.equal(d.isolation, 'libkrun');
-			assert.equal((await s.call('adapter::info', {})).adapter, 'sandbox-libkrun');
+			await s.engine.waitFor(() => [...FUNCTIONS, ...EXTENSIONS].every((f) => s.engine.functionsIn('orders').has(f)),
+				15000, 'functions in orders');
+			assert.ok(!s.engine.functions.has('sandbox-libkrun::adapter::info'), 'none in default');
+			const peer = await rawPeer(s.engine.url);
+			const invocation_id = randomUUID();
+			peer.send({ type: 'invokefunction', invocation_id, function_id: 'sandbox-libkrun::adapter::info', data: {},
+				namespace: 'orders' });
+			const r = await peer.waitFor((m) => m.type === 'invocationresult' && m.invocation_id === invocation_id, 10000);
+			assert.equal(r.result.adapter, 'sandbox-libkrun');
+			peer.ws.close();
 			await s.stopClean();
 		} finally {
 			await s.stop();
