@@ -60,8 +60,20 @@ export const UUID_V4 = /^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-
 // so that the tests counting a daemon's QEMU processes and VM files count
 // its sandboxes only; templates.test.mjs tests the standby, the benchmarks
 // run with it.  `env` adds to the daemon's environment.
-export async function startSandboxStack({ registry, config = {}, seedFrom, spawnOptions, stateDir: reuse,
-	standby = false, env = {} } = {}) {
+// SANDBOX_E2E_FRONT=N starts N members behind a front instead (issue 28,
+// lib/cluster-stack.mjs: startFrontStack), which answer like one daemon.
+export async function startSandboxStack(options = {}) {
+	const front = process.env.SANDBOX_E2E_FRONT;
+	if (front) {
+		assert.match(front, /^[1-9]$/, 'SANDBOX_E2E_FRONT is the number of members, 1-9');
+		const { startFrontStack } = await import('./cluster-stack.mjs');
+		return startFrontStack(Number(front), options);
+	}
+	return startOneDaemon(options);
+}
+
+async function startOneDaemon({ registry, config = {}, seedFrom, spawnOptions, stateDir: reuse, standby = false,
+	env = {} } = {}) {
 	const stateDir = reuse ?? mkdtempSync(path.join(tmpdir(), 'sbx-e2e-vmstate-'));
 	if (spawnOptions?.uid !== undefined) chownSync(stateDir, spawnOptions.uid, spawnOptions.gid);
 	if (seedFrom && existsSync(path.join(seedFrom, 'images'))) {
@@ -73,6 +85,13 @@ export async function startSandboxStack({ registry, config = {}, seedFrom, spawn
 		spawnOptions,
 	});
 	s.stateDir = stateDir;
+	return withVmCalls(s, () => removeStateDir(stateDir));
+}
+
+// Adds the VM call helpers to a stack (stack.call, stack.callError):
+// s.boots counts successful VM boots (create, run) made through s.vm;
+// s.cleanupState runs cleanup.
+export function withVmCalls(s, cleanup) {
 	s.boots = 0;
 	// A VM call: create and run get the boot timeout, the rest CALL_TIMEOUT_MS.
 	s.vm = async (fn, payload, timeoutMs = fn === 'create' || fn === 'run' ? BOOT_TIMEOUT_MS : CALL_TIMEOUT_MS) => {
@@ -101,7 +120,7 @@ export async function startSandboxStack({ registry, config = {}, seedFrom, spawn
 	};
 	s.exec = (sandbox_id, req, timeoutMs) => s.vm('exec', { sandbox_id, ...req }, timeoutMs);
 	s.listed = async (id) => (await s.vm('list', {})).sandboxes.find((x) => x.sandbox_id === id);
-	s.cleanupState = () => removeStateDir(stateDir);
+	s.cleanupState = cleanup;
 	return s;
 }
 

@@ -1,0 +1,189 @@
+// More than one host (issue 28): three members (`serve` in namespaces
+// m1..m3, own state directories and configuration entries) behind one
+// front (`serve --front`) and the stand-in engine, called through iii-sdk
+// in the default namespace.  The members' budgets differ (12, 8 and 4
+// sandboxes of 256 MiB) so that placement is visible; each member's own
+// `list`, read in its namespace, says where a sandbox landed.  Then a
+// member dies (kill -9), a second front is refused and keeps retrying, and
+// the first front dies: the second takes over.  VM boots: 3 cold (one
+// pull per member), 26 restored from the members' templates.
+import { describe, test, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { eventually } from './lib.mjs';
+import { registryUnavailable, startRegistry } from './lib/registry-fixture.mjs';
+import { assertNoVmLeft, assertScode, BOOT_TIMEOUT_MS, UUID_V4 } from './lib/sandbox-stack.mjs';
+import { cleanupCluster, DEFAULT_NAMESPACE, killDaemon, refusals, startCluster, startFront } from './lib/cluster-stack.mjs';
+import { FUNCTIONS } from './daemon.mjs';
+
+// A sandbox costs its guest memory, 64 MiB for QEMU and the TCG cache in
+// the budget (mem_budget.c); the slack holds the member's snapshot template.
+const GUEST_MIB = 256;
+const TCG_CACHE_MIB = 32;
+const COST_MIB = GUEST_MIB + 64 + TCG_CACHE_MIB;
+const SLACK_MIB = 1024;
+const SLOTS = { m1: 12, m2: 8, m3: 4 };
+const TOTAL = Object.values(SLOTS).reduce((a, b) => a + b);
+
+const skip = registryUnavailable();
+
+describe('three members behind a front', { skip: skip ?? false }, () => {
+	let reg, c;
+	const started = Date.now();
+	const ids = [];
+	const create = async () => {
+		const r = await c.call('create', { image: 'python' }, { timeoutMs: BOOT_TIMEOUT_MS });
+		assert.match(r.sandbox_id, UUID_V4);
+		ids.push(r.sandbox_id);
+		return r.sandbox_id;
+	};
+	// Each member's sandbox ids, from its own `list` in its namespace.
+	const placed = async (members = c.members) => Object.fromEntries(await Promise.all(members.map(async (m) =>
+		[m.namespace, (await c.inNs(m.namespace, 'list', {})).sandboxes.map((x) => x.sandbox_id).sort()])));
+	const ownerOf = (where, id) => Object.keys(where).find((ns) => where[ns].includes(id));
+	const member = (ns) => c.members.find((m) => m.namespace === ns);
+
+	before(async () => {
+		reg = await startRegistry({ images: ['python'] });
+		c = await startCluster({ registry: reg,
+			config: { image_allowlist: ['python'], default_memory_mb: GUEST_MIB, tcg_cache_mb: TCG_CACHE_MIB },
+			members: Object.values(SLOTS).map((n) => ({ config: { memory_budget_mb: n * COST_MIB + SLACK_MIB,
+				max_concurrent_sandboxes: n } })) });
+	});
+	after(async () => {
+		if (c) {
+			await c.stop();
+			cleanupCluster(c);
+		}
+		await reg?.stop();
+	});
+
+	test('the front serves the contract\'s ids in the default namespace, the members in theirs', async () => {
+		for (const id of FUNCTIONS) {
+			assert.equal(c.engine.functions.get(id)?.owner, c.front.conn().worker_id, id);
+			for (const m of c.members) assert.equal(c.engine.functionsIn(m.namespace).get(id)?.owner, m.conn().worker_id);
+		}
+	});
+
+	test('the front\'s adapter::info lists the members, up, with their capacity', async () => {
+		const info = await eventually(async () => {
+			const r = await c.call('adapter::info', {});
+			assert.equal(r.members?.filter((m) => m.up).length, 3, JSON.stringify(r.members));
+			return r;
+		});
+		assert.equal(info.adapter, 'sandbox-libkrun');
+		assert.deepEqual(info.members.map((m) => m.namespace).sort(), Object.keys(SLOTS));
+		for (const m of info.members) {
+			const cap = m.capacity;
+			assert.deepEqual(cap.sandboxes, { live: 0, max: SLOTS[m.namespace] }, m.namespace);
+			assert.equal(cap.memory_mib.budget, SLOTS[m.namespace] * COST_MIB + SLACK_MIB, m.namespace);
+			assert.equal(cap.memory_mib.sandbox_default, GUEST_MIB);
+		}
+	});
+
+	test(`${TOTAL} creates land by capacity: ${Object.entries(SLOTS).map(([k, v]) => `${k} ${v}`).join(', ')}; one more is S400 naming every member`,
+		async (t) => {
+			const t0 = Date.now();
+			const first = await create();
+			assert.equal(ownerOf(await placed(), first), 'm1', 'the first create goes to the member with most budget left');
+			for (let i = 1; i < TOTAL; i++) await create();
+			const where = await placed();
+			assert.deepEqual(Object.fromEntries(Object.entries(where).map(([ns, l]) => [ns, l.length])), SLOTS);
+			assert.deepEqual(Object.values(where).flat().sort(), [...ids].sort(), 'every create is on exactly one member');
+			const full = assertScode(await c.callError('create', { image: 'python' }), 'S400');
+			for (const ns of Object.keys(SLOTS)) assert.match(full.message, new RegExp(`\\b${ns}\\b`), full.message);
+			t.diagnostic(`${TOTAL} creates through the front in ${Date.now() - t0} ms`);
+		});
+
+	test('exec, fs::write, fs::read and stop reach the owner; list through the front shows all', async () => {
+		const where = await placed();
+		for (const ns of Object.keys(SLOTS)) {
+			const id = where[ns][0];
+			await c.call('fs::write', { sandbox_id: id, path: '/tmp/owner', content: `${ns}\n` });
+			assert.equal((await c.call('fs::read', { sandbox_id: id, path: '/tmp/owner' })).body, `${ns}\n`);
+			const direct = await c.inNs(ns, 'exec', { sandbox_id: id, cmd: 'cat /tmp/owner' });
+			assert.equal(direct.stdout, `${ns}\n`, 'the member itself sees the file the front wrote');
+			const r = await c.call('exec', { sandbox_id: id, argv: ['sh', '-c', 'cat /tmp/owner; exit 3'] });
+			assert.deepEqual([r.stdout, r.exit_code], [`${ns}\n`, 3]);
+		}
+		const listed = (await c.call('list', {})).sandboxes.map((x) => x.sandbox_id).sort();
+		assert.deepEqual(listed, [...ids].sort());
+		// One stop per member frees one slot each for the creates after m3's death.
+		for (const ns of Object.keys(SLOTS)) {
+			const id = where[ns][0];
+			assert.deepEqual(await c.call('stop', { sandbox_id: id }), { sandbox_id: id, stopped: true });
+			assert.ok(!(await placed([member(ns)]))[ns].includes(id), `${ns} no longer lists ${id}`);
+			assertScode(await c.callError('exec', { sandbox_id: id, cmd: 'true' }), 'S002');
+			ids.splice(ids.indexOf(id), 1);
+		}
+		assert.equal((await c.call('list', {})).sandboxes.length, TOTAL - 3);
+	});
+
+	test('kill -9 of m3: its sandboxes answer S300 naming it at once, then S002; creates go to m1 and m2', async (t) => {
+		const m3 = member('m3');
+		const orphans = (await placed([m3])).m3;
+		assert.equal(orphans.length, SLOTS.m3 - 1);
+		await killDaemon(m3.daemon);
+		const t0 = Date.now();
+		const env = assertScode(await c.callError('exec', { sandbox_id: orphans[0], cmd: 'true' }), 'S300');
+		assert.match(env.message, /\bm3\b/, env.message);
+		const s300 = Date.now() - t0;
+		assert.ok(s300 < 3000, `S300 took ${s300} ms`);
+		await eventually(async () => {
+			for (const id of orphans) assertScode(await c.callError('exec', { sandbox_id: id, cmd: 'true' }), 'S002');
+		}, 15000);
+		const s002 = Date.now() - t0;
+		assert.deepEqual((await c.call('list', {})).sandboxes.map((x) => x.sandbox_id).sort(),
+			ids.filter((id) => !orphans.includes(id)).sort(), 'list shows the live members\' sandboxes');
+		const live = c.members.filter((m) => m !== m3);
+		const a = await create();
+		const b = await create();
+		const where = await placed(live);
+		assert.deepEqual([ownerOf(where, a), ownerOf(where, b)].sort(), ['m1', 'm2']);
+		await eventually(() => assertNoVmLeft(m3.stateDir, 'after kill -9 of m3'), 30000);
+		t.diagnostic(`S300 after ${s300} ms, S002 for all ${orphans.length} after ${s002} ms`);
+	});
+
+	test('a second front is refused (WORKER_NAMESPACE_CONFLICT) and keeps retrying; it takes over when the first dies',
+		async (t) => {
+			const first = c.front;
+			const second = await startFront(c.engine, { wait: false });
+			c.fronts.push(second);
+			await c.engine.waitFor(() => refusals(c.engine, second.daemon.proc.pid).length >= 2, 10000,
+				'two refused registrations of the second front');
+			assert.equal(second.daemon.proc.exitCode, null, `the second front keeps running\n${second.daemon.output()}`);
+			for (const id of FUNCTIONS) assert.equal(c.engine.functions.get(id)?.owner, first.conn().worker_id, id);
+			const r = refusals(c.engine, second.daemon.proc.pid)[0].msg;
+			assert.deepEqual([r.namespace, r.worker_name], [DEFAULT_NAMESPACE, 'sandbox-libkrun']);
+
+			await killDaemon(first.daemon);
+			const t0 = Date.now();
+			await c.engine.waitFor(() => {
+				const w = second.conn();
+				return w && FUNCTIONS.every((id) => c.engine.functions.get(id)?.owner === w.worker_id);
+			}, 15000, 'the second front owning the default ids').catch((e) => {
+				e.message += `\nsecond front output:\n${second.daemon.output()}`;
+				throw e;
+			});
+			const takeover = Date.now() - t0;
+			c.front = second;
+			const where = await placed(c.members.filter((m) => m.namespace !== 'm3'));
+			await eventually(async () => assert.deepEqual((await c.call('list', {})).sandboxes.map((x) => x.sandbox_id).sort(),
+				[...where.m1, ...where.m2].sort(), 'the new front\'s map is rebuilt from the members'));
+			for (const ns of ['m1', 'm2']) {
+				const r2 = await c.call('exec', { sandbox_id: where[ns][0], cmd: 'echo reachable' });
+				assert.equal(r2.stdout, 'reachable\n', ns);
+			}
+			t.diagnostic(`takeover ${takeover} ms after the first front's death`);
+		});
+
+	test('SIGTERM: the second front and the live members exit 0, no VM left on any member', async (t) => {
+		const results = await c.stop();
+		const daemons = [...c.fronts, ...c.members];
+		const alive = daemons.filter((x) => x !== c.fronts[0] && x !== member('m3'));
+		for (const x of alive) assert.deepEqual(results[daemons.indexOf(x)], { code: 0, signal: null }, x.namespace ?? 'front');
+		const members = c.members;
+		c = null;
+		cleanupCluster({ members });
+		t.diagnostic(`${Math.round((Date.now() - started) / 1000)} s for the file`);
+	});
+});
