@@ -76,7 +76,7 @@ describe('three members behind a front', { skip: skip ?? false }, () => {
 			const cap = m.capacity;
 			assert.deepEqual(cap.sandboxes, { live: 0, max: SLOTS[m.namespace] }, m.namespace);
 			assert.equal(cap.memory_mib.budget, SLOTS[m.namespace] * COST_MIB + SLACK_MIB, m.namespace);
-			assert.equal(cap.memory_mib.sandbox_default, GUEST_MIB);
+			assert.equal(cap.memory_mib.sandbox_default, COST_MIB, 'what a create adds to committed');
 		}
 	});
 
