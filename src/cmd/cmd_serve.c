@@ -15,9 +15,6 @@
  * reach the engine's trace store. */
 #include "cmd/cmd_serve.h"
 
-#include <errno.h>
-#include <pthread.h>
-#include <signal.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -30,9 +27,12 @@
 #include "adapter/vm_backend/vm_backend.h"
 #include "adapter/vm_backend/stream_engine.h"
 #include "adapter/vm_backend/vm_backend_fs.h"
+#include "cmd/cmd_front.h"
 #include "cmd/serve_lifeline.h"
 #include "cmd/serve_metrics.h"
 #include "cmd/serve_notify.h"
+#include "cmd/serve_register.h"
+#include "cmd/serve_signals.h"
 #include "common/log.h"
 #include "common/scodes.h"
 #include "control/control_proto.h"
@@ -45,9 +45,6 @@
 #include "worker/worker_table.h"
 
 #define EXIT_CONFIG 2
-/* How often the wait for the first connection looks up from its sleep; the
- * wait itself has no limit. */
-#define CONNECT_WAIT_SLICE_MS 60000
 
 /* III_WORKER_NAME (set by compose and iii-worker) else our own name: the
  * name engine::workers::register reports.  Function ids do not change. */
@@ -59,11 +56,12 @@ static const char *worker_name(void)
 
 static void usage(FILE *out)
 {
-	fprintf(out, "usage: sandbox-libkrun serve [--config FILE] [--help]\n\n"
+	fprintf(out, "usage: sandbox-libkrun serve [--config FILE] [--front] [--help]\n\n"
 		     "Connects to the iii engine and serves sandbox-libkrun::* as worker '%s'.\n"
 		     "Until the engine is reachable it keeps retrying, with backoff.\n\n"
 		     "  --config FILE   read the configuration map from this YAML file (the engine's\n"
-		     "                  spawn form) instead of configuration::get\n\n"
+		     "                  spawn form) instead of configuration::get\n"
+		     "  --front         serve as the front of a cluster of members (serve --front --help)\n\n"
 		     "environment:\n"
 		     "  III_URL / III_ENGINE_URL   engine WebSocket URL (default ws://127.0.0.1:49134)\n"
 		     "  III_WORKER_NAME            worker name reported to the engine (default sandbox-libkrun)\n"
@@ -95,100 +93,12 @@ static int handle(void *userdata, const struct engine_invocation *inv, json_t *d
 	return sbx_adapter_call(a, op, data, out);
 }
 
-struct signal_waiter {
-	sigset_t set;
-	struct engine *engine;
-	atomic_bool requested; /* SIGTERM/SIGINT arrived: a stop, not a failure */
-	atomic_bool wake_only; /* serve ends by itself and sends the SIGTERM that wakes the waiter */
-};
-
-/* Turns SIGTERM/SIGINT into engine_stop() from an ordinary thread, where it
- * may lock and wake other threads. */
-static void *wait_signals(void *arg)
-{
-	struct signal_waiter *w = arg;
-	int sig;
-	if (sigwait(&w->set, &sig) != 0 || atomic_load(&w->wake_only))
-		return NULL;
-	atomic_store(&w->requested, true);
-	sbx_info("received %s: shutting down", strsignal(sig));
-	engine_stop(w->engine);
-	return NULL;
-}
-
-/* Waits for the first registered connection for as long as it takes; the
- * engine client logs each failed attempt.  Returns 0 when connected, -1 with
- * *err when the engine rejected us or a stop was asked for. */
-static int wait_engine(struct engine *e, struct signal_waiter *w, sbx_error_t *err)
-{
-	while (engine_wait_connected(e, CONNECT_WAIT_SLICE_MS, err) < 0) {
-		if (engine_fatally_rejected(e) || atomic_load(&w->requested))
-			return -1;
-		sbx_error_free(err);
-	}
-	return 0;
-}
-
-/* Calls that take milliseconds: they run in a pool of their own, so long
- * execs and file transfers filling theirs never delay them. */
-static bool quick_op(const char *op)
-{
-	static const char *const quick[] = { "adapter::info", "catalog::list", "list", "stop", "process::list",
-					     "process::signal", "terminal::resize" };
-	for (size_t i = 0; i < sizeof(quick) / sizeof(quick[0]); i++) {
-		if (strcmp(op, quick[i]) == 0)
-			return true;
-	}
-	return false;
-}
-
-/* A call refused because too many wait is a resource limit (S400). */
-static json_t *busy_error(const char *message)
-{
-	sbx_error_t err = NULL;
-	sbx_error_scode(&err, SBX_S_LIMIT, "%s", message);
-	json_t *out = NULL;
-	sbx_op_fail(&err, &out);
-	return out;
-}
-
 /* Calls beyond the running handlers wait rather than fail: room for every
  * sandbox's execs plus a create and a stop each, and never under 1024. */
 static int queue_limit(const struct sbx_config *cfg)
 {
 	uint64_t n = (uint64_t)cfg->max_concurrent_sandboxes * ((uint64_t)cfg->max_concurrent_exec_per_sandbox + 2);
 	return n < 1024 ? 1024 : n > INT32_MAX / 2 ? INT32_MAX / 2 : (int)n;
-}
-
-static int register_table(struct engine *e, struct sbx_adapter *a, const struct sbx_op *ops, size_t n,
-			  sbx_error_t *err)
-{
-	for (size_t i = 0; i < n; i++) {
-		char id[128];
-		snprintf(id, sizeof(id), "%s::%s", SBX_WORKER_NAME, ops[i].op);
-		json_error_t jerr;
-		json_t *req = json_loads(ops[i].request_schema, 0, &jerr);
-		json_t *resp = json_loads(ops[i].response_schema, 0, &jerr);
-		struct engine_function fn = { id, ops[i].description, req, resp, handle, a, quick_op(ops[i].op) };
-		int rc = req != NULL && resp != NULL ? engine_add_function(e, &fn, err)
-						     : sbx_error_set(err, EINVAL, "schema of %s: %s", id, jerr.text);
-		json_decref(req);
-		json_decref(resp);
-		if (rc < 0)
-			return sbx_error_prefix(err, "register %s", id);
-	}
-	return 0;
-}
-
-/* The 23, then the extensions (ops_ext.c). */
-static int register_ops(struct engine *e, struct sbx_adapter *a, sbx_error_t *err)
-{
-	size_t n, m;
-	const struct sbx_op *ops = sbx_ops(&n);
-	const struct sbx_op *ext = sbx_op_extensions(&m);
-	if (register_table(e, a, ops, n, err) < 0)
-		return -1;
-	return register_table(e, a, ext, m, err);
 }
 
 /* What the control socket's status adds to the adapter's own. */
@@ -244,6 +154,9 @@ static const char *env_or_null(const char *name)
 int sbx_cmd_serve(int argc, char **argv)
 {
 	const char *config_file = NULL;
+	for (int i = 1; i < argc; i++)
+		if (strcmp(argv[i], "--front") == 0)
+			return sbx_cmd_front(argc, argv);
 	for (int i = 1; i < argc; i++) {
 		if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
 			usage(stdout);
@@ -270,14 +183,8 @@ int sbx_cmd_serve(int argc, char **argv)
 	if (sbx_log_init_from_env() < 0)
 		sbx_warn("SANDBOX_LOG has an unknown value; using info (expected debug, info, warn or error)");
 
-	/* Block the signals before any thread starts so that only the waiter
-	 * receives them. */
-	struct signal_waiter waiter = { .engine = NULL, .requested = false, .wake_only = false };
-	sigemptyset(&waiter.set);
-	sigaddset(&waiter.set, SIGTERM);
-	sigaddset(&waiter.set, SIGINT);
-	pthread_sigmask(SIG_BLOCK, &waiter.set, NULL);
-	signal(SIGPIPE, SIG_IGN);
+	struct serve_signals waiter;
+	serve_signals_block(&waiter);
 
 	sbx_error_t err = NULL;
 	struct engine_options opts = {
@@ -287,7 +194,7 @@ int sbx_cmd_serve(int argc, char **argv)
 		.description = "libkrun-style microVM sandboxes (QEMU microvm) for the iii sandbox contract",
 		.namespace = env_or_null("III_NAMESPACE"),
 		.isolation = env_or_null("III_ISOLATION"),
-		.busy_error = busy_error,
+		.busy_error = serve_busy_error,
 	};
 	struct engine *e = engine_new(&opts, &err);
 	if (e == NULL) {
@@ -295,8 +202,6 @@ int sbx_cmd_serve(int argc, char **argv)
 		sbx_error_free(&err);
 		return 1;
 	}
-	waiter.engine = e;
-	pthread_t sig_thread;
 	int status = 1;
 	struct sbx_adapter *a = NULL;
 	void *backend = NULL;
@@ -304,8 +209,9 @@ int sbx_cmd_serve(int argc, char **argv)
 	struct serve_metrics *metrics = NULL;
 	struct control_server *control = NULL;
 	struct serve_status status_src = { .e = e, .url = NULL, .jail = NULL };
-	if (pthread_create(&sig_thread, NULL, wait_signals, &waiter) != 0) {
-		fprintf(stderr, "sandbox-libkrun serve: cannot start the signal thread\n");
+	if (serve_signals_start(&waiter, e, &err) < 0) {
+		fprintf(stderr, "sandbox-libkrun serve: %s\n", sbx_error_msg(err));
+		sbx_error_free(&err);
 		engine_free(e);
 		return 1;
 	}
@@ -323,7 +229,7 @@ int sbx_cmd_serve(int argc, char **argv)
 	sbx_info("connecting to %s as worker '%s'%s%s", opts.url, opts.worker_name,
 		 opts.namespace != NULL ? " in namespace " : "", opts.namespace != NULL ? opts.namespace : "");
 	serve_notify_waiting(opts.url);
-	if (engine_start(e, &err) < 0 || wait_engine(e, &waiter, &err) < 0) {
+	if (engine_start(e, &err) < 0 || serve_wait_engine(e, &waiter, &err) < 0) {
 		sbx_config_free(cfg);
 		if (atomic_load(&waiter.requested))
 			status = 0;
@@ -392,7 +298,7 @@ int sbx_cmd_serve(int argc, char **argv)
 		status = EXIT_CONFIG;
 		goto out;
 	}
-	if (register_ops(e, a, &err) < 0) {
+	if (serve_register_ops(e, handle, a, &err) < 0) {
 		fprintf(stderr, "sandbox-libkrun serve: %s\n", sbx_error_msg(err));
 		goto out;
 	}
@@ -413,10 +319,7 @@ out:
 	serve_metrics_stop(metrics);
 	control_server_stop(control);
 	engine_stop(e);
-	/* Wake the signal thread if no signal came, then reap it. */
-	atomic_store(&waiter.wake_only, true);
-	pthread_kill(sig_thread, SIGTERM);
-	pthread_join(sig_thread, NULL);
+	serve_signals_end(&waiter);
 	engine_free(e);
 	template_warm_stop(warm);
 	/* Stops every worker and sandbox VM: SIGTERM ends serve, never the

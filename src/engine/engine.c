@@ -70,6 +70,7 @@ struct engine *engine_new(const struct engine_options *opts, sbx_error_t *err)
 	bool has_iso = opts->isolation != NULL && opts->isolation[0] != '\0';
 	e->namespace = has_ns ? strdup(opts->namespace) : NULL;
 	e->isolation = has_iso ? strdup(opts->isolation) : NULL;
+	e->wait_for_lease = opts->wait_for_lease;
 	e->max_invocations = opts->max_concurrent_invocations > 0 ? opts->max_concurrent_invocations
 								  : ENGINE_DEFAULT_MAX_INVOCATIONS;
 	e->pools[0].max = e->max_invocations;

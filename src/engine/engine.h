@@ -52,6 +52,10 @@ struct engine_options {
 	 * (III_ISOLATION). */
 	const char *namespace;
 	const char *isolation;
+	/* WORKER_NAMESPACE_CONFLICT is not fatal: another connection holds the
+	 * worker's lease, and this one reconnects about every second until it
+	 * is gone and the engine gives the lease here (a standby front). */
+	bool wait_for_lease;
 	int max_concurrent_invocations; /* handler threads, 0 = default (256) */
 	/* Invocations past the running limit wait in FIFO order; only when
 	 * this many wait is one refused.  0 = default (1024). */
@@ -86,6 +90,11 @@ int engine_wait_connected(struct engine *e, int timeout_ms, sbx_error_t *err);
  * context. `data` is borrowed. */
 int engine_call(struct engine *e, const struct engine_invocation *parent, const char *function_id, json_t *data,
 		int timeout_ms, json_t **result, json_t **error_body, sbx_error_t *err);
+/* engine_call() resolving function_id in `namespace` (invokefunction's
+ * namespace field); NULL: the engine's default. */
+int engine_call_in(struct engine *e, const struct engine_invocation *parent, const char *namespace,
+		   const char *function_id, json_t *data, int timeout_ms, json_t **result, json_t **error_body,
+		   sbx_error_t *err);
 
 /* Runs fn(arg) on a detached thread that engine_free() waits for, like an
  * invocation: for work that outlives its handler, such as pumping a file

@@ -48,6 +48,7 @@ struct engine {
 	char *description;
 	char *namespace; /* NULL: the default namespace */
 	char *isolation; /* NULL: not reported */
+	bool wait_for_lease;
 	int max_invocations;
 	int stop_fd; /* eventfd, written once by engine_stop(): wakes every wait */
 
@@ -59,6 +60,10 @@ struct engine {
 	int conn_users;       /* senders using conn outside the lock */
 	bool registered;      /* conn is open and the registrations are sent */
 	bool started, stopped, fatal;
+	/* wait_for_lease: a connection was refused the lease (logged once); the
+	 * retry comes after the first backoff step, since the connection was
+	 * open (about a second). */
+	bool lease_waiting;
 	char worker_id[ENGINE_MAX_ID_LEN + 1];
 	char reattach_token[ENGINE_MAX_ID_LEN + 1];
 	struct pending_call *pending;

@@ -58,13 +58,15 @@ void engine_pending_fail_all(struct engine *e)
 			pc->lost = true;
 }
 
-static json_t *call_message(const char *id, const struct engine_invocation *parent, const char *function_id,
-			    json_t *data)
+static json_t *call_message(const char *id, const struct engine_invocation *parent, const char *namespace,
+			    const char *function_id, json_t *data)
 {
 	json_t *msg = json_pack("{s:s, s:s, s:s, s:O}", "type", "invokefunction", "invocation_id", id,
 				"function_id", function_id, "data", data != NULL ? data : json_null());
 	if (msg == NULL)
 		return NULL;
+	if (namespace != NULL && json_object_set_new(msg, "namespace", json_string(namespace)) < 0)
+		goto fail;
 	/* Verbatim trace context: the callee nests under the caller's trace. */
 	if (parent != NULL && parent->traceparent != NULL &&
 	    json_object_set_new(msg, "traceparent", json_string(parent->traceparent)) < 0)
@@ -81,6 +83,13 @@ fail:
 int engine_call(struct engine *e, const struct engine_invocation *parent, const char *function_id, json_t *data,
 		int timeout_ms, json_t **result, json_t **error_body, sbx_error_t *err)
 {
+	return engine_call_in(e, parent, NULL, function_id, data, timeout_ms, result, error_body, err);
+}
+
+int engine_call_in(struct engine *e, const struct engine_invocation *parent, const char *namespace,
+		   const char *function_id, json_t *data, int timeout_ms, json_t **result, json_t **error_body,
+		   sbx_error_t *err)
+{
 	*result = NULL;
 	*error_body = NULL;
 	if (function_id == NULL || *function_id == '\0')
@@ -88,7 +97,7 @@ int engine_call(struct engine *e, const struct engine_invocation *parent, const 
 	struct pending_call pc = { 0 };
 	if (sbx_uuid_v4(pc.id) < 0)
 		return sbx_error_errno(err, errno, "generating an invocation id");
-	json_t *msg = call_message(pc.id, parent, function_id, data);
+	json_t *msg = call_message(pc.id, parent, namespace, function_id, data);
 	if (msg == NULL)
 		return sbx_error_set(err, ENOMEM, "building the call to %s", function_id);
 

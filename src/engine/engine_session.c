@@ -122,6 +122,17 @@ static void handle_rejected(struct engine *e, json_t *msg)
 		sbx_warn("engine: function %s is owned by another worker; not registered", fn != NULL ? fn : "?");
 		return;
 	}
+	if (e->wait_for_lease && code != NULL && strcmp(code, "WORKER_NAMESPACE_CONFLICT") == 0) {
+		pthread_mutex_lock(&e->lock);
+		bool first = !e->lease_waiting;
+		e->lease_waiting = true;
+		pthread_mutex_unlock(&e->lock);
+		/* Once, not at every retry: a standby may wait for days. */
+		if (first)
+			sbx_info("engine: another worker '%s' holds the lease in this namespace; waiting to take over",
+				 e->worker_name);
+		return;
+	}
 	sbx_err("engine: registration rejected (%s); stopping for good", code != NULL ? code : "no code");
 	pthread_mutex_lock(&e->lock);
 	e->fatal = true;

@@ -1,0 +1,171 @@
+/* create, run and worker::prepare: placed on the member with the most
+ * room (front_place.c), the next tried when one answers S400. */
+#include <stdio.h>
+#include <string.h>
+
+#include "common/cleanup_json.h"
+#include "common/log_limit.h"
+#include "common/scodes.h"
+#include "front/front_internal.h"
+#include "front/front_place.h"
+
+static int64_t num(json_t *obj, const char *a, const char *b)
+{
+	json_t *v = json_object_get(json_object_get(obj, a), b);
+	return json_is_integer(v) ? json_integer_value(v) : -1;
+}
+
+static bool cached(json_t *cap, const char *image)
+{
+	size_t i;
+	json_t *v;
+	json_array_foreach(json_object_get(cap, "images_cached"), i, v) {
+		if (image != NULL && json_is_string(v) && strcmp(json_string_value(v), image) == 0)
+			return true;
+	}
+	return false;
+}
+
+/* The members up, with their capacity as last read less what was placed
+ * since; *need_mib: the request's memory, else the first member's default. */
+static size_t slots_of(struct front *f, json_t *data, struct front_slot slots[FRONT_MAX_MEMBERS], int64_t *need_mib)
+{
+	json_t *mem = json_object_get(data, "memory_mb");
+	const char *image = json_string_value(json_object_get(data, "image"));
+	*need_mib = json_is_integer(mem) && json_integer_value(mem) > 0 ? json_integer_value(mem) : -1;
+	size_t n = 0;
+	pthread_mutex_lock(&f->lock);
+	for (size_t i = 0; i < f->nmembers; i++) {
+		const struct front_member *m = &f->members[i];
+		if (!m->up)
+			continue;
+		json_t *cap = json_object_get(m->info, "capacity");
+		int64_t committed = num(cap, "memory_mib", "committed"), budget = num(cap, "memory_mib", "budget");
+		int64_t live = num(cap, "sandboxes", "live"), max = num(cap, "sandboxes", "max");
+		int64_t def = num(cap, "memory_mib", "sandbox_default");
+		if (*need_mib < 0 && def > 0)
+			*need_mib = def;
+		json_t *pool = json_object_get(cap, "pool_ready");
+		slots[n++] = (struct front_slot){
+			.member = i,
+			.known = committed >= 0 && budget >= 0 && live >= 0 && max >= 0,
+			.free_mib = budget - committed - m->reserved_mib,
+			.live = live + m->reserved_live,
+			.max_live = max,
+			.ready = cached(cap, image) || (json_is_integer(pool) && json_integer_value(pool) > 0),
+		};
+	}
+	pthread_mutex_unlock(&f->lock);
+	if (*need_mib < 0)
+		*need_mib = 0;
+	return n;
+}
+
+static void reserve(struct front *f, size_t member, int64_t mib, int64_t live)
+{
+	pthread_mutex_lock(&f->lock);
+	struct front_member *m = &f->members[member];
+	/* A refresh in between reset the reservation: never below zero. */
+	m->reserved_mib = m->reserved_mib + mib > 0 ? m->reserved_mib + mib : 0;
+	m->reserved_live = m->reserved_live + live > 0 ? m->reserved_live + live : 0;
+	pthread_mutex_unlock(&f->lock);
+}
+
+/* What the placed call left behind for later calls to find. */
+static void record(struct front *f, const char *op, json_t *data, json_t *res, size_t member)
+{
+	const char *worker = json_string_value(json_object_get(data, "worker"));
+	const char *id = json_string_value(json_object_get(res, "sandbox_id"));
+	const char *name = json_string_value(json_object_get(data, "name"));
+	bool prepare = strcmp(op, "worker::prepare") == 0;
+	pthread_mutex_lock(&f->lock);
+	int rc = 0;
+	if (prepare && worker != NULL)
+		rc = front_owners_set(&f->workers, worker, member);
+	if (!prepare && id != NULL)
+		rc = front_owners_set(&f->owners, id, member);
+	if (!prepare && id != NULL && name != NULL && rc == 0)
+		rc = front_owners_set(&f->owners, name, member);
+	pthread_mutex_unlock(&f->lock);
+	if (rc < 0)
+		sbx_warn_limited("front: %s's result not mapped (looked up again when used)", op);
+}
+
+/* Appends "ns: message" of a refusal to the summary of the S400. */
+static void note(char *sum, size_t size, const char *ns, json_t *body)
+{
+	cleanup_json json_t *env = front_envelope(body);
+	const char *msg = json_string_value(json_object_get(env, "message"));
+	size_t used = strlen(sum);
+	if (used < size)
+		snprintf(sum + used, size - used, "%s%s: %.200s", used > 0 ? "; " : "", ns,
+			 msg != NULL ? msg : "no answer");
+}
+
+/* A call whose target is known already: a worker prepared again, a name in
+ * use.  1 when it was forwarded, 0 when it is to be placed. */
+static int known_target(struct front *f, const struct engine_invocation *inv, const char *op, json_t *data,
+			json_t **out, int *rc)
+{
+	size_t m;
+	int known = 0;
+	if (strcmp(op, "worker::prepare") == 0) {
+		known = front_worker_owner(f, inv, data, &m, out);
+	} else {
+		const char *name = json_string_value(json_object_get(data, "name"));
+		pthread_mutex_lock(&f->lock);
+		known = name != NULL && front_owners_get(&f->owners, name, &m) && f->members[m].up;
+		pthread_mutex_unlock(&f->lock);
+	}
+	if (known < 0)
+		return *rc = -1, 1;
+	if (known == 0)
+		return 0;
+	char scode[8];
+	*rc = front_forward(f, inv, m, op, data, FRONT_CALL_TIMEOUT_MS, out, scode) == FRONT_FWD_OK ? 0 : -1;
+	if (*rc == 0)
+		record(f, op, data, *out, m);
+	return 1;
+}
+
+int front_place_call(struct front *f, const struct engine_invocation *inv, const char *op, json_t *data,
+		     json_t **out)
+{
+	int rc;
+	if (known_target(f, inv, op, data, out, &rc))
+		return rc;
+	struct front_slot slots[FRONT_MAX_MEMBERS];
+	int64_t need;
+	size_t n = slots_of(f, data, slots, &need);
+	if (n == 0 && front_refresh(f) == 0)
+		n = slots_of(f, data, slots, &need);
+	if (n == 0)
+		return front_to_any(f, inv, op, data, out);
+	front_place_order(slots, n, need);
+	char refused[2048] = "";
+	bool full = false;
+	for (size_t k = 0; k < n; k++) {
+		size_t m = slots[k].member;
+		char scode[8];
+		json_t *res = NULL;
+		reserve(f, m, need, 1);
+		enum front_fwd r = front_forward(f, inv, m, op, data, FRONT_CALL_TIMEOUT_MS, &res, scode);
+		if (r == FRONT_FWD_OK) {
+			record(f, op, data, res, m);
+			*out = res;
+			return 0;
+		}
+		reserve(f, m, -need, -1);
+		/* Full or gone: the next member may have room.  Anything else
+		 * (a bad request, an unknown image) every member would say. */
+		if (r == FRONT_FWD_ERROR && strcmp(scode, SBX_S_LIMIT) != 0) {
+			*out = res;
+			return -1;
+		}
+		full |= r == FRONT_FWD_ERROR;
+		note(refused, sizeof(refused), f->members[m].ns, res);
+		json_decref(res);
+	}
+	return front_fail(full ? SBX_S_LIMIT : SBX_S_VM_BOOT, out, "%s (%zu tried): %s",
+			  full ? "every member is full or gone" : "every member is gone", n, refused);
+}

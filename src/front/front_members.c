@@ -1,0 +1,184 @@
+/* Finding the members and keeping their capacity and lists: one refresh a
+ * second.  The calls go out without the lock; what they bring is applied
+ * under it. */
+#include <string.h>
+#include <sys/eventfd.h>
+#include <unistd.h>
+
+#include "adapter/adapter.h"
+#include "common/cleanup_json.h"
+#include "common/clock.h"
+#include "common/cleanup.h"
+#include "common/log.h"
+#include "common/log_limit.h"
+#include "front/front_internal.h"
+
+#define INFO_ID SBX_WORKER_NAME "::adapter::info"
+
+static bool valid_ns(const char *ns)
+{
+	return ns != NULL && ns[0] != '\0' && strnlen(ns, FRONT_NS_MAX + 1) <= FRONT_NS_MAX;
+}
+
+/* The slot of ns, added when new; -1 when the table is full. */
+static long slot_of(struct front *f, const char *ns)
+{
+	for (size_t i = 0; i < f->nmembers; i++)
+		if (strcmp(f->members[i].ns, ns) == 0)
+			return (long)i;
+	if (f->nmembers == FRONT_MAX_MEMBERS)
+		return -1;
+	struct front_member *m = &f->members[f->nmembers];
+	*m = (struct front_member){ 0 };
+	memcpy(m->ns, ns, strlen(ns) + 1);
+	return (long)f->nmembers++;
+}
+
+/* Namespaces whose adapter::info the engine lists, into `seen` (indexes of
+ * slots).  -1 when the engine did not answer. */
+static int discover(struct front *f, bool seen[FRONT_MAX_MEMBERS])
+{
+	if (f->pinned != NULL) {
+		pthread_mutex_lock(&f->lock);
+		for (size_t i = 0; i < f->npinned; i++) {
+			long s = slot_of(f, f->pinned[i]);
+			if (s >= 0)
+				seen[s] = true;
+		}
+		pthread_mutex_unlock(&f->lock);
+		return 0;
+	}
+	cleanup_json json_t *req = json_pack("{s:s}", "prefix", INFO_ID);
+	cleanup_json json_t *res = NULL;
+	cleanup_json json_t *ebody = NULL;
+	sbx_error_t err = NULL;
+	if (req == NULL)
+		return -1;
+	int rc = engine_call(f->e, NULL, "engine::functions::list", req, FRONT_INFO_TIMEOUT_MS, &res, &ebody, &err);
+	if (rc != 0) {
+		sbx_debug("front: engine::functions::list failed: %s", rc < 0 ? sbx_error_msg(err) : "an error answer");
+		sbx_error_free(&err);
+		return -1;
+	}
+	json_t *rows = json_object_get(res, "functions");
+	size_t i;
+	json_t *row;
+	pthread_mutex_lock(&f->lock);
+	json_array_foreach(rows, i, row) {
+		const char *id = json_string_value(json_object_get(row, "function_id"));
+		const char *ns = json_string_value(json_object_get(row, "namespace"));
+		if (id == NULL || strcmp(id, INFO_ID) != 0 || !valid_ns(ns) || strcmp(ns, f->own_ns) == 0)
+			continue;
+		long s = slot_of(f, ns);
+		if (s >= 0)
+			seen[s] = true;
+		else
+			sbx_warn_limited("front: more than %d members; namespace %s ignored", FRONT_MAX_MEMBERS, ns);
+	}
+	pthread_mutex_unlock(&f->lock);
+	return 0;
+}
+
+/* Lock held. */
+static void mark_down(struct front *f, size_t i, int64_t now)
+{
+	struct front_member *m = &f->members[i];
+	if (m->up) {
+		m->up = false;
+		m->down_since_ms = now;
+		sbx_warn("front: member %s is gone: its sandboxes answer S300 for %d s, then S002", m->ns,
+			 FRONT_GRACE_MS / 1000);
+	}
+	if (!m->forgotten && m->down_since_ms != 0 && now - m->down_since_ms >= FRONT_GRACE_MS) {
+		front_owners_drop_member(&f->owners, i);
+		front_owners_drop_member(&f->workers, i);
+		m->forgotten = true;
+	}
+}
+
+/* Lock held; takes info. */
+static void mark_up(struct front *f, size_t i, json_t *info, json_t *list)
+{
+	struct front_member *m = &f->members[i];
+	json_t *rows = json_object_get(list, "sandboxes");
+	if (!m->up)
+		sbx_info("front: member %s is up (%zu sandboxes)", m->ns, json_array_size(rows));
+	m->up = true;
+	m->forgotten = false;
+	m->down_since_ms = 0;
+	json_decref(m->info);
+	m->info = info;
+	m->reserved_mib = m->reserved_live = 0;
+	size_t lost = front_owners_replace(&f->owners, i, rows);
+	if (lost > 0)
+		sbx_warn_limited("front: %zu sandboxes of member %s not mapped (looked up when used)", lost, m->ns);
+}
+
+static int call_member(struct front *f, const char *ns, const char *fn, json_t **res)
+{
+	cleanup_json json_t *req = json_object();
+	cleanup_json json_t *ebody = NULL;
+	sbx_error_t err = NULL;
+	int rc = req == NULL ? -1 : engine_call_in(f->e, NULL, ns, fn, req, FRONT_INFO_TIMEOUT_MS, res, &ebody, &err);
+	sbx_error_free(&err);
+	if (rc == 0 && json_is_object(*res))
+		return 0;
+	json_decref(*res);
+	*res = NULL;
+	return -1;
+}
+
+int front_refresh(struct front *f)
+{
+	pthread_mutex_lock(&f->refresh_lock);
+	bool seen[FRONT_MAX_MEMBERS] = { false };
+	if (discover(f, seen) < 0) {
+		pthread_mutex_unlock(&f->refresh_lock);
+		return -1;
+	}
+	pthread_mutex_lock(&f->lock);
+	size_t n = f->nmembers;
+	pthread_mutex_unlock(&f->lock);
+	for (size_t i = 0; i < n; i++) {
+		json_t *info = NULL, *list = NULL;
+		bool ok = seen[i] && call_member(f, f->members[i].ns, INFO_ID, &info) == 0 &&
+			  call_member(f, f->members[i].ns, SBX_WORKER_NAME "::list", &list) == 0;
+		pthread_mutex_lock(&f->lock);
+		if (ok)
+			mark_up(f, i, sbx_steal_ptr(info), list);
+		else
+			mark_down(f, i, sbx_now_ms());
+		pthread_mutex_unlock(&f->lock);
+		json_decref(info);
+		json_decref(list);
+	}
+	pthread_mutex_unlock(&f->refresh_lock);
+	return 0;
+}
+
+void front_member_lost(struct front *f, size_t member)
+{
+	pthread_mutex_lock(&f->lock);
+	mark_down(f, member, sbx_now_ms());
+	pthread_mutex_unlock(&f->lock);
+	uint64_t one = 1;
+	if (write(f->wake_fd, &one, sizeof(one)) < 0)
+		sbx_debug("front: refresh already asked for");
+}
+
+size_t front_up_members(struct front *f, size_t idx[FRONT_MAX_MEMBERS])
+{
+	size_t n = 0;
+	pthread_mutex_lock(&f->lock);
+	for (size_t i = 0; i < f->nmembers; i++)
+		if (f->members[i].up)
+			idx[n++] = i;
+	pthread_mutex_unlock(&f->lock);
+	return n;
+}
+
+long front_first_up(struct front *f)
+{
+	size_t idx[FRONT_MAX_MEMBERS];
+	return front_up_members(f, idx) > 0 ? (long)idx[0] : -1;
+}

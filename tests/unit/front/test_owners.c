@@ -1,0 +1,59 @@
+/* The owner map: ids and names to members, replaced from a member's list,
+ * dropped with a member, bounded in key length. */
+#include <string.h>
+
+#include "harness.h"
+#include "front/front_owners.h"
+
+TEST(set_get_move_remove)
+{
+	struct front_owners o = { 0 };
+	size_t m = 99;
+	CHECK(!front_owners_get(&o, "a", &m));
+	CHECK_INT(front_owners_set(&o, "a", 1), 0);
+	CHECK(front_owners_get(&o, "a", &m));
+	CHECK_INT(m, 1);
+	CHECK_INT(front_owners_set(&o, "a", 2), 0);
+	CHECK(front_owners_get(&o, "a", &m));
+	CHECK_INT(m, 2);
+	CHECK_INT(o.n, 1);
+	front_owners_remove(&o, "a");
+	CHECK(!front_owners_get(&o, "a", &m));
+	front_owners_free(&o);
+}
+
+TEST(bad_keys_are_refused)
+{
+	struct front_owners o = { 0 };
+	char long_key[FRONT_KEY_MAX + 2];
+	memset(long_key, 'k', sizeof(long_key) - 1);
+	long_key[sizeof(long_key) - 1] = '\0';
+	CHECK_INT(front_owners_set(&o, long_key, 0), -1);
+	CHECK_INT(front_owners_set(&o, "", 0), -1);
+	CHECK_INT(o.n, 0);
+	front_owners_free(&o);
+}
+
+TEST(replace_from_a_list_and_drop_a_member)
+{
+	struct front_owners o = { 0 };
+	CHECK_INT(front_owners_set(&o, "old", 0), 0);
+	CHECK_INT(front_owners_set(&o, "other", 1), 0);
+	json_t *rows = json_loads("[{\"sandbox_id\":\"id1\",\"name\":\"web\"},{\"sandbox_id\":\"id2\",\"name\":null},"
+				  "{\"name\":\"no-id\"},{\"sandbox_id\":7}]",
+				  0, NULL);
+	CHECK(rows != NULL);
+	/* Two rows without a usable id are not kept. */
+	CHECK_INT(front_owners_replace(&o, 0, rows), 2);
+	size_t m;
+	CHECK(!front_owners_get(&o, "old", &m));
+	CHECK(front_owners_get(&o, "id1", &m) && m == 0);
+	CHECK(front_owners_get(&o, "web", &m) && m == 0);
+	CHECK(front_owners_get(&o, "id2", &m) && m == 0);
+	CHECK(front_owners_get(&o, "other", &m) && m == 1);
+	front_owners_drop_member(&o, 0);
+	CHECK_INT(o.n, 1);
+	CHECK(front_owners_get(&o, "other", &m) && m == 1);
+	json_decref(rows);
+	front_owners_free(&o);
+}
