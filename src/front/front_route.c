@@ -9,6 +9,7 @@
 #include "common/log.h"
 #include "common/log_limit.h"
 #include "common/scodes.h"
+#include "common/uuid.h"
 #include "front/front_internal.h"
 
 static int no_member(json_t **out)
@@ -59,6 +60,11 @@ static int route_sandbox(struct front *f, const struct engine_invocation *inv, c
 			 json_t **out)
 {
 	const char *id = json_string_value(json_object_get(data, "sandbox_id"));
+	/* The map holds ids as the members list them (canonical); a caller may
+	 * write one in any form a member accepts (upper case, braces, urn). */
+	char canon[SBX_UUID_STRLEN + 1];
+	if (id != NULL && sbx_uuid_parse(id, canon))
+		id = canon;
 	size_t m;
 	int known = id != NULL ? owner_of(f, &f->owners, id, &m, out) : 0;
 	if (known < 0)
