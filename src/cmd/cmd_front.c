@@ -114,7 +114,7 @@ out:
 	serve_notify_stopping();
 	engine_stop(e);
 	serve_signals_end(&waiter);
-	/* Calls in flight end with the engine's handlers; then the keeper. */
+	front_stop(f);
 	engine_free(e);
 	front_free(f);
 	return status;

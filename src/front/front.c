@@ -122,17 +122,23 @@ int front_handle(void *userdata, const struct engine_invocation *inv, json_t *da
 	return front_route_call(f, inv, op, data, out);
 }
 
+void front_stop(struct front *f)
+{
+	if (f == NULL || !f->running)
+		return;
+	atomic_store(&f->stop, true);
+	uint64_t one = 1;
+	if (write(f->wake_fd, &one, sizeof(one)) < 0)
+		sbx_debug("front: the keeper was woken already");
+	pthread_join(f->thread, NULL);
+	f->running = false;
+}
+
 void front_free(struct front *f)
 {
 	if (f == NULL)
 		return;
-	if (f->running) {
-		atomic_store(&f->stop, true);
-		uint64_t one = 1;
-		if (write(f->wake_fd, &one, sizeof(one)) < 0)
-			sbx_debug("front: the keeper was woken already");
-		pthread_join(f->thread, NULL);
-	}
+	front_stop(f);
 	for (size_t i = 0; i < f->nmembers; i++)
 		json_decref(f->members[i].info);
 	front_owners_free(&f->owners);

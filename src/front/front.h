@@ -22,7 +22,10 @@ struct front *front_new(struct engine *e, const char *own_namespace, const char 
 int front_start(struct front *f, sbx_error_t *err);
 /* An engine handler: userdata is the front. */
 int front_handle(void *userdata, const struct engine_invocation *inv, json_t *data, json_t **out);
-/* Stops the thread (calls in flight must be over: engine_free() first). */
+/* Stops that thread: after engine_stop(), whose calls then end at once, and
+ * before engine_free(), which the thread's calls use. */
+void front_stop(struct front *f);
+/* Frees the front: after engine_free(), which waits for the handlers. */
 void front_free(struct front *f);
 
 #endif

@@ -81,10 +81,14 @@ static const struct {
 } fns[] = { { "test::echo", h_echo, false }, { "test::fail", h_fail, false }, { "test::slow", h_slow, false },
 	    { "test::call", h_call, false }, { "test::quick", h_echo, true } };
 
+/* Set by the standby test: the client waits for the worker's lease. */
+static bool wait_for_lease;
+
 static struct engine *new_engine(struct test_server *s, int max)
 {
 	struct engine_options o = { .url = s->url, .worker_name = "unit", .worker_version = "9.9",
-				    .description = "unit test worker", .max_concurrent_invocations = max };
+				    .description = "unit test worker", .max_concurrent_invocations = max,
+				    .wait_for_lease = wait_for_lease };
 	sbx_error_t err = NULL;
 	struct engine *e = engine_new(&o, &err);
 	if (e == NULL)
@@ -653,6 +657,57 @@ TEST(worker_conflict_stops_for_good)
 	sbx_error_free(&err);
 	engine_free(e);
 	ts_stop(&s);
+}
+
+/* A front's call names the member's namespace; a plain call names none. */
+TEST(a_call_in_a_namespace_says_so)
+{
+	struct test_server s;
+	struct engine *e = up(&s, 0);
+	CHECK(e != NULL);
+	json_t *res = NULL, *ebody = NULL;
+	sbx_error_t err = NULL;
+	struct call_args plain = { .e = e, .timeout_ms = 300 };
+	pthread_t t;
+	pthread_create(&t, NULL, call_thread, &plain);
+	json_t *m = ts_recv(&s, WAIT_MS);
+	CHECK(m != NULL && json_object_get(m, "namespace") == NULL);
+	json_decref(m);
+	pthread_join(t, NULL);
+	sbx_error_free(&plain.err);
+	CHECK_INT(engine_call_in(e, NULL, "m1", "other::fn", NULL, 300, &res, &ebody, &err), -1);
+	sbx_error_free(&err);
+	m = ts_recv(&s, WAIT_MS);
+	CHECK(m != NULL);
+	CHECK_STR(str(m, "namespace"), "m1");
+	CHECK_STR(str(m, "function_id"), "other::fn");
+	json_decref(m);
+	down(&s, e);
+}
+
+/* A standby (a second front) refused the lease keeps trying, about once a
+ * second, and registers again in full when a connection is let in. */
+TEST(a_standby_waits_for_the_lease)
+{
+	struct test_server s;
+	wait_for_lease = true;
+	struct engine *e = up(&s, 0);
+	wait_for_lease = false;
+	CHECK(e != NULL);
+	ts_send_text(&s, "{\"type\":\"registrationrejected\",\"code\":\"WORKER_NAMESPACE_CONFLICT\","
+			 "\"namespace\":\"default\",\"worker_name\":\"unit\",\"owner_worker_id\":\"x\"}");
+	ts_drop(&s);
+	CHECK_INT(ts_accept(&s, 2500), 0);
+	CHECK(!engine_fatally_rejected(e));
+	json_t *m = ts_recv(&s, WAIT_MS);
+	CHECK(m != NULL);
+	CHECK_STR(str(m, "type"), "reattach");
+	json_decref(m);
+	m = ts_recv(&s, WAIT_MS);
+	CHECK(m != NULL);
+	CHECK_STR(str(m, "function_id"), "engine::workers::register");
+	json_decref(m);
+	down(&s, e);
 }
 
 static long long mono_ms(void)
