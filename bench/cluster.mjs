@@ -13,7 +13,7 @@ import { startRegistry } from '../tests/e2e/lib/registry-fixture.mjs';
 import { cleanupCluster, startCluster } from '../tests/e2e/lib/cluster-stack.mjs';
 
 const execs = Number(process.argv[2] ?? 200);
-const creates = Number(process.argv[3] ?? 12);
+const creates = Number(process.argv[3] ?? 24);
 for (const [name, v] of [['EXECS', execs], ['CREATES', creates]])
 	if (!Number.isInteger(v) || v < 1) throw new Error(`bad ${name}: ${v}`);
 const PARALLEL = 4;
