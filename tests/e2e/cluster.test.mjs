@@ -13,7 +13,7 @@ import { eventually } from './lib.mjs';
 import { registryUnavailable, startRegistry } from './lib/registry-fixture.mjs';
 import { assertNoVmLeft, assertScode, BOOT_TIMEOUT_MS, UUID_V4 } from './lib/sandbox-stack.mjs';
 import { cleanupCluster, DEFAULT_NAMESPACE, killDaemon, refusals, startCluster, startFront } from './lib/cluster-stack.mjs';
-import { FUNCTIONS } from './daemon.mjs';
+import { assertNoSanitizerReport, FUNCTIONS } from './daemon.mjs';
 
 // A sandbox costs its guest memory, 64 MiB for QEMU and the TCG cache in
 // the budget (mem_budget.c); the slack holds the member's snapshot template.
@@ -187,11 +187,12 @@ describe('three members behind a front', { skip: skip ?? false }, () => {
 			t.diagnostic(`takeover ${takeover} ms after the first front's death`);
 		});
 
-	test('SIGTERM: the second front and the live members exit 0, no VM left on any member', async (t) => {
+	test('SIGTERM: the second front and the live members exit 0, no sanitizer report, no VM left on any member', async (t) => {
 		const results = await c.stop();
 		const daemons = [...c.fronts, ...c.members];
 		const alive = daemons.filter((x) => x !== c.fronts[0] && x !== member('m3'));
 		for (const x of alive) assert.deepEqual(results[daemons.indexOf(x)], { code: 0, signal: null }, x.namespace ?? 'front');
+		for (const x of daemons) assertNoSanitizerReport(x.daemon);
 		const members = c.members;
 		c = null;
 		cleanupCluster({ members });
