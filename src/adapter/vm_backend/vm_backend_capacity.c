@@ -2,7 +2,6 @@
  * catalog images stored, the warm pool and standby VMs waiting, the
  * accelerator.  Answered from memory and one stat of the image index. */
 #include <errno.h>
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -10,6 +9,7 @@
 #include "adapter/sandbox/catalog.h"
 #include "adapter/vm_backend/vm_backend_internal.h"
 #include "common/cleanup.h"
+#include "common/path.h"
 #include "image/image_index.h"
 #include "image/image_store.h"
 #include "vm/accel.h"
@@ -20,12 +20,16 @@ static bool stored(const struct sbx_index *idx, const char *root, const char *re
 	struct sbx_image_ref ref;
 	char canonical[2 * SBX_REF_NAME_MAX + 2];
 	sbx_error_t err = NULL;
-	if (sbx_image_ref_parse(ref_str, &ref, &err) < 0 || sbx_image_ref_format(&ref, canonical, sizeof(canonical)) < 0) {
+	if (sbx_image_ref_parse(ref_str, &ref, &err) < 0) {
 		sbx_error_free(&err);
 		return false;
 	}
+	if (sbx_image_ref_format(&ref, canonical, sizeof(canonical)) < 0)
+		return false;
 	const struct sbx_index_entry *e = sbx_index_find(idx, canonical);
-	cleanup_free char *path = e != NULL ? sbx_image_path(root, e->digest, &err) : NULL;
+	if (e == NULL)
+		return false;
+	cleanup_free char *path = sbx_image_path(root, e->digest, &err);
 	sbx_error_free(&err);
 	return path != NULL && access(path, F_OK) == 0;
 }
@@ -72,20 +76,32 @@ static bool same_file(const struct stat *a, const struct stat *b)
 	       a->st_mtim.tv_sec == b->st_mtim.tv_sec && a->st_mtim.tv_nsec == b->st_mtim.tv_nsec;
 }
 
-/* A new reference to the names, made again when the index changed.  A
- * store that cannot be opened has no image (a create says why). */
+/* The index file's metadata, zeroes when there is none (no store, no
+ * image pulled yet: no image). */
+static void index_stat(struct images_seen *s, struct stat *st)
+{
+	*st = (struct stat){ 0 };
+	if (s->root == NULL) {
+		sbx_error_t err = NULL;
+		s->root = sbx_image_root(&err);
+		sbx_error_free(&err);
+		if (s->root == NULL)
+			return;
+	}
+	cleanup_free char *path = sbx_path_join(s->root, "index.json");
+	if (path == NULL)
+		return;
+	if (stat(path, st) < 0)
+		*st = (struct stat){ 0 };
+}
+
+/* A new reference to the names, made again when the index changed. */
 static json_t *images_cached(struct backend *b, sbx_error_t *err)
 {
 	struct images_seen *s = &b->images;
-	sbx_error_t miss = NULL;
 	pthread_mutex_lock(&s->lock);
-	if (s->root == NULL && (s->root = sbx_image_root(&miss)) == NULL)
-		sbx_error_free(&miss);
-	char path[4096];
 	struct stat now;
-	if (s->root == NULL || snprintf(path, sizeof(path), "%s/index.json", s->root) >= (int)sizeof(path) ||
-	    stat(path, &now) < 0)
-		now = (struct stat){ 0 };
+	index_stat(s, &now);
 	if (!s->valid || !same_file(&now, &s->index)) {
 		json_t *names = now.st_ino != 0 ? stored_names(b->cfg, s->root, err) : json_array();
 		if (names == NULL && now.st_ino == 0)
