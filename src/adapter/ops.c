@@ -25,7 +25,7 @@
 		Q("kvm"))
 
 static const struct sbx_op ops[] = {
-	{ "adapter::info", "Name and version of this sandbox adapter and the sandbox contract it implements",
+	{ "adapter::info", "Name and version of this sandbox adapter, the sandbox contract it implements and its capacity",
 	  EMPTY,
 	  OBJ(F("adapter", T_STR) "," F("adapter_version", T_STR) "," F("contract", OBJ(F("major", T_U32) "," F("minor", T_U32), Q("major") "," Q("minor"))) "," F("extensions", T_STRS) "," F("capacity", T_CAPACITY),
 	      Q("adapter") "," Q("adapter_version") "," Q("contract")),
