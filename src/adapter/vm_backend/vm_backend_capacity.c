@@ -1,6 +1,7 @@
 /* The backend's part of adapter::info's `capacity` (backend.h): the
  * catalog images stored, the warm pool and standby VMs waiting, the
- * accelerator.  Answered from memory and one stat of the image index. */
+ * accelerator.  Answered from memory and one stat of the image index
+ * (the index itself read at most every IMAGES_SEEN_MS unless it changed). */
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
@@ -9,10 +10,13 @@
 #include "adapter/sandbox/catalog.h"
 #include "adapter/vm_backend/vm_backend_internal.h"
 #include "common/cleanup.h"
+#include "common/clock.h"
 #include "common/path.h"
 #include "image/image_index.h"
 #include "image/image_store.h"
 #include "vm/accel.h"
+
+#define IMAGES_SEEN_MS 5000
 
 /* Whether the image of a reference is in the index and its file there. */
 static bool stored(const struct sbx_index *idx, const char *root, const char *ref_str)
@@ -57,7 +61,9 @@ static json_t *stored_names(const struct sbx_config *cfg, const char *root, sbx_
 		const char *name = json_string_value(json_object_get(img, "name"));
 		const char *ref = name != NULL ? sbx_catalog_resolve(cfg, name, &miss) : NULL;
 		sbx_error_free(&miss);
-		if (ref != NULL && stored(&idx, root, ref) && json_array_append_new(names, json_string(name)) < 0) {
+		if (ref == NULL || !stored(&idx, root, ref))
+			continue;
+		if (json_array_append_new(names, json_string(name)) < 0) {
 			json_decref(names);
 			names = NULL;
 			break;
@@ -95,20 +101,24 @@ static void index_stat(struct images_seen *s, struct stat *st)
 		*st = (struct stat){ 0 };
 }
 
-/* A new reference to the names, made again when the index changed. */
+/* A new reference to the names, made again when the index changed, or
+ * IMAGES_SEEN_MS after they were made: a rewrite within one tick of the
+ * file system's clock may keep the inode number, size and times. */
 static json_t *images_cached(struct backend *b, sbx_error_t *err)
 {
 	struct images_seen *s = &b->images;
 	pthread_mutex_lock(&s->lock);
 	struct stat now;
 	index_stat(s, &now);
-	if (!s->valid || !same_file(&now, &s->index)) {
+	int64_t now_ms = sbx_now_ms();
+	if (!s->valid || !same_file(&now, &s->index) || now_ms - s->made_ms >= IMAGES_SEEN_MS) {
 		json_t *names = now.st_ino != 0 ? stored_names(b->cfg, s->root, err) : json_array();
 		if (names == NULL && now.st_ino == 0)
 			sbx_error_errno(err, ENOMEM, "images_cached");
 		json_decref(s->names);
 		s->names = names;
 		s->index = now;
+		s->made_ms = now_ms;
 		s->valid = names != NULL;
 	}
 	json_t *out = json_incref(s->names); /* NULL after a failure */

@@ -13,14 +13,15 @@
 #include "adapter/vm_backend/warm_pool.h"
 #include "vm/vm.h"
 
-/* adapter::info's images_cached (vm_backend_capacity.c): made again only
- * when the image index file changes (it is replaced by a rename on every
- * change), so the call reads no more than its metadata. */
+/* adapter::info's images_cached (vm_backend_capacity.c): made again when
+ * the image index file changes (it is replaced by a rename on every
+ * change) or is a few seconds old, so most calls read only its metadata. */
 struct images_seen {
 	pthread_mutex_t lock;
 	char *root;        /* the image store, NULL until the first call */
 	bool valid;        /* names is from the index file below */
 	struct stat index; /* the index file's when names was made (st_ino 0: none) */
+	int64_t made_ms;   /* sbx_now_ms() then */
 	json_t *names;
 };
 
