@@ -30,12 +30,10 @@ static void collect_sandboxes(struct sbx_adapter *a)
 
 static void collect_memory(struct sbx_mem_budget *b)
 {
-	pthread_mutex_lock(&b->lock);
-	double committed = (double)(b->committed_mib + b->templates_mib) * MIB;
-	double limit = (double)b->limit_mib * MIB;
-	pthread_mutex_unlock(&b->lock);
-	sbx_metric_set(&sbx_m_memory_committed, NULL, committed);
-	sbx_metric_set(&sbx_m_memory_budget, NULL, limit);
+	uint64_t committed, limit;
+	sbx_mem_budget_read(b, &committed, &limit);
+	sbx_metric_set(&sbx_m_memory_committed, NULL, (double)committed * MIB);
+	sbx_metric_set(&sbx_m_memory_budget, NULL, (double)limit * MIB);
 }
 
 void sbx_adapter_collect_metrics(struct sbx_adapter *a)

@@ -67,6 +67,16 @@ struct sbx_vm_facts {
 	const char *console_log; /* valid while the VM is */
 };
 
+/* What the VM layer tells placement (adapter::info's `capacity`). */
+struct sbx_backend_capacity {
+	json_t *images_cached; /* new array of the catalog names whose image is stored */
+	uint32_t pool_ready;   /* warm-pool VMs parked, waiting for a create */
+	bool standby_ready;    /* a standby QEMU waits for its image's next create */
+	bool kvm;              /* VMs run under KVM, not TCG */
+};
+
+#define SBX_CAPACITY_IMAGES_MAX 64 /* images_cached's bound */
+
 struct sbx_backend_ops {
 	/* Ensures the image (S101/S102), boots and waits for the guest (S300
 	 * with the console tail). */
@@ -97,6 +107,11 @@ struct sbx_backend_ops {
 	/* QEMU's pid and the console log's path (optional; cheap, never
 	 * blocks: called under the registry's lock). */
 	void (*facts)(void *vm, struct sbx_vm_facts *f);
+	/* Fills *c from memory and at most a file's metadata and reads (never
+	 * a pull, never VM work: adapter::info answers within 2 s); S-less
+	 * failure only when out of memory (optional: NULL reports no images,
+	 * no pool, no standby, no KVM). */
+	int (*capacity)(void *ctx, struct sbx_backend_capacity *c, sbx_error_t *err);
 
 	/* Processes the caller drives (optional: NULL proc_start answers
 	 * S300).  Started once the guest reported its pid (*pid); S300 when

@@ -61,6 +61,14 @@ void sbx_mem_budget_set_templates(struct sbx_mem_budget *b, uint64_t mib)
 	pthread_mutex_unlock(&b->lock);
 }
 
+void sbx_mem_budget_read(struct sbx_mem_budget *b, uint64_t *committed, uint64_t *limit)
+{
+	pthread_mutex_lock(&b->lock);
+	*committed = b->committed_mib + b->templates_mib;
+	*limit = b->limit_mib;
+	pthread_mutex_unlock(&b->lock);
+}
+
 uint64_t sbx_vm_cost_mib(uint32_t guest_mib, uint32_t tcg_cache_mib)
 {
 	return (uint64_t)guest_mib + SBX_VM_QEMU_BASE_MIB + tcg_cache_mib;

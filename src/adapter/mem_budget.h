@@ -39,6 +39,9 @@ void sbx_mem_budget_give(struct sbx_mem_budget *b, uint64_t need_mib);
 /* What the templates' RAM files hold now (shmem: no VM's, but the host's
  * memory all the same); counted with what is committed. */
 void sbx_mem_budget_set_templates(struct sbx_mem_budget *b, uint64_t mib);
+/* What a take is checked against: *committed (the VMs holding memory,
+ * sandboxes and worker VMs, plus the templates) and *limit. */
+void sbx_mem_budget_read(struct sbx_mem_budget *b, uint64_t *committed, uint64_t *limit);
 
 /* A VM's worst case: guest RAM, QEMU's base and the translation cache
  * (tcg_cache_mib 0 under KVM). */

@@ -15,10 +15,19 @@
 /* exec's and run's optional `stream`: writer refs of the caller's channels. */
 #define T_EXEC_STREAM OBJ(F("stdout", T_CHANNEL) "," F("stderr", T_CHANNEL), "")
 
+/* adapter::info's `capacity` (handlers_info.c), for placement. */
+#define T_CAPACITY                                                                                              \
+	OBJ(F("sandboxes", OBJ(F("live", T_U32) "," F("max", T_U32), Q("live") "," Q("max"))) ","                 \
+	    F("memory_mib", OBJ(F("committed", T_U64) "," F("budget", T_U64) "," F("sandbox_default", T_U64),       \
+				Q("committed") "," Q("budget") "," Q("sandbox_default"))) ","                         \
+	    F("images_cached", T_STRS) "," F("pool_ready", T_U32) "," F("standby_ready", T_BOOL) "," F("kvm", T_BOOL), \
+	    Q("sandboxes") "," Q("memory_mib") "," Q("images_cached") "," Q("pool_ready") "," Q("standby_ready") "," \
+		Q("kvm"))
+
 static const struct sbx_op ops[] = {
-	{ "adapter::info", "Name and version of this sandbox adapter and the sandbox contract it implements",
+	{ "adapter::info", "Name and version of this sandbox adapter, the sandbox contract it implements and its capacity",
 	  EMPTY,
-	  OBJ(F("adapter", T_STR) "," F("adapter_version", T_STR) "," F("contract", OBJ(F("major", T_U32) "," F("minor", T_U32), Q("major") "," Q("minor"))) "," F("extensions", T_STRS),
+	  OBJ(F("adapter", T_STR) "," F("adapter_version", T_STR) "," F("contract", OBJ(F("major", T_U32) "," F("minor", T_U32), Q("major") "," Q("minor"))) "," F("extensions", T_STRS) "," F("capacity", T_CAPACITY),
 	      Q("adapter") "," Q("adapter_version") "," Q("contract")),
 	  sbx_op_adapter_info },
 	{ "catalog::list", "List bootable images: the presets, then the operator's custom_images", EMPTY,

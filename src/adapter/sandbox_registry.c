@@ -252,6 +252,14 @@ size_t sbx_registry_count(struct sbx_registry *reg)
 	return n;
 }
 
+size_t sbx_registry_used(struct sbx_registry *reg)
+{
+	pthread_mutex_lock(&reg->lock);
+	size_t n = reg->n + reg->reserved;
+	pthread_mutex_unlock(&reg->lock);
+	return n;
+}
+
 json_t *sbx_registry_list(struct sbx_registry *reg, uint32_t cap)
 {
 	uint32_t slots = cap > 0 ? cap : 1;

@@ -107,6 +107,9 @@ void sbx_registry_creating_end(struct sbx_registry *reg, const char *id);
 json_t *sbx_registry_rows(struct sbx_registry *reg, void (*facts)(void *vm, json_t *row, void *ud), void *ud);
 
 size_t sbx_registry_count(struct sbx_registry *reg);
+/* What max_concurrent_sandboxes is checked against: the records (stopped
+ * but unremoved ones too) and the creates holding a reservation. */
+size_t sbx_registry_used(struct sbx_registry *reg);
 /* {sandboxes: [{sandbox_id, name, image, age_secs, exec_in_progress,
  * exec_in_flight, exec_slots_free, stopped}]} */
 json_t *sbx_registry_list(struct sbx_registry *reg, uint32_t cap);

@@ -1,6 +1,7 @@
-// Memory admission and dying VMs end to end: a create past memory_budget_mb
-// is S400 with the numbers; a VM killed under an exec fails that exec with
-// S300 naming the cause, the sandbox leaves `list` and later calls get S002;
+// Memory admission and dying VMs end to end: adapter::info's capacity
+// counts a create; a create past memory_budget_mb is S400 with the
+// numbers; a VM killed under an exec fails that exec with S300 naming the
+// cause, the sandbox leaves `list` and later calls get S002;
 // a VM killed by an out-of-memory killer (its QEMU moved into a small
 // memory cgroup of the test's own) is reported as such.  A sandbox cannot
 // write more than scratch_disk_mb.  A hostile exec (background processes,
@@ -81,8 +82,25 @@ describe('memory budget and dying VMs', { skip: skip ?? false }, () => {
 	});
 
 	let a;
-	test('a create past memory_budget_mb is S400 naming the need, the commitment and the budget', async () => {
+	test('adapter::info\'s capacity counts the create: live 1, committed grown by its VM, the image cached', async () => {
+		const capacity = async () => (await s.call('adapter::info', {})).capacity;
+		const before = await capacity();
+		assert.deepEqual(before.sandboxes, { live: 0, max: 32 });
+		// 512 MiB guest + 64 for QEMU + 64 of translation cache, under TCG.
+		assert.deepEqual(before.memory_mib, { committed: 0, budget: BUDGET, sandbox_default: 640 });
+		assert.deepEqual(before.images_cached, [], 'nothing pulled yet');
+		assert.equal(before.pool_ready, 0);
+		assert.equal(typeof before.kvm, 'boolean');
 		a = (await s.vm('create', { image: 'python' })).sandbox_id;
+		const after = await capacity();
+		assert.deepEqual(after.sandboxes, { live: 1, max: 32 });
+		// The templates count from the next create on: this one measured none.
+		assert.equal(after.memory_mib.committed, before.memory_mib.committed + 640);
+		assert.deepEqual(after.images_cached, ['python']);
+		assert.equal(after.standby_ready, false, 'this stack runs without standby VMs');
+	});
+
+	test('a create past memory_budget_mb is S400 naming the need, the commitment and the budget', async () => {
 		assertScode(await s.vmError('create', { image: 'python' }), 'S400',
 			new RegExp(`needs 640 MiB \\(512 MiB guest memory \\+ 128 MiB for its VM\\), 640 of memory_budget_mb ${BUDGET} ` +
 				'MiB are committed to 1 sandbox and [1-9]\\d* MiB held by snapshot templates; .*raise memory_budget_mb'));

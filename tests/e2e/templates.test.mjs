@@ -4,7 +4,8 @@
 // template in the background, so the first create restores it (no new
 // template generation, QEMU started with -incoming); `sandbox-libkrun image
 // rm python` then leaves no template and no template RAM file behind.  With
-// warm_pool {python: 2}, two parked VMs wait; 10 racing creates get 10
+// warm_pool {python: 2}, two parked VMs wait (adapter::info's capacity
+// says so, as it says a standby waits); 10 racing creates get 10
 // distinct VMs (two of them the parked ones), the pool is refilled, and
 // a parked VM keeps nothing of its warm-up (`true` and python3, no file
 // written anywhere) and gets the create's identity;
@@ -192,6 +193,7 @@ describe('the standby VM (config standby, the default)', () => {
 			180000);
 		await eventually(() => assert.equal(waiting(), 1, s.daemon.output().slice(-3000)), 60000);
 		await eventually(() => assert.equal(qemus().length, 1, 'the standby alone'), 20000);
+		assert.equal((await s.call('adapter::info', {})).capacity.standby_ready, true, 'adapter::info tells placement');
 		const first = qemus()[0].pid;
 		const script = 'echo "$GREETING"; cat /proc/sys/kernel/random/boot_id; head -c 16 /dev/urandom | od -An -tx1; ' +
 			'cat /dev/shm/mark 2>/dev/null || echo no mark; echo x > /dev/shm/mark';
@@ -257,6 +259,9 @@ describe('warm_pool {python: 2}', () => {
 
 	test('10 racing creates get 10 distinct VMs, two of them parked ones; the pool refills', async () => {
 		await eventually(() => assert.match(s.daemon.output(), /warm pool: 2 of 2 VMs of python parked/), 180000);
+		const { capacity } = await s.call('adapter::info', {});
+		assert.equal(capacity.pool_ready, 2, 'adapter::info tells placement');
+		assert.deepEqual(capacity.images_cached, ['python']);
 		const parked = qemus();
 		assert.equal(parked.length, 2, 'two parked VMs');
 		const ids = (await Promise.all(Array.from({ length: 10 }, () => s.vm('create', { image: 'python' }))))

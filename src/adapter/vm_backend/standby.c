@@ -200,6 +200,18 @@ void standby_want(struct standby *sb, const char *image, const char *ref)
 	pthread_mutex_unlock(&sb->lock);
 }
 
+bool standby_ready(struct standby *sb)
+{
+	if (sb == NULL)
+		return false;
+	bool ready = false;
+	pthread_mutex_lock(&sb->lock);
+	for (size_t i = 0; i < STANDBY_IMAGES && !ready; i++)
+		ready = sb->e[i].vm != NULL;
+	pthread_mutex_unlock(&sb->lock);
+	return ready;
+}
+
 void standby_stop(struct standby *sb)
 {
 	if (sb == NULL)

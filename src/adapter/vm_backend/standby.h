@@ -30,6 +30,8 @@ void *standby_take(struct standby *sb, const char *image);
  * background unless one waits (the least recently used image's is
  * stopped when STANDBY_IMAGES others have one). */
 void standby_want(struct standby *sb, const char *image, const char *ref);
+/* Whether a VM of some image waits (false for a NULL standby). */
+bool standby_ready(struct standby *sb);
 /* Sets the standby gauge: 1 per image whose QEMU waits, 0 for the others
  * seen before; nothing for a NULL standby. */
 void standby_collect_metrics(struct standby *sb);

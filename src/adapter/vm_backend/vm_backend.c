@@ -21,6 +21,8 @@ void *vm_backend_new(const struct sbx_config *cfg, struct sbx_jail_host *jail, s
 	}
 	b->cfg = cfg;
 	b->jail = jail;
+	pthread_mutex_init(&b->images.lock, NULL);
+	atomic_init(&b->kvm, 0);
 	return b;
 }
 
@@ -31,6 +33,9 @@ void vm_backend_free(void *ctx)
 		warm_pool_stop(b->pool);
 		standby_stop(b->standby);
 		sbx_jail_host_free(b->jail);
+		pthread_mutex_destroy(&b->images.lock);
+		free(b->images.root);
+		json_decref(b->images.names);
 	}
 	free(b);
 }
@@ -94,6 +99,7 @@ const struct sbx_backend_ops vm_backend_ops = {
 	.templates_mib = templates_mib,
 	.boot_mode = boot_mode,
 	.facts = facts,
+	.capacity = vm_backend_capacity,
 	.proc_start = vm_backend_proc_start,
 	.proc_read = vm_backend_proc_read,
 	.proc_write = vm_backend_proc_write,

@@ -4,16 +4,34 @@
 #ifndef SBX_ADAPTER_VM_BACKEND_INTERNAL_H
 #define SBX_ADAPTER_VM_BACKEND_INTERNAL_H
 
+#include <pthread.h>
+#include <stdatomic.h>
+#include <sys/stat.h>
+
 #include "adapter/vm_backend/standby.h"
 #include "adapter/vm_backend/vm_backend.h"
 #include "adapter/vm_backend/warm_pool.h"
 #include "vm/vm.h"
+
+/* adapter::info's images_cached (vm_backend_capacity.c): made again when
+ * the image index file changes (it is replaced by a rename on every
+ * change) or is a few seconds old, so most calls read only its metadata. */
+struct images_seen {
+	pthread_mutex_t lock;
+	char *root;        /* the image store, NULL until the first call */
+	bool valid;        /* names is from the index file below */
+	struct stat index; /* the index file's when names was made (st_ino 0: none) */
+	int64_t made_ms;   /* sbx_now_ms() then */
+	json_t *names;
+};
 
 struct backend {
 	const struct sbx_config *cfg;
 	struct sbx_jail_host *jail;
 	struct warm_pool *pool; /* NULL: no warm_pool */
 	struct standby *standby; /* NULL: config standby false */
+	struct images_seen images;
+	atomic_int kvm; /* 0 until known, then 1: KVM, 2: TCG */
 };
 
 struct sandbox_vm {
@@ -27,6 +45,7 @@ struct sandbox_vm {
 void *vm_backend_boot(void *ctx, const struct sbx_boot_request *req, sbx_error_t *err);
 int vm_backend_exec(void *vm, const struct sbx_exec_request *req, struct sbx_exec_result *res, sbx_error_t *err);
 void vm_backend_stop(void *vm);
+int vm_backend_capacity(void *ctx, struct sbx_backend_capacity *c, sbx_error_t *err);
 void *vm_backend_proc_start(void *vm, const struct sbx_proc_request *req, uint32_t *pid, sbx_error_t *err);
 ssize_t vm_backend_proc_read(void *proc, int *fd, void *buf, size_t len, int64_t deadline, sbx_error_t *err);
 ssize_t vm_backend_proc_write(void *proc, const void *buf, size_t len, int64_t deadline, sbx_error_t *err);

@@ -191,6 +191,18 @@ void *warm_pool_take(struct warm_pool *p, const char *image)
 	return vm;
 }
 
+uint32_t warm_pool_ready(struct warm_pool *p)
+{
+	if (p == NULL)
+		return 0;
+	uint32_t n = 0;
+	pthread_mutex_lock(&p->lock);
+	for (size_t i = 0; i < p->n_slots; i++)
+		n += p->slots[i].n;
+	pthread_mutex_unlock(&p->lock);
+	return n;
+}
+
 void warm_pool_stop(struct warm_pool *p)
 {
 	if (p == NULL)

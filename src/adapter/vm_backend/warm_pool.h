@@ -24,6 +24,8 @@ struct warm_pool *warm_pool_start(const struct sbx_config *cfg, warm_pool_make_f
 				  void *ctx);
 /* A parked VM of the image, or NULL when none waits. */
 void *warm_pool_take(struct warm_pool *p, const char *image);
+/* The parked VMs of every image (0 for a NULL pool). */
+uint32_t warm_pool_ready(struct warm_pool *p);
 /* Sets the pool's gauges (parked VMs and the target, per image); nothing
  * for a NULL pool. */
 void warm_pool_collect_metrics(struct warm_pool *p);

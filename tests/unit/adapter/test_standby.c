@@ -212,3 +212,22 @@ TEST(standby_of_a_removed_image_stopped_by_the_periodic_check)
 	CHECK_INT(atomic_load(&discarded), 1);
 }
 
+TEST(standby_ready_while_a_vm_waits)
+{
+	reset();
+	CHECK(!standby_ready(NULL));
+	struct standby *sb = standby_start(make, discard, stale, NULL);
+	CHECK(sb != NULL);
+	CHECK(!standby_ready(sb));
+	standby_want(sb, "python", NULL);
+	CHECK(reaches(&made, 1, 5000));
+	int64_t end = sbx_now_ms() + 5000;
+	while (!standby_ready(sb) && sbx_now_ms() < end)
+		usleep(5000);
+	CHECK(standby_ready(sb));
+	struct fake *a = standby_take(sb, "python");
+	CHECK(a != NULL);
+	CHECK(!standby_ready(sb));
+	standby_stop(sb);
+	free(a);
+}

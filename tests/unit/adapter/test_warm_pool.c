@@ -78,3 +78,22 @@ TEST(warm_pool_refills_later_while_one_is_left_at_once_when_empty)
 	free(c);
 	sbx_config_free(cfg);
 }
+
+TEST(warm_pool_ready_counts_the_parked_vms)
+{
+	struct sbx_config *cfg = config();
+	CHECK(cfg != NULL);
+	atomic_store(&made, 0);
+	CHECK_INT(warm_pool_ready(NULL), 0);
+	struct warm_pool *p = warm_pool_start(cfg, make, discard, NULL);
+	CHECK(p != NULL);
+	CHECK(made_within(2, 10000));
+	CHECK_INT(warm_pool_ready(p), 2);
+	void *a = warm_pool_take(p, "python");
+	CHECK(a != NULL);
+	/* Its replacement waits two seconds: one is left meanwhile. */
+	CHECK_INT(warm_pool_ready(p), 1);
+	warm_pool_stop(p);
+	free(a);
+	sbx_config_free(cfg);
+}
