@@ -6,7 +6,7 @@
 // `list`, read in its namespace, says where a sandbox landed.  Then a
 // member dies (kill -9), a second front is refused and keeps retrying, and
 // the first front dies: the second takes over.  VM boots: 3 cold (one
-// pull per member), 26 restored from the members' templates.
+// pull per member), 23 restored from the members' templates (26 creates).
 import { describe, test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { eventually } from './lib.mjs';
