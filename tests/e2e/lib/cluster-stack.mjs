@@ -44,8 +44,7 @@ async function registered(engine, d, namespace, what) {
 // sandbox-libkrun-<namespace> (registry mirrors, no standby unless asked,
 // no control socket, then `config`), its state directory stateDir (made
 // when absent; kept after it exits, for the leftover checks).
-export async function startMember(engine, { namespace, registry, config = {}, stateDir, standby = false, env = {},
-	wait = true }) {
+export async function startMember(engine, { namespace, registry, config = {}, stateDir, standby = false, env = {} }) {
 	const dir = stateDir ?? mkdtempSync(path.join(tmpdir(), `sbx-e2e-${namespace}-`));
 	mkdirSync(dir, { recursive: true, mode: 0o700 });
 	const configId = `${WORKER_NAME}-${namespace}`;
@@ -54,16 +53,16 @@ export async function startMember(engine, { namespace, registry, config = {}, st
 	const daemon = spawnDaemon(engine.url, { ...env, III_NAMESPACE: namespace, III_CONFIG_NAME: configId,
 		III_SANDBOX_STATE_DIR: dir });
 	const m = { namespace, stateDir: dir, configId, daemon, conn: () => connOf(engine, daemon.proc.pid) };
-	if (wait) await registered(engine, daemon, namespace, `member ${namespace}`);
+	await registered(engine, daemon, namespace, `member ${namespace}`);
 	return m;
 }
 
-// Starts a front (`serve --front`) in the default namespace.  members pins
-// III_SANDBOX_MEMBERS; wait false returns at once (a second front that the
+// Starts a front (`serve --front`) in the default namespace, finding its
+// members by itself; wait false returns at once (a second front that the
 // engine refuses never registers).
-export async function startFront(engine, { members, env = {}, wait = true } = {}) {
-	const daemon = spawnDaemon(engine.url, { ...env, III_NAMESPACE: undefined,
-		III_SANDBOX_MEMBERS: members?.join(',') }, {}, ['--front']);
+export async function startFront(engine, { wait = true } = {}) {
+	const daemon = spawnDaemon(engine.url, { III_NAMESPACE: undefined, III_SANDBOX_MEMBERS: undefined }, {},
+		['--front']);
 	const f = { daemon, conn: () => connOf(engine, daemon.proc.pid) };
 	if (wait) await registered(engine, daemon, DEFAULT_NAMESPACE, 'the front');
 	return f;
@@ -145,8 +144,7 @@ export async function errorOf(promise) {
 // An engine, `members` (an array of {config, stateDir?} or a count), and
 // one front that waits until it sees them all.  Returns
 // {engine, members, front, fronts, caller, raw, call, callError, inNs, stop}.
-export async function startCluster({ registry, members = 1, config = {}, standby = false, env = {},
-	pinMembers = false } = {}) {
+export async function startCluster({ registry, members = 1, config = {}, standby = false, env = {} } = {}) {
 	const specs = Array.isArray(members) ? members : Array.from({ length: members }, () => ({}));
 	const engine = new StandinEngine();
 	await engine.start();
@@ -154,7 +152,7 @@ export async function startCluster({ registry, members = 1, config = {}, standby
 	try {
 		c.members = await Promise.all(specs.map((spec, i) => startMember(engine, { namespace: memberNamespace(i),
 			registry, standby, env, ...spec, config: { ...config, ...spec.config } })));
-		const front = await startFront(engine, { members: pinMembers ? c.members.map((m) => m.namespace) : undefined });
+		const front = await startFront(engine);
 		c.front = front;
 		c.fronts.push(front);
 		c.caller = sdkClient(engine.url, 'e2e-caller', { invocationTimeoutMs: 10000 });
