@@ -4,7 +4,8 @@
 // in the default namespace.  The members' budgets differ (12, 8 and 4
 // sandboxes of 256 MiB) so that placement is visible; each member's own
 // `list`, read in its namespace, says where a sandbox landed.  Then a
-// member dies (kill -9), a second front is refused and keeps retrying, and
+// member dies (kill -9), another loses the engine and comes back with its
+// sandboxes, a second front is refused and keeps retrying, and
 // the first front dies: the second takes over.  VM boots: 3 cold (one
 // pull per member), 23 restored from the members' templates (26 creates).
 import { describe, test, before, after } from 'node:test';
@@ -152,6 +153,31 @@ describe('three members behind a front', { skip: skip ?? false }, () => {
 		assert.deepEqual([ownerOf(where, a), ownerOf(where, b)].sort(), ['m1', 'm2']);
 		await eventually(() => assertNoVmLeft(m3.stateDir, 'after kill -9 of m3'), 30000);
 		t.diagnostic(`S300 after ${s300} ms, S002 for all ${orphans.length} after ${s002} ms`);
+	});
+
+	test('m2 loses the engine and comes back with its sandboxes: S300, then S002, then reachable again', async (t) => {
+		const m2 = member('m2');
+		const kept = (await placed([m2])).m2;
+		assert.ok(kept.length > 0);
+		c.engine.refuseWorkers = true;
+		const t0 = Date.now();
+		try {
+			c.engine.conns.get(m2.conn().worker_id).ws.terminate();
+			await eventually(async () => {
+				const env = assertScode(await c.callError('exec', { sandbox_id: kept[0], cmd: 'true' }), 'S300');
+				assert.match(env.message, /\bm2\b/, env.message);
+			}, 5000);
+			await eventually(async () => assertScode(await c.callError('exec', { sandbox_id: kept[0], cmd: 'true' }), 'S002'),
+				15000);
+		} finally {
+			c.engine.refuseWorkers = false;
+		}
+		const gone = Date.now() - t0;
+		// Its reconnect backoff has grown while refused: up to ~10 s.
+		await eventually(async () => {
+			for (const id of kept) assert.equal((await c.call('exec', { sandbox_id: id, cmd: 'echo back' })).stdout, 'back\n');
+		}, 30000);
+		t.diagnostic(`forgotten after ${gone} ms away, reachable again ${Date.now() - t0} ms after the drop`);
 	});
 
 	test('a second front is refused (WORKER_NAMESPACE_CONFLICT) and keeps retrying; it takes over when the first dies',

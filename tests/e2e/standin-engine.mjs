@@ -284,6 +284,12 @@ export class StandinEngine extends EventEmitter {
 
 	onUpgrade(req, socket, head) {
 		const url = new URL(req.url, 'http://standin');
+		// A test's outage: new worker connections fail as an engine that is
+		// unreachable would; the open ones stay.
+		if (url.pathname === '/' && this.refuseWorkers) {
+			socket.end('HTTP/1.1 503 Service Unavailable\r\nContent-Length: 0\r\nConnection: close\r\n\r\n');
+			return;
+		}
 		if (url.pathname === '/') {
 			this.wss.handleUpgrade(req, socket, head, (ws) => this.onWorker(ws));
 		} else if (url.pathname === '/otel') {
