@@ -4,12 +4,16 @@
 // in the default namespace.  The members' budgets differ (12, 8 and 4
 // sandboxes of 256 MiB) so that placement is visible; each member's own
 // `list`, read in its namespace, says where a sandbox landed.  Then a
-// member dies (kill -9), another loses the engine and comes back with its
+// member dies (kill -9), a worker is prepared on one member, another loses the engine and comes back with its
 // sandboxes, a second front is refused and keeps retrying, and
 // the first front dies: the second takes over.  VM boots: 3 cold (one
 // pull per member), 23 restored from the members' templates (26 creates).
 import { describe, test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
+import { randomUUID } from 'node:crypto';
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
 import { eventually } from './lib.mjs';
 import { registryUnavailable, startRegistry } from './lib/registry-fixture.mjs';
 import { assertNoVmLeft, assertScode, BOOT_TIMEOUT_MS, UUID_V4 } from './lib/sandbox-stack.mjs';
@@ -26,9 +30,10 @@ const SLOTS = { m1: 12, m2: 8, m3: 4 };
 const TOTAL = Object.values(SLOTS).reduce((a, b) => a + b);
 
 const skip = registryUnavailable();
+const TOKEN = `tok-${randomUUID()}`;
 
 describe('three members behind a front', { skip: skip ?? false }, () => {
-	let reg, c;
+	let reg, c, project;
 	const started = Date.now();
 	const ids = [];
 	const create = async () => {
@@ -45,7 +50,12 @@ describe('three members behind a front', { skip: skip ?? false }, () => {
 
 	before(async () => {
 		reg = await startRegistry({ images: ['python'] });
-		c = await startCluster({ registry: reg,
+		// A Compose project holding one path:// worker on the python image.
+		project = mkdtempSync(path.join(tmpdir(), 'sbx-e2e-cluster-project-'));
+		mkdirSync(path.join(project, 'w'));
+		writeFileSync(path.join(project, 'w', 'iii.worker.yaml'),
+			'runtime:\n  base_image: python\nscripts:\n  start: python3 -c pass\n');
+		c = await startCluster({ registry: reg, env: { III_SANDBOX_WORKER_TOKEN: TOKEN, III_COMPOSE_PROJECT_DIR: project },
 			config: { image_allowlist: ['python'], default_memory_mb: GUEST_MIB, tcg_cache_mb: TCG_CACHE_MIB },
 			members: Object.values(SLOTS).map((n) => ({ config: { memory_budget_mb: n * COST_MIB + SLACK_MIB,
 				max_concurrent_sandboxes: n } })) });
@@ -56,7 +66,16 @@ describe('three members behind a front', { skip: skip ?? false }, () => {
 			cleanupCluster(c);
 		}
 		await reg?.stop();
+		if (project) rmSync(project, { recursive: true, force: true });
 	});
+	// Where the worker was prepared: the member whose status is not absent.
+	const workerHome = async () => {
+		const states = await Promise.all(c.members.filter((m) => m.daemon.proc.exitCode === null && m.daemon.proc.signalCode === null)
+			.map(async (m) => [m.namespace, (await c.inNs(m.namespace, 'worker::status', { auth: TOKEN, worker: 'w' })).state]));
+		const home = states.filter(([, state]) => state !== 'absent');
+		assert.equal(home.length, 1, JSON.stringify(states));
+		return home[0];
+	};
 
 	test('the front serves the contract\'s ids in the default namespace, the members in theirs', async () => {
 		for (const id of FUNCTIONS) {
@@ -155,6 +174,18 @@ describe('three members behind a front', { skip: skip ?? false }, () => {
 		t.diagnostic(`S300 after ${s300} ms, S002 for all ${orphans.length} after ${s002} ms`);
 	});
 
+	test('worker::prepare is placed on one member; the other worker::* calls reach it; auth is checked', async () => {
+		const r = await c.call('worker::prepare', { auth: TOKEN, worker: 'w', host_path: path.join(project, 'w') });
+		assert.equal(r.prepared, true, JSON.stringify(r));
+		const [home, state] = await workerHome();
+		assert.equal(state, 'prepared');
+		assert.equal((await c.call('worker::status', { auth: TOKEN, worker: 'w' })).state, 'prepared');
+		// Prepared again: the same member, not a second one.
+		await c.call('worker::prepare', { auth: TOKEN, worker: 'w', host_path: path.join(project, 'w') });
+		assert.equal((await workerHome())[0], home);
+		assert.equal((await c.callError('worker::status', { auth: 'wrong', worker: 'w' })).envelope?.code, 'S505');
+	});
+
 	test('m2 loses the engine and comes back with its sandboxes: S300, then S002, then reachable again', async (t) => {
 		const m2 = member('m2');
 		const kept = (await placed([m2])).m2;
@@ -210,6 +241,10 @@ describe('three members behind a front', { skip: skip ?? false }, () => {
 				const r2 = await c.call('exec', { sandbox_id: where[ns][0], cmd: 'echo reachable' });
 				assert.equal(r2.stdout, 'reachable\n', ns);
 			}
+			// The new front finds the worker by asking the members.
+			assert.equal((await c.call('worker::status', { auth: TOKEN, worker: 'w' })).state, 'prepared');
+			assert.equal((await c.call('worker::destroy', { auth: TOKEN, worker: 'w' })).destroyed, true);
+			await assert.rejects(workerHome(), /absent/);
 			t.diagnostic(`takeover ${takeover} ms after the first front's death`);
 		});
 
