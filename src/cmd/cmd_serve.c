@@ -38,6 +38,7 @@
 #include "control/control_proto.h"
 #include "control/control_server.h"
 #include "engine/engine.h"
+#include "vm/accel.h"
 #include "vm/leftovers.h"
 #include "vm/oom_score.h"
 #include "vm/template_cache.h"
@@ -247,6 +248,13 @@ int sbx_cmd_serve(int argc, char **argv)
 		goto out;
 	}
 	engine_set_max_queued(e, queue_limit(cfg));
+	/* Decided once, before the memory budget is sized: with KVM no VM has
+	 * a translation cache to charge.  A kvm that cannot be had fails each
+	 * create with its own S300; the budget then counts as configured. */
+	if (sbx_accel_choose(cfg->accel, &cfg->accel_in_use, &err) < 0) {
+		sbx_warn("%s", sbx_error_msg(err));
+		sbx_error_free(&err);
+	}
 	struct sbx_jail_host *jail = sbx_jail_host_new(cfg->jail, cfg->jail_uid_base, &err);
 	if (jail == NULL) {
 		fprintf(stderr, "sandbox-libkrun serve: configuration: %s\n", sbx_error_msg(err));

@@ -452,7 +452,8 @@ bool sbx_config_allows(const struct sbx_config *cfg, const char *image)
 
 uint32_t sbx_config_tcg_cache_mib(const struct sbx_config *cfg)
 {
-	return cfg->accel == SBX_ACCEL_KVM ? 0 : cfg->tcg_cache_mb;
+	enum sbx_accel a = cfg->accel_in_use != SBX_ACCEL_AUTO ? cfg->accel_in_use : cfg->accel;
+	return a == SBX_ACCEL_KVM ? 0 : cfg->tcg_cache_mb;
 }
 
 const struct sbx_image_caps *sbx_config_caps(const struct sbx_config *cfg, const char *image)

@@ -56,6 +56,9 @@ struct sbx_config {
 	struct sbx_image_caps *per_image_caps;
 	size_t n_per_image_caps;
 	enum sbx_accel accel;
+	/* What `auto` came to on this host (serve decides it at start);
+	 * SBX_ACCEL_AUTO until then. */
+	enum sbx_accel accel_in_use;
 	char *krunfw_path; /* NULL when not set */
 	uint32_t tcg_cache_mb;     /* TCG translation cache per VM */
 	uint32_t template_cache_mb; /* all snapshot templates on disk (state and RAM files) */
@@ -91,7 +94,7 @@ size_t sbx_config_key_names(const char **out, size_t cap);
 
 bool sbx_config_allows(const struct sbx_config *cfg, const char *image);
 /* The translation cache a VM of this configuration may have: 0 where
- * `accel` is kvm, since only TCG has one. */
+ * `accel` is kvm, or `auto` came to KVM, since only TCG has one. */
 uint32_t sbx_config_tcg_cache_mib(const struct sbx_config *cfg);
 const struct sbx_image_caps *sbx_config_caps(const struct sbx_config *cfg, const char *image);
 

@@ -150,6 +150,15 @@ TEST(config_own_keys)
 	CHECK(cfg != NULL);
 	CHECK_INT(sbx_config_tcg_cache_mib(cfg), 0);
 	sbx_config_free(cfg);
+	/* auto counts the cache until serve decides, then as decided. */
+	cfg = parse("{\"tcg_cache_mb\":128}", &err);
+	CHECK(cfg != NULL);
+	CHECK_INT(sbx_config_tcg_cache_mib(cfg), 128);
+	cfg->accel_in_use = SBX_ACCEL_KVM;
+	CHECK_INT(sbx_config_tcg_cache_mib(cfg), 0);
+	cfg->accel_in_use = SBX_ACCEL_TCG;
+	CHECK_INT(sbx_config_tcg_cache_mib(cfg), 128);
+	sbx_config_free(cfg);
 	cfg = parse("{\"jail\":\"required\",\"jail_uid_base\":500000}", &err);
 	CHECK(cfg != NULL);
 	CHECK_INT(cfg->jail, SBX_JAIL_REQUIRED);
