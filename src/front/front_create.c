@@ -137,7 +137,7 @@ int front_place_call(struct front *f, const struct engine_invocation *inv, const
 	struct front_slot slots[FRONT_MAX_MEMBERS];
 	int64_t need;
 	size_t n = slots_of(f, data, slots, &need);
-	if (n == 0 && front_refresh(f) == 0)
+	if (n == 0 && front_refresh_for_call(f) == 0)
 		n = slots_of(f, data, slots, &need);
 	if (n == 0)
 		return front_to_any(f, inv, op, data, out);

@@ -48,6 +48,7 @@ struct front {
 	struct front_owners workers; /* worker names: where worker::prepare placed them */
 
 	pthread_mutex_t refresh_lock; /* one refresh at a time */
+	_Atomic int64_t refreshed_ms; /* when the last refresh that reached the engine ended */
 	int wake_fd;                  /* eventfd: refresh now */
 	atomic_bool stop;
 	bool running;
@@ -57,6 +58,11 @@ struct front {
 /* front_members.c: one look at the engine and at every member; 0 when the
  * engine answered the discovery. */
 int front_refresh(struct front *f);
+/* front_refresh() for a call that found nothing (an unknown id, no member
+ * up), unless one ended within FRONT_CALL_REFRESH_MS: a caller sending
+ * unknown ids must not make the front read every member per call. */
+#define FRONT_CALL_REFRESH_MS 250
+int front_refresh_for_call(struct front *f);
 /* A forwarded call found the member gone: it answers S300 from now on and
  * the next refresh comes at once.  Takes the lock. */
 void front_member_lost(struct front *f, size_t member);

@@ -152,8 +152,17 @@ int front_refresh(struct front *f)
 		json_decref(info);
 		json_decref(list);
 	}
+	atomic_store(&f->refreshed_ms, sbx_now_ms());
 	pthread_mutex_unlock(&f->refresh_lock);
 	return 0;
+}
+
+int front_refresh_for_call(struct front *f)
+{
+	int64_t last = atomic_load(&f->refreshed_ms);
+	if (last != 0 && sbx_now_ms() - last < FRONT_CALL_REFRESH_MS)
+		return 0;
+	return front_refresh(f);
 }
 
 void front_member_lost(struct front *f, size_t member)

@@ -25,7 +25,7 @@ static int no_member(json_t **out)
 int front_to_any(struct front *f, const struct engine_invocation *inv, const char *op, json_t *data, json_t **out)
 {
 	long m = front_first_up(f);
-	if (m < 0 && front_refresh(f) == 0)
+	if (m < 0 && front_refresh_for_call(f) == 0)
 		m = front_first_up(f);
 	if (m < 0)
 		return no_member(out);
@@ -71,7 +71,7 @@ static int route_sandbox(struct front *f, const struct engine_invocation *inv, c
 		return -1;
 	/* Unknown: looked up once across the members (their lists are read
 	 * again), then left to a member to judge. */
-	if (known == 0 && id != NULL && front_refresh(f) == 0)
+	if (known == 0 && id != NULL && front_refresh_for_call(f) == 0)
 		known = owner_of(f, &f->owners, id, &m, out);
 	if (known < 0)
 		return -1;
@@ -177,7 +177,7 @@ static int route_list(struct front *f, const struct engine_invocation *inv, json
 static int route_info(struct front *f, json_t **out)
 {
 	if (front_first_up(f) < 0)
-		front_refresh(f);
+		front_refresh_for_call(f);
 	pthread_mutex_lock(&f->lock);
 	json_t *info = NULL;
 	cleanup_json json_t *members = json_array();
