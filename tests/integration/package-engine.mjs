@@ -1,9 +1,12 @@
 // The engine side of tests/integration/package: a stand-in engine on PORT
-// that prints one line per event the test waits for: "registered all N"
-// once the sandbox-libkrun worker has registered every function (the 23
-// and the extensions, N of them), then the result of
-// one sandbox-libkrun::run through an iii-sdk caller ("run: {json}" or
-// "run error: message").  Runs until killed.  Usage: node package-engine.mjs PORT
+// that prints one line per event the test waits for: "registered all N in
+// MEMBER" once the member (sandbox-libkrun.service, III_NAMESPACE=MEMBER) has
+// registered every function (the 23 and the extensions, N of them),
+// "registered all N" once the front (sandbox-libkrun-front.service) has in
+// the default namespace, then the result of one sandbox-libkrun::run through
+// an iii-sdk caller, which the front forwards to the member ("run: {json}"
+// or "run error: message").  Runs until killed.
+// Usage: node package-engine.mjs PORT MEMBER
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 
@@ -16,6 +19,9 @@ const engine = new StandinEngine({ port: Number(process.argv[2]) });
 await engine.start();
 console.log(`listening ${engine.url}`);
 const all = [...FUNCTIONS, ...EXTENSIONS];
+const member = process.argv[3];
+while (!all.every((id) => engine.functionsIn(member).has(id))) await sleep(50);
+console.log(`registered all ${all.length} in ${member}`);
 while (!all.every((id) => engine.functions.has(id))) await sleep(50);
 console.log(`registered all ${all.length}`);
 const caller = sdkClient(engine.url, 'package-test', { invocationTimeoutMs: 300000 });
