@@ -19,8 +19,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "adapter/adapter.h"
+#include "adapter/adapter_metrics.h"
 #include "adapter/config/config_fetch.h"
 #include "adapter/config/config_file.h"
 #include "adapter/vm_backend/template_warm.h"
@@ -34,14 +36,19 @@
 #include "cmd/serve_register.h"
 #include "cmd/serve_signals.h"
 #include "common/log.h"
+#include "common/metrics_families.h"
 #include "common/scodes.h"
 #include "control/control_proto.h"
 #include "control/control_server.h"
 #include "engine/engine.h"
+#include "engine/engine_metrics.h"
+#include "image/image_metrics.h"
 #include "vm/accel.h"
 #include "vm/leftovers.h"
 #include "vm/oom_score.h"
 #include "vm/template_cache.h"
+#include "vm/vm_rss.h"
+#include "worker/worker_metrics.h"
 #include "worker/worker_ops.h"
 #include "worker/worker_table.h"
 
@@ -146,6 +153,44 @@ static int start_control(struct sbx_adapter *a, struct serve_status *st, struct 
 }
 
 /* An environment variable, NULL when unset or empty. */
+/* What a scrape of serve reads its gauges from. */
+struct serve_sources {
+	struct sbx_adapter *adapter;
+	void *backend; /* vm_backend's */
+	struct engine *engine;
+	struct worker_table *workers;
+};
+
+/* What is read from files at scrape time: the VMs' memory from /proc, the
+ * image cache's index.  A failure keeps the last values. */
+static void collect_files(void)
+{
+	uint64_t bytes;
+	unsigned vms;
+	sbx_error_t err = NULL;
+	if (sbx_vm_rss_total("/proc", getpid(), &bytes, &vms, &err) == 0) {
+		sbx_metric_set(&sbx_m_vm_rss, NULL, (double)bytes);
+		sbx_metric_set(&sbx_m_vms, NULL, vms);
+	} else {
+		sbx_warn("metrics: %s", sbx_error_msg(err));
+		sbx_error_free(&err);
+	}
+	if (sbx_image_collect_metrics(&err) < 0) {
+		sbx_warn("metrics: image cache: %s", sbx_error_msg(err));
+		sbx_error_free(&err);
+	}
+}
+
+static void collect(void *ctx)
+{
+	const struct serve_sources *from = ctx;
+	sbx_adapter_collect_metrics(from->adapter);
+	vm_backend_collect_metrics(from->backend);
+	engine_collect_metrics(from->engine);
+	worker_collect_metrics(from->workers);
+	collect_files();
+}
+
 static const char *env_or_null(const char *name)
 {
 	const char *v = getenv(name);
@@ -287,9 +332,11 @@ int sbx_cmd_serve(int argc, char **argv)
 		a->workers = &worker_ops_vm;
 		a->worker_vms = worker_table_new(a->cfg, jail, &a->mem, &err);
 	}
-	struct serve_metrics_sources sources = { a, backend, e, a != NULL ? a->worker_vms : NULL };
+	struct serve_sources sources = { a, backend, e, a != NULL ? a->worker_vms : NULL };
+	struct serve_metrics_scrape scrape = { "metrics_listen", collect, &sources, NULL, 0 };
+	scrape.fams = sbx_metric_families(&scrape.nfams);
 	if (a != NULL && backend != NULL && a->worker_vms != NULL && a->cfg->metrics_listen.kind != SBX_METRICS_OFF &&
-	    (metrics = serve_metrics_start(&a->cfg->metrics_listen, &sources, &err)) == NULL) {
+	    (metrics = serve_metrics_start(&a->cfg->metrics_listen, &scrape, &err)) == NULL) {
 		fprintf(stderr, "sandbox-libkrun serve: %s\n", sbx_error_msg(err));
 		goto out;
 	}

@@ -8,15 +8,8 @@
 #include <sys/un.h>
 #include <unistd.h>
 
-#include "adapter/adapter_metrics.h"
-#include "adapter/vm_backend/vm_backend.h"
 #include "common/cleanup.h"
 #include "common/log.h"
-#include "common/metrics_families.h"
-#include "engine/engine_metrics.h"
-#include "image/image_metrics.h"
-#include "vm/vm_rss.h"
-#include "worker/worker_metrics.h"
 
 /* A scrape is one short GET: a few connections at once, a request line and
  * headers within the connection's memory, idle connections dropped. */
@@ -29,7 +22,7 @@ struct serve_metrics {
 	struct MHD_Daemon *daemon;
 	int fd;
 	char *unix_path; /* removed at stop; NULL for TCP */
-	struct serve_metrics_sources from;
+	struct serve_metrics_scrape scrape;
 };
 
 static enum MHD_Result reply(struct MHD_Connection *c, unsigned status, char *body, size_t len,
@@ -48,26 +41,6 @@ static enum MHD_Result reply(struct MHD_Connection *c, unsigned status, char *bo
 	return ok;
 }
 
-/* What is read from files at scrape time: the VMs' memory from /proc, the
- * image cache's index.  A failure keeps the last values. */
-static void collect_files(void)
-{
-	uint64_t bytes;
-	unsigned vms;
-	sbx_error_t err = NULL;
-	if (sbx_vm_rss_total("/proc", getpid(), &bytes, &vms, &err) == 0) {
-		sbx_metric_set(&sbx_m_vm_rss, NULL, (double)bytes);
-		sbx_metric_set(&sbx_m_vms, NULL, vms);
-	} else {
-		sbx_warn("metrics: %s", sbx_error_msg(err));
-		sbx_error_free(&err);
-	}
-	if (sbx_image_collect_metrics(&err) < 0) {
-		sbx_warn("metrics: image cache: %s", sbx_error_msg(err));
-		sbx_error_free(&err);
-	}
-}
-
 /* GET /metrics; anything else is 404, answered before any body is read. */
 static enum MHD_Result handle(void *cls, struct MHD_Connection *c, const char *url, const char *method,
 			      const char *version, const char *upload_data, size_t *upload_size, void **con_cls)
@@ -76,15 +49,11 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *c, const char *u
 	static char not_found[] = "not found: the one resource is GET /metrics\n";
 	if (strcmp(method, MHD_HTTP_METHOD_GET) != 0 || strcmp(url, "/metrics") != 0)
 		return reply(c, MHD_HTTP_NOT_FOUND, not_found, strlen(not_found), MHD_RESPMEM_PERSISTENT);
-	sbx_adapter_collect_metrics(m->from.adapter);
-	vm_backend_collect_metrics(m->from.backend);
-	engine_collect_metrics(m->from.engine);
-	worker_collect_metrics(m->from.workers);
-	collect_files();
-	size_t n, len = 0;
-	struct sbx_metric *const *fams = sbx_metric_families(&n);
+	if (m->scrape.collect != NULL)
+		m->scrape.collect(m->scrape.ctx);
+	size_t len = 0;
 	sbx_error_t err = NULL;
-	char *text = sbx_metrics_render(fams, n, &len, &err);
+	char *text = sbx_metrics_render(m->scrape.fams, m->scrape.nfams, &len, &err);
 	if (text == NULL) {
 		sbx_warn("metrics: %s", sbx_error_msg(err));
 		sbx_error_free(&err);
@@ -98,26 +67,26 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *c, const char *u
  * 0600 there, then renamed into place: it is never reachable with looser
  * permissions.  A stale socket at the path is replaced; any other file is
  * left alone and refused. */
-static int bind_unix(int fd, const struct sbx_metrics_listen *l, sbx_error_t *err)
+static int bind_unix(int fd, const struct sbx_metrics_listen *l, const char *what, sbx_error_t *err)
 {
 	const char *path = ((const struct sockaddr_un *)&l->addr)->sun_path;
 	struct stat st;
 	if (lstat(path, &st) == 0 && !S_ISSOCK(st.st_mode))
-		return sbx_error_set(err, EEXIST, "metrics_listen: %s exists and is not a socket", path);
+		return sbx_error_set(err, EEXIST, "%s: %s exists and is not a socket", what, path);
 	cleanup_free char *dir = NULL;
 	size_t dirlen = (size_t)(strrchr(path, '/') - path);
 	if (asprintf(&dir, "%.*s/.metrics-XXXXXX", (int)dirlen, path) < 0)
-		return sbx_error_errno(err, ENOMEM, "metrics_listen");
+		return sbx_error_errno(err, ENOMEM, "%s", what);
 	if (mkdtemp(dir) == NULL)
-		return sbx_error_errno(err, errno, "metrics_listen: %s", dir);
+		return sbx_error_errno(err, errno, "%s: %s", what, dir);
 	struct sockaddr_un tmp = { .sun_family = AF_UNIX };
 	int rc = -1;
 	if ((size_t)snprintf(tmp.sun_path, sizeof(tmp.sun_path), "%s/s", dir) >= sizeof(tmp.sun_path))
-		sbx_error_set(err, ENAMETOOLONG, "metrics_listen: %s/s: path too long for a socket", dir);
+		sbx_error_set(err, ENAMETOOLONG, "%s: %s/s: path too long for a socket", what, dir);
 	else if (bind(fd, (struct sockaddr *)&tmp, sizeof(tmp)) < 0)
-		sbx_error_errno(err, errno, "metrics_listen: bind %s", tmp.sun_path);
+		sbx_error_errno(err, errno, "%s: bind %s", what, tmp.sun_path);
 	else if (chmod(tmp.sun_path, 0600) < 0 || rename(tmp.sun_path, path) < 0)
-		sbx_error_errno(err, errno, "metrics_listen: %s", path);
+		sbx_error_errno(err, errno, "%s: %s", what, path);
 	else
 		rc = 0;
 	if (rc < 0)
@@ -126,33 +95,33 @@ static int bind_unix(int fd, const struct sbx_metrics_listen *l, sbx_error_t *er
 	return rc;
 }
 
-static int open_listener(const struct sbx_metrics_listen *l, sbx_error_t *err)
+static int open_listener(const struct sbx_metrics_listen *l, const char *what, sbx_error_t *err)
 {
 	cleanup_close int fd = socket(l->addr.ss_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
 	if (fd < 0)
-		return sbx_error_errno(err, errno, "metrics_listen: socket");
+		return sbx_error_errno(err, errno, "%s: socket", what);
 	int one = 1;
 	if (l->kind == SBX_METRICS_TCP && setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one)) < 0)
-		return sbx_error_errno(err, errno, "metrics_listen: SO_REUSEADDR");
+		return sbx_error_errno(err, errno, "%s: SO_REUSEADDR", what);
 	if (l->kind == SBX_METRICS_UNIX) {
-		if (bind_unix(fd, l, err) < 0)
+		if (bind_unix(fd, l, what, err) < 0)
 			return -1;
 	} else if (bind(fd, (const struct sockaddr *)&l->addr, l->addr_len) < 0) {
-		return sbx_error_errno(err, errno, "metrics_listen: bind %s", l->text);
+		return sbx_error_errno(err, errno, "%s: bind %s", what, l->text);
 	}
 	if (listen(fd, MAX_CONNECTIONS) < 0)
-		return sbx_error_errno(err, errno, "metrics_listen: listen %s", l->text);
+		return sbx_error_errno(err, errno, "%s: listen %s", what, l->text);
 	return sbx_steal_fd(fd);
 }
 
 struct serve_metrics *serve_metrics_start(const struct sbx_metrics_listen *listen,
-					  const struct serve_metrics_sources *from, sbx_error_t *err)
+					  const struct serve_metrics_scrape *scrape, sbx_error_t *err)
 {
 	struct serve_metrics *m = calloc(1, sizeof(*m));
 	if (m == NULL)
 		return sbx_error_errno(err, ENOMEM, "metrics"), NULL;
-	m->from = *from;
-	m->fd = open_listener(listen, err);
+	m->scrape = *scrape;
+	m->fd = open_listener(listen, scrape->setting, err);
 	if (m->fd < 0) {
 		free(m);
 		return NULL;
@@ -168,7 +137,7 @@ struct serve_metrics *serve_metrics_start(const struct sbx_metrics_listen *liste
 				     (size_t)CONNECTION_MEMORY, MHD_OPTION_CONNECTION_TIMEOUT,
 				     (unsigned)CONNECTION_TIMEOUT_S, MHD_OPTION_END);
 	if (m->daemon == NULL) {
-		sbx_error_set(err, EIO, "metrics_listen: cannot start the HTTP server on %s", listen->text);
+		sbx_error_set(err, EIO, "%s: cannot start the HTTP server on %s", scrape->setting, listen->text);
 		serve_metrics_stop(m);
 		return NULL;
 	}

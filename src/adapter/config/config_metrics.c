@@ -11,32 +11,31 @@
 
 #include "common/cleanup.h"
 
-#define KEY "config key `metrics_listen`: "
 
-static int parse_port(const char *s, uint16_t *port, sbx_error_t *err)
+static int parse_port(const char *what, const char *s, uint16_t *port, sbx_error_t *err)
 {
 	char *end;
 	errno = 0;
 	unsigned long n = s[0] >= '0' && s[0] <= '9' ? strtoul(s, &end, 10) : 0;
 	if (n == 0 || n > 65535 || errno != 0 || *end != '\0')
-		return sbx_error_set(err, EINVAL, KEY "port must be 1..65535, got \"%s\"", s);
+		return sbx_error_set(err, EINVAL, "%s: port must be 1..65535, got \"%s\"", what, s);
 	*port = (uint16_t)n;
 	return 0;
 }
 
-static int parse_tcp(const char *text, struct sbx_metrics_listen *out, sbx_error_t *err)
+static int parse_tcp(const char *what, const char *text, struct sbx_metrics_listen *out, sbx_error_t *err)
 {
 	const char *colon = strrchr(text, ':');
 	if (colon == NULL)
-		return sbx_error_set(err, EINVAL, KEY "expected a loopback host:port or an absolute unix socket "
+		return sbx_error_set(err, EINVAL, "%s: expected a loopback host:port or an absolute unix socket "
 						      "path, got \"%s\"",
-				     text);
+				     what, text);
 	uint16_t port;
-	if (parse_port(colon + 1, &port, err) < 0)
+	if (parse_port(what, colon + 1, &port, err) < 0)
 		return -1;
 	cleanup_free char *host = strndup(text, (size_t)(colon - text));
 	if (host == NULL)
-		return sbx_error_errno(err, ENOMEM, "metrics_listen");
+		return sbx_error_errno(err, ENOMEM, "%s", what);
 	size_t hl = strlen(host);
 	bool bracketed = hl > 2 && host[0] == '[' && host[hl - 1] == ']';
 	if (bracketed)
@@ -57,32 +56,32 @@ static int parse_tcp(const char *text, struct sbx_metrics_listen *out, sbx_error
 		sin6->sin6_addr = v6;
 		out->addr_len = sizeof(*sin6);
 	} else {
-		return sbx_error_set(err, EINVAL, KEY "\"%s\" is not a loopback address: metrics are served on "
+		return sbx_error_set(err, EINVAL, "%s: \"%s\" is not a loopback address: metrics are served on "
 						      "127.0.0.0/8, localhost or [::1], or on a unix socket",
-				     text);
+				     what, text);
 	}
 	out->kind = SBX_METRICS_TCP;
 	return 0;
 }
 
-static int parse_unix(const char *path, struct sbx_metrics_listen *out, sbx_error_t *err)
+static int parse_unix(const char *what, const char *path, struct sbx_metrics_listen *out, sbx_error_t *err)
 {
 	struct sockaddr_un *sun = (struct sockaddr_un *)&out->addr;
 	size_t len = strlen(path);
 	if (len >= sizeof(sun->sun_path))
-		return sbx_error_set(err, ENAMETOOLONG, KEY "a unix socket path is at most %zu bytes, got %zu",
+		return sbx_error_set(err, ENAMETOOLONG, "%s: a unix socket path is at most %zu bytes, got %zu", what,
 				     sizeof(sun->sun_path) - 1, len);
 	if (path[len - 1] == '/')
-		return sbx_error_set(err, EINVAL, KEY "\"%s\" names a directory, not a socket", path);
+		return sbx_error_set(err, EINVAL, "%s: \"%s\" names a directory, not a socket", what, path);
 	cleanup_free char *dir = strndup(path, (size_t)(strrchr(path, '/') - path));
 	if (dir == NULL)
-		return sbx_error_errno(err, ENOMEM, "metrics_listen");
+		return sbx_error_errno(err, ENOMEM, "%s", what);
 	struct stat st;
 	const char *d = dir[0] != '\0' ? dir : "/";
 	if (stat(d, &st) < 0)
-		return sbx_error_errno(err, errno, KEY "the directory of the socket, %s", d);
+		return sbx_error_errno(err, errno, "%s: the directory of the socket, %s", what, d);
 	if (!S_ISDIR(st.st_mode))
-		return sbx_error_set(err, ENOTDIR, KEY "%s is not a directory", d);
+		return sbx_error_set(err, ENOTDIR, "%s: %s is not a directory", what, d);
 	sun->sun_family = AF_UNIX;
 	memcpy(sun->sun_path, path, len + 1);
 	out->addr_len = (socklen_t)(offsetof(struct sockaddr_un, sun_path) + len + 1);
@@ -90,19 +89,28 @@ static int parse_unix(const char *path, struct sbx_metrics_listen *out, sbx_erro
 	return 0;
 }
 
-int sbx_config_parse_metrics_listen(json_t *v, struct sbx_metrics_listen *out, sbx_error_t *err)
+int sbx_metrics_listen_parse(const char *what, const char *text, struct sbx_metrics_listen *out, sbx_error_t *err)
 {
-	const char *text = json_string_value(v);
-	if (text == NULL || text[0] == '\0' || strlen(text) != json_string_length(v))
-		return sbx_error_set(err, EINVAL, KEY "expected a loopback host:port or an absolute unix socket path");
+	if (text == NULL || text[0] == '\0')
+		return sbx_error_set(err, EINVAL, "%s: expected a loopback host:port or an absolute unix socket path",
+				     what);
 	struct sbx_metrics_listen l = { .kind = SBX_METRICS_OFF };
-	if ((text[0] == '/' ? parse_unix(text, &l, err) : parse_tcp(text, &l, err)) < 0)
+	if ((text[0] == '/' ? parse_unix(what, text, &l, err) : parse_tcp(what, text, &l, err)) < 0)
 		return -1;
 	if ((l.text = strdup(text)) == NULL)
-		return sbx_error_errno(err, ENOMEM, "metrics_listen");
+		return sbx_error_errno(err, ENOMEM, "%s", what);
 	sbx_metrics_listen_free(out);
 	*out = l;
 	return 0;
+}
+
+int sbx_config_parse_metrics_listen(json_t *v, struct sbx_metrics_listen *out, sbx_error_t *err)
+{
+	const char *text = json_string_value(v);
+	/* A string with a NUL inside is refused as a whole, not cut at it. */
+	if (text != NULL && strlen(text) != json_string_length(v))
+		text = NULL;
+	return sbx_metrics_listen_parse("config key `metrics_listen`", text, out, err);
 }
 
 void sbx_metrics_listen_free(struct sbx_metrics_listen *l)

@@ -20,6 +20,9 @@ struct sbx_metrics_listen {
 };
 
 int sbx_config_parse_metrics_listen(json_t *v, struct sbx_metrics_listen *out, sbx_error_t *err);
+/* The same for an address given elsewhere (serve --front's environment);
+ * `what` names it in errors. */
+int sbx_metrics_listen_parse(const char *what, const char *text, struct sbx_metrics_listen *out, sbx_error_t *err);
 void sbx_metrics_listen_free(struct sbx_metrics_listen *l);
 
 #endif

@@ -119,3 +119,20 @@ TEST(metrics_listen_refuses_bad_values)
 	long_path[sizeof(long_path) - 1] = '\0';
 	CHECK(fails_with(json_string(long_path), "a unix socket path is at most 107 bytes"));
 }
+
+TEST(metrics_listen_from_elsewhere_names_its_source)
+{
+	struct sbx_metrics_listen l = { .kind = SBX_METRICS_OFF };
+	sbx_error_t err = NULL;
+	CHECK(sbx_metrics_listen_parse("III_SANDBOX_METRICS_LISTEN", "0.0.0.0:9464", &l, &err) < 0);
+	CHECK(strncmp(sbx_error_msg(err), "III_SANDBOX_METRICS_LISTEN: ", 28) == 0);
+	CHECK(strstr(sbx_error_msg(err), "config key") == NULL);
+	sbx_error_free(&err);
+	CHECK(sbx_metrics_listen_parse("III_SANDBOX_METRICS_LISTEN", NULL, &l, &err) < 0);
+	sbx_error_free(&err);
+	CHECK_INT(l.kind, SBX_METRICS_OFF);
+	CHECK(sbx_metrics_listen_parse("III_SANDBOX_METRICS_LISTEN", "[::1]:9464", &l, &err) == 0);
+	CHECK_INT(l.kind, SBX_METRICS_TCP);
+	CHECK_STR(l.text, "[::1]:9464");
+	sbx_metrics_listen_free(&l);
+}
