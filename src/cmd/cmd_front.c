@@ -11,13 +11,19 @@
 #include <string.h>
 
 #include "adapter/adapter.h"
+#include "adapter/config/config_metrics.h"
 #include "cmd/serve_lifeline.h"
+#include "cmd/serve_metrics.h"
 #include "cmd/serve_notify.h"
 #include "cmd/serve_register.h"
 #include "cmd/serve_signals.h"
 #include "common/log.h"
 #include "engine/engine.h"
+#include "engine/engine_metrics.h"
 #include "front/front.h"
+#include "front/front_metrics.h"
+
+#define METRICS_ENV "III_SANDBOX_METRICS_LISTEN"
 
 static void usage(FILE *out)
 {
@@ -33,6 +39,8 @@ static void usage(FILE *out)
 		     "  III_SANDBOX_MEMBERS        comma-separated member namespaces (default: every other\n"
 		     "                             namespace serving %s::adapter::info)\n"
 		     "  III_WORKER_NAME            worker name reported to the engine (default %s)\n"
+		     "  " METRICS_ENV " GET /metrics (Prometheus) on a loopback host:port,\n"
+		     "                             [::1]:port or an absolute unix socket path (default: none)\n"
 		     "  III_LIFELINE_FD, III_ENGINE_PID, SANDBOX_LOG, SANDBOX_LOG_FORMAT   as for serve\n\n"
 		     "exit status: 0 after SIGTERM/SIGINT, 1 on a fatal error, 2 on bad arguments.\n",
 		SBX_WORKER_NAME, SBX_WORKER_NAME);
@@ -42,6 +50,18 @@ static const char *env_or_null(const char *name)
 {
 	const char *v = getenv(name);
 	return v != NULL && v[0] != '\0' ? v : NULL;
+}
+
+struct front_sources {
+	struct front *f;
+	struct engine *e;
+};
+
+static void collect(void *ctx)
+{
+	const struct front_sources *from = ctx;
+	front_collect_metrics(from->f);
+	engine_collect_metrics(from->e);
 }
 
 int sbx_cmd_front(int argc, char **argv)
@@ -65,6 +85,13 @@ int sbx_cmd_front(int argc, char **argv)
 	}
 	if (sbx_log_init_from_env() < 0)
 		sbx_warn("SANDBOX_LOG has an unknown value; using info (expected debug, info, warn or error)");
+	struct sbx_metrics_listen listen = { .kind = SBX_METRICS_OFF };
+	const char *listen_text = env_or_null(METRICS_ENV);
+	if (listen_text != NULL && sbx_metrics_listen_parse(METRICS_ENV, listen_text, &listen, &err) < 0) {
+		fprintf(stderr, "sandbox-libkrun serve --front: %s\n", sbx_error_msg(err));
+		sbx_error_free(&err);
+		return 2;
+	}
 	struct serve_signals waiter;
 	serve_signals_block(&waiter);
 
@@ -87,9 +114,19 @@ int sbx_cmd_front(int argc, char **argv)
 		front_free(f);
 		if (e != NULL)
 			engine_free(e);
+		sbx_metrics_listen_free(&listen);
 		return f == NULL && e != NULL ? 2 : 1;
 	}
 	int status = 1;
+	struct serve_metrics *metrics = NULL;
+	struct front_sources sources = { f, e };
+	struct serve_metrics_scrape scrape = { METRICS_ENV, collect, &sources, NULL, 0 };
+	scrape.fams = front_metric_families(&scrape.nfams);
+	/* Before connecting: a front waiting for its engine shows engine_up 0. */
+	if (listen.kind != SBX_METRICS_OFF && (metrics = serve_metrics_start(&listen, &scrape, &err)) == NULL) {
+		fprintf(stderr, "sandbox-libkrun serve --front: %s\n", sbx_error_msg(err));
+		goto out;
+	}
 	sbx_info("connecting to %s as the front '%s'%s%s", opts.url, opts.worker_name,
 		 opts.namespace != NULL ? " in namespace " : "", opts.namespace != NULL ? opts.namespace : "");
 	if (lifeline_start(&err) < 0 || serve_register_ops(e, front_handle, f, &err) < 0 ||
@@ -112,6 +149,9 @@ int sbx_cmd_front(int argc, char **argv)
 out:
 	sbx_error_free(&err);
 	serve_notify_stopping();
+	/* A scrape reads the front and the engine: it goes first. */
+	serve_metrics_stop(metrics);
+	sbx_metrics_listen_free(&listen);
 	engine_stop(e);
 	serve_signals_end(&waiter);
 	front_stop(f);

@@ -7,6 +7,7 @@
 #include "common/log_limit.h"
 #include "common/scodes.h"
 #include "front/front_internal.h"
+#include "front/front_metrics.h"
 #include "front/front_place.h"
 
 static int64_t num(json_t *obj, const char *a, const char *b)
@@ -166,6 +167,8 @@ int front_place_call(struct front *f, const struct engine_invocation *inv, const
 		note(refused, sizeof(refused), f->members[m].ns, res);
 		json_decref(res);
 	}
+	if (full)
+		front_metrics_full(op);
 	return front_fail(full ? SBX_S_LIMIT : SBX_S_VM_BOOT, out, "%s (%zu tried): %s",
 			  full ? "every member is full or gone" : "every member is gone", n, refused);
 }

@@ -13,6 +13,7 @@
 #include "common/log.h"
 #include "common/scodes.h"
 #include "front/front_internal.h"
+#include "front/front_metrics.h"
 
 #define HANDLER_PREFIX "handler error: "
 
@@ -73,14 +74,17 @@ enum front_fwd front_forward(struct front *f, const struct engine_invocation *in
 	scode[0] = '\0';
 	int rc = engine_call_in(f->e, inv, ns, fn, data, timeout_ms, &res, &ebody, &err);
 	if (rc == 0) {
+		front_metrics_forwarded(ns, FRONT_FWD_OK);
 		*out = res;
 		return FRONT_FWD_OK;
 	}
 	if (rc == 1 && !engine_refusal(ebody)) {
+		front_metrics_forwarded(ns, FRONT_FWD_ERROR);
 		body_scode(ebody, scode);
 		*out = ebody;
 		return FRONT_FWD_ERROR;
 	}
+	front_metrics_forwarded(ns, FRONT_FWD_UNREACHABLE);
 	cleanup_free char *why = NULL;
 	if (rc == 1) {
 		const char *m = json_string_value(json_object_get(ebody, "message"));

@@ -12,6 +12,7 @@
 #include "common/log.h"
 #include "common/log_limit.h"
 #include "front/front_internal.h"
+#include "front/front_metrics.h"
 
 #define INFO_ID SBX_WORKER_NAME "::adapter::info"
 
@@ -132,7 +133,9 @@ int front_refresh(struct front *f)
 {
 	pthread_mutex_lock(&f->refresh_lock);
 	bool seen[FRONT_MAX_MEMBERS] = { false };
-	if (discover(f, seen) < 0) {
+	int found = discover(f, seen);
+	front_metrics_refresh(found < 0);
+	if (found < 0) {
 		pthread_mutex_unlock(&f->refresh_lock);
 		return -1;
 	}
