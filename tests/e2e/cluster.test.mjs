@@ -6,12 +6,16 @@
 // `list`, read in its namespace, says where a sandbox landed.  Then a
 // member dies (kill -9), a worker is prepared on one member, another loses the engine and comes back with its
 // sandboxes, a second front is refused and keeps retrying, and
-// the first front dies: the second takes over.  VM boots: 3 cold (one
+// the first front dies: the second takes over.  The first front serves
+// GET /metrics on a unix socket (III_SANDBOX_METRICS_LISTEN): members up,
+// calls forwarded per member, the S400 of a full cluster.  VM boots: 3 cold (one
 // pull per member), 23 restored from the members' templates (26 creates).
 import { describe, test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
-import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { spawnSync } from 'node:child_process';
+import { mkdirSync, mkdtempSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import http from 'node:http';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { eventually } from './lib.mjs';
@@ -32,8 +36,43 @@ const TOTAL = Object.values(SLOTS).reduce((a, b) => a + b);
 const skip = registryUnavailable();
 const TOKEN = `tok-${randomUUID()}`;
 
+// GET /metrics on the front's unix socket: its samples, "name{labels}" ->
+// value, and the text.
+function scrape(socketPath) {
+	return new Promise((resolve, reject) => {
+		const req = http.request({ socketPath, path: '/metrics' }, (res) => {
+			let body = '';
+			res.setEncoding('utf8');
+			res.on('data', (d) => { body += d; });
+			res.on('end', () => {
+				assert.equal(res.statusCode, 200, body);
+				const samples = new Map();
+				for (const line of body.split('\n')) {
+					if (line === '' || line.startsWith('#')) continue;
+					const m = /^([a-zA-Z_:][a-zA-Z0-9_:]*)(\{.*\})? (\S+)$/.exec(line);
+					assert.ok(m, `sample line: ${line}`);
+					samples.set(m[1] + (m[2] ?? ''), Number(m[3]));
+				}
+				resolve({ body, samples });
+			});
+		});
+		req.on('error', reject);
+		req.end();
+	});
+}
+const upOf = (s, ns) => s.get(`sandbox_libkrun_front_member_up{member="${ns}"}`);
+const fwdOf = (s, ns, outcome) => s.get(`sandbox_libkrun_front_forwarded_calls_total{member="${ns}",outcome="${outcome}"}`) ?? 0;
+
+// promtool (Debian's prometheus) when installed, as metrics.test.mjs does.
+function promtool(text, t) {
+	const r = spawnSync('promtool', ['check', 'metrics'], { input: text, encoding: 'utf8' });
+	if (r.error?.code === 'ENOENT') return t.diagnostic('promtool not installed: the text is not checked by it');
+	assert.ok(!r.error, r.error?.message);
+	assert.equal(r.status, 0, `promtool check metrics:\n${r.stdout}${r.stderr}\n---\n${text}`);
+}
+
 describe('three members behind a front', { skip: skip ?? false }, () => {
-	let reg, c, project;
+	let reg, c, project, metricsDir, metricsSock, beforeCreates;
 	const started = Date.now();
 	const ids = [];
 	const create = async () => {
@@ -55,7 +94,10 @@ describe('three members behind a front', { skip: skip ?? false }, () => {
 		mkdirSync(path.join(project, 'w'));
 		writeFileSync(path.join(project, 'w', 'iii.worker.yaml'),
 			'runtime:\n  base_image: python\nscripts:\n  start: python3 -c pass\n');
+		metricsDir = mkdtempSync(path.join(tmpdir(), 'sbx-e2e-cluster-metrics-'));
+		metricsSock = path.join(metricsDir, 'front.sock');
 		c = await startCluster({ registry: reg, env: { III_SANDBOX_WORKER_TOKEN: TOKEN, III_COMPOSE_PROJECT_DIR: project },
+			frontEnv: { III_SANDBOX_METRICS_LISTEN: metricsSock },
 			config: { image_allowlist: ['python'], default_memory_mb: GUEST_MIB, tcg_cache_mb: TCG_CACHE_MIB },
 			members: Object.values(SLOTS).map((n) => ({ config: { memory_budget_mb: n * COST_MIB + SLACK_MIB,
 				max_concurrent_sandboxes: n } })) });
@@ -67,6 +109,7 @@ describe('three members behind a front', { skip: skip ?? false }, () => {
 		}
 		await reg?.stop();
 		if (project) rmSync(project, { recursive: true, force: true });
+		if (metricsDir) rmSync(metricsDir, { recursive: true, force: true });
 	});
 	// Where the worker was prepared: the member whose status is not absent.
 	const workerHome = async () => {
@@ -100,6 +143,21 @@ describe('three members behind a front', { skip: skip ?? false }, () => {
 		}
 	});
 
+	test('the front\'s metrics: three members up, the engine connection up, no VM family; promtool accepts them',
+		async (t) => {
+			assert.equal(statSync(metricsSock).mode & 0o777, 0o600, 'the socket is the owner\'s only');
+			const { body, samples } = await eventually(async () => {
+				const r = await scrape(metricsSock);
+				for (const ns of Object.keys(SLOTS)) assert.equal(upOf(r.samples, ns), 1, `${ns}\n${r.body}`);
+				return r;
+			});
+			assert.equal(samples.get('sandbox_libkrun_engine_up'), 1, body);
+			assert.ok(samples.get('sandbox_libkrun_front_refreshes_total') >= 1, body);
+			assert.ok(!/^sandbox_libkrun_(sandboxes|vm_|creates_total|calls_total|warm_pool)/m.test(body), body);
+			promtool(body, t);
+			beforeCreates = samples;
+		});
+
 	test(`${TOTAL} creates land by capacity: ${Object.entries(SLOTS).map(([k, v]) => `${k} ${v}`).join(', ')}; one more is S400 naming every member`,
 		async (t) => {
 			// Each create goes to a member with the most room left, give or
@@ -123,6 +181,21 @@ describe('three members behind a front', { skip: skip ?? false }, () => {
 			const full = assertScode(await c.callError('create', { image: 'python' }), 'S400');
 			for (const ns of Object.keys(SLOTS)) assert.match(full.message, new RegExp(`\\b${ns}\\b`), full.message);
 			t.diagnostic(`${TOTAL} creates through the front in ${Date.now() - t0} ms, placed: ${order.join(' ')}`);
+		});
+
+	test('the front\'s metrics count each create once on the member that took it, and the S400 of a full cluster',
+		async (t) => {
+			const { body, samples } = await scrape(metricsSock);
+			for (const [ns, n] of Object.entries(SLOTS)) {
+				assert.equal(fwdOf(samples, ns, 'ok') - fwdOf(beforeCreates, ns, 'ok'), n, `${ns} ok\n${body}`);
+				// The last create's S400, and any a member said on stale figures.
+				assert.ok(fwdOf(samples, ns, 'error') - fwdOf(beforeCreates, ns, 'error') >= 1, `${ns} error\n${body}`);
+				assert.equal(fwdOf(samples, ns, 'unreachable'), 0, `${ns} unreachable\n${body}`);
+			}
+			assert.equal(samples.get('sandbox_libkrun_front_full_refusals_total{function="create"}'), 1, body);
+			promtool(body, t);
+			// docs/cluster.md's sample: SBX_E2E_FRONT_METRICS_SAMPLE=FILE keeps this scrape.
+			if (process.env.SBX_E2E_FRONT_METRICS_SAMPLE) writeFileSync(process.env.SBX_E2E_FRONT_METRICS_SAMPLE, body);
 		});
 
 	test('exec, fs::write, fs::read and stop reach the owner; list through the front shows all', async () => {
@@ -172,6 +245,22 @@ describe('three members behind a front', { skip: skip ?? false }, () => {
 		assert.deepEqual([ownerOf(where, a), ownerOf(where, b)].sort(), ['m1', 'm2']);
 		await eventually(() => assertNoVmLeft(m3.stateDir, 'after kill -9 of m3'), 30000);
 		t.diagnostic(`S300 after ${s300} ms, S002 for all ${orphans.length} after ${s002} ms`);
+	});
+
+	test('the front\'s metrics: m3 is down (0), m1 and m2 up; calls keep being counted on m1 and m2', async (t) => {
+		const before = (await scrape(metricsSock)).samples;
+		const { body, samples } = await eventually(async () => {
+			const r = await scrape(metricsSock);
+			assert.equal(upOf(r.samples, 'm3'), 0, r.body);
+			return r;
+		});
+		assert.equal(upOf(samples, 'm1'), 1, body);
+		assert.equal(upOf(samples, 'm2'), 1, body);
+		const where = await placed(c.members.filter((m) => m.namespace !== 'm3'));
+		for (const ns of ['m1', 'm2']) await c.call('exec', { sandbox_id: where[ns][0], cmd: 'true' });
+		const after = (await scrape(metricsSock)).samples;
+		for (const ns of ['m1', 'm2']) assert.equal(fwdOf(after, ns, 'ok') - fwdOf(before, ns, 'ok'), 1, ns);
+		promtool(body, t);
 	});
 
 	test('worker::prepare is placed on one member; the other worker::* calls reach it; auth is checked', async () => {

@@ -59,10 +59,11 @@ export async function startMember(engine, { namespace, registry, config = {}, st
 
 // Starts a front (`serve --front`) in the default namespace, finding its
 // members by itself; wait false returns at once (a second front that the
-// engine refuses never registers).
-export async function startFront(engine, { wait = true } = {}) {
-	const daemon = spawnDaemon(engine.url, { III_NAMESPACE: undefined, III_SANDBOX_MEMBERS: undefined }, {},
-		['--front']);
+// engine refuses never registers).  env adds to its environment (e.g.
+// III_SANDBOX_METRICS_LISTEN, unset otherwise).
+export async function startFront(engine, { wait = true, env = {} } = {}) {
+	const daemon = spawnDaemon(engine.url, { III_NAMESPACE: undefined, III_SANDBOX_MEMBERS: undefined,
+		III_SANDBOX_METRICS_LISTEN: undefined, ...env }, {}, ['--front']);
 	const f = { daemon, conn: () => connOf(engine, daemon.proc.pid) };
 	if (wait) await registered(engine, daemon, DEFAULT_NAMESPACE, 'the front');
 	return f;
@@ -142,9 +143,10 @@ export async function errorOf(promise) {
 }
 
 // An engine, `members` (an array of {config, stateDir?} or a count), and
-// one front that waits until it sees them all.  Returns
+// one front (its environment adding frontEnv) that waits until it sees
+// them all.  Returns
 // {engine, members, front, fronts, caller, raw, call, callError, inNs, stop}.
-export async function startCluster({ registry, members = 1, config = {}, standby = false, env = {} } = {}) {
+export async function startCluster({ registry, members = 1, config = {}, standby = false, env = {}, frontEnv = {} } = {}) {
 	const specs = Array.isArray(members) ? members : Array.from({ length: members }, () => ({}));
 	const engine = new StandinEngine();
 	await engine.start();
@@ -152,7 +154,7 @@ export async function startCluster({ registry, members = 1, config = {}, standby
 	try {
 		c.members = await Promise.all(specs.map((spec, i) => startMember(engine, { namespace: memberNamespace(i),
 			registry, standby, env, ...spec, config: { ...config, ...spec.config } })));
-		const front = await startFront(engine);
+		const front = await startFront(engine, { env: frontEnv });
 		c.front = front;
 		c.fronts.push(front);
 		c.caller = sdkClient(engine.url, 'e2e-caller', { invocationTimeoutMs: 10000 });
