@@ -10,30 +10,12 @@
 #include "front/front_metrics.h"
 #include "front/front_place.h"
 
-static int64_t num(json_t *obj, const char *a, const char *b)
-{
-	json_t *v = json_object_get(json_object_get(obj, a), b);
-	return json_is_integer(v) ? json_integer_value(v) : -1;
-}
-
-static bool cached(json_t *cap, const char *image)
-{
-	size_t i;
-	json_t *v;
-	json_array_foreach(json_object_get(cap, "images_cached"), i, v) {
-		if (image != NULL && json_is_string(v) && strcmp(json_string_value(v), image) == 0)
-			return true;
-	}
-	return false;
-}
-
 /* The members up, with their capacity as last read less what was placed
  * since; *need_mib: the request's memory, else the first member's default. */
 static size_t slots_of(struct front *f, json_t *data, struct front_slot slots[FRONT_MAX_MEMBERS], int64_t *need_mib)
 {
-	json_t *mem = json_object_get(data, "memory_mb");
 	const char *image = json_string_value(json_object_get(data, "image"));
-	*need_mib = json_is_integer(mem) && json_integer_value(mem) > 0 ? json_integer_value(mem) : -1;
+	*need_mib = front_need_mib(data);
 	size_t n = 0;
 	pthread_mutex_lock(&f->lock);
 	for (size_t i = 0; i < f->nmembers; i++) {
@@ -41,20 +23,10 @@ static size_t slots_of(struct front *f, json_t *data, struct front_slot slots[FR
 		if (!m->up)
 			continue;
 		json_t *cap = json_object_get(m->info, "capacity");
-		int64_t committed = num(cap, "memory_mib", "committed"), budget = num(cap, "memory_mib", "budget");
-		int64_t live = num(cap, "sandboxes", "live"), max = num(cap, "sandboxes", "max");
-		int64_t def = num(cap, "memory_mib", "sandbox_default");
+		int64_t def = front_figure(json_object_get(json_object_get(cap, "memory_mib"), "sandbox_default"));
 		if (*need_mib < 0 && def > 0)
 			*need_mib = def;
-		json_t *pool = json_object_get(cap, "pool_ready");
-		slots[n++] = (struct front_slot){
-			.member = i,
-			.known = committed >= 0 && budget >= 0 && live >= 0 && max >= 0,
-			.free_mib = budget - committed - m->reserved_mib,
-			.live = live + m->reserved_live,
-			.max_live = max,
-			.ready = cached(cap, image) || (json_is_integer(pool) && json_integer_value(pool) > 0),
-		};
+		front_slot_from(&slots[n++], i, cap, image, m->reserved_mib, m->reserved_live);
 	}
 	pthread_mutex_unlock(&f->lock);
 	if (*need_mib < 0)
@@ -62,13 +34,19 @@ static size_t slots_of(struct front *f, json_t *data, struct front_slot slots[FR
 	return n;
 }
 
+static int64_t clamp_figure(int64_t v)
+{
+	return v < 0 ? 0 : v > FRONT_FIGURE_MAX ? FRONT_FIGURE_MAX : v;
+}
+
 static void reserve(struct front *f, size_t member, int64_t mib, int64_t live)
 {
 	pthread_mutex_lock(&f->lock);
 	struct front_member *m = &f->members[member];
-	/* A refresh in between reset the reservation: never below zero. */
-	m->reserved_mib = m->reserved_mib + mib > 0 ? m->reserved_mib + mib : 0;
-	m->reserved_live = m->reserved_live + live > 0 ? m->reserved_live + live : 0;
+	/* A refresh in between reset the reservation: never below zero.  Both
+	 * stay figures (front_place.h), as mib and live are. */
+	m->reserved_mib = clamp_figure(m->reserved_mib + mib);
+	m->reserved_live = clamp_figure(m->reserved_live + live);
 	pthread_mutex_unlock(&f->lock);
 }
 

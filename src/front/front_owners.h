@@ -6,6 +6,7 @@
 #include <jansson.h>
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 /* Members' lists are bounded (max_concurrent_sandboxes each); this bounds
  * what a misbehaving member can make the front hold. */
@@ -15,11 +16,17 @@
 struct front_owner {
 	char *key;
 	size_t member;
+	uint32_t hash;
+	int32_t next; /* the next index in its bucket, or -1 */
 };
 
+/* The keys in a dense array (iterated when a member goes) and a hash index
+ * over it, so that replacing a member's list each second costs its length,
+ * not its length times the map's. */
 struct front_owners {
 	struct front_owner *v;
 	size_t n, cap;
+	int32_t *heads; /* cap buckets (a power of two): the first index, or -1 */
 };
 
 /* Adds or moves key; -1 when it is too long, the table is full or memory

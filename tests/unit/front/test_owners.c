@@ -1,5 +1,6 @@
 /* The owner map: ids and names to members, replaced from a member's list,
  * dropped with a member, bounded in key length. */
+#include <stdio.h>
 #include <string.h>
 
 #include "harness.h"
@@ -55,5 +56,55 @@ TEST(replace_from_a_list_and_drop_a_member)
 	CHECK_INT(o.n, 1);
 	CHECK(front_owners_get(&o, "other", &m) && m == 1);
 	json_decref(rows);
+	front_owners_free(&o);
+}
+
+/* Past several growths of the index: every key found, moves and removals
+ * (the swapped-in last entry included) keep every chain whole. */
+TEST(many_keys_through_growth_and_removal)
+{
+	struct front_owners o = { 0 };
+	char key[32];
+	size_t m;
+	for (size_t i = 0; i < 5000; i++) {
+		snprintf(key, sizeof(key), "sandbox-%zu", i);
+		CHECK_INT(front_owners_set(&o, key, i % 7), 0);
+	}
+	CHECK_INT(o.n, 5000);
+	for (size_t i = 0; i < 5000; i += 2) {
+		snprintf(key, sizeof(key), "sandbox-%zu", i);
+		front_owners_remove(&o, key);
+	}
+	front_owners_drop_member(&o, 3);
+	size_t kept = 0;
+	for (size_t i = 0; i < 5000; i++) {
+		snprintf(key, sizeof(key), "sandbox-%zu", i);
+		bool want = i % 2 == 1 && i % 7 != 3;
+		bool got = front_owners_get(&o, key, &m);
+		CHECK(got == want);
+		if (got) {
+			CHECK_INT(m, i % 7);
+			kept++;
+		}
+	}
+	CHECK_INT(o.n, kept);
+	front_owners_free(&o);
+}
+
+TEST(the_table_is_bounded)
+{
+	struct front_owners o = { 0 };
+	char key[32];
+	for (size_t i = 0; i < FRONT_OWNERS_MAX; i++) {
+		snprintf(key, sizeof(key), "k%zu", i);
+		if (front_owners_set(&o, key, 0) < 0)
+			break;
+	}
+	CHECK_INT(o.n, FRONT_OWNERS_MAX);
+	CHECK_INT(front_owners_set(&o, "one-more", 1), -1);
+	/* An existing key still moves. */
+	CHECK_INT(front_owners_set(&o, "k1", 2), 0);
+	size_t m;
+	CHECK(front_owners_get(&o, "k1", &m) && m == 2);
 	front_owners_free(&o);
 }
