@@ -48,7 +48,7 @@ struct front {
 	struct front_owners workers; /* worker names: where worker::prepare placed them */
 
 	pthread_mutex_t refresh_lock; /* one refresh at a time */
-	_Atomic int64_t refreshed_ms; /* when the last refresh that reached the engine ended */
+	_Atomic int64_t refreshed_ms; /* when the last refresh that reached the engine began */
 	int wake_fd;                  /* eventfd: refresh now */
 	atomic_bool stop;
 	bool running;
@@ -59,7 +59,9 @@ struct front {
  * engine answered the discovery. */
 int front_refresh(struct front *f);
 /* front_refresh() for a call that found nothing (an unknown id, no member
- * up), unless one ended within FRONT_CALL_REFRESH_MS: a caller sending
+ * up), one begun after the call asked: a member that joined a moment ago
+ * is found.  Such refreshes begin at least FRONT_CALL_REFRESH_MS apart (the
+ * call waits, and calls that waited together share one): a caller sending
  * unknown ids must not make the front read every member per call. */
 #define FRONT_CALL_REFRESH_MS 250
 int front_refresh_for_call(struct front *f);

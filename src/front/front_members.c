@@ -129,16 +129,15 @@ static int call_member(struct front *f, const char *ns, const char *fn, json_t *
 	return -1;
 }
 
-int front_refresh(struct front *f)
+/* refresh_lock held. */
+static int refresh_locked(struct front *f)
 {
-	pthread_mutex_lock(&f->refresh_lock);
+	int64_t began = sbx_now_ms();
 	bool seen[FRONT_MAX_MEMBERS] = { false };
 	int found = discover(f, seen);
 	front_metrics_refresh(found < 0);
-	if (found < 0) {
-		pthread_mutex_unlock(&f->refresh_lock);
+	if (found < 0)
 		return -1;
-	}
 	pthread_mutex_lock(&f->lock);
 	size_t n = f->nmembers;
 	pthread_mutex_unlock(&f->lock);
@@ -155,17 +154,30 @@ int front_refresh(struct front *f)
 		json_decref(info);
 		json_decref(list);
 	}
-	atomic_store(&f->refreshed_ms, sbx_now_ms());
-	pthread_mutex_unlock(&f->refresh_lock);
+	atomic_store(&f->refreshed_ms, began);
 	return 0;
+}
+
+int front_refresh(struct front *f)
+{
+	pthread_mutex_lock(&f->refresh_lock);
+	int rc = refresh_locked(f);
+	pthread_mutex_unlock(&f->refresh_lock);
+	return rc;
 }
 
 int front_refresh_for_call(struct front *f)
 {
-	int64_t last = atomic_load(&f->refreshed_ms);
-	if (last != 0 && sbx_now_ms() - last < FRONT_CALL_REFRESH_MS)
-		return 0;
-	return front_refresh(f);
+	int64_t asked = sbx_now_ms();
+	int64_t wait = atomic_load(&f->refreshed_ms) + FRONT_CALL_REFRESH_MS - asked;
+	if (wait > 0)
+		usleep((useconds_t)wait * 1000);
+	pthread_mutex_lock(&f->refresh_lock);
+	/* A refresh begun after the call asked has seen what it needs; the
+	 * calls that waited together share one. */
+	int rc = atomic_load(&f->refreshed_ms) > asked ? 0 : refresh_locked(f);
+	pthread_mutex_unlock(&f->refresh_lock);
+	return rc;
 }
 
 void front_member_lost(struct front *f, size_t member)
