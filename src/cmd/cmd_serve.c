@@ -152,7 +152,6 @@ static int start_control(struct sbx_adapter *a, struct serve_status *st, struct 
 	return 0;
 }
 
-/* An environment variable, NULL when unset or empty. */
 /* What a scrape of serve reads its gauges from. */
 struct serve_sources {
 	struct sbx_adapter *adapter;
@@ -191,6 +190,7 @@ static void collect(void *ctx)
 	collect_files();
 }
 
+/* An environment variable, NULL when unset or empty. */
 static const char *env_or_null(const char *name)
 {
 	const char *v = getenv(name);

@@ -11,7 +11,6 @@
 
 #include "common/cleanup.h"
 
-
 static int parse_port(const char *what, const char *s, uint16_t *port, sbx_error_t *err)
 {
 	char *end;
