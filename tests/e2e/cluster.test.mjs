@@ -303,7 +303,9 @@ describe('three members behind a front', { skip: skip ?? false }, () => {
 	test('a second front is refused (WORKER_NAMESPACE_CONFLICT) and keeps retrying; it takes over when the first dies',
 		async (t) => {
 			const first = c.front;
-			const second = await startFront(c.engine, { wait: false });
+			// Its members pinned: a front asks members for a worker it did not
+			// place (with the caller's token) only when the operator named them.
+			const second = await startFront(c.engine, { wait: false, env: { III_SANDBOX_MEMBERS: 'm1,m2,m3' } });
 			c.fronts.push(second);
 			await c.engine.waitFor(() => refusals(c.engine, second.daemon.proc.pid).length >= 2, 10000,
 				'two refused registrations of the second front');
@@ -330,7 +332,7 @@ describe('three members behind a front', { skip: skip ?? false }, () => {
 				const r2 = await c.call('exec', { sandbox_id: where[ns][0], cmd: 'echo reachable' });
 				assert.equal(r2.stdout, 'reachable\n', ns);
 			}
-			// The new front finds the worker by asking the members.
+			// The new front finds the worker by asking the (pinned) members.
 			assert.equal((await c.call('worker::status', { auth: TOKEN, worker: 'w' })).state, 'prepared');
 			assert.equal((await c.call('worker::destroy', { auth: TOKEN, worker: 'w' })).destroyed, true);
 			await assert.rejects(workerHome(), /absent/);
