@@ -23,7 +23,7 @@ struct cp_out {
 	const char *ref;
 	mode_t umask;
 	uint64_t max_bytes;
-	uint64_t declared; /* the sizes of the files taken so far */
+	uint64_t declared; /* charged so far: sizes, and CP_ENTRY_BYTES an entry */
 };
 
 /* One path component: not empty, ".", "..", nor holding a '/'. */
@@ -113,19 +113,28 @@ static void discard(const struct cp_out *c, int dir, const char *name, int fd, c
 		cli_fail(c->o, "%s: remove: %s", host, strerror(errno));
 }
 
+/* Takes `size` bytes and one entry's block from the bound, or refuses:
+ * checked before the entry is made. */
+static int charge(struct cp_out *c, const char *guest, uint64_t size)
+{
+	uint64_t left = c->max_bytes - c->declared;
+	if (left < CP_ENTRY_BYTES || size > left - CP_ENTRY_BYTES)
+		return cli_fail(c->o,
+				"%s: its %llu bytes would take the copy past --max-bytes %llu (%llu before it, each "
+				"entry counting %u besides its bytes): not copied (raise --max-bytes to copy it)",
+				guest, (unsigned long long)size, (unsigned long long)c->max_bytes,
+				(unsigned long long)c->declared, CP_ENTRY_BYTES);
+	c->declared += size + CP_ENTRY_BYTES;
+	return 0;
+}
+
 static int get_file(struct cp_out *c, int dir, const char *name, const char *guest, json_t *entry, const char *host)
 {
 	mode_t mode = 0;
 	uint64_t size = 0;
-	if (entry_mode(c, entry, guest, &mode) != 0 || entry_size(c, entry, guest, &size) != 0)
+	if (entry_mode(c, entry, guest, &mode) != 0 || entry_size(c, entry, guest, &size) != 0 ||
+	    charge(c, guest, size) != 0)
 		return CLI_EXIT_FAILED;
-	if (size > c->max_bytes - c->declared)
-		return cli_fail(c->o,
-				"%s: its %llu bytes would take the copy past --max-bytes %llu (%llu bytes before it): "
-				"not copied (raise --max-bytes to copy it)",
-				guest, (unsigned long long)size, (unsigned long long)c->max_bytes,
-				(unsigned long long)c->declared);
-	c->declared += size;
 	cleanup_close int fd = openat(dir, name, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
 	if (fd < 0)
 		return create_failed(c, host);
@@ -155,7 +164,7 @@ static int get_entry(struct cp_out *c, int dir, const char *name, const char *gu
 static int get_dir(struct cp_out *c, int dir, const char *name, const char *guest, json_t *entry, const char *host)
 {
 	mode_t mode = 0;
-	if (entry_mode(c, entry, guest, &mode) != 0)
+	if (entry_mode(c, entry, guest, &mode) != 0 || charge(c, guest, 0) != 0)
 		return CLI_EXIT_FAILED;
 	if (mkdirat(dir, name, 0700) < 0)
 		return create_failed(c, host);
