@@ -110,20 +110,32 @@ static struct sbx_vm *vm_new(const struct sbx_vm_options *opt, sbx_error_t *err)
 	return vm;
 }
 
+int vm_decide_accel(const struct sbx_vm_options *opt, enum sbx_accel *accel, uint64_t *jail_mib, sbx_error_t *err)
+{
+	/* A daemon passes its decision; only a one-shot caller's AUTO probes. */
+	if (opt->accel != SBX_ACCEL_AUTO)
+		*accel = opt->accel;
+	else if (sbx_accel_choose(opt->accel, accel, err) < 0)
+		return -1;
+	unsigned mib = opt->memory_mib ? opt->memory_mib : 512, cpus = opt->cpus ? opt->cpus : 1;
+	unsigned cache = opt->tcg_cache_mib ? opt->tcg_cache_mib : SBX_VM_TCG_CACHE_DEFAULT_MIB;
+	*jail_mib = opt->jail_memory_mib ? opt->jail_memory_mib
+					 : (uint64_t)mib + SBX_VM_JAIL_QEMU_MIB +
+						   (*accel == SBX_ACCEL_TCG ? cache : sbx_kvm_overhead_mib(mib, cpus));
+	return 0;
+}
+
 /* QEMU, the accelerator, the guest kernel and the boot disk. */
 static int find_host_parts(struct sbx_vm *vm, const struct sbx_vm_options *opt, sbx_error_t *err)
 {
 	if ((vm->qemu = vm_find_qemu(err)) == NULL)
 		return -1;
-	if (sbx_accel_choose(opt->accel, &vm->accel, err) < 0)
+	if (vm_decide_accel(opt, &vm->accel, &vm->jail_memory_mib, err) < 0)
 		return -1;
 	if ((vm->kernel = sbx_kernel_elf(opt->krunfw_path, err)) == NULL)
 		return -1;
 	if ((vm->boot = vm_find_boot_disk(opt->boot_disk, err)) == NULL)
 		return -1;
-	vm->jail_memory_mib = opt->jail_memory_mib ? opt->jail_memory_mib
-						  : vm->memory_mib + SBX_VM_JAIL_QEMU_MIB +
-							    (vm->accel == SBX_ACCEL_TCG ? vm->tcg_cache_mib : 0);
 	return 0;
 }
 

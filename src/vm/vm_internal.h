@@ -63,6 +63,11 @@ struct sbx_vm {
 
 enum { F_SCRATCH, F_CONSOLE, F_QEMU_LOG, F_IMAGE };
 
+/* vm.c: the accelerator a VM starts under (opt->accel as the caller
+ * decided it; AUTO: this process probes) and its cgroup's memory limit
+ * under it (opt->jail_memory_mib, else guest RAM + SBX_VM_JAIL_QEMU_MIB +
+ * the TCG cache or KVM's own memory). */
+int vm_decide_accel(const struct sbx_vm_options *opt, enum sbx_accel *accel, uint64_t *jail_mib, sbx_error_t *err);
 /* vm_launch.c: starts QEMU under its keeper for the VM's files
  * (state_fd >= 0: restore that saved state). */
 int vm_launch(struct sbx_vm *vm, int state_fd, sbx_error_t *err);

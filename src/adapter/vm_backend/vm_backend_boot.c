@@ -95,7 +95,8 @@ static void *boot_vm(struct backend *b, const struct sbx_boot_request *req, enum
 	struct sbx_vm_options opt = {
 		.cpus = req->cpus,
 		.memory_mib = req->memory_mb,
-		.accel = b->cfg->accel,
+		/* The daemon's decision, not a probe of this VM's own. */
+		.accel = sbx_config_accel(b->cfg),
 		.image = id.image,
 		.env = id.env,
 		.user = id.rt.user,
@@ -110,8 +111,8 @@ static void *boot_vm(struct backend *b, const struct sbx_boot_request *req, enum
 		/* The pool's images are catalog names: "python" warms python3. */
 		.warm_up = park ? run_lang_lookup(req->image).warm_up : NULL,
 		/* The admission's worst case is also the cgroup's limit. */
-		.jail_memory_mib = req->memory_mb > 0 ? (unsigned)sbx_vm_cost_mib(req->memory_mb,
-										   sbx_config_tcg_cache_mib(b->cfg))
+		.jail_memory_mib = req->memory_mb > 0 ? (unsigned)sbx_config_vm_cost_mib(b->cfg, req->memory_mb,
+											  req->cpus)
 						      : 0,
 	};
 	s->vm = sbx_vm_start(&opt, err);
