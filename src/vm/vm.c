@@ -217,12 +217,21 @@ static void qemu_log_tail(struct sbx_vm *vm, char *out, size_t cap)
 	out[n > 0 ? n : 0] = '\0';
 }
 
+/* The first non-empty line of text. */
+static void first_line(const char *text, char *out, size_t cap)
+{
+	while (*text == '\n')
+		text++;
+	snprintf(out, cap, "%.*s", (int)strcspn(text, "\n"), text);
+}
+
 static int boot_failure(struct sbx_vm *vm, sbx_error_t *err)
 {
 	char tail[CONSOLE_TAIL_BYTES + 1];
 	console_tail(&vm->console, tail);
 	char qlog[QEMU_LOG_TAIL];
 	qemu_log_tail(vm, qlog, sizeof(qlog));
+	first_line(qlog, vm->qemu_error, sizeof(vm->qemu_error));
 	sbx_error_t e = *err;
 	*err = NULL;
 	sbx_error_scode(err, SBX_S_VM_BOOT, "VM did not boot: %s%s%s%s%s", sbx_error_msg(e),
@@ -317,6 +326,23 @@ void sbx_vm_death_cause(struct sbx_vm *vm, int64_t wait_ms, char *buf, size_t le
 		snprintf(buf, len, "the sandbox's VM exited: its guest powered off");
 	else
 		snprintf(buf, len, "the sandbox's VM exited: QEMU failed with status %d", status);
+}
+
+bool sbx_vm_kvm_refused(struct sbx_vm *vm, int64_t wait_ms, char *cause, size_t len)
+{
+	if (vm->accel != SBX_ACCEL_KVM || vm->t.hello != 0 || vm->t.ready != 0)
+		return false;
+	int64_t until = sbx_now_ms() + wait_ms;
+	while (!keeper_gone(vm) && sbx_now_ms() < until)
+		usleep(10000);
+	pthread_mutex_lock(&vm->lock);
+	bool failed = vm->keeper.pid > 0 && keeper_exited(&vm->keeper) && vm->keeper.status != 0;
+	pthread_mutex_unlock(&vm->lock);
+	if (!failed)
+		return false;
+	/* QEMU's own words, as the failed wait read them (its log goes with it). */
+	snprintf(cause, len, "%s", vm->qemu_error[0] != '\0' ? vm->qemu_error : "QEMU exited with a failure");
+	return true;
 }
 
 int64_t sbx_vm_net_activity_ms(struct sbx_vm *vm)

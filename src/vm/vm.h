@@ -139,6 +139,12 @@ bool sbx_vm_alive(struct sbx_vm *vm);
  * wait_ms for QEMU to finish exiting after its connection broke. */
 void sbx_vm_death_cause(struct sbx_vm *vm, int64_t wait_ms, char *buf, size_t len);
 const struct sbx_vm_timings *sbx_vm_timings(struct sbx_vm *vm);
+/* After a failed start or sbx_vm_wait_ready: true when QEMU ran under KVM
+ * and exited with a failure before the guest's first word (its HELLO),
+ * what a host whose KVM cannot run this guest does (kvm-pvm: MSR 0x10a
+ * under -cpu host); the first line of QEMU's error output goes to cause.
+ * Waits up to wait_ms for QEMU's exit. */
+bool sbx_vm_kvm_refused(struct sbx_vm *vm, int64_t wait_ms, char *cause, size_t len);
 /* CLOCK_REALTIME ms when the guest's network last relayed payload (TCP
  * data, UDP datagrams, DNS queries); 0 without a network or before any. */
 int64_t sbx_vm_net_activity_ms(struct sbx_vm *vm);

@@ -53,6 +53,8 @@ struct sbx_vm {
 	struct chan *chan;
 	pthread_mutex_t lock; /* keeper state */
 	int64_t t0;
+	int64_t gone_ms;        /* when QEMU was first seen gone, 0 = not yet */
+	char qemu_error[256];   /* the first line of QEMU's error output at a failed start */
 	struct sbx_vm_timings t;
 	char *hostname;
 	char **env;
