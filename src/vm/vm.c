@@ -194,10 +194,13 @@ struct sbx_vm *sbx_vm_start(const struct sbx_vm_options *opt, sbx_error_t *err)
 	return sbx_steal_ptr(vm);
 }
 
+/* Notes when QEMU was first seen gone (vm_check_early_death). */
 static bool keeper_gone(struct sbx_vm *vm)
 {
 	pthread_mutex_lock(&vm->lock);
 	bool gone = vm->keeper.pid <= 0 || keeper_exited(&vm->keeper);
+	if (gone && vm->gone_ms == 0)
+		vm->gone_ms = sbx_now_ms();
 	pthread_mutex_unlock(&vm->lock);
 	return gone;
 }
@@ -362,6 +365,8 @@ int sbx_vm_stop(struct sbx_vm *vm, int64_t deadline)
 	int64_t grace = sbx_now_ms() + SHUTDOWN_GRACE_MS;
 	if (deadline >= 0 && deadline < grace)
 		grace = deadline;
+	if (keeper_gone(vm))
+		vm_check_early_death(vm);
 	if (vm->chan != NULL && !chan_dead(vm->chan)) {
 		sbx_error_t err = NULL;
 		if (chan_send_shutdown(vm->chan, &err) < 0 || chan_wait_dead(vm->chan, grace, &err) < 0)

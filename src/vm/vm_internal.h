@@ -114,5 +114,8 @@ int vm_save_template(struct sbx_vm *vm, sbx_error_t *err);
  * for HELLO then), -1 with *err. */
 int vm_restored_ready(struct sbx_vm *vm, int64_t deadline, sbx_error_t *err);
 void vm_drop_snapshot_fds(struct sbx_vm *vm);
+/* QEMU of a VM restored from a template exited on its own: within
+ * SNAPSHOT_EARLY_DEATH_MS of ready, the template goes. */
+void vm_check_early_death(struct sbx_vm *vm);
 
 #endif
