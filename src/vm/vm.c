@@ -194,7 +194,7 @@ struct sbx_vm *sbx_vm_start(const struct sbx_vm_options *opt, sbx_error_t *err)
 	return sbx_steal_ptr(vm);
 }
 
-/* Notes when QEMU was first seen gone (vm_check_early_death). */
+/* Notes when the VM was first seen dead (vm_check_early_death). */
 static bool keeper_gone(struct sbx_vm *vm)
 {
 	pthread_mutex_lock(&vm->lock);
@@ -296,7 +296,12 @@ static bool helper_gone(struct sbx_vm *vm)
 
 bool sbx_vm_alive(struct sbx_vm *vm)
 {
-	return !chan_dead(vm->chan) && !keeper_gone(vm) && !helper_gone(vm);
+	bool alive = !chan_dead(vm->chan) && !keeper_gone(vm) && !helper_gone(vm);
+	pthread_mutex_lock(&vm->lock);
+	if (!alive && vm->gone_ms == 0)
+		vm->gone_ms = sbx_now_ms();
+	pthread_mutex_unlock(&vm->lock);
+	return alive;
 }
 
 void sbx_vm_death_cause(struct sbx_vm *vm, int64_t wait_ms, char *buf, size_t len)
@@ -365,7 +370,8 @@ int sbx_vm_stop(struct sbx_vm *vm, int64_t deadline)
 	int64_t grace = sbx_now_ms() + SHUTDOWN_GRACE_MS;
 	if (deadline >= 0 && deadline < grace)
 		grace = deadline;
-	if (keeper_gone(vm))
+	/* Dead before we asked: QEMU exited or the guest's connection broke. */
+	if (vm->chan != NULL && (chan_dead(vm->chan) || keeper_gone(vm)))
 		vm_check_early_death(vm);
 	if (vm->chan != NULL && !chan_dead(vm->chan)) {
 		sbx_error_t err = NULL;

@@ -53,7 +53,8 @@ struct sbx_vm {
 	struct chan *chan;
 	pthread_mutex_t lock; /* keeper state */
 	int64_t t0;
-	int64_t gone_ms;        /* when QEMU was first seen gone, 0 = not yet */
+	int64_t gone_ms;        /* when the VM was first seen dead (QEMU gone, its
+				   connection broken), 0 = not yet */
 	char qemu_error[256];   /* the first line of QEMU's error output at a failed start */
 	struct sbx_vm_timings t;
 	char *hostname;
@@ -114,8 +115,8 @@ int vm_save_template(struct sbx_vm *vm, sbx_error_t *err);
  * for HELLO then), -1 with *err. */
 int vm_restored_ready(struct sbx_vm *vm, int64_t deadline, sbx_error_t *err);
 void vm_drop_snapshot_fds(struct sbx_vm *vm);
-/* QEMU of a VM restored from a template exited on its own: within
- * SNAPSHOT_EARLY_DEATH_MS of ready, the template goes. */
+/* A VM restored from a template died on its own (found dead at its stop):
+ * within SNAPSHOT_EARLY_DEATH_MS of ready, the template goes. */
 void vm_check_early_death(struct sbx_vm *vm);
 
 #endif

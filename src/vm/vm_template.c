@@ -321,9 +321,9 @@ int vm_restored_ready(struct sbx_vm *vm, int64_t deadline, sbx_error_t *err)
 
 void vm_check_early_death(struct sbx_vm *vm)
 {
-	if (!vm->t.restored || vm->t.saved || vm->t.ready == 0 || vm->gone_ms == 0 || vm->snap_key[0] == '\0')
+	if (!vm->t.restored || vm->t.saved || vm->t.ready == 0 || vm->snap_key[0] == '\0')
 		return;
-	int64_t lived = vm->gone_ms - (vm->t0 + vm->t.ready);
+	int64_t lived = (vm->gone_ms != 0 ? vm->gone_ms : sbx_now_ms()) - (vm->t0 + vm->t.ready);
 	if (lived >= SNAPSHOT_EARLY_DEATH_MS)
 		return;
 	sbx_warn("vm: a guest restored from snapshot %.12s died %lld ms after it was ready; template dropped",
