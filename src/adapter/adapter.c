@@ -30,7 +30,7 @@ static uint64_t memory_budget(const struct sbx_config *cfg)
 static void check_capacity(const struct sbx_adapter *a)
 {
 	const struct sbx_config *cfg = a->cfg;
-	uint64_t per = sbx_vm_cost_mib(cfg->default_memory_mb, sbx_config_tcg_cache_mib(cfg));
+	uint64_t per = sbx_config_vm_cost_mib(cfg, cfg->default_memory_mb, cfg->default_cpus);
 	uint64_t limit = a->mem.limit_mib;
 	if (limit == UINT64_MAX)
 		return;

@@ -24,7 +24,7 @@ static json_t *capacity(struct sbx_adapter *a, sbx_error_t *err)
 	uint64_t committed, budget;
 	sbx_mem_budget_read(&a->mem, &committed, &budget);
 	/* A create without memory_mb (nor network) adds this to committed. */
-	uint64_t sandbox_default = sbx_vm_cost_mib(cfg->default_memory_mb, sbx_config_tcg_cache_mib(cfg));
+	uint64_t sandbox_default = sbx_config_vm_cost_mib(cfg, cfg->default_memory_mb, cfg->default_cpus);
 	json_t *out = json_pack("{s:{s:I, s:I}, s:{s:I, s:I, s:I}, s:o, s:I, s:b, s:b}", "sandboxes", "live",
 				(json_int_t)sbx_registry_used(a->reg), "max", (json_int_t)cfg->max_concurrent_sandboxes,
 				"memory_mib", "committed", (json_int_t)committed, "budget", (json_int_t)budget,

@@ -69,9 +69,15 @@ void sbx_mem_budget_read(struct sbx_mem_budget *b, uint64_t *committed, uint64_t
 	pthread_mutex_unlock(&b->lock);
 }
 
-uint64_t sbx_vm_cost_mib(uint32_t guest_mib, uint32_t tcg_cache_mib)
+uint64_t sbx_vm_cost_mib(uint32_t guest_mib, uint32_t cpus, enum sbx_accel accel, uint32_t tcg_cache_mib)
 {
-	return (uint64_t)guest_mib + SBX_VM_QEMU_BASE_MIB + tcg_cache_mib;
+	uint64_t beside = accel == SBX_ACCEL_KVM ? sbx_kvm_overhead_mib(guest_mib, cpus) : tcg_cache_mib;
+	return (uint64_t)guest_mib + SBX_VM_QEMU_BASE_MIB + beside;
+}
+
+uint64_t sbx_config_vm_cost_mib(const struct sbx_config *cfg, uint32_t guest_mib, uint32_t cpus)
+{
+	return sbx_vm_cost_mib(guest_mib, cpus, sbx_config_accel(cfg), cfg->tcg_cache_mb);
 }
 
 uint64_t sbx_mem_default_budget_mib(uint64_t memtotal_mib)

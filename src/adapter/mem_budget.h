@@ -8,7 +8,9 @@
 #include <pthread.h>
 #include <stdint.h>
 
+#include "adapter/config/config.h"
 #include "common/error.h"
+#include "vm/accel.h"
 
 /* QEMU's own memory beside guest RAM and the translation cache, measured
  * with busy python sandboxes (docs/security.md, "Memory: admission and the OOM killer"): heap, device state, I/O
@@ -43,9 +45,13 @@ void sbx_mem_budget_set_templates(struct sbx_mem_budget *b, uint64_t mib);
  * sandboxes and worker VMs, plus the templates) and *limit. */
 void sbx_mem_budget_read(struct sbx_mem_budget *b, uint64_t *committed, uint64_t *limit);
 
-/* A VM's worst case: guest RAM, QEMU's base and the translation cache
- * (tcg_cache_mib 0 under KVM). */
-uint64_t sbx_vm_cost_mib(uint32_t guest_mib, uint32_t tcg_cache_mib);
+/* A VM's worst case under `accel`: guest RAM and QEMU's base, plus the
+ * translation cache under TCG (and under AUTO: not decided yet), plus
+ * KVM's own allocations under KVM (sbx_kvm_overhead_mib: page tables,
+ * memslot maps, vCPU state, all charged to the VM's cgroup). */
+uint64_t sbx_vm_cost_mib(uint32_t guest_mib, uint32_t cpus, enum sbx_accel accel, uint32_t tcg_cache_mib);
+/* The same for a VM of this configuration under its decision. */
+uint64_t sbx_config_vm_cost_mib(const struct sbx_config *cfg, uint32_t guest_mib, uint32_t cpus);
 /* MemTotal minus the host's reserve (the larger of SBX_MEM_RESERVE_MIN_MIB
  * and SBX_MEM_RESERVE_PERCENT of it). */
 uint64_t sbx_mem_default_budget_mib(uint64_t memtotal_mib);

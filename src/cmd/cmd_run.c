@@ -302,6 +302,14 @@ int sbx_cmd_run(int argc, char **argv)
 		sbx_config_free(cfg);
 		return cfg == NULL && c.config != NULL ? EXIT_USAGE : EXIT_FAILED;
 	}
+	/* This process's one decision, before the budget is sized. */
+	if (sbx_config_decide_accel(cfg, &err) < 0) {
+		fprintf(stderr, "sandbox-libkrun run: %s\n", sbx_error_msg(err));
+		sbx_error_free(&err);
+		sbx_config_free(cfg);
+		json_decref(req);
+		return EXIT_FAILED;
+	}
 	struct sbx_jail_host *jail = sbx_jail_host_new(cfg->jail, cfg->jail_uid_base, &err);
 	if (jail == NULL) {
 		fprintf(stderr, "sandbox-libkrun run: %s\n", sbx_error_msg(err));

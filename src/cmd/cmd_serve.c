@@ -296,7 +296,7 @@ int sbx_cmd_serve(int argc, char **argv)
 	/* Decided once, before the memory budget is sized: with KVM no VM has
 	 * a translation cache to charge.  A kvm that cannot be had fails each
 	 * create with its own S300; the budget then counts as configured. */
-	if (sbx_accel_choose(cfg->accel, &cfg->accel_in_use, &err) < 0) {
+	if (sbx_config_decide_accel(cfg, &err) < 0) {
 		sbx_warn("%s", sbx_error_msg(err));
 		sbx_error_free(&err);
 	}

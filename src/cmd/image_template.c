@@ -28,6 +28,10 @@ void image_template_make(const struct sbx_config *cfg, const char *name, const c
 		cfg->default_cpus == 1 ? "" : "s", cfg->default_memory_mb);
 	int64_t t0 = sbx_now_ms();
 	sbx_error_t err = NULL;
+	if (sbx_config_decide_accel(cfg, &err) < 0) {
+		not_made(name, &err);
+		return;
+	}
 	struct sbx_jail_host *jail = sbx_jail_host_new(cfg->jail, cfg->jail_uid_base, &err);
 	void *backend = jail != NULL ? vm_backend_new(cfg, jail, &err) : NULL;
 	void *vm = backend != NULL ? template_boot(cfg, &vm_backend_ops, backend, name, ref, &err) : NULL;

@@ -1,14 +1,11 @@
 #include "vm/accel.h"
 
 #include <errno.h>
-#include <fcntl.h>
-#include <stdatomic.h>
+#include <linux/kvm.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
-#include "common/cleanup.h"
 #include "common/log.h"
 #include "common/scodes.h"
 
@@ -30,68 +27,34 @@ const char *sbx_accel_name(enum sbx_accel a)
 	return a == SBX_ACCEL_KVM ? "kvm" : a == SBX_ACCEL_TCG ? "tcg" : "auto";
 }
 
-static bool is_word(const char *line, const char *end, const char *w)
+int sbx_accel_decide(enum sbx_accel want, const struct sbx_kvm_probe *p, enum sbx_accel *out, char *why,
+		     size_t why_cap, sbx_error_t *err)
 {
-	size_t n = strlen(w);
-	for (const char *p = line; p + n <= end; p++) {
-		if (memcmp(p, w, n) == 0 && (p == line || p[-1] == ' ' || p[-1] == '\t') &&
-		    (p + n == end || p[n] == ' ' || p[n] == '\t'))
-			return true;
+	if (why != NULL && why_cap > 0)
+		why[0] = '\0';
+	if (want == SBX_ACCEL_TCG || p->cause == SBX_KVM_USABLE) {
+		*out = want == SBX_ACCEL_TCG ? SBX_ACCEL_TCG : SBX_ACCEL_KVM;
+		return 0;
 	}
-	return false;
-}
-
-bool sbx_cpuinfo_has_hwvirt(const char *cpuinfo)
-{
-	for (const char *line = cpuinfo; *line != '\0';) {
-		const char *end = strchr(line, '\n');
-		if (end == NULL)
-			end = line + strlen(line);
-		if (strncmp(line, "flags", 5) == 0) {
-			const char *colon = memchr(line, ':', (size_t)(end - line));
-			if (colon != NULL && (is_word(colon + 1, end, "vmx") || is_word(colon + 1, end, "svm")))
-				return true;
-		}
-		line = *end != '\0' ? end + 1 : end;
-	}
-	return false;
-}
-
-int sbx_accel_decide(enum sbx_accel want, bool hwvirt, bool kvm_opens, enum sbx_accel *out,
-		     sbx_error_t *err)
-{
-	bool kvm = hwvirt && kvm_opens;
-	if (want == SBX_ACCEL_KVM && !kvm)
-		return sbx_error_scode(err, SBX_S_VM_BOOT,
-				       "accel kvm is unusable here: %s; use accel tcg (or auto)",
-				       !hwvirt ? "the CPU has no hardware virtualization (no vmx/svm in /proc/cpuinfo)"
-					       : "/dev/kvm cannot be opened (load kvm_intel/kvm_amd, check permissions)");
-	*out = want == SBX_ACCEL_TCG ? SBX_ACCEL_TCG : kvm ? SBX_ACCEL_KVM : SBX_ACCEL_TCG;
+	char cause[512];
+	sbx_kvm_explain(p, cause, sizeof(cause));
+	if (want == SBX_ACCEL_KVM)
+		return sbx_error_scode(err, SBX_S_VM_BOOT, "accel kvm is unusable here: %s; or use accel tcg (or auto)",
+				       cause);
+	*out = SBX_ACCEL_TCG;
+	if (why != NULL && why_cap > 0)
+		snprintf(why, why_cap, "%s", cause);
 	return 0;
 }
 
-/* Reads /proc/cpuinfo up to a fixed cap (the flags line comes early). */
-static bool host_hwvirt(void)
+/* The probe, or what the test hook makes of it. */
+static void probe_host(struct sbx_kvm_probe *p)
 {
-	cleanup_close int fd = open("/proc/cpuinfo", O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return false;
-	char local[16384];
-	size_t len = 0;
-	ssize_t n;
-	while (len < sizeof(local) - 1 && (n = read(fd, local + len, sizeof(local) - 1 - len)) > 0)
-		len += (size_t)n;
-	local[len] = '\0';
-	return sbx_cpuinfo_has_hwvirt(local);
-}
-
-static bool kvm_opens(void)
-{
-	int fd = open("/dev/kvm", O_RDWR | O_CLOEXEC);
-	if (fd < 0)
-		return false;
-	close(fd);
-	return true;
+	const char *hook = getenv(SBX_ACCEL_PROBE_ENV);
+	if (hook != NULL && strcmp(hook, "usable") == 0)
+		*p = (struct sbx_kvm_probe){ .cause = SBX_KVM_USABLE, .api_version = KVM_API_VERSION };
+	else
+		sbx_kvm_probe(&sbx_kvm_real_host, p);
 }
 
 int sbx_accel_choose(enum sbx_accel want, enum sbx_accel *out, sbx_error_t *err)
@@ -100,12 +63,55 @@ int sbx_accel_choose(enum sbx_accel want, enum sbx_accel *out, sbx_error_t *err)
 		*out = SBX_ACCEL_TCG;
 		return 0;
 	}
-	bool hw = host_hwvirt();
-	if (sbx_accel_decide(want, hw, hw && kvm_opens(), out, err) < 0)
+	struct sbx_kvm_probe p;
+	probe_host(&p);
+	char why[512];
+	if (sbx_accel_decide(want, &p, out, why, sizeof(why), err) < 0)
 		return -1;
 	static atomic_bool warned;
-	if (*out == SBX_ACCEL_TCG && !atomic_exchange(&warned, true))
-		sbx_warn("no hardware virtualization (vmx/svm with a usable /dev/kvm): VMs run under TCG "
-			 "emulation: a cold boot takes seconds");
+	if (why[0] != '\0' && !atomic_exchange(&warned, true))
+		sbx_warn("KVM is not usable, VMs run under TCG emulation (a cold boot takes seconds, code runs "
+			 "20-50x slower): %s",
+			 why);
 	return 0;
+}
+
+void sbx_accel_choice_init(struct sbx_accel_choice *c, enum sbx_accel want)
+{
+	c->want = want;
+	atomic_init(&c->in_use, SBX_ACCEL_AUTO);
+}
+
+int sbx_accel_choice_decide(struct sbx_accel_choice *c, sbx_error_t *err)
+{
+	enum sbx_accel a;
+	if (sbx_accel_choose(c->want, &a, err) < 0)
+		return -1;
+	atomic_store(&c->in_use, (int)a);
+	return 0;
+}
+
+enum sbx_accel sbx_accel_choice_get(const struct sbx_accel_choice *c)
+{
+	int a = atomic_load(&c->in_use);
+	return a != SBX_ACCEL_AUTO ? (enum sbx_accel)a : c->want;
+}
+
+bool sbx_accel_choice_fall_back(struct sbx_accel_choice *c, const char *cause)
+{
+	if (c->want != SBX_ACCEL_AUTO)
+		return false;
+	int was = SBX_ACCEL_KVM;
+	if (atomic_compare_exchange_strong(&c->in_use, &was, SBX_ACCEL_TCG))
+		sbx_warn("a VM could not start under KVM (%s): from now on this process's VMs run under TCG "
+			 "emulation (a cold boot takes seconds, code runs 20-50x slower); set accel: tcg to skip "
+			 "KVM, or fix the host's KVM and restart",
+			 cause);
+	return atomic_load(&c->in_use) == SBX_ACCEL_TCG;
+}
+
+uint32_t sbx_kvm_overhead_mib(uint32_t guest_mib, uint32_t cpus)
+{
+	uint32_t per_map = (guest_mib + 511) / 512;
+	return 2 * per_map + cpus + 2;
 }

@@ -462,3 +462,15 @@ void snapshot_invalidate(const char *key)
 	}
 	sbx_error_free(&err);
 }
+
+int64_t snapshot_restore_limit_ms(bool kvm)
+{
+	return kvm ? SNAPSHOT_RESTORE_KVM_MS : SNAPSHOT_RESTORE_TCG_MS;
+}
+
+enum snapshot_after_failure snapshot_after_failed_restore(bool guest_refused, bool deadline_passed)
+{
+	if (guest_refused)
+		return SNAPSHOT_KEEP_AND_FAIL;
+	return deadline_passed ? SNAPSHOT_DROP_AND_FAIL : SNAPSHOT_DROP_AND_BOOT_COLD;
+}

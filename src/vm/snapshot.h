@@ -88,4 +88,21 @@ void snapshot_remove_dir(const char *dir);
 /* Removes the key's template (a restore from it failed). */
 void snapshot_invalidate(const char *key);
 
+/* How long a restore may take (QEMU loading the state, the guest taking
+ * CONFIG) before the VM boots cold instead: a restored VM answers within
+ * about a second under TCG and far less under KVM, and the cold boot
+ * that follows a stalled restore must still fit the create's 30 s. */
+#define SNAPSHOT_RESTORE_KVM_MS 3000
+#define SNAPSHOT_RESTORE_TCG_MS 12000
+int64_t snapshot_restore_limit_ms(bool kvm);
+/* A restored guest that dies this soon after it was ready condemns its
+ * template (a CPU feature the saved guest used is gone: SIGILL, panic). */
+#define SNAPSHOT_EARLY_DEATH_MS 10000
+
+/* What follows a failed restore: the template goes unless the guest itself
+ * refused its CONFIG (an unknown user: no fault of the template), then
+ * the VM boots cold unless the caller's deadline has passed. */
+enum snapshot_after_failure { SNAPSHOT_KEEP_AND_FAIL, SNAPSHOT_DROP_AND_FAIL, SNAPSHOT_DROP_AND_BOOT_COLD };
+enum snapshot_after_failure snapshot_after_failed_restore(bool guest_refused, bool deadline_passed);
+
 #endif

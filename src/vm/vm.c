@@ -110,21 +110,33 @@ static struct sbx_vm *vm_new(const struct sbx_vm_options *opt, sbx_error_t *err)
 	return vm;
 }
 
+int vm_decide_accel(const struct sbx_vm_options *opt, enum sbx_accel *accel, uint64_t *jail_mib, sbx_error_t *err)
+{
+	/* A daemon passes its decision; only a one-shot caller's AUTO probes. */
+	if (opt->accel != SBX_ACCEL_AUTO)
+		*accel = opt->accel;
+	else if (sbx_accel_choose(opt->accel, accel, err) < 0)
+		return -1;
+	unsigned mib = opt->memory_mib ? opt->memory_mib : 512, cpus = opt->cpus ? opt->cpus : 1;
+	unsigned cache = opt->tcg_cache_mib ? opt->tcg_cache_mib : SBX_VM_TCG_CACHE_DEFAULT_MIB;
+	*jail_mib = opt->jail_memory_mib ? opt->jail_memory_mib
+					 : (uint64_t)mib + SBX_VM_JAIL_QEMU_MIB +
+						   (*accel == SBX_ACCEL_TCG ? cache : sbx_kvm_overhead_mib(mib, cpus));
+	return 0;
+}
+
 /* QEMU, the accelerator, the guest kernel and the boot disk. */
 static int find_host_parts(struct sbx_vm *vm, const struct sbx_vm_options *opt, sbx_error_t *err)
 {
 	if ((vm->qemu = vm_find_qemu(err)) == NULL)
 		return -1;
-	if (sbx_accel_choose(opt->accel, &vm->accel, err) < 0)
+	if (vm_decide_accel(opt, &vm->accel, &vm->jail_memory_mib, err) < 0)
 		return -1;
 	guest_cpu_choose(vm->accel, opt->nested_virt, opt->smt, vm->cpus, &vm->cpu);
 	if ((vm->kernel = sbx_kernel_elf(opt->krunfw_path, err)) == NULL)
 		return -1;
 	if ((vm->boot = vm_find_boot_disk(opt->boot_disk, err)) == NULL)
 		return -1;
-	vm->jail_memory_mib = opt->jail_memory_mib ? opt->jail_memory_mib
-						  : vm->memory_mib + SBX_VM_JAIL_QEMU_MIB +
-							    (vm->accel == SBX_ACCEL_TCG ? vm->tcg_cache_mib : 0);
 	return 0;
 }
 
@@ -183,10 +195,13 @@ struct sbx_vm *sbx_vm_start(const struct sbx_vm_options *opt, sbx_error_t *err)
 	return sbx_steal_ptr(vm);
 }
 
+/* Notes when the VM was first seen dead (vm_check_early_death). */
 static bool keeper_gone(struct sbx_vm *vm)
 {
 	pthread_mutex_lock(&vm->lock);
 	bool gone = vm->keeper.pid <= 0 || keeper_exited(&vm->keeper);
+	if (gone && vm->gone_ms == 0)
+		vm->gone_ms = sbx_now_ms();
 	pthread_mutex_unlock(&vm->lock);
 	return gone;
 }
@@ -206,12 +221,21 @@ static void qemu_log_tail(struct sbx_vm *vm, char *out, size_t cap)
 	out[n > 0 ? n : 0] = '\0';
 }
 
+/* The first non-empty line of text. */
+static void first_line(const char *text, char *out, size_t cap)
+{
+	while (*text == '\n')
+		text++;
+	snprintf(out, cap, "%.*s", (int)strcspn(text, "\n"), text);
+}
+
 static int boot_failure(struct sbx_vm *vm, sbx_error_t *err)
 {
 	char tail[CONSOLE_TAIL_BYTES + 1];
 	console_tail(&vm->console, tail);
 	char qlog[QEMU_LOG_TAIL];
 	qemu_log_tail(vm, qlog, sizeof(qlog));
+	first_line(qlog, vm->qemu_error, sizeof(vm->qemu_error));
 	sbx_error_t e = *err;
 	*err = NULL;
 	sbx_error_scode(err, SBX_S_VM_BOOT, "VM did not boot: %s%s%s%s%s", sbx_error_msg(e),
@@ -273,7 +297,12 @@ static bool helper_gone(struct sbx_vm *vm)
 
 bool sbx_vm_alive(struct sbx_vm *vm)
 {
-	return !chan_dead(vm->chan) && !keeper_gone(vm) && !helper_gone(vm);
+	bool alive = !chan_dead(vm->chan) && !keeper_gone(vm) && !helper_gone(vm);
+	pthread_mutex_lock(&vm->lock);
+	if (!alive && vm->gone_ms == 0)
+		vm->gone_ms = sbx_now_ms();
+	pthread_mutex_unlock(&vm->lock);
+	return alive;
 }
 
 void sbx_vm_death_cause(struct sbx_vm *vm, int64_t wait_ms, char *buf, size_t len)
@@ -308,6 +337,23 @@ void sbx_vm_death_cause(struct sbx_vm *vm, int64_t wait_ms, char *buf, size_t le
 		snprintf(buf, len, "the sandbox's VM exited: QEMU failed with status %d", status);
 }
 
+bool sbx_vm_kvm_refused(struct sbx_vm *vm, int64_t wait_ms, char *cause, size_t len)
+{
+	if (vm->accel != SBX_ACCEL_KVM || vm->t.hello != 0 || vm->t.ready != 0)
+		return false;
+	int64_t until = sbx_now_ms() + wait_ms;
+	while (!keeper_gone(vm) && sbx_now_ms() < until)
+		usleep(10000);
+	pthread_mutex_lock(&vm->lock);
+	bool failed = vm->keeper.pid > 0 && keeper_exited(&vm->keeper) && vm->keeper.status != 0;
+	pthread_mutex_unlock(&vm->lock);
+	if (!failed)
+		return false;
+	/* QEMU's own words, as the failed wait read them (its log goes with it). */
+	snprintf(cause, len, "%s", vm->qemu_error[0] != '\0' ? vm->qemu_error : "QEMU exited with a failure");
+	return true;
+}
+
 int64_t sbx_vm_net_activity_ms(struct sbx_vm *vm)
 {
 	return net_link_activity_ms(&vm->net);
@@ -325,6 +371,9 @@ int sbx_vm_stop(struct sbx_vm *vm, int64_t deadline)
 	int64_t grace = sbx_now_ms() + SHUTDOWN_GRACE_MS;
 	if (deadline >= 0 && deadline < grace)
 		grace = deadline;
+	/* Dead before we asked: QEMU exited or the guest's connection broke. */
+	if (vm->chan != NULL && (chan_dead(vm->chan) || keeper_gone(vm)))
+		vm_check_early_death(vm);
 	if (vm->chan != NULL && !chan_dead(vm->chan)) {
 		sbx_error_t err = NULL;
 		if (chan_send_shutdown(vm->chan, &err) < 0 || chan_wait_dead(vm->chan, grace, &err) < 0)

@@ -27,7 +27,9 @@ struct sbx_vm_proc;
 struct sbx_vm_options {
 	unsigned cpus;          /* 0 = 1 */
 	unsigned memory_mib;    /* 0 = 512 */
-	enum sbx_accel accel;   /* AUTO picks KVM only where it works */
+	enum sbx_accel accel;   /* KVM or TCG: the caller's decision, taken
+				   as is (a daemon's, vm/accel.h); AUTO: this
+				   start probes the host (one-shot callers) */
 	const char *image;      /* erofs image, or a rootfs directory (turned
 				   into a private erofs for this VM) */
 	char *const *env;       /* boot environment "K=V", NULL-terminated or NULL */
@@ -58,7 +60,8 @@ struct sbx_vm_options {
 	struct sbx_jail_host *jail; /* QEMU's jail (jail/jail.h); NULL or
 				   inactive: QEMU runs unconfined */
 	unsigned jail_memory_mib; /* the jail's memory limit; 0 = memory_mib +
-				   SBX_VM_JAIL_QEMU_MIB + the TCG cache */
+				   SBX_VM_JAIL_QEMU_MIB + the TCG cache, or
+				   under KVM sbx_kvm_overhead_mib */
 	const struct sbx_vm_share *shares; /* virtio-fs shares (at most
 					      SBX_VM_MAX_SHARES = 4, in
 					      vm/virtiofs.h), each served by
@@ -140,6 +143,12 @@ bool sbx_vm_alive(struct sbx_vm *vm);
  * wait_ms for QEMU to finish exiting after its connection broke. */
 void sbx_vm_death_cause(struct sbx_vm *vm, int64_t wait_ms, char *buf, size_t len);
 const struct sbx_vm_timings *sbx_vm_timings(struct sbx_vm *vm);
+/* After a failed start or sbx_vm_wait_ready: true when QEMU ran under KVM
+ * and exited with a failure before the guest's first word (its HELLO),
+ * what a host whose KVM cannot run this guest does (kvm-pvm: MSR 0x10a
+ * under -cpu host); the first line of QEMU's error output goes to cause.
+ * Waits up to wait_ms for QEMU's exit. */
+bool sbx_vm_kvm_refused(struct sbx_vm *vm, int64_t wait_ms, char *cause, size_t len);
 /* CLOCK_REALTIME ms when the guest's network last relayed payload (TCP
  * data, UDP datagrams, DNS queries); 0 without a network or before any. */
 int64_t sbx_vm_net_activity_ms(struct sbx_vm *vm);

@@ -55,6 +55,9 @@ struct sbx_vm {
 	struct chan *chan;
 	pthread_mutex_t lock; /* keeper state */
 	int64_t t0;
+	int64_t gone_ms;        /* when the VM was first seen dead (QEMU gone, its
+				   connection broken), 0 = not yet */
+	char qemu_error[256];   /* the first line of QEMU's error output at a failed start */
 	struct sbx_vm_timings t;
 	char *hostname;
 	char **env;
@@ -65,6 +68,11 @@ struct sbx_vm {
 
 enum { F_SCRATCH, F_CONSOLE, F_QEMU_LOG, F_IMAGE };
 
+/* vm.c: the accelerator a VM starts under (opt->accel as the caller
+ * decided it; AUTO: this process probes) and its cgroup's memory limit
+ * under it (opt->jail_memory_mib, else guest RAM + SBX_VM_JAIL_QEMU_MIB +
+ * the TCG cache or KVM's own memory). */
+int vm_decide_accel(const struct sbx_vm_options *opt, enum sbx_accel *accel, uint64_t *jail_mib, sbx_error_t *err);
 /* vm_launch.c: starts QEMU under its keeper for the VM's files
  * (state_fd >= 0: restore that saved state). */
 int vm_launch(struct sbx_vm *vm, int state_fd, sbx_error_t *err);
@@ -109,5 +117,8 @@ int vm_save_template(struct sbx_vm *vm, sbx_error_t *err);
  * for HELLO then), -1 with *err. */
 int vm_restored_ready(struct sbx_vm *vm, int64_t deadline, sbx_error_t *err);
 void vm_drop_snapshot_fds(struct sbx_vm *vm);
+/* A VM restored from a template died on its own (found dead at its stop):
+ * within SNAPSHOT_EARLY_DEATH_MS of ready, the template goes. */
+void vm_check_early_death(struct sbx_vm *vm);
 
 #endif

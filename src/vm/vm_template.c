@@ -18,8 +18,6 @@
 #include "jail/jail.h"
 #include "vm/vm_internal.h"
 
-/* A restored VM answers within about a second; past this, cold boot. */
-#define RESTORE_READY_MS 30000
 #define SNAPSHOT_SAVE_MS 60000
 #define RESTORE_POLL_US 2000
 
@@ -112,6 +110,7 @@ static int teardown(struct sbx_vm *vm, sbx_error_t *err)
 	vm->chan = NULL;
 	vm->keeper.pid = -1;
 	vm->keeper.lifeline = -1;
+	vm->gone_ms = 0;
 	vm_free_files(vm);
 	vm_drop_snapshot_fds(vm);
 	if (vm->ram_fd >= 0)
@@ -287,7 +286,7 @@ static int wait_restored(struct sbx_vm *vm, int64_t limit, sbx_error_t *err)
 /* QEMU loaded the state, the guest took CONFIG and is ready. */
 static int try_restored(struct sbx_vm *vm, int64_t deadline, sbx_error_t *err)
 {
-	int64_t limit = sbx_now_ms() + RESTORE_READY_MS;
+	int64_t limit = sbx_now_ms() + snapshot_restore_limit_ms(vm->accel == SBX_ACCEL_KVM);
 	if (wait_restored(vm, limit, err) < 0)
 		return -1;
 	vm->t.loaded = sbx_now_ms() - vm->t0;
@@ -299,17 +298,40 @@ static int try_restored(struct sbx_vm *vm, int64_t deadline, sbx_error_t *err)
 }
 
 /* A restored VM gets CONFIG at once.  If QEMU or the guest never answers
- * (the saved state did not load), it boots cold instead. */
+ * (the saved state did not load, or stalls), the template goes whatever
+ * the caller's deadline, and the VM boots cold when time is left. */
 int vm_restored_ready(struct sbx_vm *vm, int64_t deadline, sbx_error_t *err)
 {
 	sbx_error_t rerr = NULL;
 	if (try_restored(vm, deadline, &rerr) == 0)
 		return 1;
-	if (chan_boot_failed(vm->chan) || (deadline >= 0 && sbx_now_ms() >= deadline)) {
-		*err = rerr; /* the guest's own verdict, or the caller's deadline */
+	switch (snapshot_after_failed_restore(chan_boot_failed(vm->chan), deadline >= 0 && sbx_now_ms() >= deadline)) {
+	case SNAPSHOT_KEEP_AND_FAIL:
+		*err = rerr; /* the guest's own verdict */
 		return -1;
+	case SNAPSHOT_DROP_AND_FAIL:
+		sbx_warn("vm: restore from snapshot %.12s failed (%s); template dropped", vm->snap_key,
+			 sbx_error_msg(rerr));
+		snapshot_invalidate(vm->snap_key);
+		*err = rerr;
+		return -1;
+	case SNAPSHOT_DROP_AND_BOOT_COLD:
+		break;
 	}
-	sbx_warn("vm: restore from snapshot %.12s failed (%s); booting cold", vm->snap_key, sbx_error_msg(rerr));
+	sbx_warn("vm: restore from snapshot %.12s failed (%s); template dropped, booting cold", vm->snap_key,
+		 sbx_error_msg(rerr));
 	sbx_error_free(&rerr);
 	return cold_restart(vm, err);
+}
+
+void vm_check_early_death(struct sbx_vm *vm)
+{
+	if (!vm->t.restored || vm->t.saved || vm->t.ready == 0 || vm->snap_key[0] == '\0')
+		return;
+	int64_t lived = (vm->gone_ms != 0 ? vm->gone_ms : sbx_now_ms()) - (vm->t0 + vm->t.ready);
+	if (lived >= SNAPSHOT_EARLY_DEATH_MS)
+		return;
+	sbx_warn("vm: a guest restored from snapshot %.12s died %lld ms after it was ready; template dropped",
+		 vm->snap_key, (long long)lived);
+	snapshot_invalidate(vm->snap_key);
 }

@@ -220,7 +220,7 @@ int worker_op_start(struct sbx_adapter *a, json_t *req, json_t **out)
 	}
 	/* The last run's thread ended with its process: reap it. */
 	worker_stop_locked(t, w, 0);
-	uint64_t need = sbx_vm_cost_mib(l->rec.memory_mb, sbx_config_tcg_cache_mib(a->cfg)) + SBX_NET_HELPER_MIB;
+	uint64_t need = sbx_config_vm_cost_mib(a->cfg, l->rec.memory_mb, l->rec.cpus) + SBX_NET_HELPER_MIB;
 	if (sbx_mem_budget_take(t->mem, need, l->rec.memory_mb, &err) < 0) {
 		pthread_mutex_unlock(&t->lock);
 		worker_launch_free(l);

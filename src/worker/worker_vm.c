@@ -24,7 +24,7 @@ struct sbx_vm *worker_vm_boot(const struct worker_launch *l, sbx_error_t *err)
 	struct sbx_vm_options opt = {
 		.cpus = l->rec.cpus,
 		.memory_mib = l->rec.memory_mb,
-		.accel = cfg->accel,
+		.accel = sbx_config_accel(cfg),
 		.image = l->rec.image_erofs,
 		.env = l->env,
 		.user = l->rec.image_user,

@@ -3,12 +3,14 @@
  * once saved and kept on disk as a sparse file) and starts again from it,
  * the next ones restore it and still get their own identity, randomness
  * and memory, and cannot write the template's RAM; a broken template
- * (state or RAM file) falls back to a cold boot; cold_boot bypasses
- * snapshots.  Prints TAP.
+ * (state or RAM file) falls back to a cold boot, and so does a
+ * restore that stalls, within the create's deadline, dropping its
+ * template; cold_boot bypasses snapshots.  Prints TAP.
  * Usage: vm_snapshot_test IMAGE.erofs   (uses a private state directory) */
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -211,6 +213,63 @@ static bool same(const char *a, const char *b)
 	return a != NULL && b != NULL && strcmp(a, b) == 0;
 }
 
+/* A restore that stalls (QEMU stopped before it loads the state: a
+ * SANDBOX_QEMU wrapper that stops itself when it gets -incoming and a
+ * marker file exists), under the create's own 30 s deadline (contract
+ * §6.3): the template is dropped and the same call boots cold and is
+ * ready.  The wrapper's bytes key its own template: the first boot makes
+ * it (no marker yet), the second stalls on it.  Before, a restored VM
+ * killed at once drops the template the first boot made.  Four boots. */
+static void stalled_restore(const char *state, const char *image)
+{
+	char wrapper[600], marker[700];
+	snprintf(wrapper, sizeof(wrapper), "%s/qemu-stall", state);
+	snprintf(marker, sizeof(marker), "%s.stall", wrapper);
+	FILE *w = fopen(wrapper, "w");
+	bool made = w != NULL && fputs("#!/bin/sh\ncase \" $* \" in *\" -incoming \"*) [ -e \"$0.stall\" ] && kill -STOP $$;; esac\n"
+				      "exec qemu-system-x86_64 \"$@\"\n", w) >= 0;
+	if (w != NULL && fclose(w) != 0)
+		made = false;
+	made = made && chmod(wrapper, 0755) == 0 && setenv("SANDBOX_QEMU", wrapper, 1) == 0;
+	char tpl[600];
+	/* A restored guest that dies at once (its QEMU killed, as a guest that
+	 * panics on a CPU feature gone would end) condemns its template. */
+	bool early = made && boot_and_stop(image, "s0");
+	struct sbx_vm *k = early ? boot(image, "k", NULL, false) : NULL;
+	early = k != NULL && sbx_vm_timings(k)->restored && kill(sbx_vm_pid(k), SIGKILL) == 0;
+	while (early && sbx_vm_alive(k))
+		usleep(10000);
+	if (k != NULL)
+		sbx_vm_stop(k, sbx_now_ms() + 5000);
+	template_dir(state, tpl, sizeof(tpl));
+	result(early && tpl[0] == '\0', "a restored guest that dies within seconds of ready drops its template", tpl);
+	struct sbx_vm *first = made ? boot(image, "s1", NULL, false) : NULL;
+	template_dir(state, tpl, sizeof(tpl));
+	bool saved = first != NULL && sbx_vm_timings(first)->restored && tpl[0] != '\0';
+	if (first != NULL)
+		sbx_vm_stop(first, sbx_now_ms() + 5000);
+	int fd = saved ? open(marker, O_CREAT | O_WRONLY | O_CLOEXEC, 0600) : -1;
+	if (fd >= 0)
+		close(fd);
+	struct sbx_vm_options opt = { .cpus = 1, .memory_mib = 256, .image = image, .hostname = "s2" };
+	sbx_error_t err = NULL;
+	struct sbx_vm *vm = fd >= 0 ? sbx_vm_start(&opt, &err) : NULL;
+	bool ready = vm != NULL && sbx_vm_wait_ready(vm, sbx_now_ms() + 30000, &err) == 0;
+	char *h = ready ? sh(vm, "hostname") : NULL;
+	char after[600];
+	template_dir(state, after, sizeof(after));
+	result(saved && ready && !sbx_vm_timings(vm)->restored && same(h, "s2\n") && after[0] == '\0',
+	       "a stalled restore drops its template and the same call boots cold within the create's deadline",
+	       err != NULL ? sbx_error_msg(err) : after);
+	free(h);
+	sbx_error_free(&err);
+	if (vm != NULL)
+		sbx_vm_stop(vm, sbx_now_ms() + 5000);
+	unsetenv("SANDBOX_QEMU");
+	unlink(marker);
+	unlink(wrapper);
+}
+
 int main(int argc, char **argv)
 {
 	if (argc < 2) {
@@ -317,6 +376,7 @@ int main(int argc, char **argv)
 	result(broken && d != NULL && !sbx_vm_timings(d)->restored && same(hd, "d\n") && tpl_after[0] == '\0',
 	       "a broken template falls back to a cold boot and is dropped", tpl_after);
 
+	stalled_restore(state, image);
 	struct sbx_vm *vms[] = { a, b, c, cold, d, e };
 	for (size_t i = 0; i < sizeof(vms) / sizeof(vms[0]); i++) {
 		if (vms[i] != NULL)

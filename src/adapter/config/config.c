@@ -15,6 +15,11 @@ struct sbx_config *sbx_config_defaults(sbx_error_t *err)
 	struct sbx_config *cfg = calloc(1, sizeof(*cfg));
 	if (cfg == NULL)
 		return sbx_error_errno(err, ENOMEM, "config"), NULL;
+	if ((cfg->accel_in_use = calloc(1, sizeof(*cfg->accel_in_use))) == NULL) {
+		free(cfg);
+		return sbx_error_errno(err, ENOMEM, "config"), NULL;
+	}
+	sbx_accel_choice_init(cfg->accel_in_use, SBX_ACCEL_AUTO);
 	sbx_image_config_init(&cfg->images);
 	cfg->default_idle_timeout_secs = 300;
 	cfg->max_concurrent_sandboxes = 32;
@@ -53,6 +58,7 @@ void sbx_config_free(struct sbx_config *cfg)
 		free(cfg->warm_pool[i].image);
 	free(cfg->warm_pool);
 	free(cfg->krunfw_path);
+	free(cfg->accel_in_use);
 	free(cfg->control_socket);
 	free(cfg->control_group);
 	net_config_free(&cfg->net);
@@ -450,10 +456,21 @@ bool sbx_config_allows(const struct sbx_config *cfg, const char *image)
 	return false;
 }
 
+int sbx_config_decide_accel(const struct sbx_config *cfg, sbx_error_t *err)
+{
+	sbx_accel_choice_init(cfg->accel_in_use, cfg->accel);
+	return sbx_accel_choice_decide(cfg->accel_in_use, err);
+}
+
+enum sbx_accel sbx_config_accel(const struct sbx_config *cfg)
+{
+	int a = atomic_load(&cfg->accel_in_use->in_use);
+	return a != SBX_ACCEL_AUTO ? (enum sbx_accel)a : cfg->accel;
+}
+
 uint32_t sbx_config_tcg_cache_mib(const struct sbx_config *cfg)
 {
-	enum sbx_accel a = cfg->accel_in_use != SBX_ACCEL_AUTO ? cfg->accel_in_use : cfg->accel;
-	return a == SBX_ACCEL_KVM ? 0 : cfg->tcg_cache_mb;
+	return sbx_config_accel(cfg) == SBX_ACCEL_KVM ? 0 : cfg->tcg_cache_mb;
 }
 
 const struct sbx_image_caps *sbx_config_caps(const struct sbx_config *cfg, const char *image)

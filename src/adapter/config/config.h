@@ -56,9 +56,12 @@ struct sbx_config {
 	struct sbx_image_caps *per_image_caps;
 	size_t n_per_image_caps;
 	enum sbx_accel accel;
-	/* What `auto` came to on this host (serve decides it at start);
-	 * SBX_ACCEL_AUTO until then. */
-	enum sbx_accel accel_in_use;
+	/* The process's one decision (serve's at its start, run's and image
+	 * pull's for themselves: sbx_config_decide_accel): every VM of this
+	 * configuration starts under it, and its cost and cgroup limit follow
+	 * it.  Apart from the config so that a VM that cannot start under KVM
+	 * moves it to TCG (vm/accel.h) through a const config. */
+	struct sbx_accel_choice *accel_in_use;
 	char *krunfw_path; /* NULL when not set */
 	uint32_t tcg_cache_mb;     /* TCG translation cache per VM */
 	uint32_t template_cache_mb; /* all snapshot templates on disk (state and RAM files) */
@@ -93,6 +96,12 @@ void sbx_config_free(struct sbx_config *cfg);
 size_t sbx_config_key_names(const char **out, size_t cap);
 
 bool sbx_config_allows(const struct sbx_config *cfg, const char *image);
+/* Probes this host once for `accel` (vm/accel.h); fails (kvm asked for
+ * and unusable, the cause said) leaving the decision open. */
+int sbx_config_decide_accel(const struct sbx_config *cfg, sbx_error_t *err);
+/* KVM or TCG once decided, else `accel` as configured (AUTO: a VM start
+ * probes for itself). */
+enum sbx_accel sbx_config_accel(const struct sbx_config *cfg);
 /* The translation cache a VM of this configuration may have: 0 where
  * `accel` is kvm, or `auto` came to KVM, since only TCG has one. */
 uint32_t sbx_config_tcg_cache_mib(const struct sbx_config *cfg);

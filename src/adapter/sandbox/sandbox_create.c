@@ -98,7 +98,7 @@ int sandbox_create(struct sbx_adapter *a, const struct sandbox_create_args *c, c
 	}
 	if ((env = env_resolve(c->env, err)) == NULL)
 		goto out;
-	uint64_t need = sbx_vm_cost_mib(mem, sbx_config_tcg_cache_mib(cfg)) + (c->network ? SBX_NET_HELPER_MIB : 0);
+	uint64_t need = sbx_config_vm_cost_mib(cfg, mem, cpus) + (c->network ? SBX_NET_HELPER_MIB : 0);
 	if (a->backend.ops != NULL && a->backend.ops->templates_mib != NULL)
 		sbx_mem_budget_set_templates(&a->mem, a->backend.ops->templates_mib(a->backend.ctx));
 	if (sbx_mem_budget_take(&a->mem, need, mem, err) < 0) {

@@ -27,6 +27,10 @@
  * launched, its template not loaded yet). */
 enum boot_mode { BOOT_READY, BOOT_PARK, BOOT_STANDBY };
 
+/* How long a VM that failed before its guest's first word may take to
+ * show that its QEMU exited (only under KVM). */
+#define KVM_EXIT_WAIT_MS 2000
+
 /* What a VM takes from its image, whichever way it starts: the image file
  * (pulled when the configuration allows), its runtime config (Env,
  * WorkingDir, User) and the boot env, the image's Env under the request's. */
@@ -81,6 +85,25 @@ static int check_free_space(uint32_t scratch_mib, sbx_error_t *err)
 	return 0;
 }
 
+/* A VM whose QEMU died under KVM before its guest said a word: under
+ * auto the daemon's decision becomes TCG (vm/accel.h, one warning) and
+ * the VM starts again under it. */
+static bool tcg_instead(struct backend *b, struct sbx_vm *vm)
+{
+	char cause[256];
+	return sbx_vm_kvm_refused(vm, KVM_EXIT_WAIT_MS, cause, sizeof(cause)) &&
+	       sbx_accel_choice_fall_back(b->cfg->accel_in_use, cause);
+}
+
+/* A sandbox VM that failed to start. */
+static void discard(struct sandbox_vm *s)
+{
+	if (s->vm != NULL)
+		sbx_vm_stop(s->vm, sbx_now_ms() + VM_BACKEND_STOP_MS);
+	free(s->image);
+	free(s);
+}
+
 static void *boot_vm(struct backend *b, const struct sbx_boot_request *req, enum boot_mode mode, sbx_error_t *err)
 {
 	bool park = mode == BOOT_PARK;
@@ -95,7 +118,8 @@ static void *boot_vm(struct backend *b, const struct sbx_boot_request *req, enum
 	struct sbx_vm_options opt = {
 		.cpus = req->cpus,
 		.memory_mib = req->memory_mb,
-		.accel = b->cfg->accel,
+		/* The daemon's decision, not a probe of this VM's own. */
+		.accel = sbx_config_accel(b->cfg),
 		.image = id.image,
 		.env = id.env,
 		.user = id.rt.user,
@@ -110,8 +134,8 @@ static void *boot_vm(struct backend *b, const struct sbx_boot_request *req, enum
 		/* The pool's images are catalog names: "python" warms python3. */
 		.warm_up = park ? run_lang_lookup(req->image).warm_up : NULL,
 		/* The admission's worst case is also the cgroup's limit. */
-		.jail_memory_mib = req->memory_mb > 0 ? (unsigned)sbx_vm_cost_mib(req->memory_mb,
-										   sbx_config_tcg_cache_mib(b->cfg))
+		.jail_memory_mib = req->memory_mb > 0 ? (unsigned)sbx_config_vm_cost_mib(b->cfg, req->memory_mb,
+											  req->cpus)
 						      : 0,
 	};
 	s->vm = sbx_vm_start(&opt, err);
@@ -137,11 +161,14 @@ static void *boot_vm(struct backend *b, const struct sbx_boot_request *req, enum
 	return s;
 fail_boot:
 	sbx_error_default_scode(err, SBX_S_VM_BOOT);
+	if (s->vm != NULL && tcg_instead(b, s->vm)) {
+		discard(s);
+		/* The decision is TCG now: this boot cannot come back here. */
+		sbx_error_free(err);
+		return boot_vm(b, req, mode, err);
+	}
 fail:
-	if (s->vm != NULL)
-		sbx_vm_stop(s->vm, sbx_now_ms() + VM_BACKEND_STOP_MS);
-	free(s->image);
-	free(s);
+	discard(s);
 	return NULL;
 }
 

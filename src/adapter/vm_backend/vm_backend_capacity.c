@@ -126,14 +126,17 @@ static json_t *images_cached(struct backend *b, sbx_error_t *err)
 	return out;
 }
 
-/* Decided as each VM's start decides it (vm.c), once. */
+/* The daemon's decision, as every VM follows it (undecided auto: as a
+ * VM's start would probe, once). */
 static bool kvm(struct backend *b)
 {
+	enum sbx_accel accel = sbx_config_accel(b->cfg);
+	if (accel != SBX_ACCEL_AUTO)
+		return accel == SBX_ACCEL_KVM;
 	int known = atomic_load(&b->kvm);
 	if (known == 0) {
-		enum sbx_accel accel;
 		sbx_error_t err = NULL;
-		known = sbx_accel_choose(b->cfg->accel, &accel, &err) == 0 && accel == SBX_ACCEL_KVM ? 1 : 2;
+		known = sbx_accel_choose(accel, &accel, &err) == 0 && accel == SBX_ACCEL_KVM ? 1 : 2;
 		sbx_error_free(&err);
 		atomic_store(&b->kvm, known);
 	}

@@ -154,9 +154,14 @@ TEST(config_own_keys)
 	cfg = parse("{\"tcg_cache_mb\":128}", &err);
 	CHECK(cfg != NULL);
 	CHECK_INT(sbx_config_tcg_cache_mib(cfg), 128);
-	cfg->accel_in_use = SBX_ACCEL_KVM;
+	CHECK_INT(sbx_config_accel(cfg), SBX_ACCEL_AUTO);
+	atomic_store(&cfg->accel_in_use->in_use, SBX_ACCEL_KVM);
+	CHECK_INT(sbx_config_accel(cfg), SBX_ACCEL_KVM);
 	CHECK_INT(sbx_config_tcg_cache_mib(cfg), 0);
-	cfg->accel_in_use = SBX_ACCEL_TCG;
+	/* A VM that could not start under KVM moves the decision to TCG:
+	 * from then on every VM counts its cache. */
+	CHECK(sbx_accel_choice_fall_back(cfg->accel_in_use, "test"));
+	CHECK_INT(sbx_config_accel(cfg), SBX_ACCEL_TCG);
 	CHECK_INT(sbx_config_tcg_cache_mib(cfg), 128);
 	sbx_config_free(cfg);
 	cfg = parse("{\"jail\":\"required\",\"jail_uid_base\":500000}", &err);

@@ -260,8 +260,23 @@ TEST(one_errno_map_for_writes_and_fs_ops)
 
 TEST(memory_budget_arithmetic)
 {
-	CHECK_INT(sbx_vm_cost_mib(512, 64), 512 + SBX_VM_QEMU_BASE_MIB + 64);
-	CHECK_INT(sbx_vm_cost_mib(512, 0), 512 + SBX_VM_QEMU_BASE_MIB);
+	/* TCG (and AUTO, not decided yet): the translation cache. */
+	CHECK_INT(sbx_vm_cost_mib(512, 1, SBX_ACCEL_TCG, 64), 512 + SBX_VM_QEMU_BASE_MIB + 64);
+	CHECK_INT(sbx_vm_cost_mib(512, 1, SBX_ACCEL_AUTO, 64), 512 + SBX_VM_QEMU_BASE_MIB + 64);
+	/* KVM: no cache, but KVM's own memory: page tables and memslot maps
+	 * (guest/512 each), a MiB per vCPU, 2 MiB for the VM. */
+	CHECK_INT(sbx_vm_cost_mib(512, 1, SBX_ACCEL_KVM, 64), 512 + SBX_VM_QEMU_BASE_MIB + 1 + 1 + 1 + 2);
+	CHECK_INT(sbx_vm_cost_mib(16384, 4, SBX_ACCEL_KVM, 64), 16384 + SBX_VM_QEMU_BASE_MIB + 32 + 32 + 4 + 2);
+	CHECK_INT(sbx_vm_cost_mib(600, 2, SBX_ACCEL_KVM, 0), 600 + SBX_VM_QEMU_BASE_MIB + 2 + 2 + 2 + 2);
+	CHECK_INT(sbx_kvm_overhead_mib(1024, 1), 2 + 2 + 1 + 2);
+	/* A configuration's cost follows its decision. */
+	struct sbx_config *cfg = sbx_config_defaults(NULL);
+	CHECK(cfg != NULL);
+	cfg->tcg_cache_mb = 64;
+	CHECK_INT(sbx_config_vm_cost_mib(cfg, 512, 1), 512 + SBX_VM_QEMU_BASE_MIB + 64);
+	atomic_store(&cfg->accel_in_use->in_use, SBX_ACCEL_KVM);
+	CHECK_INT(sbx_config_vm_cost_mib(cfg, 512, 1), 512 + SBX_VM_QEMU_BASE_MIB + 5);
+	sbx_config_free(cfg);
 	/* The reserve is 10 % of the host, and never under 1 GiB. */
 	CHECK_INT(sbx_mem_default_budget_mib(24000), 21600);
 	CHECK_INT(sbx_mem_default_budget_mib(4096), 3072);

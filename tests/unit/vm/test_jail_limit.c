@@ -2,8 +2,11 @@
  * case, and for a clone of a copy-on-write template the holes of the
  * template's memfd besides. */
 #include <stdint.h>
+#include <stdlib.h>
 
 #include "harness.h"
+#include "vm/accel.h"
+#include "vm/vm_internal.h"
 #include "vm/vm_jail.h"
 
 static struct vm_jail_args args(void)
@@ -42,4 +45,35 @@ TEST(a_clone_may_fill_the_memfds_holes)
 	/* A memfd larger than the guest (never made so) adds nothing. */
 	a.ram_held_bytes = 300ull << 20;
 	CHECK_INT(vm_jail_memory_mib(&a), 384);
+}
+
+/* A VM starts under the accelerator its caller decided (a daemon's one
+ * decision), never a probe of its own, and its cgroup limit follows it;
+ * only AUTO (a one-shot caller) probes.  The probe is made to pass, as
+ * kvm-pvm's does: a re-probe would say KVM. */
+TEST(the_decision_passed_in_is_followed_not_a_probe)
+{
+	setenv(SBX_ACCEL_PROBE_ENV, "usable", 1);
+	struct sbx_vm_options opt = { .cpus = 2, .memory_mib = 1024, .accel = SBX_ACCEL_TCG, .tcg_cache_mib = 64 };
+	enum sbx_accel a = SBX_ACCEL_AUTO;
+	uint64_t jail = 0;
+	sbx_error_t err = NULL;
+	CHECK_INT(vm_decide_accel(&opt, &a, &jail, &err), 0);
+	CHECK_INT(a, SBX_ACCEL_TCG);
+	CHECK_INT(jail, 1024 + SBX_VM_JAIL_QEMU_MIB + 64);
+	opt.accel = SBX_ACCEL_KVM;
+	CHECK_INT(vm_decide_accel(&opt, &a, &jail, &err), 0);
+	CHECK_INT(a, SBX_ACCEL_KVM);
+	/* KVM's own memory instead of the cache: 2 + 2 MiB of maps, 2 vCPUs, 2 for the VM. */
+	CHECK_INT(jail, 1024 + SBX_VM_JAIL_QEMU_MIB + 8);
+	/* The caller's limit (the admission's worst case) is kept as given. */
+	opt.jail_memory_mib = 2000;
+	CHECK_INT(vm_decide_accel(&opt, &a, &jail, &err), 0);
+	CHECK_INT(jail, 2000);
+	opt.jail_memory_mib = 0;
+	opt.accel = SBX_ACCEL_AUTO;
+	CHECK_INT(vm_decide_accel(&opt, &a, &jail, &err), 0);
+	CHECK_INT(a, SBX_ACCEL_KVM);
+	unsetenv(SBX_ACCEL_PROBE_ENV);
+	sbx_error_free(&err);
 }

@@ -367,3 +367,19 @@ TEST(changed_bytes_or_removed_image_sweep_the_template)
 	nftw(state, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
 }
 
+/* A restore's limit follows the accelerator and leaves a cold boot room in
+ * the create's 30 s; any failed restore drops its template, whatever the
+ * caller's deadline (issue 38: a stalled restore kept its template and
+ * every create of the image waited 30 s and failed). */
+TEST(restore_limit_and_failure)
+{
+	CHECK_INT(snapshot_restore_limit_ms(true), SNAPSHOT_RESTORE_KVM_MS);
+	CHECK_INT(snapshot_restore_limit_ms(false), SNAPSHOT_RESTORE_TCG_MS);
+	CHECK(SNAPSHOT_RESTORE_KVM_MS <= 5000);
+	CHECK(SNAPSHOT_RESTORE_TCG_MS < 30000 / 2);
+	CHECK_INT(snapshot_after_failed_restore(false, false), SNAPSHOT_DROP_AND_BOOT_COLD);
+	CHECK_INT(snapshot_after_failed_restore(false, true), SNAPSHOT_DROP_AND_FAIL);
+	/* The guest refused its identity (an unknown user): the template is not at fault. */
+	CHECK_INT(snapshot_after_failed_restore(true, false), SNAPSHOT_KEEP_AND_FAIL);
+	CHECK_INT(snapshot_after_failed_restore(true, true), SNAPSHOT_KEEP_AND_FAIL);
+}
