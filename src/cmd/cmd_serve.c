@@ -30,6 +30,7 @@
 #include "adapter/vm_backend/stream_engine.h"
 #include "adapter/vm_backend/vm_backend_fs.h"
 #include "cmd/cmd_front.h"
+#include "cmd/environment_file.h"
 #include "cmd/serve_lifeline.h"
 #include "cmd/serve_metrics.h"
 #include "cmd/serve_notify.h"
@@ -322,6 +323,7 @@ int sbx_cmd_serve(int argc, char **argv)
 		goto out;
 	}
 	warn_engine_reachable(cfg, opts.url);
+	environment_file_check();
 	sbx_oom_protect_self();
 	unsigned stale = sbx_vm_remove_leftovers();
 	if (stale > 0)
