@@ -5,6 +5,7 @@
 
 #include "adapter/config/config_file.h"
 #include "adapter/config/config_print.h"
+#include "cmd/environment_file.h"
 #include "common/log.h"
 
 #define EXIT_USAGE 2
@@ -48,6 +49,7 @@ int sbx_cmd_config(int argc, char **argv)
 	json_t *out = cfg != NULL ? sbx_config_to_json(cfg, &err) : NULL;
 	if (out != NULL && cfg->n_image_allowlist == 0)
 		sbx_warn("config: image_allowlist is empty: no image may be created");
+	environment_file_check();
 	sbx_config_free(cfg);
 	if (out == NULL) {
 		fprintf(stderr, "sandbox-libkrun config: %s\n", sbx_error_msg(err));

@@ -30,6 +30,7 @@
 #include "adapter/vm_backend/stream_engine.h"
 #include "adapter/vm_backend/vm_backend_fs.h"
 #include "cmd/cmd_front.h"
+#include "cmd/environment_file.h"
 #include "cmd/serve_lifeline.h"
 #include "cmd/serve_metrics.h"
 #include "cmd/serve_notify.h"
@@ -43,6 +44,7 @@
 #include "engine/engine.h"
 #include "engine/engine_metrics.h"
 #include "image/image_metrics.h"
+#include "net/net_config.h"
 #include "vm/accel.h"
 #include "vm/leftovers.h"
 #include "vm/oom_score.h"
@@ -190,6 +192,19 @@ static void collect(void *ctx)
 	collect_files();
 }
 
+/* Once at start: on an engine that does not check its callers, code in a
+ * networked sandbox that reaches the engine's port can call any function,
+ * this adapter's exec on other sandboxes included. */
+static void warn_engine_reachable(const struct sbx_config *cfg, const char *url)
+{
+	unsigned port = net_config_engine_reachable(&cfg->net, url);
+	if (port != 0)
+		sbx_warn("network_policy.host_ports holds the engine's port %u: code in a sandbox created with "
+			 "network: true can call the engine's functions, this adapter's included; set host_ports: [] "
+			 "unless guests must reach the engine",
+			 port);
+}
+
 /* An environment variable, NULL when unset or empty. */
 static const char *env_or_null(const char *name)
 {
@@ -307,6 +322,8 @@ int sbx_cmd_serve(int argc, char **argv)
 		status = EXIT_CONFIG;
 		goto out;
 	}
+	warn_engine_reachable(cfg, opts.url);
+	environment_file_check();
 	sbx_oom_protect_self();
 	unsigned stale = sbx_vm_remove_leftovers();
 	if (stale > 0)

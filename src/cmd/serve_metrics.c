@@ -8,22 +8,51 @@
 #include <sys/un.h>
 #include <unistd.h>
 
+#include "cmd/serve_deadline.h"
 #include "common/cleanup.h"
 #include "common/log.h"
 
-/* A scrape is one short GET: a few connections at once, a request line and
- * headers within the connection's memory, idle connections dropped. */
-#define MAX_CONNECTIONS 8
+/* A scrape is one short GET: a request line and headers within the
+ * connection's memory, idle connections dropped, and each request answered
+ * or dropped within REQUEST_DEADLINE_S however slowly its client sends.  No
+ * address holds more than PER_ADDRESS_CONNECTIONS of the connections, so
+ * slow clients on one address leave room for a scraper on another (a unix
+ * socket's clients have no address: the deadline alone frees their slots). */
+#define MAX_CONNECTIONS 32
+#define PER_ADDRESS_CONNECTIONS 4
 #define CONNECTION_MEMORY (32 * 1024)
 #define CONNECTION_TIMEOUT_S 10
+#define REQUEST_DEADLINE_S 10
 #define CONTENT_TYPE "text/plain; version=0.0.4; charset=utf-8"
 
 struct serve_metrics {
 	struct MHD_Daemon *daemon;
 	int fd;
 	char *unix_path; /* removed at stop; NULL for TCP */
+	struct serve_deadline *deadline;
 	struct serve_metrics_scrape scrape;
 };
+
+static void connection_event(void *cls, struct MHD_Connection *c, void **token,
+			     enum MHD_ConnectionNotificationCode code)
+{
+	struct serve_metrics *m = cls;
+	if (code == MHD_CONNECTION_NOTIFY_STARTED) {
+		const union MHD_ConnectionInfo *info = MHD_get_connection_info(c, MHD_CONNECTION_INFO_CONNECTION_FD);
+		*token = info != NULL ? serve_deadline_opened(m->deadline, info->connect_fd) : NULL;
+	} else if (code == MHD_CONNECTION_NOTIFY_CLOSED) {
+		serve_deadline_closed(m->deadline, *token);
+		*token = NULL;
+	}
+}
+
+static void request_done(void *cls, struct MHD_Connection *c, void **con_cls, enum MHD_RequestTerminationCode why)
+{
+	struct serve_metrics *m = cls;
+	const union MHD_ConnectionInfo *info = MHD_get_connection_info(c, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
+	if (info != NULL)
+		serve_deadline_restart(m->deadline, info->socket_context);
+}
 
 static enum MHD_Result reply(struct MHD_Connection *c, unsigned status, char *body, size_t len,
 			     enum MHD_ResponseMemoryMode mode)
@@ -131,11 +160,16 @@ struct serve_metrics *serve_metrics_start(const struct sbx_metrics_listen *liste
 		serve_metrics_stop(m);
 		return NULL;
 	}
-	m->daemon = MHD_start_daemon(MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_POLL, 0, NULL, NULL, handle, m,
-				     MHD_OPTION_LISTEN_SOCKET, m->fd, MHD_OPTION_CONNECTION_LIMIT,
-				     (unsigned)MAX_CONNECTIONS, MHD_OPTION_CONNECTION_MEMORY_LIMIT,
-				     (size_t)CONNECTION_MEMORY, MHD_OPTION_CONNECTION_TIMEOUT,
-				     (unsigned)CONNECTION_TIMEOUT_S, MHD_OPTION_END);
+	if ((m->deadline = serve_deadline_start(MAX_CONNECTIONS, REQUEST_DEADLINE_S * 1000, err)) == NULL) {
+		serve_metrics_stop(m);
+		return NULL;
+	}
+	m->daemon = MHD_start_daemon(
+		MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_POLL, 0, NULL, NULL, handle, m, MHD_OPTION_LISTEN_SOCKET,
+		m->fd, MHD_OPTION_CONNECTION_LIMIT, (unsigned)MAX_CONNECTIONS, MHD_OPTION_PER_IP_CONNECTION_LIMIT,
+		(unsigned)PER_ADDRESS_CONNECTIONS, MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)CONNECTION_MEMORY,
+		MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)CONNECTION_TIMEOUT_S, MHD_OPTION_NOTIFY_CONNECTION,
+		connection_event, m, MHD_OPTION_NOTIFY_COMPLETED, request_done, m, MHD_OPTION_END);
 	if (m->daemon == NULL) {
 		sbx_error_set(err, EIO, "%s: cannot start the HTTP server on %s", scrape->setting, listen->text);
 		serve_metrics_stop(m);
@@ -154,6 +188,8 @@ void serve_metrics_stop(struct serve_metrics *m)
 		MHD_stop_daemon(m->daemon);
 	else
 		close(m->fd);
+	/* After the daemon: its last connections report their close. */
+	serve_deadline_stop(m->deadline);
 	if (m->unix_path != NULL)
 		unlink(m->unix_path);
 	free(m->unix_path);

@@ -61,6 +61,16 @@ unsigned net_loopback_port(const char *url)
 	return port;
 }
 
+unsigned net_config_engine_reachable(const struct net_config *c, const char *url)
+{
+	unsigned port = net_loopback_port(url);
+	for (size_t i = 0; port != 0 && i < c->policy.n_host_ports; i++) {
+		if (c->policy.host_ports[i] == port)
+			return port;
+	}
+	return 0;
+}
+
 void net_config_init(struct net_config *c)
 {
 	memset(c, 0, sizeof(*c));

@@ -39,4 +39,8 @@ void net_args_free(char **args);
  * loopback ws:// or wss:// URL. */
 unsigned net_loopback_port(const char *url);
 
+/* The engine's port when guests with a network can reach it: `url` is a
+ * loopback engine URL and its port is in host_ports.  0 otherwise. */
+unsigned net_config_engine_reachable(const struct net_config *c, const char *url);
+
 #endif

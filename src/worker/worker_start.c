@@ -77,12 +77,8 @@ static char **net_args(const struct sbx_config *cfg, const char *worker, const c
 	snprintf(id, sizeof(id), "worker-%s", worker);
 	char **args = net_config_helper_args(&cfg->net, NULL, id, err);
 	unsigned port = net_loopback_port(engine_url);
-	if (args == NULL || port == 0)
+	if (args == NULL || port == 0 || net_config_engine_reachable(&cfg->net, engine_url) != 0)
 		return args;
-	for (size_t i = 0; i < cfg->net.policy.n_host_ports; i++) {
-		if (cfg->net.policy.host_ports[i] == port)
-			return args;
-	}
 	size_t n = 0;
 	while (args[n] != NULL)
 		n++;

@@ -343,6 +343,29 @@ describe('configuration delivery (§4.1, §4.3)', () => {
 		}
 	});
 
+	// host_ports defaults to the engine's loopback port: guests with a
+	// network can then call the engine, which serve says once at start;
+	// host_ports: [] (the packaged example) closes it and silences it.
+	test('guests that can reach the engine\'s port: one warning at start; none with host_ports: []', async () => {
+		const warning = /warn.*network_policy\.host_ports holds the engine's port (\d+): code in a sandbox created with network: true can call the engine's functions/;
+		const s = await startStack({ config: {} });
+		try {
+			await eventually(() => assert.match(s.daemon.output(), warning));
+			assert.equal(s.daemon.output().match(warning)[1], new URL(s.engine.url).port);
+			await s.stopClean();
+			assert.equal(s.daemon.output().split('\n').filter((l) => warning.test(l)).length, 1, s.daemon.output());
+		} finally {
+			await s.stop();
+		}
+		const q = await startStack({ config: { network_policy: { host_ports: [] } } });
+		try {
+			await q.stopClean();
+			assert.doesNotMatch(q.daemon.output(), /holds the engine's port/);
+		} finally {
+			await q.stop();
+		}
+	});
+
 	// Each bad config must stop the daemon with exit code 2 and a message
 	// that names the problem.
 	const fatal = [

@@ -4,17 +4,23 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "common/cleanup.h"
+#include "common/log.h"
 #include "common/yaml_json.h"
 
 /* The whole file, NUL-terminated, refusing more than SBX_CONFIG_FILE_MAX
- * bytes before reading them all. */
-static char *read_capped(const char *path, size_t *len, sbx_error_t *err)
+ * bytes before reading them all; *mode is the mode of the file read. */
+static char *read_capped(const char *path, size_t *len, mode_t *mode, sbx_error_t *err)
 {
 	cleanup_file FILE *f = fopen(path, "re");
 	if (f == NULL)
 		return sbx_error_errno(err, errno, "%s", path), NULL;
+	struct stat st;
+	if (fstat(fileno(f), &st) < 0)
+		return sbx_error_errno(err, errno, "%s", path), NULL;
+	*mode = st.st_mode;
 	char *buf = malloc(SBX_CONFIG_FILE_MAX + 1);
 	if (buf == NULL)
 		return sbx_error_errno(err, ENOMEM, "%s", path), NULL;
@@ -33,10 +39,22 @@ static char *read_capped(const char *path, size_t *len, sbx_error_t *err)
 	return buf;
 }
 
+/* Registry credentials (or the names of the variables holding them) in a
+ * file every user may read: said at each load, the file is still used. */
+static struct sbx_config *warn_if_exposed(struct sbx_config *cfg, const char *path, mode_t mode)
+{
+	if (cfg != NULL && (mode & S_IROTH) != 0 && cfg->images.n_creds > 0)
+		sbx_warn("config: %s holds registry_auth and every user may read it: make it 0600 (or 0640 with a "
+			 "group of its own)",
+			 path);
+	return cfg;
+}
+
 struct sbx_config *sbx_config_load_file(const char *path, sbx_error_t *err)
 {
 	size_t len;
-	cleanup_free char *text = read_capped(path, &len, err);
+	mode_t mode;
+	cleanup_free char *text = read_capped(path, &len, &mode, err);
 	if (text == NULL)
 		return NULL;
 	json_error_t jerr;
@@ -47,13 +65,14 @@ struct sbx_config *sbx_config_load_file(const char *path, sbx_error_t *err)
 	json_decref(v);
 	if (cfg == NULL)
 		sbx_error_prefix(err, "%s", path);
-	return cfg;
+	return warn_if_exposed(cfg, path, mode);
 }
 
 struct sbx_config *sbx_config_load_yaml_file(const char *path, sbx_error_t *err)
 {
 	size_t len;
-	cleanup_free char *text = read_capped(path, &len, err);
+	mode_t mode;
+	cleanup_free char *text = read_capped(path, &len, &mode, err);
 	if (text == NULL)
 		return NULL;
 	json_t *v = yaml_to_json(text, len, NULL, err);
@@ -63,7 +82,7 @@ struct sbx_config *sbx_config_load_yaml_file(const char *path, sbx_error_t *err)
 	json_decref(v);
 	if (cfg == NULL)
 		sbx_error_prefix(err, "%s", path);
-	return cfg;
+	return warn_if_exposed(cfg, path, mode);
 }
 
 struct sbx_config *sbx_config_load_any(const char *path, sbx_error_t *err)

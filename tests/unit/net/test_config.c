@@ -38,6 +38,26 @@ TEST(default_host_port_is_the_loopback_engines)
 	unsetenv("III_URL");
 }
 
+/* serve's warning at start: guests reach the engine when its loopback port
+ * is among host_ports, as it is by default. */
+TEST(engine_reachable_when_host_ports_hold_its_loopback_port)
+{
+	setenv("III_URL", "ws://127.0.0.1:5555", 1);
+	struct net_config c;
+	net_config_init(&c);
+	CHECK_INT(net_config_engine_reachable(&c, "ws://127.0.0.1:5555"), 5555);
+	CHECK_INT(net_config_engine_reachable(&c, "ws://localhost:5555/ws"), 5555);
+	CHECK_INT(net_config_engine_reachable(&c, "ws://127.0.0.1:6666"), 0);
+	CHECK_INT(net_config_engine_reachable(&c, "ws://engine.example:5555"), 0);
+	char msg[256];
+	CHECK_INT(parse("{\"host_ports\":[]}", &c, msg, sizeof(msg)), 0);
+	CHECK_INT(net_config_engine_reachable(&c, "ws://127.0.0.1:5555"), 0);
+	CHECK_INT(parse("{\"host_ports\":[8000,5555]}", &c, msg, sizeof(msg)), 0);
+	CHECK_INT(net_config_engine_reachable(&c, "ws://[::1]:5555"), 5555);
+	net_config_free(&c);
+	unsetenv("III_URL");
+}
+
 TEST(parses_a_policy_and_builds_the_helper_command_line)
 {
 	struct net_config c;
