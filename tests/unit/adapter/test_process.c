@@ -319,18 +319,23 @@ static json_t *row_of(struct sbx_adapter *a, const char *id, const char *pid)
 	return row;
 }
 
-/* Waits up to 2 s for the pump to have taken n bytes of stdout. */
-static bool wait_bytes(struct sbx_adapter *a, const char *id, const char *pid, long long n)
+/* Waits up to 2 s for the pump to have taken n bytes of `stream`. */
+static bool wait_stream_bytes(struct sbx_adapter *a, const char *id, const char *pid, const char *stream, long long n)
 {
 	for (int i = 0; i < 200; i++) {
 		json_t *row = row_of(a, id, pid);
-		bool done = num(json_object_get(row, "bytes"), "stdout") >= n;
+		bool done = num(json_object_get(row, "bytes"), stream) >= n;
 		json_decref(row);
 		if (done)
 			return true;
 		usleep(10000);
 	}
 	return false;
+}
+
+static bool wait_bytes(struct sbx_adapter *a, const char *id, const char *pid, long long n)
+{
+	return wait_stream_bytes(a, id, pid, "stdout", n);
 }
 
 /* ---- the ring ------------------------------------------------------------- */
@@ -517,6 +522,7 @@ TEST(logs_wait_signal_and_list_follow_one_process)
 	emit(f, 1, "hello world\n", 12);
 	emit(f, 2, "warn\n", 5);
 	CHECK(wait_bytes(a, id, pid, 12));
+	CHECK(wait_stream_bytes(a, id, pid, "stderr", 5));
 	json_t *r = adapter_callf(a, "process::logs", "{\"sandbox_id\":\"%s\",\"process_id\":\"%s\"}", id, pid);
 	CHECK_STR(jstr(r, "data"), "hello world\n");
 	CHECK_INT(num(r, "next_offset"), 12);
