@@ -24,7 +24,7 @@ struct ws_conn {
 	pthread_mutex_t send_lock;
 	bool close_sent;         /* under send_lock */
 	uint8_t *out;            /* queued frames (ws_conn_queue), under send_lock */
-	size_t olen, ooff;       /* queued bytes, of which sent */
+	size_t olen, ooff, ocap; /* queued bytes, of which sent; allocated */
 	struct ws_decoder dec;
 	uint8_t *rbuf;           /* received bytes not yet decoded */
 	size_t rlen, rcap, rdrop; /* rdrop: bytes of the last message, dropped on the next call */
@@ -144,13 +144,18 @@ static int queue_locked(struct ws_conn *c, const uint8_t *frame, size_t flen, bo
 	if (c->olen - c->ooff > SIZE_MAX - flen)
 		return sbx_error_errno(err, ENOMEM, "WebSocket send queue");
 	/* What was sent goes; the rest moves to the front. */
-	memmove(c->out, c->out + c->ooff, c->olen - c->ooff);
-	c->olen -= c->ooff;
-	c->ooff = 0;
-	uint8_t *out = realloc(c->out, c->olen + flen);
-	if (out == NULL)
-		return sbx_error_errno(err, ENOMEM, "WebSocket send queue");
-	c->out = out;
+	if (c->ooff > 0) {
+		memmove(c->out, c->out + c->ooff, c->olen - c->ooff);
+		c->olen -= c->ooff;
+		c->ooff = 0;
+	}
+	if (c->olen + flen > c->ocap) {
+		uint8_t *out = realloc(c->out, c->olen + flen);
+		if (out == NULL)
+			return sbx_error_errno(err, ENOMEM, "WebSocket send queue");
+		c->out = out;
+		c->ocap = c->olen + flen;
+	}
 	memcpy(c->out + c->olen, frame, flen);
 	c->olen += flen;
 	if (is_close)
