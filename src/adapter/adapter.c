@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "adapter/process/process_follow.h"
 #include "adapter/process/process_table.h"
 #include "adapter/reaper.h"
 #include "adapter/terminal/terminal.h"
@@ -54,15 +55,16 @@ struct sbx_adapter *sbx_adapter_new(struct sbx_config *cfg, sbx_error_t *err)
 	sbx_mem_budget_init(&a->mem, memory_budget(cfg));
 	a->reg = sbx_registry_new(err);
 	a->procs = a->reg != NULL ? process_table_new(err) : NULL;
-	if (a->procs != NULL && (a->terminals = sbx_terminals_new(err)) == NULL) {
+	a->follows = a->procs != NULL ? follows_new(err) : NULL;
+	if (a->follows != NULL && (a->terminals = sbx_terminals_new(err)) == NULL) {
 		sbx_adapter_free(a);
 		return NULL;
 	}
 	const char *token = getenv("III_SANDBOX_WORKER_TOKEN");
 	if (token != NULL && token[0] != '\0')
 		a->worker_token = strdup(token);
-	if (a->reg == NULL || a->procs == NULL || (token != NULL && token[0] != '\0' && a->worker_token == NULL)) {
-		if (a->reg != NULL && a->procs != NULL)
+	if (a->follows == NULL || (token != NULL && token[0] != '\0' && a->worker_token == NULL)) {
+		if (a->follows != NULL)
 			sbx_error_errno(err, ENOMEM, "adapter");
 		sbx_adapter_free(a);
 		return NULL;
@@ -85,6 +87,8 @@ void sbx_adapter_free(struct sbx_adapter *a)
 		free(a->worker_token);
 	}
 	process_table_free(a->procs);
+	/* After the pumps, which wake its loop. */
+	follows_free(a->follows);
 	/* Every sandbox stopped: their terminals have left the table. */
 	sbx_terminals_free(a->terminals);
 	sbx_registry_free(a->reg);

@@ -24,6 +24,7 @@
 
 struct worker_table;
 struct process_table;
+struct follows;
 struct sbx_terminals;
 
 struct sbx_adapter {
@@ -38,6 +39,7 @@ struct sbx_adapter {
 	const struct sbx_worker_ops *workers; /* NULL: worker::* answer S300 */
 	struct worker_table *worker_vms; /* the live worker VMs (worker/worker_table.h), owned by serve */
 	struct process_table *procs; /* background processes (process/process_table.h) */
+	struct follows *follows;     /* process::logs follows (process/process_follow.h) */
 	struct sbx_terminals *terminals; /* the open terminals (terminal/terminal.h) */
 };
 

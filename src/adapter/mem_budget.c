@@ -15,7 +15,9 @@ void sbx_mem_budget_init(struct sbx_mem_budget *b, uint64_t limit_mib)
 	b->limit_mib = limit_mib;
 	b->committed_mib = 0;
 	b->templates_mib = 0;
+	b->logs_bytes = 0;
 	b->vms = 0;
+	b->logs = 0;
 }
 
 void sbx_mem_budget_destroy(struct sbx_mem_budget *b)
@@ -23,12 +25,34 @@ void sbx_mem_budget_destroy(struct sbx_mem_budget *b)
 	pthread_mutex_destroy(&b->lock);
 }
 
+#define MIB_CEIL(bytes) (((bytes) >> 20) + (((bytes) & ((1u << 20) - 1)) != 0))
+
+/* Whether `need_mib` more fits beside `held_mib` (no overflow). */
+static bool fits_mib(const struct sbx_mem_budget *b, uint64_t held_mib, uint64_t need_mib)
+{
+	uint64_t limit = b->limit_mib;
+	return need_mib <= limit && held_mib <= limit - need_mib;
+}
+
+/* a + b, UINT64_MAX when it does not fit. */
+static uint64_t sat_add(uint64_t a, uint64_t b)
+{
+	return a > UINT64_MAX - b ? UINT64_MAX : a + b;
+}
+
+/* What is held besides the VMs: the templates and the logs, in MiB. */
+static uint64_t beside_vms_mib(const struct sbx_mem_budget *b, uint64_t logs_bytes)
+{
+	return sat_add(b->templates_mib, MIB_CEIL(logs_bytes));
+}
+
 int sbx_mem_budget_take(struct sbx_mem_budget *b, uint64_t need_mib, uint64_t guest_mib, sbx_error_t *err)
 {
 	pthread_mutex_lock(&b->lock);
 	uint64_t committed = b->committed_mib, limit = b->limit_mib, tpl = b->templates_mib;
+	uint64_t logs = MIB_CEIL(b->logs_bytes);
 	unsigned vms = b->vms;
-	bool fits = need_mib <= limit && tpl <= limit - need_mib && committed <= limit - need_mib - tpl;
+	bool fits = fits_mib(b, sat_add(committed, beside_vms_mib(b, b->logs_bytes)), need_mib);
 	if (fits) {
 		b->committed_mib += need_mib;
 		b->vms++;
@@ -39,10 +63,11 @@ int sbx_mem_budget_take(struct sbx_mem_budget *b, uint64_t need_mib, uint64_t gu
 	return sbx_error_scode(err, SBX_S_LIMIT,
 			       "memory budget exceeded: this sandbox needs %" PRIu64 " MiB (%" PRIu64
 			       " MiB guest memory + %" PRIu64 " MiB for its VM), %" PRIu64 " of memory_budget_mb %" PRIu64
-			       " MiB are committed to %u sandbox%s and %" PRIu64
-			       " MiB held by snapshot templates; stop a sandbox, ask for less memory_mb, or raise "
+			       " MiB are committed to %u sandbox%s, %" PRIu64 " MiB held by snapshot templates and %" PRIu64
+			       " MiB by background processes' logs; stop a sandbox, ask for less memory_mb, or raise "
 			       "memory_budget_mb in the configuration",
-			       need_mib, guest_mib, need_mib - guest_mib, committed, limit, vms, vms == 1 ? "" : "es", tpl);
+			       need_mib, guest_mib, need_mib - guest_mib, committed, limit, vms, vms == 1 ? "" : "es", tpl,
+			       logs);
 }
 
 void sbx_mem_budget_give(struct sbx_mem_budget *b, uint64_t need_mib)
@@ -51,6 +76,39 @@ void sbx_mem_budget_give(struct sbx_mem_budget *b, uint64_t need_mib)
 	b->committed_mib = b->committed_mib > need_mib ? b->committed_mib - need_mib : 0;
 	if (b->vms > 0)
 		b->vms--;
+	pthread_mutex_unlock(&b->lock);
+}
+
+int sbx_mem_budget_take_logs(struct sbx_mem_budget *b, uint64_t bytes, sbx_error_t *err)
+{
+	pthread_mutex_lock(&b->lock);
+	uint64_t vms_mib = b->committed_mib, limit = b->limit_mib, tpl = b->templates_mib;
+	uint64_t logs = b->logs_bytes;
+	unsigned n = b->logs;
+	/* The logs already held and these, rounded up together. */
+	bool fits = bytes <= UINT64_MAX - logs && fits_mib(b, sat_add(vms_mib, tpl), MIB_CEIL(logs + bytes));
+	if (fits) {
+		b->logs_bytes += bytes;
+		b->logs++;
+	}
+	pthread_mutex_unlock(&b->lock);
+	if (fits)
+		return 0;
+	return sbx_error_scode(err, SBX_S_LIMIT,
+			       "memory budget exceeded: a background process's logs need %" PRIu64
+			       " bytes (2 x background_log_bytes), %" PRIu64 " of memory_budget_mb %" PRIu64
+			       " MiB are committed (%" PRIu64 " MiB to VMs, %" PRIu64 " MiB to snapshot templates, %" PRIu64
+			       " bytes to the logs of %u background process%s); stop a sandbox or a background process's "
+			       "sandbox, lower background_log_bytes, or raise memory_budget_mb in the configuration",
+			       bytes, sat_add(sat_add(vms_mib, tpl), MIB_CEIL(logs)), limit, vms_mib, tpl, logs, n, n == 1 ? "" : "es");
+}
+
+void sbx_mem_budget_give_logs(struct sbx_mem_budget *b, uint64_t bytes)
+{
+	pthread_mutex_lock(&b->lock);
+	b->logs_bytes = b->logs_bytes > bytes ? b->logs_bytes - bytes : 0;
+	if (b->logs > 0)
+		b->logs--;
 	pthread_mutex_unlock(&b->lock);
 }
 
@@ -64,7 +122,7 @@ void sbx_mem_budget_set_templates(struct sbx_mem_budget *b, uint64_t mib)
 void sbx_mem_budget_read(struct sbx_mem_budget *b, uint64_t *committed, uint64_t *limit)
 {
 	pthread_mutex_lock(&b->lock);
-	*committed = b->committed_mib + b->templates_mib;
+	*committed = sat_add(b->committed_mib, beside_vms_mib(b, b->logs_bytes));
 	*limit = b->limit_mib;
 	pthread_mutex_unlock(&b->lock);
 }

@@ -1,7 +1,9 @@
 /* Admission by memory: every live VM is counted at its worst case (guest
- * RAM plus what its QEMU needs beside it), and a create that would take the
- * total past the budget fails with S400 instead of letting the host's OOM
- * killer choose a victim later.  Thread-safe. */
+ * RAM plus what its QEMU needs beside it), and so is every background
+ * process's pair of log rings (2 x background_log_bytes, the daemon's own
+ * memory); a create or a background exec that would take the total past
+ * the budget fails with S400 instead of letting the host's OOM killer
+ * choose a victim later.  Thread-safe. */
 #ifndef SBX_ADAPTER_MEM_BUDGET_H
 #define SBX_ADAPTER_MEM_BUDGET_H
 
@@ -29,7 +31,9 @@ struct sbx_mem_budget {
 	uint64_t limit_mib;
 	uint64_t committed_mib;
 	uint64_t templates_mib; /* the templates' RAM memfds this process holds now */
+	uint64_t logs_bytes;    /* background processes' log rings at their worst case */
 	unsigned vms;
+	unsigned logs;          /* the background processes holding logs_bytes */
 };
 
 void sbx_mem_budget_init(struct sbx_mem_budget *b, uint64_t limit_mib);
@@ -38,11 +42,17 @@ void sbx_mem_budget_destroy(struct sbx_mem_budget *b);
  * S400 naming the budget, what is committed and how to raise it. */
 int sbx_mem_budget_take(struct sbx_mem_budget *b, uint64_t need_mib, uint64_t guest_mib, sbx_error_t *err);
 void sbx_mem_budget_give(struct sbx_mem_budget *b, uint64_t need_mib);
+/* Commits `bytes` for one background process's log rings, or fails with
+ * S400 naming the budget, what is committed, background_log_bytes and how
+ * to make room. */
+int sbx_mem_budget_take_logs(struct sbx_mem_budget *b, uint64_t bytes, sbx_error_t *err);
+void sbx_mem_budget_give_logs(struct sbx_mem_budget *b, uint64_t bytes);
 /* What the templates' RAM files hold now (shmem: no VM's, but the host's
  * memory all the same); counted with what is committed. */
 void sbx_mem_budget_set_templates(struct sbx_mem_budget *b, uint64_t mib);
 /* What a take is checked against: *committed (the VMs holding memory,
- * sandboxes and worker VMs, plus the templates) and *limit. */
+ * sandboxes and worker VMs, plus the templates and the background logs
+ * rounded up to MiB) and *limit. */
 void sbx_mem_budget_read(struct sbx_mem_budget *b, uint64_t *committed, uint64_t *limit);
 
 /* A VM's worst case under `accel`: guest RAM and QEMU's base, plus the

@@ -9,6 +9,7 @@
 #define SBX_ADAPTER_STREAM_BACKEND_H
 
 #include <jansson.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/types.h>
@@ -29,6 +30,19 @@ struct sbx_stream_ops {
 	 * every later one, fails at once; the reader sees the stream aborted.
 	 * w must still be closed. */
 	void (*writer_abort)(void *w);
+	/* Without blocking, for one loop serving many writers (process::logs
+	 * follows), all five or none: the descriptor to poll (POLLIN: the
+	 * engine sent something, its Close once the reader left); queue one
+	 * frame of 1..64 KiB, or with data NULL the end (an error frame of
+	 * fail_text when not NULL, then the Close); flush what is queued (1 all
+	 * went, 0 some is left: poll for *events, -1 failed); whether the engine
+	 * closed the channel (its reader left or it answered our Close) or the
+	 * connection ended, read without waiting; free w without a Close. */
+	int (*writer_fd)(void *w);
+	int (*writer_queue)(void *w, const void *data, size_t len, const char *fail_text, sbx_error_t *err);
+	int (*writer_flush)(void *w, short *events, sbx_error_t *err);
+	bool (*writer_gone)(void *w);
+	void (*writer_free)(void *w);
 	/* The read end a ref names (S001 for a ref that is not a reader ref
 	 * or is malformed, S218 when the engine refuses it); idle_ms 0 = the
 	 * channel default, -1 = never stalled (a terminal's keys may pause

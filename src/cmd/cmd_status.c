@@ -31,8 +31,10 @@ static void print_status(json_t *s)
 	printf("%-10s  %s (%s)\n", "engine", json_string_value(json_object_get(eng, "url")),
 	       json_is_true(json_object_get(eng, "connected")) ? "connected" : "not connected");
 	printf("%-10s  %s\n", "jail", json_string_value(json_object_get(jail, "describe")));
-	printf("%-10s  %lld of %lld MiB committed (%lld VMs, templates %lld MiB)\n", "memory", num(mem, "committed_mib"),
-	       num(mem, "budget_mib"), num(mem, "vms"), num(mem, "templates_mib"));
+	printf("%-10s  %lld of %lld MiB committed (%lld VMs, templates %lld MiB, logs of %lld background "
+	       "processes %lld KiB)\n",
+	       "memory", num(mem, "committed_mib"), num(mem, "budget_mib"), num(mem, "vms"), num(mem, "templates_mib"),
+	       num(mem, "background_processes"), num(mem, "background_logs_bytes") / 1024);
 	printf("%-10s  %lld of %lld\n", "sandboxes", num(s, "sandboxes"), num(s, "max_concurrent_sandboxes"));
 	printf("%-10s  ", "pool");
 	const char *img;

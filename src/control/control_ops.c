@@ -29,9 +29,10 @@ static json_t *status(const struct control_ctx *c)
 	const struct sbx_config *cfg = c->a->cfg;
 	struct sbx_mem_budget *m = &c->a->mem;
 	pthread_mutex_lock(&m->lock);
-	json_t *mem = json_pack("{s:I, s:I, s:I, s:I}", "budget_mib", (json_int_t)m->limit_mib, "committed_mib",
-				(json_int_t)m->committed_mib, "templates_mib", (json_int_t)m->templates_mib, "vms",
-				(json_int_t)m->vms);
+	json_t *mem = json_pack("{s:I, s:I, s:I, s:I, s:I, s:I}", "budget_mib", (json_int_t)m->limit_mib,
+				"committed_mib", (json_int_t)m->committed_mib, "templates_mib",
+				(json_int_t)m->templates_mib, "vms", (json_int_t)m->vms, "background_logs_bytes",
+				(json_int_t)m->logs_bytes, "background_processes", (json_int_t)m->logs);
 	pthread_mutex_unlock(&m->lock);
 	json_t *pool = json_object();
 	for (size_t i = 0; pool != NULL && i < cfg->n_warm_pool; i++)

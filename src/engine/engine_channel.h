@@ -15,6 +15,7 @@
 #define SBX_ENGINE_ENGINE_CHANNEL_H
 
 #include <jansson.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/types.h>
@@ -55,6 +56,19 @@ int channel_writer_send(struct channel_writer *w, const void *data, size_t len, 
 int channel_writer_fail(struct channel_writer *w, const char *text, sbx_error_t *err);
 /* Sends the Close and waits briefly for the engine's answer. */
 int channel_writer_close(struct channel_writer *w, sbx_error_t *err);
+/* The same without blocking, for a loop serving many writers from one
+ * thread (polling channel_writer_fd): queue one binary frame, or the end
+ * (the error frame of fail_text when not NULL, then the Close); flush
+ * sends what the socket takes (1 all went, 0 some is left: poll for
+ * *events, -1 failed).  channel_writer_gone reads what the engine sent
+ * without waiting: true once it closed the channel (its reader left, or
+ * it answered our Close) or the connection ended.  Free with
+ * channel_writer_free. */
+int channel_writer_queue(struct channel_writer *w, const void *data, size_t len, sbx_error_t *err);
+int channel_writer_queue_end(struct channel_writer *w, const char *fail_text, sbx_error_t *err);
+int channel_writer_flush(struct channel_writer *w, short *events, sbx_error_t *err);
+int channel_writer_fd(const struct channel_writer *w);
+bool channel_writer_gone(struct channel_writer *w);
 /* From any thread: a send blocked meanwhile (the reader does not read)
  * fails at once; the reader sees the stream aborted.  Free it as usual. */
 void channel_writer_abort(struct channel_writer *w);

@@ -63,14 +63,21 @@ int channel_writer_send(struct channel_writer *w, const void *data, size_t len, 
 	return 0;
 }
 
-int channel_writer_fail(struct channel_writer *w, const char *text, sbx_error_t *err)
+/* The text of the error frame {"error": text} (malloc'd). */
+static char *error_frame(const char *text, sbx_error_t *err)
 {
 	json_t *j = json_pack("{s:s}", "error", text);
-	cleanup_free char *s = j != NULL ? json_dumps(j, JSON_COMPACT) : NULL;
+	char *s = j != NULL ? json_dumps(j, JSON_COMPACT) : NULL;
 	json_decref(j);
 	if (s == NULL)
-		return sbx_error_errno(err, ENOMEM, "channel error frame");
-	return ws_conn_send_text(w->c, s, strlen(s), err);
+		sbx_error_errno(err, ENOMEM, "channel error frame");
+	return s;
+}
+
+int channel_writer_fail(struct channel_writer *w, const char *text, sbx_error_t *err)
+{
+	cleanup_free char *s = error_frame(text, err);
+	return s != NULL ? ws_conn_send_text(w->c, s, strlen(s), err) : -1;
 }
 
 int channel_writer_close(struct channel_writer *w, sbx_error_t *err)
@@ -87,6 +94,46 @@ int channel_writer_close(struct channel_writer *w, sbx_error_t *err)
 		sbx_error_free(&ignored);
 		if (r <= 0 || m.opcode == WS_OP_CLOSE)
 			return 0;
+	}
+}
+
+int channel_writer_queue(struct channel_writer *w, const void *data, size_t len, sbx_error_t *err)
+{
+	return ws_conn_queue(w->c, WS_OP_BINARY, data, len, err);
+}
+
+int channel_writer_queue_end(struct channel_writer *w, const char *fail_text, sbx_error_t *err)
+{
+	if (fail_text != NULL) {
+		cleanup_free char *s = error_frame(fail_text, err);
+		if (s == NULL || ws_conn_queue(w->c, WS_OP_TEXT, s, strlen(s), err) < 0)
+			return -1;
+	}
+	uint8_t normal[2] = { 1000 >> 8, 1000 & 0xff };
+	return ws_conn_queue(w->c, WS_OP_CLOSE, normal, sizeof(normal), err);
+}
+
+int channel_writer_flush(struct channel_writer *w, short *events, sbx_error_t *err)
+{
+	return ws_conn_flush(w->c, events, err);
+}
+
+int channel_writer_fd(const struct channel_writer *w)
+{
+	return ws_conn_fd(w->c);
+}
+
+bool channel_writer_gone(struct channel_writer *w)
+{
+	for (;;) {
+		struct ws_message m;
+		sbx_error_t ignored = NULL;
+		int r = ws_conn_recv(w->c, &m, 0, &ignored);
+		sbx_error_free(&ignored);
+		if (r < 0 || (r == 1 && m.opcode == WS_OP_CLOSE))
+			return true;
+		if (r == 0)
+			return false;
 	}
 }
 

@@ -254,38 +254,46 @@ int transport_wait_readable(struct transport *t, int timeout_ms, int cancel_fd, 
 	return wait_fd(t->fd, t->read_events, timeout_ms, cancel_fd, err);
 }
 
+ssize_t transport_write_some(struct transport *t, const void *buf, size_t len, short *events, sbx_error_t *err)
+{
+	*events = POLLOUT;
+	if (t->ssl == NULL) {
+		ssize_t n = send(t->fd, buf, len, MSG_NOSIGNAL | MSG_DONTWAIT);
+		if (n >= 0)
+			return n;
+		if (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR)
+			return sbx_error_errno(err, errno, "send");
+		return 0;
+	}
+	pthread_mutex_lock(&t->ssl_lock);
+	ERR_clear_error();
+	size_t put = 0;
+	int r = SSL_write_ex(t->ssl, buf, len, &put);
+	int e = r == 1 ? SSL_ERROR_NONE : SSL_get_error(t->ssl, r);
+	pthread_mutex_unlock(&t->ssl_lock);
+	if (e == SSL_ERROR_NONE)
+		return (ssize_t)put;
+	if (e == SSL_ERROR_WANT_READ)
+		*events = POLLIN;
+	else if (e != SSL_ERROR_WANT_WRITE)
+		return tls_error(err, "write");
+	return 0;
+}
+
 int transport_write_all(struct transport *t, const void *buf, size_t len, int timeout_ms, int cancel_fd,
 			sbx_error_t *err)
 {
 	int64_t deadline = sbx_now_ms() + timeout_ms;
 	const char *p = buf;
 	while (len > 0) {
-		short ev = POLLOUT;
-		if (t->ssl == NULL) {
-			ssize_t n = send(t->fd, p, len, MSG_NOSIGNAL | MSG_DONTWAIT);
-			if (n > 0) {
-				p += n;
-				len -= (size_t)n;
-				continue;
-			}
-			if (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR)
-				return sbx_error_errno(err, errno, "send");
-		} else {
-			pthread_mutex_lock(&t->ssl_lock);
-			ERR_clear_error();
-			size_t put = 0;
-			int r = SSL_write_ex(t->ssl, p, len, &put);
-			int e = r == 1 ? SSL_ERROR_NONE : SSL_get_error(t->ssl, r);
-			pthread_mutex_unlock(&t->ssl_lock);
-			if (e == SSL_ERROR_NONE) {
-				p += put;
-				len -= put;
-				continue;
-			}
-			if (e == SSL_ERROR_WANT_READ)
-				ev = POLLIN;
-			else if (e != SSL_ERROR_WANT_WRITE)
-				return tls_error(err, "write");
+		short ev;
+		ssize_t n = transport_write_some(t, p, len, &ev, err);
+		if (n < 0)
+			return -1;
+		if (n > 0) {
+			p += n;
+			len -= (size_t)n;
+			continue;
 		}
 		int w = wait_fd(t->fd, ev, sbx_ms_left(deadline), cancel_fd, err);
 		if (w < 0)
@@ -294,6 +302,11 @@ int transport_write_all(struct transport *t, const void *buf, size_t len, int ti
 			return sbx_error_set(err, ETIMEDOUT, "send timed out");
 	}
 	return 0;
+}
+
+int transport_fd(const struct transport *t)
+{
+	return t->fd;
 }
 
 void transport_shutdown(struct transport *t)

@@ -28,6 +28,11 @@ int transport_wait_readable(struct transport *t, int timeout_ms, int cancel_fd, 
 /* Writes all of buf within timeout_ms. */
 int transport_write_all(struct transport *t, const void *buf, size_t len, int timeout_ms, int cancel_fd,
 			sbx_error_t *err);
+/* Writes what the socket takes now: >0 bytes, 0 none (poll the fd for
+ * *events, then call again with the same bytes), -1 on error. */
+ssize_t transport_write_some(struct transport *t, const void *buf, size_t len, short *events, sbx_error_t *err);
+/* The socket, for a caller's own poll. */
+int transport_fd(const struct transport *t);
 /* Makes blocked and future reads and writes fail; callable from any thread. */
 void transport_shutdown(struct transport *t);
 void transport_free(struct transport *t);

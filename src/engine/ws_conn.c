@@ -5,6 +5,7 @@
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdbool.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -22,6 +23,8 @@ struct ws_conn {
 	int cancel_fd;
 	pthread_mutex_t send_lock;
 	bool close_sent;         /* under send_lock */
+	uint8_t *out;            /* queued frames (ws_conn_queue), under send_lock */
+	size_t olen, ooff, ocap; /* queued bytes, of which sent; allocated */
 	struct ws_decoder dec;
 	uint8_t *rbuf;           /* received bytes not yet decoded */
 	size_t rlen, rcap, rdrop; /* rdrop: bytes of the last message, dropped on the next call */
@@ -114,33 +117,102 @@ struct ws_conn *ws_conn_open(const char *url_text, int timeout_ms, int cancel_fd
 	return c;
 }
 
-static int send_frame(struct ws_conn *c, enum ws_opcode op, const void *data, size_t len, int timeout_ms,
-		      sbx_error_t *err)
+static uint8_t *encode(enum ws_opcode op, const void *data, size_t len, size_t *flen, sbx_error_t *err)
 {
 	uint8_t mask[4];
 	if (RAND_bytes(mask, sizeof(mask)) != 1)
-		return sbx_error_set(err, EIO, "no random bytes for a WebSocket mask");
+		return sbx_error_set(err, EIO, "no random bytes for a WebSocket mask"), NULL;
+	return ws_frame_encode(op, true, data, len, mask, flen, err);
+}
+
+/* Under send_lock: part of a frame may be on the wire, the stream is
+ * unusable. */
+static int broken_locked(struct ws_conn *c)
+{
+	c->close_sent = true;
+	c->olen = c->ooff = 0;
+	transport_shutdown(c->t);
+	return -1;
+}
+
+/* Under send_lock: appends `frame` (a Close is the last) after what is
+ * queued. */
+static int queue_locked(struct ws_conn *c, const uint8_t *frame, size_t flen, bool is_close, sbx_error_t *err)
+{
+	if (c->close_sent)
+		return sbx_error_set(err, EPIPE, "WebSocket already closed");
+	if (c->olen - c->ooff > SIZE_MAX - flen)
+		return sbx_error_errno(err, ENOMEM, "WebSocket send queue");
+	/* What was sent goes; the rest moves to the front. */
+	if (c->ooff > 0) {
+		memmove(c->out, c->out + c->ooff, c->olen - c->ooff);
+		c->olen -= c->ooff;
+		c->ooff = 0;
+	}
+	if (c->olen + flen > c->ocap) {
+		uint8_t *out = realloc(c->out, c->olen + flen);
+		if (out == NULL)
+			return sbx_error_errno(err, ENOMEM, "WebSocket send queue");
+		c->out = out;
+		c->ocap = c->olen + flen;
+	}
+	memcpy(c->out + c->olen, frame, flen);
+	c->olen += flen;
+	if (is_close)
+		c->close_sent = true;
+	return 0;
+}
+
+/* Queues the frame, then sends all that is queued within timeout_ms (0:
+ * not at all). */
+static int send_frame(struct ws_conn *c, enum ws_opcode op, const void *data, size_t len, int timeout_ms,
+		      sbx_error_t *err)
+{
 	size_t flen;
-	cleanup_free uint8_t *frame = ws_frame_encode(op, true, data, len, mask, &flen, err);
+	cleanup_free uint8_t *frame = encode(op, data, len, &flen, err);
 	if (frame == NULL)
 		return -1;
-
 	pthread_mutex_lock(&c->send_lock);
-	int r = 0;
-	if (c->close_sent) {
-		r = sbx_error_set(err, EPIPE, "WebSocket already closed");
-	} else {
-		if (op == WS_OP_CLOSE)
-			c->close_sent = true;
-		r = transport_write_all(c->t, frame, flen, timeout_ms, c->cancel_fd, err);
-		if (r < 0) {
-			/* Part of a frame may be on the wire: the stream is unusable. */
-			c->close_sent = true;
-			transport_shutdown(c->t);
-		}
+	int r = queue_locked(c, frame, flen, op == WS_OP_CLOSE, err);
+	if (r == 0 && timeout_ms > 0) {
+		if (transport_write_all(c->t, c->out + c->ooff, c->olen - c->ooff, timeout_ms, c->cancel_fd, err) < 0)
+			r = broken_locked(c);
+		c->olen = c->ooff = 0;
 	}
 	pthread_mutex_unlock(&c->send_lock);
 	return r;
+}
+
+int ws_conn_queue(struct ws_conn *c, enum ws_opcode op, const void *data, size_t len, sbx_error_t *err)
+{
+	return send_frame(c, op, data, len, 0, err);
+}
+
+int ws_conn_flush(struct ws_conn *c, short *events, sbx_error_t *err)
+{
+	*events = 0;
+	pthread_mutex_lock(&c->send_lock);
+	int r = 1;
+	while (r == 1 && c->ooff < c->olen) {
+		ssize_t n = transport_write_some(c->t, c->out + c->ooff, c->olen - c->ooff, events, err);
+		if (n < 0)
+			r = broken_locked(c);
+		else if (n == 0)
+			r = 0;
+		else
+			c->ooff += (size_t)n;
+	}
+	if (r == 1) {
+		*events = 0;
+		c->olen = c->ooff = 0;
+	}
+	pthread_mutex_unlock(&c->send_lock);
+	return r;
+}
+
+int ws_conn_fd(const struct ws_conn *c)
+{
+	return transport_fd(c->t);
 }
 
 int ws_conn_send_text(struct ws_conn *c, const char *text, size_t len, sbx_error_t *err)
@@ -173,8 +245,16 @@ int ws_conn_send_close(struct ws_conn *c, uint16_t code, sbx_error_t *err)
 /* Answers a control frame; returns 1 when it ends the receive (Close). */
 static int handle_control(struct ws_conn *c, const struct ws_message *m, sbx_error_t *err)
 {
-	if (m->opcode == WS_OP_PING)
+	if (m->opcode == WS_OP_PING) {
+		/* Behind queued frames, the answer is queued too: a loop that
+		 * polls its connections never blocks on one. */
+		pthread_mutex_lock(&c->send_lock);
+		bool queued = c->ooff < c->olen;
+		pthread_mutex_unlock(&c->send_lock);
+		if (queued)
+			return ws_conn_queue(c, WS_OP_PONG, m->data, m->len, err) < 0 ? -1 : 0;
 		return send_frame(c, WS_OP_PONG, m->data, m->len, WS_SEND_TIMEOUT_MS, err) < 0 ? -1 : 0;
+	}
 	if (m->opcode == WS_OP_PONG)
 		return 0;
 	/* Close: echo the peer's status code, as RFC 6455 asks. */
@@ -188,6 +268,7 @@ static int handle_control(struct ws_conn *c, const struct ws_message *m, sbx_err
 int ws_conn_recv(struct ws_conn *c, struct ws_message *msg, int timeout_ms, sbx_error_t *err)
 {
 	int64_t deadline = sbx_now_ms() + timeout_ms;
+	bool read_once = false;
 	for (;;) {
 		if (c->rdrop > 0) {
 			memmove(c->rbuf, c->rbuf + c->rdrop, c->rlen - c->rdrop);
@@ -224,13 +305,16 @@ int ws_conn_recv(struct ws_conn *c, struct ws_message *msg, int timeout_ms, sbx_
 			c->rlen -= c->rdrop;
 			c->rdrop = 0;
 		}
+		/* A peer dripping bytes must not keep the caller from its timers;
+		 * what one read brought is decoded first (a timeout of 0 reads
+		 * what is there). */
+		if (read_once && sbx_now_ms() >= deadline)
+			return 0;
 		ssize_t n = read_some(c, room, err);
 		if (n < 0)
 			return -1;
 		if (n > 0) {
-			/* A peer dripping bytes must not keep the caller from its timers. */
-			if (sbx_now_ms() >= deadline)
-				return 0;
+			read_once = true;
 			continue;
 		}
 		int w = transport_wait_readable(c->t, sbx_ms_left(deadline), c->cancel_fd, err);
@@ -258,6 +342,7 @@ void ws_conn_free(struct ws_conn *c)
 	transport_free(c->t);
 	ws_decoder_free(&c->dec);
 	free(c->rbuf);
+	free(c->out);
 	pthread_mutex_destroy(&c->send_lock);
 	free(c);
 }

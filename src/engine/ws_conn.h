@@ -28,6 +28,15 @@ int ws_conn_send_ping(struct ws_conn *c, sbx_error_t *err);
  * nothing. */
 int ws_conn_send_close(struct ws_conn *c, uint16_t code, sbx_error_t *err);
 
+/* Without blocking, for a caller that polls ws_conn_fd itself (a loop
+ * serving many connections): ws_conn_queue adds one frame after those
+ * queued (a Close is the last), ws_conn_flush sends what the socket takes:
+ * 1 all went, 0 some is left (poll for *events and call again), -1 the
+ * connection failed.  A blocking send sends what is queued first. */
+int ws_conn_queue(struct ws_conn *c, enum ws_opcode op, const void *data, size_t len, sbx_error_t *err);
+int ws_conn_flush(struct ws_conn *c, short *events, sbx_error_t *err);
+int ws_conn_fd(const struct ws_conn *c);
+
 /* Waits up to timeout_ms for a whole message.  Returns 1 with *msg (TEXT,
  * BINARY, or CLOSE when the peer closed: a Close is answered), 0 on timeout,
  * -1 on error or cancellation.  Pings are answered here and pongs swallowed.

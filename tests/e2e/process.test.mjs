@@ -8,7 +8,9 @@
 // so does the daemon's shutdown (exit 0, no sanitizer report: the ASan
 // pass runs it with leak detection).
 // process::logs with `follow` streams the bytes after next_offset to the
-// caller's channel until the process ends.
+// caller's channel until the process ends; the 17th follow of a sandbox gets
+// S003 (max_follows_per_sandbox), and a follow whose reader leaves ends and
+// frees its slot.
 import { describe, test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { ChannelReader } from 'iii-sdk/channel';
@@ -127,6 +129,34 @@ describe('background processes: exec background, process::list/logs/wait/signal'
 		assert.equal(head.data + rest, 'line1\nline2\nline3\nline4\nline5\nline6\n');
 		assert.ok(rest.length > 0, `the follow got nothing after ${JSON.stringify(head.data)}`);
 		assert.deepEqual(await p('wait', { process_id: r.process_id, timeout_ms: 10000 }), { state: 'exited', exit_code: 0 });
+	});
+
+	test('16 follows of a sandbox are the cap: the 17th gets S003; one whose reader leaves ends and frees its slot', async () => {
+		const quiet = await s.exec(id, { argv: ['sleep', '600'], background: true });
+		const newChannel = () => s.caller.trigger({ function_id: 'engine::channels::create', payload: {} });
+		const follow = async (ch) => p('logs', { process_id: quiet.process_id, follow: ch.writer });
+		const chans = [];
+		for (let i = 0; i < 16; i++) {
+			chans.push(await newChannel());
+			await follow(chans[i]);
+		}
+		assertScode(await s.vmError('process::logs', { sandbox_id: id, process_id: quiet.process_id,
+			follow: (await newChannel()).writer }), 'S003', /max_follows_per_sandbox: 16/);
+		// the first one's reader comes and goes while the process writes
+		// nothing: the engine closes the writer, the follow ends
+		const reader = new ChannelReader(s.engine.url, chans[0].reader);
+		reader.stream.on('data', () => {});
+		reader.stream.on('error', () => {});
+		await eventually(() => assert.equal(reader.ws?.readyState, 1), 10000);
+		reader.stream.destroy();
+		await eventually(async () => {
+			const r = await s.vmTry('process::logs', { sandbox_id: id, process_id: quiet.process_id,
+				follow: (await newChannel()).writer });
+			assert.ok(r.ok, JSON.stringify(r.err));
+		}, 10000);
+		// the rest end with the process
+		assert.deepEqual(await p('signal', { process_id: quiet.process_id, signal: 'KILL' }), { sent: true });
+		assert.equal((await p('wait', { process_id: quiet.process_id, timeout_ms: 10000 })).state, 'exited');
 	});
 
 	test('unknown process ids get S001 naming them, other signals S001', async () => {

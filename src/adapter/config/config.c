@@ -27,6 +27,8 @@ struct sbx_config *sbx_config_defaults(sbx_error_t *err)
 	cfg->max_exec_timeout_ms = 300000;
 	cfg->max_background_per_sandbox = 16;
 	cfg->background_log_bytes = 1048576;
+	cfg->max_follows_per_sandbox = 16;
+	cfg->max_follows = 256;
 	cfg->default_cpus = 1;
 	cfg->default_memory_mb = 512;
 	cfg->accel = SBX_ACCEL_AUTO;
@@ -227,6 +229,16 @@ static int parse_background_log(struct sbx_config *cfg, const char *k, json_t *v
 	return parse_bounded(v, k, SBX_BACKGROUND_LOG_MIN, SBX_BACKGROUND_LOG_MAX, &cfg->background_log_bytes, err);
 }
 
+static int parse_follows_per_sandbox(struct sbx_config *cfg, const char *k, json_t *v, sbx_error_t *err)
+{
+	return parse_bounded(v, k, 1, SBX_FOLLOWS_MAX, &cfg->max_follows_per_sandbox, err);
+}
+
+static int parse_follows(struct sbx_config *cfg, const char *k, json_t *v, sbx_error_t *err)
+{
+	return parse_bounded(v, k, 1, SBX_FOLLOWS_MAX, &cfg->max_follows, err);
+}
+
 /* A disk size in MiB within the scratch disk's bounds. */
 static int parse_disk_mib(json_t *v, const char *k, uint32_t *out, sbx_error_t *err)
 {
@@ -347,6 +359,8 @@ static const struct config_key {
 	U64(max_exec_timeout_ms),
 	FN("max_background_per_sandbox", parse_background_max),
 	FN("background_log_bytes", parse_background_log),
+	FN("max_follows_per_sandbox", parse_follows_per_sandbox),
+	FN("max_follows", parse_follows),
 	U32(default_cpus),
 	U32(default_memory_mb),
 	FN("per_image_caps", parse_caps),

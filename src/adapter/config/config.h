@@ -27,6 +27,7 @@
 #define SBX_BACKGROUND_MAX 1024u                     /* max_background_per_sandbox: 1..this */
 #define SBX_BACKGROUND_LOG_MIN 4096u                 /* background_log_bytes: this.. */
 #define SBX_BACKGROUND_LOG_MAX (64u * 1024u * 1024u) /* ..this */
+#define SBX_FOLLOWS_MAX 65536u                       /* max_follows, max_follows_per_sandbox: 1..this */
 
 /* warm_pool: how many parked VMs of an image wait for creates. */
 struct sbx_warm_pool_entry {
@@ -51,6 +52,8 @@ struct sbx_config {
 	uint64_t max_exec_timeout_ms;
 	uint32_t max_background_per_sandbox; /* running background processes (issue 26) */
 	uint32_t background_log_bytes;       /* each of a background process's stdout and stderr rings */
+	uint32_t max_follows_per_sandbox;    /* process::logs follows streaming at once, per sandbox */
+	uint32_t max_follows;                /* the same, all sandboxes together */
 	uint32_t default_cpus;
 	uint32_t default_memory_mb;
 	struct sbx_image_caps *per_image_caps;

@@ -145,7 +145,10 @@ json_t *sbx_config_to_json(const struct sbx_config *cfg, sbx_error_t *err)
 		"metrics_listen", cfg->metrics_listen.text);
 	if (rest != NULL && (json_object_set_new(rest, "max_background_per_sandbox",
 						 json_integer(cfg->max_background_per_sandbox)) < 0 ||
-			     json_object_set_new(rest, "background_log_bytes", json_integer(cfg->background_log_bytes)) < 0)) {
+			     json_object_set_new(rest, "background_log_bytes", json_integer(cfg->background_log_bytes)) < 0 ||
+			     json_object_set_new(rest, "max_follows_per_sandbox",
+						 json_integer(cfg->max_follows_per_sandbox)) < 0 ||
+			     json_object_set_new(rest, "max_follows", json_integer(cfg->max_follows)) < 0)) {
 		json_decref(rest);
 		rest = NULL;
 	}

@@ -23,12 +23,11 @@ static int check_sandbox(struct sbx_adapter *a, const char *id, char uuid[SBX_UU
 }
 
 /* The fields every call but list has, then the process they name (a new
- * reference). */
+ * reference) in the sandbox `uuid`. */
 static struct bg_proc *lookup(struct sbx_adapter *a, json_t *req, int (*more)(json_t *req, void *ud, sbx_error_t *err),
-			      void *ud, sbx_error_t *err)
+			      void *ud, char uuid[SBX_UUID_STRLEN + 1], sbx_error_t *err)
 {
 	const char *id, *pid;
-	char uuid[SBX_UUID_STRLEN + 1];
 	if (req_object(req, err) < 0 || req_string(req, "sandbox_id", true, &id, err) < 0 ||
 	    req_string(req, "process_id", true, &pid, err) < 0 || more(req, ud, err) < 0)
 		return NULL;
@@ -88,14 +87,15 @@ int sbx_op_process_logs(struct sbx_adapter *a, json_t *req, json_t **out)
 {
 	sbx_error_t err = NULL;
 	struct logs_args l = { 0 };
-	struct bg_proc *p = lookup(a, req, decode_logs, &l, &err);
+	char uuid[SBX_UUID_STRLEN + 1];
+	struct bg_proc *p = lookup(a, req, decode_logs, &l, uuid, &err);
 	if (p == NULL)
 		return sbx_op_fail(&err, out);
 	struct bg_slice s;
 	int rc = bg_proc_slice(p, l.fd, l.offset, PROC_LOGS_MAX_REPLY, &s, &err);
 	if (rc == 0)
 		*out = logs_reply(&s, &err);
-	if (rc == 0 && *out != NULL && l.follow != NULL && process_follow_start(a, p, l.fd, s.next, l.follow, &err) < 0) {
+	if (rc == 0 && *out != NULL && l.follow != NULL && process_follow_start(a, uuid, p, l.fd, s.next, l.follow, &err) < 0) {
 		json_decref(*out);
 		*out = NULL;
 	}
@@ -113,7 +113,8 @@ int sbx_op_process_wait(struct sbx_adapter *a, json_t *req, json_t **out)
 {
 	sbx_error_t err = NULL;
 	uint64_t timeout_ms = 0;
-	struct bg_proc *p = lookup(a, req, decode_wait, &timeout_ms, &err);
+	char uuid[SBX_UUID_STRLEN + 1];
+	struct bg_proc *p = lookup(a, req, decode_wait, &timeout_ms, uuid, &err);
 	if (p == NULL)
 		return sbx_op_fail(&err, out);
 	bg_proc_wait(p, sbx_now_ms() + (int64_t)exec_effective_timeout_ms(timeout_ms, a->cfg->max_exec_timeout_ms));
@@ -145,7 +146,8 @@ int sbx_op_process_signal(struct sbx_adapter *a, json_t *req, json_t **out)
 	sbx_error_t err = NULL;
 	int sig = 0;
 	bool sent = false;
-	struct bg_proc *p = lookup(a, req, decode_signal, &sig, &err);
+	char uuid[SBX_UUID_STRLEN + 1];
+	struct bg_proc *p = lookup(a, req, decode_signal, &sig, uuid, &err);
 	if (p == NULL)
 		return sbx_op_fail(&err, out);
 	int rc = bg_proc_signal(p, sig, &sent, &err);

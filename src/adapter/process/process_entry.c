@@ -5,8 +5,10 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "common/clock.h"
+#include "common/log.h"
 
 static int64_t wall_ms(void)
 {
@@ -15,13 +17,21 @@ static int64_t wall_ms(void)
 	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
-struct bg_proc *bg_proc_new(json_t *argv, size_t log_bytes, sbx_error_t *err)
+struct bg_proc *bg_proc_new(json_t *argv, size_t log_bytes, struct sbx_mem_budget *mem, sbx_error_t *err)
 {
+	uint64_t charge = 2 * (uint64_t)log_bytes;
+	if (mem != NULL && sbx_mem_budget_take_logs(mem, charge, err) < 0)
+		return NULL;
 	struct bg_proc *p = calloc(1, sizeof(*p));
 	if (p == NULL || sbx_uuid_v4(p->id) < 0) {
 		free(p);
+		if (mem != NULL)
+			sbx_mem_budget_give_logs(mem, charge);
 		return sbx_error_errno(err, ENOMEM, "background process"), NULL;
 	}
+	p->wake_fd = -1;
+	p->mem = mem;
+	p->charged = mem != NULL ? charge : 0;
 	p->argv = json_incref(argv);
 	p->started_ms = wall_ms();
 	p->running = true;
@@ -49,14 +59,33 @@ void bg_proc_unref(struct bg_proc *p)
 	pthread_cond_destroy(&p->changed);
 	pthread_mutex_destroy(&p->lock);
 	pthread_mutex_destroy(&p->handle_lock);
+	if (p->mem != NULL)
+		sbx_mem_budget_give_logs(p->mem, p->charged);
 	free(p);
+}
+
+/* Under p->lock: tells the waiters and the follow loop. */
+static void changed_locked(struct bg_proc *p)
+{
+	pthread_cond_broadcast(&p->changed);
+	uint64_t one = 1;
+	/* Fails only while the counter is full: the loop is awake already. */
+	if (p->wake_fd >= 0 && write(p->wake_fd, &one, sizeof(one)) < 0 && errno != EAGAIN)
+		sbx_debug("background process %s: waking the follow loop: %s", p->id, strerror(errno));
+}
+
+void bg_proc_watch(struct bg_proc *p, int wake_fd)
+{
+	pthread_mutex_lock(&p->lock);
+	p->wake_fd = wake_fd;
+	pthread_mutex_unlock(&p->lock);
 }
 
 void bg_proc_output(struct bg_proc *p, int fd, const void *data, size_t len)
 {
 	pthread_mutex_lock(&p->lock);
 	proc_ring_append(fd == 2 ? &p->err : &p->out, data, len);
-	pthread_cond_broadcast(&p->changed);
+	changed_locked(p);
 	pthread_mutex_unlock(&p->lock);
 }
 
@@ -69,7 +98,7 @@ void bg_proc_exited(struct bg_proc *p, int code)
 		p->exit_code = code;
 		p->ended_ms = wall_ms();
 	}
-	pthread_cond_broadcast(&p->changed);
+	changed_locked(p);
 	pthread_mutex_unlock(&p->lock);
 }
 

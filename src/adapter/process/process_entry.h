@@ -12,6 +12,7 @@
 #include <stdint.h>
 
 #include "adapter/backend.h"
+#include "adapter/mem_budget.h"
 #include "adapter/process/process_ring.h"
 #include "common/error.h"
 #include "common/uuid.h"
@@ -40,16 +41,26 @@ struct bg_proc {
 	pthread_t pump;
 	bool has_pump;
 	unsigned refs;
+	int wake_fd;                /* under lock: the follow loop's eventfd once followed, else -1 */
+	struct sbx_mem_budget *mem; /* what its rings are charged to (NULL: nothing) */
+	uint64_t charged;           /* bytes, given back with the last reference */
 };
 
-/* A running process with one reference (the caller's). */
-struct bg_proc *bg_proc_new(json_t *argv, size_t log_bytes, sbx_error_t *err);
+/* A running process with one reference (the caller's), its two rings of
+ * log_bytes each charged to `mem` (NULL: to nothing) until the last
+ * reference goes: S400 when the budget has no room for them. */
+struct bg_proc *bg_proc_new(json_t *argv, size_t log_bytes, struct sbx_mem_budget *mem, sbx_error_t *err);
 void bg_proc_ref(struct bg_proc *p);
 void bg_proc_unref(struct bg_proc *p);
 
-/* The pump's side: output of fd 1 or 2, then the end (code < 0: unknown). */
+/* The pump's side: output of fd 1 or 2, then the end (code < 0: unknown);
+ * each wakes the follow loop once one follows it (bg_proc_watch). */
 void bg_proc_output(struct bg_proc *p, int fd, const void *data, size_t len);
 void bg_proc_exited(struct bg_proc *p, int code);
+
+/* Has output and the exit wake `wake_fd` (an eventfd that outlives p's
+ * pump). */
+void bg_proc_watch(struct bg_proc *p, int wake_fd);
 
 /* process::signal: false when the process had exited already. */
 int bg_proc_signal(struct bg_proc *p, int sig, bool *sent, sbx_error_t *err);

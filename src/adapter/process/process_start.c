@@ -49,7 +49,7 @@ static int start(struct sbx_adapter *a, struct sbx_sandbox *sb, const struct san
 	cleanup_free char **env = argv != NULL ? req_strv_view(x->env, "env", err) : NULL;
 	if (env == NULL)
 		return -1;
-	struct bg_proc *p = bg_proc_new(x->argv, a->cfg->background_log_bytes, err);
+	struct bg_proc *p = bg_proc_new(x->argv, a->cfg->background_log_bytes, &a->mem, err);
 	if (p == NULL)
 		return -1;
 	struct sbx_proc_request req = { .argv = argv, .env = env, .cwd = cwd, .with_stdin = in != NULL };

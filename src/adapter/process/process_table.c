@@ -17,8 +17,6 @@ struct bg_sandbox {
 
 struct process_table {
 	pthread_mutex_t lock;
-	pthread_cond_t followers_done;
-	unsigned followers;
 	struct bg_sandbox **items;
 	size_t n, cap;
 };
@@ -29,7 +27,6 @@ struct process_table *process_table_new(sbx_error_t *err)
 	if (t == NULL)
 		return sbx_error_errno(err, ENOMEM, "process table"), NULL;
 	pthread_mutex_init(&t->lock, NULL);
-	pthread_cond_init(&t->followers_done, NULL);
 	return t;
 }
 
@@ -54,14 +51,9 @@ void process_table_free(struct process_table *t)
 {
 	if (t == NULL)
 		return;
-	pthread_mutex_lock(&t->lock);
-	while (t->followers > 0)
-		pthread_cond_wait(&t->followers_done, &t->lock);
-	pthread_mutex_unlock(&t->lock);
 	for (size_t i = 0; i < t->n; i++)
 		sandbox_free(t->items[i]);
 	free(t->items);
-	pthread_cond_destroy(&t->followers_done);
 	pthread_mutex_destroy(&t->lock);
 	free(t);
 }
@@ -129,21 +121,6 @@ static uint32_t running_locked(const struct bg_sandbox *s)
 	return n;
 }
 
-int process_table_reserve(struct process_table *t, const char *sandbox_id, uint32_t cap, sbx_error_t *err)
-{
-	pthread_mutex_lock(&t->lock);
-	struct bg_sandbox *s = get_locked(t, sandbox_id, err);
-	int rc = s != NULL ? 0 : -1;
-	if (s != NULL && running_locked(s) >= cap)
-		rc = sbx_error_scode(err, SBX_S_EXEC_CAP,
-				     "sandbox %s is at its background process cap (max_background_per_sandbox: %u "
-				     "running)",
-				     sandbox_id, cap);
-	else if (s != NULL)
-		s->reserved++;
-	pthread_mutex_unlock(&t->lock);
-	return rc;
-}
 
 void process_table_unreserve(struct process_table *t, const char *sandbox_id)
 {
@@ -177,6 +154,36 @@ static struct bg_proc *evict_locked(struct bg_sandbox *s, uint32_t cap)
 	return p;
 }
 
+/* Ends the table's hold on what evict_locked took out. */
+static void retire_all(struct bg_proc **gone, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		retire(gone[i]);
+}
+
+int process_table_reserve(struct process_table *t, const char *sandbox_id, uint32_t cap, sbx_error_t *err)
+{
+	struct bg_proc *gone[4];
+	size_t n_gone = 0;
+	pthread_mutex_lock(&t->lock);
+	struct bg_sandbox *s = get_locked(t, sandbox_id, err);
+	int rc = s != NULL ? 0 : -1;
+	if (s != NULL && running_locked(s) >= cap)
+		rc = sbx_error_scode(err, SBX_S_EXEC_CAP,
+				     "sandbox %s is at its background process cap (max_background_per_sandbox: %u "
+				     "running)",
+				     sandbox_id, cap);
+	else if (s != NULL)
+		s->reserved++;
+	/* The oldest exited one makes room now, before the new one's logs
+	 * are charged to the memory budget. */
+	while (rc == 0 && n_gone < 4 && (gone[n_gone] = evict_locked(s, cap)) != NULL)
+		n_gone++;
+	pthread_mutex_unlock(&t->lock);
+	retire_all(gone, n_gone);
+	return rc;
+}
+
 void process_table_add(struct process_table *t, const char *sandbox_id, struct bg_proc *p, uint32_t cap)
 {
 	struct bg_proc *gone[4];
@@ -202,8 +209,7 @@ void process_table_add(struct process_table *t, const char *sandbox_id, struct b
 		added = true;
 	}
 	pthread_mutex_unlock(&t->lock);
-	for (size_t i = 0; i < n_gone; i++)
-		retire(gone[i]);
+	retire_all(gone, n_gone);
 	/* Without room in the table (no memory): the pump still runs and
 	 * ends it with the sandbox, but nothing lists it. */
 	if (!added && p->has_pump)
@@ -254,19 +260,4 @@ void process_table_drop(struct process_table *t, const char *sandbox_id)
 	pthread_mutex_unlock(&t->lock);
 	if (s != NULL)
 		sandbox_free(s);
-}
-
-void process_table_follower_begin(struct process_table *t)
-{
-	pthread_mutex_lock(&t->lock);
-	t->followers++;
-	pthread_mutex_unlock(&t->lock);
-}
-
-void process_table_follower_end(struct process_table *t)
-{
-	pthread_mutex_lock(&t->lock);
-	if (--t->followers == 0)
-		pthread_cond_broadcast(&t->followers_done);
-	pthread_mutex_unlock(&t->lock);
 }

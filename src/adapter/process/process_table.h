@@ -16,8 +16,7 @@
 struct process_table;
 
 struct process_table *process_table_new(sbx_error_t *err);
-/* Joins the pumps left (none once every sandbox was torn down) and waits
- * for the followers still streaming. */
+/* Joins the pumps left (none once every sandbox was torn down). */
 void process_table_free(struct process_table *t);
 
 /* create's keep_alive_while_running for a new sandbox. */
@@ -25,8 +24,10 @@ int process_table_keep_alive(struct process_table *t, const char *sandbox_id, sb
 bool process_table_kept_alive(struct process_table *t, const char *sandbox_id);
 
 /* Admits one more running process to `sandbox_id`: S003 naming
- * max_background_per_sandbox when `cap` run or are starting.  Pair with
- * process_table_add (it took) or process_table_unreserve. */
+ * max_background_per_sandbox when `cap` run or are starting.  Admitted
+ * while `cap` exited ones are kept, it drops the oldest of them (and the
+ * memory its logs held) first.  Pair with process_table_add (it took) or
+ * process_table_unreserve. */
 int process_table_reserve(struct process_table *t, const char *sandbox_id, uint32_t cap, sbx_error_t *err);
 void process_table_unreserve(struct process_table *t, const char *sandbox_id);
 /* Turns a reservation into `p` (the table takes a reference).  Exited
@@ -42,9 +43,5 @@ json_t *process_table_rows(struct process_table *t, const char *sandbox_id);
 
 /* Forgets a stopped sandbox: joins its pumps, drops its processes. */
 void process_table_drop(struct process_table *t, const char *sandbox_id);
-
-/* The follow threads (process_follow.c), counted so free waits for them. */
-void process_table_follower_begin(struct process_table *t);
-void process_table_follower_end(struct process_table *t);
 
 #endif

@@ -69,6 +69,37 @@ static void writer_abort(void *w)
 	channel_writer_abort(w);
 }
 
+static int writer_fd(void *w)
+{
+	return channel_writer_fd(w);
+}
+
+static int writer_queue(void *w, const void *data, size_t len, const char *fail_text, sbx_error_t *err)
+{
+	int rc = data != NULL ? channel_writer_queue(w, data, len, err) : channel_writer_queue_end(w, fail_text, err);
+	if (rc < 0)
+		sbx_error_default_scode(err, SBX_S_FS_CHANNEL);
+	return rc;
+}
+
+static int writer_flush(void *w, short *events, sbx_error_t *err)
+{
+	int rc = channel_writer_flush(w, events, err);
+	if (rc < 0)
+		sbx_error_default_scode(err, SBX_S_FS_CHANNEL);
+	return rc;
+}
+
+static bool writer_gone(void *w)
+{
+	return channel_writer_gone(w);
+}
+
+static void writer_free(void *w)
+{
+	channel_writer_free(w);
+}
+
 static void *reader_open(void *ctx, json_t *ref_json, int idle_ms, sbx_error_t *err)
 {
 	struct channel_ref ref;
@@ -120,6 +151,11 @@ const struct sbx_stream_ops stream_engine_ops = {
 	.writer_send = writer_send,
 	.writer_close = writer_close,
 	.writer_abort = writer_abort,
+	.writer_fd = writer_fd,
+	.writer_queue = writer_queue,
+	.writer_flush = writer_flush,
+	.writer_gone = writer_gone,
+	.writer_free = writer_free,
 	.reader_open = reader_open,
 	.reader_next = reader_next,
 	.reader_abort = reader_abort,

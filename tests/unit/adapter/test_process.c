@@ -3,16 +3,20 @@
  * the ring's offsets, the cap, list/logs/wait/signal, follow over a fake
  * byte-channel port, keep_alive_while_running and stop ending them all. */
 #include <errno.h>
+#include <inttypes.h>
 #include <pthread.h>
 #include <regex.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <dirent.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 #include "adapter/adapter.h"
 #include "adapter/process/process_entry.h"
+#include "adapter/process/process_follow.h"
 #include "adapter/process/process_ring.h"
 #include "adapter/reaper.h"
 #include "common/clock.h"
@@ -37,7 +41,8 @@ struct fproc {
 };
 
 static pthread_mutex_t fk_lock = PTHREAD_MUTEX_INITIALIZER;
-static struct fproc *fk_procs[64];
+#define FK_MAX 1024
+static struct fproc *fk_procs[FK_MAX];
 static int fk_n, fk_live, fk_starts;
 
 static void *fk_boot(void *ctx, const struct sbx_boot_request *req, sbx_error_t *err)
@@ -69,7 +74,7 @@ static void *fk_start(void *vm, const struct sbx_proc_request *req, uint32_t *pi
 	pthread_mutex_lock(&fk_lock);
 	*pid = 100 + (uint32_t)fk_starts++;
 	fk_live++;
-	if (fk_n < 64)
+	if (fk_n < FK_MAX)
 		fk_procs[fk_n++] = p;
 	pthread_mutex_unlock(&fk_lock);
 	return p;
@@ -206,60 +211,132 @@ static int fk_live_now(void)
 	return n;
 }
 
-/* ---- a fake byte-channel port: one writer, its frames concatenated ------ */
+/* ---- a fake byte-channel port: writers on socketpairs ------------------- */
 
-static struct {
+/* One writer: its frames concatenated and its end.  Its descriptor is one
+ * end of a socketpair; the test closes the other to play a reader that
+ * leaves, and the fake writes a byte there to answer a Close. */
+struct fwriter {
 	pthread_mutex_t lock;
 	char data[4096];
 	size_t len;
 	int frames;
-	bool open, closed;
+	bool closed, freed;
 	char fail[256];
-} W = { .lock = PTHREAD_MUTEX_INITIALIZER };
+	int sock[2];
+};
+
+#define FW_MAX 1100
+static pthread_mutex_t fw_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct fwriter *fw_all[FW_MAX];
+static int fw_n;
 
 static void *fw_open(void *ctx, json_t *ref, sbx_error_t *err)
 {
 	const char *dir = json_string_value(json_object_get(ref, "direction"));
 	if (dir == NULL || strcmp(dir, "write") != 0)
 		return sbx_error_scode(err, "S001", "follow: not a writer ref"), NULL;
-	pthread_mutex_lock(&W.lock);
-	W.len = 0;
-	W.frames = 0;
-	W.open = true;
-	W.closed = false;
-	W.fail[0] = '\0';
-	pthread_mutex_unlock(&W.lock);
-	return &W;
+	struct fwriter *w = calloc(1, sizeof(*w));
+	if (w == NULL || socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, w->sock) < 0) {
+		free(w);
+		return sbx_error_errno(err, errno, "fake writer"), NULL;
+	}
+	pthread_mutex_init(&w->lock, NULL);
+	pthread_mutex_lock(&fw_lock);
+	if (fw_n < FW_MAX)
+		fw_all[fw_n++] = w;
+	pthread_mutex_unlock(&fw_lock);
+	return w;
 }
 
-static int fw_send(void *w, const void *data, size_t len, sbx_error_t *err)
+static int fw_fd(void *w)
 {
-	pthread_mutex_lock(&W.lock);
-	size_t n = len < sizeof(W.data) - W.len ? len : sizeof(W.data) - W.len;
-	memcpy(W.data + W.len, data, n);
-	W.len += n;
-	W.frames++;
-	pthread_mutex_unlock(&W.lock);
+	return ((struct fwriter *)w)->sock[0];
+}
+
+static int fw_queue(void *wp, const void *data, size_t len, const char *fail_text, sbx_error_t *err)
+{
+	struct fwriter *w = wp;
+	pthread_mutex_lock(&w->lock);
+	if (data != NULL) {
+		size_t n = len < sizeof(w->data) - w->len ? len : sizeof(w->data) - w->len;
+		memcpy(w->data + w->len, data, n);
+		w->len += n;
+		w->frames++;
+	} else {
+		w->closed = true;
+		snprintf(w->fail, sizeof(w->fail), "%s", fail_text != NULL ? fail_text : "");
+		/* the engine's answer to the Close */
+		if (write(w->sock[1], "c", 1) != 1)
+			fprintf(stderr, "# fake writer: %s\n", strerror(errno));
+	}
+	pthread_mutex_unlock(&w->lock);
 	return 0;
 }
 
-static void fw_close(void *w, const char *fail_text)
+static int fw_flush(void *w, short *events, sbx_error_t *err)
 {
-	pthread_mutex_lock(&W.lock);
-	W.closed = true;
-	snprintf(W.fail, sizeof(W.fail), "%s", fail_text != NULL ? fail_text : "");
-	pthread_mutex_unlock(&W.lock);
+	*events = 0;
+	return 1;
 }
 
-static const struct sbx_stream_ops fw_ops = { .writer_open = fw_open, .writer_send = fw_send,
-					      .writer_close = fw_close };
-
-static bool writer_closed(void)
+static bool fw_gone(void *wp)
 {
-	pthread_mutex_lock(&W.lock);
-	bool c = W.closed;
-	pthread_mutex_unlock(&W.lock);
-	return c;
+	struct fwriter *w = wp;
+	char c;
+	ssize_t n = recv(w->sock[0], &c, 1, MSG_DONTWAIT | MSG_PEEK);
+	pthread_mutex_lock(&w->lock);
+	bool closed = w->closed;
+	pthread_mutex_unlock(&w->lock);
+	return n == 0 || (n < 0 && errno != EAGAIN) || (n == 1 && closed);
+}
+
+static void fw_free(void *wp)
+{
+	struct fwriter *w = wp;
+	pthread_mutex_lock(&w->lock);
+	w->freed = true;
+	close(w->sock[0]);
+	pthread_mutex_unlock(&w->lock);
+}
+
+static const struct sbx_stream_ops fw_ops = { .writer_open = fw_open, .writer_fd = fw_fd, .writer_queue = fw_queue,
+					      .writer_flush = fw_flush, .writer_gone = fw_gone, .writer_free = fw_free };
+
+static struct fwriter *fw_last(void)
+{
+	pthread_mutex_lock(&fw_lock);
+	struct fwriter *w = fw_n > 0 ? fw_all[fw_n - 1] : NULL;
+	pthread_mutex_unlock(&fw_lock);
+	return w;
+}
+
+static bool fw_is(struct fwriter *w, bool *flag)
+{
+	pthread_mutex_lock(&w->lock);
+	bool v = *flag;
+	pthread_mutex_unlock(&w->lock);
+	return v;
+}
+
+/* Waits up to 3 s for *flag of w. */
+static bool fw_wait(struct fwriter *w, bool *flag)
+{
+	for (int i = 0; i < 300 && !fw_is(w, flag); i++)
+		usleep(10000);
+	return fw_is(w, flag);
+}
+
+static void fw_reset(void)
+{
+	pthread_mutex_lock(&fw_lock);
+	for (int i = 0; i < fw_n; i++) {
+		close(fw_all[i]->sock[1]);
+		pthread_mutex_destroy(&fw_all[i]->lock);
+		free(fw_all[i]);
+	}
+	fw_n = 0;
+	pthread_mutex_unlock(&fw_lock);
 }
 
 /* ---- calls ---------------------------------------------------------------- */
@@ -319,18 +396,23 @@ static json_t *row_of(struct sbx_adapter *a, const char *id, const char *pid)
 	return row;
 }
 
-/* Waits up to 2 s for the pump to have taken n bytes of stdout. */
-static bool wait_bytes(struct sbx_adapter *a, const char *id, const char *pid, long long n)
+/* Waits up to 2 s for the pump to have taken n bytes of `stream`. */
+static bool wait_stream_bytes(struct sbx_adapter *a, const char *id, const char *pid, const char *stream, long long n)
 {
 	for (int i = 0; i < 200; i++) {
 		json_t *row = row_of(a, id, pid);
-		bool done = num(json_object_get(row, "bytes"), "stdout") >= n;
+		bool done = num(json_object_get(row, "bytes"), stream) >= n;
 		json_decref(row);
 		if (done)
 			return true;
 		usleep(10000);
 	}
 	return false;
+}
+
+static bool wait_bytes(struct sbx_adapter *a, const char *id, const char *pid, long long n)
+{
+	return wait_stream_bytes(a, id, pid, "stdout", n);
 }
 
 /* ---- the ring ------------------------------------------------------------- */
@@ -384,7 +466,7 @@ TEST(slice_keeps_characters_whole)
 {
 	sbx_error_t err = NULL;
 	json_t *argv = json_pack("[s]", "x");
-	struct bg_proc *p = bg_proc_new(argv, 8, &err);
+	struct bg_proc *p = bg_proc_new(argv, 8, NULL, &err);
 	json_decref(argv);
 	CHECK(p != NULL);
 	/* "a€" is 61 e2 82 ac; the last byte not written yet */
@@ -517,6 +599,7 @@ TEST(logs_wait_signal_and_list_follow_one_process)
 	emit(f, 1, "hello world\n", 12);
 	emit(f, 2, "warn\n", 5);
 	CHECK(wait_bytes(a, id, pid, 12));
+	CHECK(wait_stream_bytes(a, id, pid, "stderr", 5));
 	json_t *r = adapter_callf(a, "process::logs", "{\"sandbox_id\":\"%s\",\"process_id\":\"%s\"}", id, pid);
 	CHECK_STR(jstr(r, "data"), "hello world\n");
 	CHECK_INT(num(r, "next_offset"), 12);
@@ -695,18 +778,18 @@ TEST(follow_streams_the_bytes_after_next_offset_until_the_exit)
 	CHECK_STR(jstr(r, "data"), "rst\n");
 	CHECK_INT(num(r, "next_offset"), 6);
 	json_decref(r);
+	struct fwriter *w = fw_last();
 	emit(f, 1, "second\n", 7);
 	emit(f, 2, "not this stream\n", 16);
 	emit(f, 1, "third\n", 6);
 	usleep(50000);
-	CHECK(!writer_closed());
+	CHECK(!fw_is(w, &w->closed));
 	finish(f, 0);
-	for (int i = 0; i < 300 && !writer_closed(); i++)
-		usleep(10000);
-	CHECK(writer_closed());
-	CHECK_INT(W.len, 13);
-	CHECK(memcmp(W.data, "second\nthird\n", 13) == 0);
-	CHECK_STR(W.fail, "");
+	CHECK(fw_wait(w, &w->closed));
+	CHECK(fw_wait(w, &w->freed));
+	CHECK_INT(w->len, 13);
+	CHECK(memcmp(w->data, "second\nthird\n", 13) == 0);
+	CHECK_STR(w->fail, "");
 	/* a reader ref is refused by the port: its S-code, no thread */
 	r = adapter_callf(a, "process::logs", "{\"sandbox_id\":\"%s\",\"process_id\":\"%s\",\"follow\":{"
 		  "\"channel_id\":\"c\",\"access_key\":\"k\",\"direction\":\"read\"}}", id, pid);
@@ -714,6 +797,7 @@ TEST(follow_streams_the_bytes_after_next_offset_until_the_exit)
 	json_decref(r);
 	free(pid), free(id);
 	sbx_adapter_free(a);
+	fw_reset();
 }
 
 TEST(keep_alive_while_running_holds_off_the_idle_reaper)
@@ -741,4 +825,205 @@ TEST(keep_alive_while_running_holds_off_the_idle_reaper)
 	CHECK_INT(reaper_scan(a, false), 1);
 	free(p1), free(p2), free(kept), free(plain);
 	sbx_adapter_free(a);
+}
+
+/* ---- the memory budget ---------------------------------------------------- */
+
+/* The logs' bytes charged to the budget and the processes holding them. */
+static uint64_t logs_charged(struct sbx_adapter *a, unsigned *n)
+{
+	pthread_mutex_lock(&a->mem.lock);
+	uint64_t b = a->mem.logs_bytes;
+	*n = a->mem.logs;
+	pthread_mutex_unlock(&a->mem.lock);
+	return b;
+}
+
+/* Starts a process in `id` and fills both its 4 KiB rings; -1 with *refused
+ * the answer when it was refused. */
+static int start_full(struct sbx_adapter *a, const char *id, json_t **refused)
+{
+	json_t *r = adapter_callf(a, "exec", "{\"sandbox_id\":\"%s\",\"background\":true,\"cmd\":\"yes\"}", id);
+	if (jstr(r, "process_id") == NULL) {
+		*refused = r;
+		return -1;
+	}
+	json_decref(r);
+	char fill[4096];
+	memset(fill, 'y', sizeof(fill));
+	struct fproc *f = fk_last();
+	emit(f, 1, fill, sizeof(fill));
+	emit(f, 2, fill, sizeof(fill));
+	return 0;
+}
+
+TEST(full_rings_of_32_sandboxes_stay_within_the_memory_budget)
+{
+	/* what one sandbox's VM commits, from an adapter of its own */
+	struct sbx_adapter *a = make(CFG "}");
+	char *id = create(a, "");
+	uint64_t per = 0, limit = 0;
+	sbx_mem_budget_read(&a->mem, &per, &limit);
+	free(id);
+	sbx_adapter_free(a);
+	CHECK(per > 0);
+	/* room for 32 VMs and 3 MiB of logs: 384 processes' two 4 KiB rings */
+	char cfg[256];
+	snprintf(cfg, sizeof(cfg), CFG ",\"background_log_bytes\":4096,\"memory_budget_mb\":%" PRIu64 "}",
+		 32 * per + 3);
+	a = make(cfg);
+	char *ids[32];
+	for (int i = 0; i < 32; i++)
+		CHECK((ids[i] = create(a, "")) != NULL);
+	json_t *refused = NULL;
+	int started = 0, in = 0;
+	for (in = 0; in < 32 && refused == NULL; in++)
+		for (int j = 0; j < 16 && start_full(a, ids[in], &refused) == 0; j++)
+			started++;
+	in--;
+	CHECK_INT(started, 384);
+	CHECK_INT(in, 24);
+	CHECK_STR(jstr(refused, "code"), "S400");
+	CHECK(strstr(jstr(refused, "message"), "memory_budget_mb") != NULL);
+	CHECK(strstr(jstr(refused, "message"), "background_log_bytes") != NULL);
+	json_decref(refused);
+	unsigned n = 0;
+	CHECK_INT(logs_charged(a, &n), 384 * 8192);
+	CHECK_INT(n, 384);
+	uint64_t committed = 0;
+	sbx_mem_budget_read(&a->mem, &committed, &limit);
+	CHECK_INT(committed, limit);
+	/* the rings are full: each took 4096 bytes of each stream */
+	json_t *r = adapter_callf(a, "process::list", "{\"sandbox_id\":\"%s\"}", ids[23]);
+	const char *last = jstr(json_array_get(json_object_get(r, "processes"), 15), "process_id");
+	CHECK(last != NULL && wait_bytes(a, ids[23], last, 4096));
+	json_decref(r);
+	/* 16 exited ones are kept: a new one drops the oldest, and its logs */
+	for (int k = 16; k < 32; k++)
+		finish(fk_procs[k], 0);
+	for (int k = 0; k < 300; k++) {
+		json_t *l = adapter_callf(a, "process::list", "{\"sandbox_id\":\"%s\"}", ids[1]);
+		bool all = true;
+		json_t *rows = json_object_get(l, "processes");
+		for (size_t i = 0; i < json_array_size(rows); i++)
+			all = all && strcmp(jstr(json_array_get(rows, i), "state"), "exited") == 0;
+		json_decref(l);
+		if (all)
+			break;
+		usleep(10000);
+	}
+	CHECK_INT(start_full(a, ids[1], &refused), 0);
+	/* with 15 exited ones kept, the next needs room of its own */
+	CHECK_INT(start_full(a, ids[1], &refused), -1);
+	CHECK_STR(jstr(refused, "code"), "S400");
+	json_decref(refused);
+	CHECK_INT(logs_charged(a, &n), 384 * 8192);
+	/* a stopped sandbox gives its logs back: the refused one starts 16 */
+	r = adapter_callf(a, "stop", "{\"sandbox_id\":\"%s\"}", ids[0]);
+	json_decref(r);
+	CHECK_INT(logs_charged(a, &n), 368 * 8192);
+	for (int j = 0; j < 16; j++)
+		CHECK_INT(start_full(a, ids[in], &refused), 0);
+	CHECK_INT(start_full(a, ids[in], &refused), -1);
+	json_decref(refused);
+	for (int i = 0; i < 32; i++) {
+		json_decref(adapter_callf(a, "stop", "{\"sandbox_id\":\"%s\"}", ids[i]));
+		free(ids[i]);
+	}
+	CHECK_INT(logs_charged(a, &n), 0);
+	CHECK_INT(n, 0);
+	sbx_adapter_free(a);
+}
+
+/* ---- follows: caps, one thread, a reader that leaves --------------------- */
+
+static int threads_now(void)
+{
+	DIR *d = opendir("/proc/self/task");
+	int n = 0;
+	for (struct dirent *e; d != NULL && (e = readdir(d)) != NULL;)
+		n += e->d_name[0] != '.';
+	if (d != NULL)
+		closedir(d);
+	return n;
+}
+
+static json_t *follow(struct sbx_adapter *a, const char *id, const char *pid)
+{
+	return adapter_callf(a, "process::logs", "{\"sandbox_id\":\"%s\",\"process_id\":\"%s\",\"follow\":{"
+			     "\"channel_id\":\"c\",\"access_key\":\"k\",\"direction\":\"write\"}}", id, pid);
+}
+
+TEST(a_thousand_follows_meet_the_caps_and_one_thread_serves_them)
+{
+	struct sbx_adapter *a = make(CFG ",\"max_follows_per_sandbox\":8,\"max_follows\":20}");
+	a->streams = (struct sbx_stream_host){ &fw_ops, NULL };
+	char *ids[3], *pids[3];
+	for (int i = 0; i < 3; i++) {
+		ids[i] = create(a, "");
+		pids[i] = start_bg(a, ids[i], "\"cmd\":\"tail\"");
+		CHECK(pids[i] != NULL);
+	}
+	int before = threads_now();
+	int ok = 0, capped = 0;
+	for (int i = 0; i < 1000; i++) {
+		json_t *r = follow(a, ids[0], pids[0]);
+		if (jstr(r, "data") != NULL)
+			ok++;
+		else if (strcmp(jstr(r, "code"), "S003") == 0 &&
+			 strstr(jstr(r, "message"), "max_follows_per_sandbox: 8") != NULL)
+			capped++;
+		json_decref(r);
+	}
+	CHECK_INT(ok, 8);
+	CHECK_INT(capped, 992);
+	CHECK_INT(fw_n, 8); /* a refused follow opens no channel */
+	CHECK_INT(follows_count(a->follows, ids[0]), 8);
+	/* one thread serves them all */
+	CHECK(threads_now() <= before + 1);
+	/* the daemon's cap: 8 + 8 + 4 of 20 */
+	for (int i = 0; i < 8; i++)
+		json_decref(follow(a, ids[1], pids[1]));
+	for (int i = 0; i < 4; i++) {
+		json_t *r = follow(a, ids[2], pids[2]);
+		CHECK(jstr(r, "data") != NULL);
+		json_decref(r);
+	}
+	json_t *r = follow(a, ids[2], pids[2]);
+	CHECK_STR(jstr(r, "code"), "S003");
+	CHECK(strstr(jstr(r, "message"), "max_follows: 20") != NULL);
+	json_decref(r);
+	CHECK_INT(follows_count(a->follows, NULL), 20);
+	/* a reader leaves: its follow ends (the writer freed, no Close) and
+	 * makes room for another */
+	struct fwriter *w = fw_all[3];
+	close(w->sock[1]);
+	w->sock[1] = -1;
+	CHECK(fw_wait(w, &w->freed));
+	CHECK(!fw_is(w, &w->closed));
+	for (int i = 0; i < 300 && follows_count(a->follows, ids[0]) > 7; i++)
+		usleep(10000);
+	CHECK_INT(follows_count(a->follows, ids[0]), 7);
+	r = follow(a, ids[0], pids[0]);
+	CHECK(jstr(r, "data") != NULL);
+	json_decref(r);
+	/* the rest end with their processes: all of what they wrote, a Close */
+	struct fproc *f[3];
+	for (int i = 0; i < 3; i++) {
+		f[i] = fk_procs[i];
+		emit(f[i], 1, "bye\n", 4);
+		finish(f[i], 0);
+	}
+	for (int i = 0; i < fw_n; i++) {
+		if (i == 3)
+			continue;
+		CHECK(fw_wait(fw_all[i], &fw_all[i]->freed));
+		CHECK(fw_is(fw_all[i], &fw_all[i]->closed));
+		CHECK_INT(fw_all[i]->len, 4);
+	}
+	CHECK_INT(follows_count(a->follows, NULL), 0);
+	for (int i = 0; i < 3; i++)
+		free(ids[i]), free(pids[i]);
+	sbx_adapter_free(a);
+	fw_reset();
 }

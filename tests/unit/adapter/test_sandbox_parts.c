@@ -322,6 +322,34 @@ TEST(memory_budget_arithmetic)
 	sbx_mem_budget_set_templates(&b, UINT64_MAX);
 	CHECK_INT(sbx_mem_budget_take(&b, 1, 1, &err), -1);
 	sbx_error_free(&err);
+	CHECK_INT(sbx_mem_budget_take_logs(&b, 1, &err), -1);
+	sbx_error_free(&err);
+	sbx_mem_budget_destroy(&b);
+
+	/* Background logs: bytes, rounded up to MiB together, beside the VMs. */
+	sbx_mem_budget_init(&b, 10);
+	CHECK_INT(sbx_mem_budget_take(&b, 8, 8, &err), 0);
+	CHECK_INT(sbx_mem_budget_take_logs(&b, 1048576, &err), 0);
+	CHECK_INT(sbx_mem_budget_take_logs(&b, 524288, &err), 0);
+	CHECK_INT(sbx_mem_budget_take_logs(&b, 524288, &err), 0);
+	uint64_t committed = 0, limit = 0;
+	sbx_mem_budget_read(&b, &committed, &limit);
+	CHECK_INT(committed, 10);
+	CHECK_INT(sbx_mem_budget_take_logs(&b, 1, &err), -1);
+	CHECK_STR(err->scode, "S400");
+	CHECK(strstr(sbx_error_msg(err), "2097152 bytes to the logs of 3 background processes") != NULL);
+	sbx_error_free(&err);
+	/* a VM does not fit beside them, and says what the logs hold */
+	sbx_mem_budget_give(&b, 8);
+	CHECK_INT(sbx_mem_budget_take(&b, 9, 8, &err), -1);
+	CHECK(strstr(sbx_error_msg(err), "2 MiB by background processes' logs") != NULL);
+	sbx_error_free(&err);
+	sbx_mem_budget_give_logs(&b, 524288);
+	sbx_mem_budget_read(&b, &committed, &limit);
+	CHECK_INT(committed, 2); /* 1.5 MiB rounds up */
+	CHECK_INT(b.logs, 2);
+	CHECK_INT(sbx_mem_budget_take_logs(&b, UINT64_MAX, &err), -1);
+	sbx_error_free(&err);
 	sbx_mem_budget_destroy(&b);
 }
 

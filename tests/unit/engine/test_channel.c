@@ -1,6 +1,7 @@
 /* Engine byte channels against an in-process WebSocket server that plays
  * the engine: engine::channels::create, the write end's framing and Close,
  * the read end's end-of-stream and abort rules, background tasks. */
+#include <poll.h>
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
@@ -187,6 +188,24 @@ static void *do_write(void *p)
 	return NULL;
 }
 
+/* Whether the next frames are the error frame `text` and a normal Close. */
+static bool got_end(struct test_server *ch, const char *text)
+{
+	enum ws_opcode op;
+	uint8_t *d = NULL;
+	size_t n = 0;
+	if (ts_recv_frame(ch, WAIT_MS, &op, &d, &n) != 1)
+		return false;
+	d[n] = '\0';
+	bool ok = op == WS_OP_TEXT && strcmp((char *)d, text) == 0;
+	free(d);
+	if (ts_recv_frame(ch, WAIT_MS, &op, &d, &n) != 1)
+		return false;
+	ok = ok && op == WS_OP_CLOSE && n == 2 && ((d[0] << 8) | d[1]) == 1000;
+	free(d);
+	return ok;
+}
+
 TEST(writer_frames_64k_then_close)
 {
 	struct test_server s, ch;
@@ -212,23 +231,143 @@ TEST(writer_frames_64k_then_close)
 		total += n;
 		free(d);
 	}
-	enum ws_opcode op;
-	uint8_t *d;
-	size_t n;
-	CHECK_INT(ts_recv_frame(&ch, WAIT_MS, &op, &d, &n), 1);
-	CHECK_INT(op, WS_OP_TEXT);
-	d[n] = '\0';
-	CHECK_STR((char *)d, "{\"error\":\"disk on fire\"}");
-	free(d);
-	CHECK_INT(ts_recv_frame(&ch, WAIT_MS, &op, &d, &n), 1);
-	CHECK_INT(op, WS_OP_CLOSE);
-	CHECK_INT(n, 2);
-	CHECK_INT((d[0] << 8) | d[1], 1000);
-	free(d);
+	CHECK(got_end(&ch, "{\"error\":\"disk on fire\"}"));
 	uint8_t normal[2] = { 0x03, 0xe8 };
 	ts_send_frame(&ch, WS_OP_CLOSE, normal, 2);
 	pthread_join(t, NULL);
 	CHECK_INT(j.rc, 0);
+	side_close(&ch);
+	engine_free(e);
+	ts_stop(&s);
+}
+
+struct open_job {
+	struct engine *e;
+	struct channel_writer *w;
+};
+
+static void *do_open(void *p)
+{
+	struct open_job *j = p;
+	sbx_error_t err = NULL;
+	struct channel_ref wref = { CH_ID, CH_KEY, "write" };
+	j->w = channel_writer_open(j->e, &wref, &err);
+	sbx_error_free(&err);
+	return NULL;
+}
+
+/* A writer whose upgrade `ch` accepted. */
+static struct channel_writer *open_side(struct engine *e, struct test_server *ch)
+{
+	struct open_job j = { .e = e };
+	pthread_t t;
+	pthread_create(&t, NULL, do_open, &j);
+	int rc = ts_accept(ch, WAIT_MS);
+	pthread_join(t, NULL);
+	if (rc == 0)
+		return j.w;
+	channel_writer_free(j.w);
+	return NULL;
+}
+
+TEST(writer_queues_and_flushes_without_blocking_then_ends)
+{
+	struct test_server s, ch;
+	CHECK_INT(ts_start(&s), 0);
+	struct engine *e = idle_engine(&s);
+	side_server(&ch, &s);
+	struct channel_writer *w = open_side(e, &ch);
+	CHECK(w != NULL);
+	CHECK(channel_writer_fd(w) >= 0);
+	sbx_error_t err = NULL;
+	static uint8_t buf[65536];
+	/* the engine reads nothing: the socket fills up and flush says so
+	 * instead of waiting */
+	int queued = 0, r = 1;
+	short ev = 0;
+	while (r == 1 && queued < 4096) {
+		memset(buf, queued & 0xff, sizeof(buf));
+		CHECK_INT(channel_writer_queue(w, buf, sizeof(buf), &err), 0);
+		queued++;
+		r = channel_writer_flush(w, &ev, &err);
+	}
+	CHECK_INT(r, 0);
+	CHECK((ev & POLLOUT) != 0);
+	CHECK(queued < 4096);
+	CHECK(!channel_writer_gone(w));
+	CHECK_INT(channel_writer_queue_end(w, "gone fishing", &err), 0);
+	/* the engine reads: every frame whole and in order, then the end */
+	for (int i = 0; i < queued; i++) {
+		enum ws_opcode op;
+		uint8_t *d = NULL;
+		size_t n = 0;
+		int got = 0;
+		for (int k = 0; k < 400 && got == 0; k++) {
+			channel_writer_flush(w, &ev, &err);
+			got = ts_recv_frame(&ch, 20, &op, &d, &n);
+		}
+		CHECK_INT(got, 1);
+		CHECK_INT(op, WS_OP_BINARY);
+		CHECK_INT(n, sizeof(buf));
+		CHECK(d != NULL && d[0] == (uint8_t)(i & 0xff) && d[n - 1] == (uint8_t)(i & 0xff));
+		free(d);
+	}
+	CHECK_INT(channel_writer_flush(w, &ev, &err), 1);
+	CHECK(got_end(&ch, "{\"error\":\"gone fishing\"}"));
+	/* nothing may follow the Close */
+	CHECK_INT(channel_writer_queue(w, buf, 1, &err), -1);
+	sbx_error_free(&err);
+	/* the engine's answer ends it */
+	CHECK(!channel_writer_gone(w));
+	uint8_t normal[2] = { 0x03, 0xe8 };
+	ts_send_frame(&ch, WS_OP_CLOSE, normal, 2);
+	bool gone = false;
+	for (int k = 0; k < 400 && !gone; k++) {
+		struct pollfd p = { .fd = channel_writer_fd(w), .events = POLLIN };
+		poll(&p, 1, 20);
+		gone = channel_writer_gone(w);
+	}
+	CHECK(gone);
+	channel_writer_free(w);
+	side_close(&ch);
+	engine_free(e);
+	ts_stop(&s);
+}
+
+TEST(writer_sees_the_engine_close_it_when_the_reader_left)
+{
+	struct test_server s, ch;
+	CHECK_INT(ts_start(&s), 0);
+	struct engine *e = idle_engine(&s);
+	side_server(&ch, &s);
+	struct channel_writer *w = open_side(e, &ch);
+	CHECK(w != NULL);
+	CHECK(!channel_writer_gone(w));
+	/* the engine closes the writer once its reader left (1000, "reader gone") */
+	uint8_t bye[] = { 0x03, 0xe8, 'r', 'e', 'a', 'd', 'e', 'r', ' ', 'g', 'o', 'n', 'e' };
+	ts_send_frame(&ch, WS_OP_CLOSE, bye, sizeof(bye));
+	struct pollfd p = { .fd = channel_writer_fd(w), .events = POLLIN };
+	CHECK_INT(poll(&p, 1, WAIT_MS), 1);
+	CHECK(channel_writer_gone(w));
+	/* it answered the Close: nothing more may be queued */
+	sbx_error_t err = NULL;
+	CHECK_INT(channel_writer_queue(w, "x", 1, &err), -1);
+	sbx_error_free(&err);
+	enum ws_opcode op;
+	uint8_t *d;
+	size_t n;
+	CHECK_INT(ts_recv_frame(&ch, WAIT_MS, &op, &d, &n), 1);
+	CHECK_INT(op, WS_OP_CLOSE);
+	free(d);
+	/* a dropped connection counts as gone too */
+	struct channel_writer *w2 = open_side(e, &ch);
+	CHECK(w2 != NULL);
+	ts_drop(&ch);
+	p = (struct pollfd){ .fd = channel_writer_fd(w2), .events = POLLIN };
+	CHECK_INT(poll(&p, 1, WAIT_MS), 1);
+	CHECK(channel_writer_gone(w2));
+	channel_writer_free(w2);
+	channel_writer_free(w);
 	side_close(&ch);
 	engine_free(e);
 	ts_stop(&s);
