@@ -10,7 +10,7 @@
 // GET /metrics on a unix socket (III_SANDBOX_METRICS_LISTEN): members up,
 // calls forwarded per member, the S400 of a full cluster.  VM boots: 3 cold (one
 // pull per member), 23 restored from the members' templates (26 creates).
-import { describe, test, before, after } from 'node:test';
+import { describe, test, before, after } from './lib/test-api.mjs';
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import { spawnSync } from 'node:child_process';

@@ -4,7 +4,7 @@
 // `stderr_truncated`).  Calls that do not time out keep the contract's
 // reply, and other failures (S004) the contract's envelope.  One VM boot:
 // the run keeps its sandbox (keep_sandbox) and the execs use it.
-import { describe, test, before, after } from 'node:test';
+import { describe, test, before, after } from './lib/test-api.mjs';
 import assert from 'node:assert/strict';
 import { eventually } from './lib.mjs';
 import { registryUnavailable, startRegistry } from './lib/registry-fixture.mjs';

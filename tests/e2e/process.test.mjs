@@ -9,7 +9,7 @@
 // pass runs it with leak detection).
 // process::logs with `follow` streams the bytes after next_offset to the
 // caller's channel until the process ends.
-import { describe, test, before, after } from 'node:test';
+import { describe, test, before, after } from './lib/test-api.mjs';
 import assert from 'node:assert/strict';
 import { ChannelReader } from 'iii-sdk/channel';
 import { eventually } from './lib.mjs';

@@ -4,7 +4,7 @@
 // output as the guest produces it; the reply keeps exit_code, timed_out
 // and duration_ms with "" for a streamed stream.  One VM boot: the run
 // keeps its sandbox (keep_sandbox) and the execs use it.
-import { describe, test, before, after } from 'node:test';
+import { describe, test, before, after } from './lib/test-api.mjs';
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import { ChannelReader } from 'iii-sdk/channel';

@@ -1,7 +1,7 @@
 // End-to-end tests of `sandbox-libkrun serve` against the stand-in engine,
 // called through the official iii-sdk.  Expectations come from
 // shared/spec/contract.md (§ numbers in the test names).
-import { describe, test, before, after } from 'node:test';
+import { describe, test, before, after } from './lib/test-api.mjs';
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import { spawn, spawnSync } from 'node:child_process';
@@ -11,7 +11,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { StandinEngine } from './standin-engine.mjs';
 import { eventually, rawPeer, sdkClient, sleep } from './lib.mjs';
-import { BIN, EXTENSIONS, FUNCTIONS, WORKER_NAME, startStack, spawnDaemon, waitExit, assertNoSanitizerReport } from './daemon.mjs';
+import { BIN, EXTENSIONS, FUNCTIONS, WORKER_NAME, startStack, spawnDaemon, endDaemon, assertNoSanitizerReport } from './daemon.mjs';
 
 // What `create` answers for an allowed image here: the configs below set
 // auto_install false and every daemon has an empty image cache, so the
@@ -263,7 +263,7 @@ describe('a daemon with a config entry and a worker token', () => {
 		const count = () => { connections++; };
 		s.engine.on('connection', count);
 		const second = spawnDaemon(s.engine.url, { III_CONFIG_NAME: undefined });
-		const r = await waitExit(second, 15000);
+		const r = await endDaemon(second, { code: 1, send: null });
 		s.engine.off('connection', count);
 		assert.notEqual(r.code, 0, `exit ${JSON.stringify(r)}\n${second.output()}`);
 		assert.equal(r.signal, null);
@@ -362,8 +362,7 @@ describe('configuration delivery (§4.1, §4.3)', () => {
 			await engine.start();
 			const d = spawnDaemon(engine.url);
 			try {
-				const r = await waitExit(d, 20000);
-				assert.deepEqual(r, { code: 2, signal: null }, d.output());
+				await endDaemon(d, { code: 2, send: null });
 				assert.match(d.output(), re);
 				assert.doesNotMatch(d.output(), /received/, 'no signal arrived, so none is logged');
 				assertNoSanitizerReport(d);
@@ -378,7 +377,7 @@ describe('configuration delivery (§4.1, §4.3)', () => {
 			const d = spawnDaemon(engine.url);
 			const dir = mkdtempSync(path.join(tmpdir(), 'sbx-e2e-config-'));
 			try {
-				await waitExit(d, 20000);
+				await endDaemon(d, { code: 2, send: null });
 				const serveMessage = d.output().match(/sandbox-libkrun serve: configuration: configuration '[^']+': (.*)/)?.[1];
 				assert.ok(serveMessage, d.output());
 				const file = path.join(dir, 'config.json');
@@ -401,8 +400,7 @@ describe('configuration delivery (§4.1, §4.3)', () => {
 		await engine.start();
 		const d = spawnDaemon(engine.url);
 		try {
-			const r = await waitExit(d, 30000);
-			assert.deepEqual(r, { code: 2, signal: null }, d.output());
+			await endDaemon(d, { code: 2, send: null });
 			assert.match(d.output(), /EXPAND_FAILED|configuration/);
 			assertNoSanitizerReport(d);
 		} finally {
@@ -481,10 +479,10 @@ describe('start-up (iii-protocol.md §1.4, §12)', () => {
 				await caller.shutdown();
 			}
 			d.proc.kill('SIGTERM');
-			assert.deepEqual(await waitExit(d, 10000), { code: 0, signal: null }, d.output());
+			await endDaemon(d, { send: null });
 			assertNoSanitizerReport(d);
 		} finally {
-			if (d.proc.exitCode === null) d.proc.kill('SIGKILL');
+			await endDaemon(d);
 			await engine.stop();
 		}
 	});
@@ -494,8 +492,7 @@ describe('start-up (iii-protocol.md §1.4, §12)', () => {
 		await eventually(() => assert.match(d.output(), /cannot connect/), 10000);
 		const t0 = Date.now();
 		d.proc.kill('SIGTERM');
-		const r = await waitExit(d, 10000);
-		assert.deepEqual(r, { code: 0, signal: null }, d.output());
+		await endDaemon(d, { send: null });
 		assert.ok(Date.now() - t0 < 3000, `exit took ${Date.now() - t0} ms`);
 		assert.equal(d.output().match(/received Terminated/g)?.length, 1, d.output());
 		assertNoSanitizerReport(d);
@@ -511,8 +508,7 @@ describe('start-up (iii-protocol.md §1.4, §12)', () => {
 			await sleep(200);
 			const t0 = Date.now();
 			d.proc.kill('SIGTERM');
-			const r = await waitExit(d, 10000);
-			assert.deepEqual(r, { code: 0, signal: null }, d.output());
+			await endDaemon(d, { send: null });
 			assert.ok(Date.now() - t0 < 3000, `exit took ${Date.now() - t0} ms`);
 			assert.doesNotMatch(d.output(), /configuration::get .* failed|serve: configuration/, d.output());
 			assertNoSanitizerReport(d);
@@ -599,8 +595,7 @@ describe('under Compose and the engine (iii-protocol.md §1.4, §2.3)', () => {
 				rmSync(file, { force: true });
 				if (text !== null) writeFileSync(file, text);
 				const d = spawnDaemon(engine.url, {}, {}, [`--config=${file}`]);
-				const r = await waitExit(d, 20000);
-				assert.deepEqual(r, { code: 2, signal: null }, d.output());
+				await endDaemon(d, { code: 2, send: null });
 				assert.match(d.output(), new RegExp(`serve: configuration: ${file}: `));
 				assert.match(d.output(), re);
 				assertNoSanitizerReport(d);
@@ -620,7 +615,7 @@ describe('under Compose and the engine (iii-protocol.md §1.4, §2.3)', () => {
 			assert.equal(s.daemon.proc.exitCode, null, 'alive while the lifeline is open');
 			const t0 = Date.now();
 			s.daemon.proc.stdio[3].destroy();
-			assert.deepEqual(await waitExit(s.daemon, 10000), { code: 0, signal: null }, s.daemon.output());
+			await endDaemon(s.daemon, { send: null });
 			assert.ok(Date.now() - t0 < 5000, `exit took ${Date.now() - t0} ms`);
 			assert.match(s.daemon.output(), /engine that started this worker is gone \(III_LIFELINE_FD closed\)/);
 			assertNoSanitizerReport(s.daemon);
@@ -637,7 +632,7 @@ describe('under Compose and the engine (iii-protocol.md §1.4, §2.3)', () => {
 			assert.equal(s.daemon.proc.exitCode, null, 'alive while the engine pid lives');
 			const t0 = Date.now();
 			engineProc.kill('SIGKILL');
-			assert.deepEqual(await waitExit(s.daemon, 10000), { code: 0, signal: null }, s.daemon.output());
+			await endDaemon(s.daemon, { send: null });
 			assert.ok(Date.now() - t0 < 5000, `exit took ${Date.now() - t0} ms`);
 			assert.match(s.daemon.output(), /\(III_ENGINE_PID exited\)/);
 			assertNoSanitizerReport(s.daemon);
@@ -654,7 +649,7 @@ describe('under Compose and the engine (iii-protocol.md §1.4, §2.3)', () => {
 			for (const [env, re] of [[{ III_LIFELINE_FD: '77' }, /III_LIFELINE_FD=77 is not an open file descriptor/],
 				[{ III_LIFELINE_FD: 'x' }, /III_LIFELINE_FD=x/], [{ III_ENGINE_PID: '999999999' }, /III_ENGINE_PID=999999999 is not a running process/]]) {
 				const d = spawnDaemon(engine.url, env);
-				assert.deepEqual(await waitExit(d, 20000), { code: 1, signal: null }, d.output());
+				await endDaemon(d, { code: 1, send: null });
 				assert.match(d.output(), re);
 			}
 		} finally {
