@@ -93,9 +93,7 @@ describe('a daemon with a config entry and a worker token', () => {
 	});
 
 	test('adapter::info answers its shape in under 2 s (§7.1)', async () => {
-		const t0 = Date.now();
-		const r = await s.call('adapter::info', { ignored: true });
-		assert.ok(Date.now() - t0 < 2000, `took ${Date.now() - t0} ms`);
+		const r = await withinMs(s, 2000, () => s.call('adapter::info', { ignored: true }));
 		assert.equal(r.adapter, 'sandbox-libkrun');
 		assert.match(r.adapter_version, /^\d+\.\d+\.\d+/);
 		assert.deepEqual(r.contract, { major: 1, minor: 1 });
@@ -220,14 +218,12 @@ describe('a daemon with a config entry and a worker token', () => {
 	});
 
 	test('many concurrent calls all complete promptly with matching replies', async () => {
-		const t0 = Date.now();
 		const ids = Array.from({ length: 60 }, () => randomUUID());
-		const results = await Promise.all(ids.map(async (id, i) => {
+		const results = await withinMs(s, 5000, () => Promise.all(ids.map(async (id, i) => {
 			if (i % 3 === 0) return { i, r: await s.call('adapter::info', {}) };
 			if (i % 3 === 1) return { i, r: await s.call('catalog::list', {}) };
 			return { i, id, e: await s.callError('exec', { sandbox_id: id, cmd: 'ls' }) };
-		}));
-		assert.ok(Date.now() - t0 < 5000, `60 calls took ${Date.now() - t0} ms`);
+		})), 60);
 		for (const { i, id, r, e } of results) {
 			if (i % 3 === 0) assert.equal(r.adapter, 'sandbox-libkrun');
 			else if (i % 3 === 1) assert.equal(r.images.length, 4);
@@ -237,9 +233,7 @@ describe('a daemon with a config entry and a worker token', () => {
 
 	test('adapter::info answers within 2 s while creates are in flight (§1.1: never blocks on VM work)', async () => {
 		const creates = [1, 2, 3].map(() => s.callError('create', { image: 'python' }));
-		const t0 = Date.now();
-		assert.equal((await s.call('adapter::info', {})).adapter, 'sandbox-libkrun');
-		assert.ok(Date.now() - t0 < 2000, `took ${Date.now() - t0} ms`);
+		assert.equal((await withinMs(s, 2000, () => s.call('adapter::info', {}))).adapter, 'sandbox-libkrun');
 		for (const c of await Promise.all(creates)) assert.equal(c.envelope?.code, CREATE_ALLOWED.code);
 	});
 
@@ -408,6 +402,29 @@ describe('configuration delivery (§4.1, §4.3)', () => {
 		}
 	});
 });
+
+// Resolves with fn()'s result; fails unless it took less than `ms` plus
+// the harness's own time for as many calls.  That error of the measurement
+// is the time `calls` concurrent calls answered by the stand-in engine
+// itself (engine::workers::list: the same caller, socket and event loop,
+// no daemon) take just before and just after, the larger: a loaded machine
+// slows node and the engine as much as the daemon, and widens the bound
+// by what it costs them.
+async function withinMs(s, ms, fn, calls = 1) {
+	const harness = async () => {
+		const t0 = performance.now();
+		await Promise.all(Array.from({ length: calls },
+			() => s.caller.trigger({ function_id: 'engine::workers::list', payload: {} })));
+		return performance.now() - t0;
+	};
+	const before = await harness();
+	const t0 = performance.now();
+	const r = await fn();
+	const took = performance.now() - t0;
+	const error = Math.max(before, await harness());
+	assert.ok(took < ms + error, `took ${took.toFixed(0)} ms; the bound ${ms} ms + ${error.toFixed(0)} ms (the harness's own)`);
+	return r;
+}
 
 // A loopback port nothing listens on (yet).
 async function freePort() {
