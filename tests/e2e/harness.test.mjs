@@ -82,6 +82,8 @@ describe('endDaemon', () => {
 	test('a non-zero exit of its own fails it; the expected one passes', async () => {
 		await assert.rejects(endDaemon(await standin('status'), { send: null }), /code: 1/);
 		assert.deepEqual(await endDaemon(await standin('status'), { code: 1, send: null }), { code: 1, signal: null });
+		assert.deepEqual(await endDaemon(await standin('status'), { code: [2, 1], send: null }), { code: 1, signal: null });
+		await assert.rejects(endDaemon(await standin('status'), { code: [0, 2], send: null }), /code: 1/);
 	});
 
 	test('an expected SIGKILL passes', async () => {
