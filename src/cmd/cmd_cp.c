@@ -3,27 +3,33 @@
  * fs::write's and fs::read's checks), streamed in frames. */
 #include "cmd/cmd_cp.h"
 
-#include <dirent.h>
 #include <errno.h>
-#include <fcntl.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
-#include <unistd.h>
 
 #include "cmd/control_client.h"
+#include "cmd/cp_in.h"
+#include "cmd/cp_out.h"
 #include "common/cleanup.h"
 #include "common/path.h"
 
 static void usage(FILE *out)
 {
-	fprintf(out, "usage: sandbox-libkrun cp [--socket PATH] SRC DST\n\n"
+	fprintf(out, "usage: sandbox-libkrun cp [--max-bytes SIZE] [--socket PATH] SRC DST\n\n"
 		     "Copies between the host and a sandbox; exactly one side is ID:/path (an id, a\n"
 		     "unique id prefix or a name, then an absolute guest path):\n"
 		     "  cp FILE ID:/path     cp DIR ID:/path      (into /path when it is a directory)\n"
 		     "  cp ID:/path FILE     cp ID:/path DIR\n"
 		     "Directories go whole; modes are kept; symbolic links and special files are\n"
-		     "skipped with a warning.  Each file is written atomically in the guest.\n\n"
+		     "skipped with a warning.  Each file is written atomically in the guest.  Out of\n"
+		     "a sandbox, every host file and directory is created new (an existing one, a\n"
+		     "symbolic link too, is refused: never replaced nor followed), modes lose the\n"
+		     "setuid, setgid and sticky bits and are masked by the umask, and a file gets no\n"
+		     "byte past the size the sandbox declared for it.\n\n"
+		     "  --max-bytes SIZE  out of a sandbox: the most its files may hold in all, each\n"
+		     "                    file or directory counting 4K besides its bytes; N or N\n"
+		     "                    with K, M, G or T (powers of 1024; default 1G)\n"
 		     "  --socket PATH   the daemon's control socket (default $SANDBOX_CONTROL_SOCKET,\n"
 		     "                  else " CONTROL_SOCKET_DEFAULT ")\n\n"
 		     "exit status: 0, 1 when a copy failed, 2 on bad usage, 125 when the daemon\n"
@@ -50,12 +56,6 @@ static void split(char *arg, struct side *s)
 	}
 }
 
-static const char *base(const char *path)
-{
-	const char *b = strrchr(path, '/');
-	return b != NULL && b[1] != '\0' ? b + 1 : path;
-}
-
 /* fs::stat in the guest: 0 with *entry; `quiet` for a destination, whose
  * absence is no error to show. */
 static int guest_stat(const struct cli_opts *o, const char *ref, const char *path, json_t **entry, bool quiet)
@@ -63,161 +63,6 @@ static int guest_stat(const struct cli_opts *o, const char *ref, const char *pat
 	struct cli_opts q = *o;
 	q.quiet = quiet;
 	return cli_call(&q, json_pack("{s:s, s:s, s:s}", "op", "stat", "sandbox", ref, "path", path), entry);
-}
-
-static int upload(const struct cli_opts *o, const char *ref, const char *host, const char *guest, mode_t mode)
-{
-	cleanup_close int fd = open(host, O_RDONLY | O_CLOEXEC);
-	if (fd < 0) {
-		fprintf(stderr, "sandbox-libkrun cp: %s: %s\n", host, strerror(errno));
-		return CLI_EXIT_FAILED;
-	}
-	char m[8];
-	snprintf(m, sizeof(m), "%04o", (unsigned)(mode & 07777));
-	struct cli_conn c;
-	int rc = cli_open(o, json_pack("{s:s, s:s, s:s, s:s}", "op", "cp_in", "sandbox", ref, "path", guest, "mode", m),
-			  &c);
-	if (rc != 0)
-		return rc;
-	cleanup_free uint8_t *buf = malloc(CONTROL_FRAME_MAX);
-	sbx_error_t err = NULL;
-	ssize_t n = buf != NULL ? 0 : -1;
-	while (buf != NULL && (n = read(fd, buf, CONTROL_FRAME_MAX)) > 0) {
-		if (control_send_frame(c.fd, buf, (size_t)n, &err) < 0)
-			break;
-	}
-	if (n < 0) {
-		fprintf(stderr, "sandbox-libkrun cp: %s: %s\n", host, buf == NULL ? "out of memory" : strerror(errno));
-		cli_close(&c);
-		return CLI_EXIT_FAILED;
-	}
-	/* A send the daemon cut short: its answer says why. */
-	if (err == NULL)
-		control_send_end(c.fd, &err);
-	sbx_error_free(&err);
-	json_t *res;
-	rc = cli_answer(&c, NULL, NULL, &res);
-	cli_close(&c);
-	json_decref(res);
-	return rc;
-}
-
-static int to_fd(void *ud, int stream, const void *data, size_t len)
-{
-	const uint8_t *p = data;
-	while (len > 0) {
-		ssize_t n = write(*(int *)ud, p, len);
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n < 0) {
-			fprintf(stderr, "sandbox-libkrun cp: write: %s\n", strerror(errno));
-			return -1;
-		}
-		p += n;
-		len -= (size_t)n;
-	}
-	return 0;
-}
-
-static int download(const struct cli_opts *o, const char *ref, const char *guest, const char *host, mode_t mode)
-{
-	cleanup_close int fd = open(host, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, mode & 07777);
-	if (fd < 0) {
-		fprintf(stderr, "sandbox-libkrun cp: %s: %s\n", host, strerror(errno));
-		return CLI_EXIT_FAILED;
-	}
-	struct cli_conn c;
-	int rc = cli_open(o, json_pack("{s:s, s:s, s:s}", "op", "cp_out", "sandbox", ref, "path", guest), &c);
-	json_t *res = NULL;
-	if (rc == 0) {
-		rc = cli_answer(&c, to_fd, &fd, &res);
-		cli_close(&c);
-	}
-	json_decref(res);
-	if (rc == 0 && fchmod(fd, mode & 07777) < 0) {
-		fprintf(stderr, "sandbox-libkrun cp: %s: %s\n", host, strerror(errno));
-		rc = CLI_EXIT_FAILED;
-	}
-	if (rc != 0)
-		unlink(host);
-	return rc;
-}
-
-static int guest_mkdir(const struct cli_opts *o, const char *ref, const char *path, mode_t mode)
-{
-	char m[8];
-	snprintf(m, sizeof(m), "%04o", (unsigned)(mode & 07777));
-	json_t *res;
-	int rc = cli_call(o, json_pack("{s:s, s:s, s:s, s:s}", "op", "mkdir", "sandbox", ref, "path", path, "mode", m),
-			  &res);
-	json_decref(res);
-	return rc;
-}
-
-static int put_tree(const struct cli_opts *o, const char *ref, const char *host, const char *guest)
-{
-	struct stat st;
-	if (lstat(host, &st) < 0) {
-		fprintf(stderr, "sandbox-libkrun cp: %s: %s\n", host, strerror(errno));
-		return CLI_EXIT_FAILED;
-	}
-	if (S_ISREG(st.st_mode))
-		return upload(o, ref, host, guest, st.st_mode);
-	if (!S_ISDIR(st.st_mode)) {
-		fprintf(stderr, "sandbox-libkrun cp: %s: skipped (not a file nor a directory)\n", host);
-		return 0;
-	}
-	int rc = guest_mkdir(o, ref, guest, st.st_mode);
-	cleanup_dir DIR *d = rc == 0 ? opendir(host) : NULL;
-	if (rc == 0 && d == NULL) {
-		fprintf(stderr, "sandbox-libkrun cp: %s: %s\n", host, strerror(errno));
-		return CLI_EXIT_FAILED;
-	}
-	struct dirent *e;
-	while (rc == 0 && (e = readdir(d)) != NULL) {
-		if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0)
-			continue;
-		cleanup_free char *h = sbx_path_join(host, e->d_name);
-		cleanup_free char *g = sbx_path_join(guest, e->d_name);
-		rc = h != NULL && g != NULL ? put_tree(o, ref, h, g) : CLI_EXIT_FAILED;
-	}
-	return rc;
-}
-
-static mode_t entry_mode(json_t *entry)
-{
-	const char *m = json_string_value(json_object_get(entry, "mode"));
-	return m != NULL ? (mode_t)strtoul(m, NULL, 8) : 0644;
-}
-
-static int get_tree(const struct cli_opts *o, const char *ref, const char *guest, json_t *entry, const char *host)
-{
-	if (json_is_true(json_object_get(entry, "is_symlink"))) {
-		fprintf(stderr, "sandbox-libkrun cp: %s: skipped (a symbolic link)\n", guest);
-		return 0;
-	}
-	if (!json_is_true(json_object_get(entry, "is_dir")))
-		return download(o, ref, guest, host, entry_mode(entry));
-	if (mkdir(host, entry_mode(entry) | 0700) < 0 && errno != EEXIST) {
-		fprintf(stderr, "sandbox-libkrun cp: %s: %s\n", host, strerror(errno));
-		return CLI_EXIT_FAILED;
-	}
-	json_t *res;
-	int rc = cli_call(o, json_pack("{s:s, s:s, s:s}", "op", "ls", "sandbox", ref, "path", guest), &res);
-	size_t i;
-	json_t *e;
-	json_array_foreach(json_object_get(res, "entries"), i, e) {
-		if (rc != 0)
-			break;
-		const char *name = json_string_value(json_object_get(e, "name"));
-		if (name == NULL || strchr(name, '/') != NULL || strcmp(name, ".") == 0 || strcmp(name, "..") == 0)
-			continue;
-		cleanup_free char *g = sbx_path_join(guest, name);
-		cleanup_free char *h = sbx_path_join(host, name);
-		rc = g != NULL && h != NULL ? get_tree(o, ref, g, e, h) : CLI_EXIT_FAILED;
-	}
-	json_decref(res);
-	return rc;
 }
 
 static int copy_in(const struct cli_opts *o, const struct side *src, const struct side *dst)
@@ -229,24 +74,46 @@ static int copy_in(const struct cli_opts *o, const struct side *src, const struc
 	bool into = (rc == 0 && json_is_true(json_object_get(entry, "is_dir"))) ||
 		    dst->path[strlen(dst->path) - 1] == '/';
 	json_decref(entry);
-	cleanup_free char *target = into ? sbx_path_join(dst->path, base(src->path)) : strdup(dst->path);
+	cleanup_free char *name = into ? sbx_path_last(src->path) : NULL;
+	cleanup_free char *target = !into ? strdup(dst->path) : name != NULL ? sbx_path_join(dst->path, name) : NULL;
 	if (target == NULL)
-		return CLI_EXIT_FAILED;
-	return put_tree(o, dst->ref, src->path, target);
+		return cli_fail(o, "out of memory");
+	return cp_in(o, dst->ref, src->path, target);
 }
 
-static int copy_out(const struct cli_opts *o, const struct side *src, const struct side *dst)
+static int copy_out(const struct cli_opts *o, const struct side *src, const struct side *dst, uint64_t max_bytes)
 {
 	json_t *entry;
 	int rc = guest_stat(o, src->ref, src->path, &entry, false);
 	if (rc != 0)
 		return rc;
-	struct stat st;
-	bool into = stat(dst->path, &st) == 0 && S_ISDIR(st.st_mode);
-	cleanup_free char *target = into ? sbx_path_join(dst->path, base(src->path)) : strdup(dst->path);
-	rc = target != NULL ? get_tree(o, src->ref, src->path, entry, target) : CLI_EXIT_FAILED;
+	rc = cp_out(o, src->ref, src->path, entry, dst->path, max_bytes);
 	json_decref(entry);
 	return rc;
+}
+
+/* --max-bytes: N, or N with K, M, G or T (powers of 1024); at least 1. */
+static int parse_bytes(const char *s, uint64_t *out)
+{
+	char *end;
+	errno = 0;
+	unsigned long long v = strtoull(s, &end, 10);
+	if (errno != 0 || s[0] < '0' || s[0] > '9' || v == 0)
+		return -1;
+	static const char units[] = "KMGT";
+	const char *u = *end != '\0' ? strchr(units, *end) : NULL;
+	if (u != NULL) {
+		for (const char *k = units; k <= u; k++) {
+			if (v > UINT64_MAX / 1024)
+				return -1;
+			v *= 1024;
+		}
+		end++;
+	}
+	if (*end != '\0')
+		return -1;
+	*out = v;
+	return 0;
 }
 
 int sbx_cmd_cp(int argc, char **argv)
@@ -259,17 +126,41 @@ int sbx_cmd_cp(int argc, char **argv)
 		usage(stdout);
 		return 0;
 	}
-	if (argc < 3)
+	uint64_t max_bytes = CP_MAX_BYTES_DEFAULT;
+	char *args[2];
+	int n = 0;
+	bool rest = false; /* after "--": paths only */
+	for (int i = 1; i < argc; i++) {
+		const char *v = NULL;
+		if (!rest && strcmp(argv[i], "--") == 0) {
+			rest = true;
+			continue;
+		} else if (!rest && strcmp(argv[i], "--max-bytes") == 0) {
+			if (i + 1 >= argc)
+				return cli_usage_error(&o, "--max-bytes needs a size");
+			v = argv[++i];
+		} else if (!rest && strncmp(argv[i], "--max-bytes=", 12) == 0) {
+			v = argv[i] + 12;
+		} else if (n == 2) {
+			return cli_usage_error(&o, "unexpected argument '%s'", argv[i]);
+		} else {
+			args[n++] = argv[i];
+			continue;
+		}
+		if (parse_bytes(v, &max_bytes) < 0)
+			return cli_usage_error(&o, "--max-bytes takes a size (N, or N with K, M, G or T), not '%s'", v);
+	}
+	if (n < 2)
 		return cli_usage_error(&o, "missing SRC or DST");
-	if (argc > 3)
-		return cli_usage_error(&o, "unexpected argument '%s'", argv[3]);
+	if (args[0][0] == '\0' || args[1][0] == '\0')
+		return cli_usage_error(&o, "an empty path");
 	struct side src, dst;
-	split(argv[1], &src);
-	split(argv[2], &dst);
+	split(args[0], &src);
+	split(args[1], &dst);
 	if ((src.ref == NULL) == (dst.ref == NULL))
 		return cli_usage_error(&o, "exactly one of SRC and DST must be ID:/path");
 	const struct side *g = src.ref != NULL ? &src : &dst;
 	if (g->path[0] != '/')
 		return cli_usage_error(&o, "the sandbox path must be absolute, not '%s'", g->path);
-	return src.ref != NULL ? copy_out(&o, &src, &dst) : copy_in(&o, &src, &dst);
+	return src.ref != NULL ? copy_out(&o, &src, &dst, max_bytes) : copy_in(&o, &src, &dst);
 }

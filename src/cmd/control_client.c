@@ -9,15 +9,31 @@
 #include <sys/un.h>
 #include <unistd.h>
 
+/* "sandbox-libkrun VERB: <message>", without the newline. */
+__attribute__((format(printf, 2, 0))) static void say(const struct cli_opts *o, const char *fmt, va_list ap)
+{
+	fprintf(stderr, "sandbox-libkrun %s: ", o->verb);
+	vfprintf(stderr, fmt, ap);
+}
+
 int cli_usage_error(const struct cli_opts *o, const char *fmt, ...)
 {
 	va_list ap;
 	va_start(ap, fmt);
-	fprintf(stderr, "sandbox-libkrun %s: ", o->verb);
-	vfprintf(stderr, fmt, ap);
+	say(o, fmt, ap);
 	va_end(ap);
 	fprintf(stderr, "; see `sandbox-libkrun %s --help`\n", o->verb);
 	return CLI_EXIT_USAGE;
+}
+
+int cli_fail(const struct cli_opts *o, const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	say(o, fmt, ap);
+	va_end(ap);
+	fputc('\n', stderr);
+	return CLI_EXIT_FAILED;
 }
 
 int cli_parse_common(int *argc, char **argv, bool json_ok, struct cli_opts *o)

@@ -33,6 +33,8 @@ int cli_parse_common(int *argc, char **argv, bool json_ok, struct cli_opts *o);
 /* Prints "sandbox-libkrun VERB: <message>" and "see `sandbox-libkrun VERB
  * --help`"; returns CLI_EXIT_USAGE. */
 int cli_usage_error(const struct cli_opts *o, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* Prints "sandbox-libkrun VERB: <message>"; returns CLI_EXIT_FAILED. */
+int cli_fail(const struct cli_opts *o, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
 struct cli_conn {
 	const struct cli_opts *o;

@@ -1,7 +1,8 @@
 #include "common/metrics_families.h"
 
-/* Boots under TCG take seconds, restores a fraction of one. */
-static const double boot_buckets[] = { 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120 };
+/* Boots under TCG take seconds, restores a fraction of one; under KVM a
+ * restore, a standby or a warm pool's VM may be ready in milliseconds. */
+static const double boot_buckets[] = { 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120 };
 /* From a millisecond list to an exec at max_exec_timeout_ms's default. */
 static const double call_buckets[] = { 0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 300 };
 

@@ -100,3 +100,16 @@ bool sbx_uuid_parse(const char *in, char out[SBX_UUID_STRLEN + 1])
 	format_canonical(b, out);
 	return true;
 }
+
+bool sbx_uuid_like(const char *s)
+{
+	char canon[SBX_UUID_STRLEN + 1];
+	if (s[0] == '\0')
+		return false;
+	if (sbx_uuid_parse(s, canon))
+		return true;
+	for (const char *p = s; *p != '\0'; p++)
+		if (*p != '-' && hexval(*p) < 0)
+			return false;
+	return true;
+}

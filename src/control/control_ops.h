@@ -37,7 +37,10 @@ int control_shell(const struct control_ctx *c, struct control_reader *r, int fd,
  * QEMU's pid, its RSS and the console log's path; a sandbox reference
  * resolved; the adapter's error body sent as the final line. */
 json_t *control_rows(const struct control_ctx *c);
-/* An id, a unique id prefix or a name → the id (S002 naming `ref`). */
+/* A reference → the id: the full id (any form a call accepts), else a
+ * unique id prefix, else a unique name; ids always win over names.  S002
+ * naming `ref` when nothing matches or, listing the candidates, when
+ * several do at the first rank that matches. */
 int control_resolve(const struct control_ctx *c, const char *ref, char id[SBX_UUID_STRLEN + 1], sbx_error_t *err);
 int control_send_body_error(int fd, const json_t *body, sbx_error_t *err);
 /* Sends err (an S-code error or a plain one) as the final line. */

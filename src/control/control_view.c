@@ -4,10 +4,13 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include "adapter/scode.h"
 #include "common/cleanup.h"
+#include "common/cleanup_json.h"
 #include "common/scodes.h"
+#include "common/uuid.h"
 #include "control/control_ops.h"
 
 /* Under the registry's lock: only copies what the backend knows. */
@@ -54,38 +57,75 @@ json_t *control_rows(const struct control_ctx *c)
 	return rows;
 }
 
-int control_resolve(const struct control_ctx *c, const char *ref, char id[SBX_UUID_STRLEN + 1], sbx_error_t *err)
+/* How many candidates an ambiguous reference's refusal lists. */
+#define RESOLVE_LIST_MAX 8
+
+/* The rows `ref` designates at one rank: 0 the full id, 1 an id prefix,
+ * 2 the name; a new array (empty: none at that rank). */
+static json_t *matches(json_t *rows, const char *ref, const char *canon, int rank)
 {
-	json_t *rows = sbx_registry_rows(c->a->reg, NULL, NULL);
-	if (rows == NULL)
-		return sbx_error_errno(err, ENOMEM, "sandbox rows");
-	const char *hit = NULL;
-	unsigned prefixed = 0;
-	size_t i;
+	json_t *hits = json_array();
+	size_t len = strlen(ref), i;
 	json_t *r;
 	json_array_foreach(rows, i, r) {
 		const char *sid = json_string_value(json_object_get(r, "sandbox_id"));
 		const char *name = json_string_value(json_object_get(r, "name"));
-		if (strcmp(sid, ref) == 0 || (name != NULL && strcmp(name, ref) == 0)) {
-			hit = sid;
-			prefixed = 1;
+		bool hit = rank == 0   ? canon[0] != '\0' && sid != NULL && strcmp(sid, canon) == 0
+			   : rank == 1 ? sid != NULL && strncasecmp(sid, ref, len) == 0
+				       : name != NULL && strcmp(name, ref) == 0;
+		if (hit && hits != NULL && json_array_append(hits, r) < 0)
+			json_decref(hits), hits = NULL;
+	}
+	return hits;
+}
+
+/* S002 naming the candidates (at most RESOLVE_LIST_MAX of them). */
+static int ambiguous(json_t *hits, const char *ref, int rank, sbx_error_t *err)
+{
+	char list[RESOLVE_LIST_MAX * (SBX_UUID_STRLEN + 2) + 32] = "";
+	size_t used = 0, i;
+	json_t *r;
+	json_array_foreach(hits, i, r) {
+		if (i == RESOLVE_LIST_MAX) {
+			snprintf(list + used, sizeof(list) - used, ", ...");
 			break;
 		}
-		if (strncmp(sid, ref, strlen(ref)) == 0) {
-			hit = sid;
-			prefixed++;
+		int n = snprintf(list + used, sizeof(list) - used, "%s%s", i > 0 ? ", " : "",
+				 json_string_value(json_object_get(r, "sandbox_id")));
+		if (n > 0)
+			used += (size_t)n;
+	}
+	return sbx_error_scode(err, SBX_S_NOT_FOUND, "`%.64s` is %s %zu sandboxes (%s): give %s", ref,
+			       rank == 1 ? "the id prefix of" : "the name of", json_array_size(hits), list,
+			       rank == 1 ? "more of the id" : "the id");
+}
+
+int control_resolve(const struct control_ctx *c, const char *ref, char id[SBX_UUID_STRLEN + 1], sbx_error_t *err)
+{
+	if (ref[0] == '\0')
+		return sbx_error_scode(err, SBX_S_NOT_FOUND, "an empty sandbox reference designates no sandbox");
+	cleanup_json json_t *rows = sbx_registry_rows(c->a->reg, NULL, NULL);
+	if (rows == NULL)
+		return sbx_error_errno(err, ENOMEM, "sandbox rows");
+	/* An id in any form a call accepts; a prefix only of the canonical one. */
+	char canon[SBX_UUID_STRLEN + 1] = "";
+	if (!sbx_uuid_parse(ref, canon))
+		canon[0] = '\0';
+	/* Ids win: a name is looked at only when no id or prefix matches, so
+	 * no name can take a reference meant for an id. */
+	for (int rank = 0; rank < 3; rank++) {
+		cleanup_json json_t *hits = matches(rows, ref, canon, rank);
+		if (hits == NULL)
+			return sbx_error_errno(err, ENOMEM, "sandbox rows");
+		if (json_array_size(hits) > 1)
+			return ambiguous(hits, ref, rank, err);
+		if (json_array_size(hits) == 1) {
+			snprintf(id, SBX_UUID_STRLEN + 1, "%s",
+				 json_string_value(json_object_get(json_array_get(hits, 0), "sandbox_id")));
+			return 0;
 		}
 	}
-	int rc = 0;
-	if (prefixed == 1)
-		snprintf(id, SBX_UUID_STRLEN + 1, "%s", hit);
-	else if (prefixed == 0)
-		rc = sbx_error_scode(err, SBX_S_NOT_FOUND, "no sandbox with id, id prefix or name `%.64s`", ref);
-	else
-		rc = sbx_error_scode(err, SBX_S_NOT_FOUND, "`%.64s` is the prefix of %u sandbox ids: give more of it",
-				     ref, prefixed);
-	json_decref(rows);
-	return rc;
+	return sbx_error_scode(err, SBX_S_NOT_FOUND, "no sandbox with id, id prefix or name `%.64s`", ref);
 }
 
 int control_send_body_error(int fd, const json_t *body, sbx_error_t *err)

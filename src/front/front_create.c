@@ -4,8 +4,10 @@
 #include <string.h>
 
 #include "common/cleanup_json.h"
+#include "common/clock.h"
 #include "common/log_limit.h"
 #include "common/scodes.h"
+#include "common/uuid.h"
 #include "front/front_internal.h"
 #include "front/front_metrics.h"
 #include "front/front_place.h"
@@ -50,24 +52,31 @@ static void reserve(struct front *f, size_t member, int64_t mib, int64_t live)
 	pthread_mutex_unlock(&f->lock);
 }
 
-/* What the placed call left behind for later calls to find. */
+/* What the placed call left behind for later calls to find: the worker's
+ * member, or the new id's (a sandbox's name is a label, never a key). */
 static void record(struct front *f, const char *op, json_t *data, json_t *res, size_t member)
 {
 	const char *worker = json_string_value(json_object_get(data, "worker"));
 	const char *id = json_string_value(json_object_get(res, "sandbox_id"));
-	const char *name = json_string_value(json_object_get(data, "name"));
 	bool prepare = strcmp(op, "worker::prepare") == 0;
+	char canon[SBX_UUID_STRLEN + 1];
 	pthread_mutex_lock(&f->lock);
 	int rc = 0;
 	if (prepare && worker != NULL)
 		rc = front_owners_set(&f->workers, worker, member);
 	if (!prepare && id != NULL)
-		rc = front_owners_set(&f->owners, id, member);
-	if (!prepare && id != NULL && name != NULL && rc == 0)
-		rc = front_owners_set(&f->owners, name, member);
+		rc = sbx_uuid_parse(id, canon) && strcmp(canon, id) == 0 ? front_owners_claim(&f->owners, id, member,
+											      sbx_now_ms())
+									  : -1;
+	char ns[FRONT_NS_MAX + 1];
+	memcpy(ns, f->members[member].ns, sizeof(ns));
 	pthread_mutex_unlock(&f->lock);
 	if (rc < 0)
 		sbx_warn_limited("front: %s's result not mapped (looked up again when used)", op);
+	if (rc > 0)
+		sbx_warn_limited("front: member %s answered %s with sandbox id %.64s, which another member holds: "
+				 "not moved",
+				 ns, op, id);
 }
 
 /* Appends "ns: message" of a refusal to the summary of the S400. */
@@ -81,21 +90,13 @@ static void note(char *sum, size_t size, const char *ns, json_t *body)
 			 msg != NULL ? msg : "no answer");
 }
 
-/* A call whose target is known already: a worker prepared again, a name in
- * use.  1 when it was forwarded, 0 when it is to be placed. */
+/* worker::prepare of a worker placed already goes where it was: its data
+ * disk is there.  1 when it was forwarded, 0 when it is to be placed. */
 static int known_target(struct front *f, const struct engine_invocation *inv, const char *op, json_t *data,
 			json_t **out, int *rc)
 {
 	size_t m;
-	int known = 0;
-	if (strcmp(op, "worker::prepare") == 0) {
-		known = front_worker_owner(f, inv, data, &m, out);
-	} else {
-		const char *name = json_string_value(json_object_get(data, "name"));
-		pthread_mutex_lock(&f->lock);
-		known = name != NULL && front_owners_get(&f->owners, name, &m) && f->members[m].up;
-		pthread_mutex_unlock(&f->lock);
-	}
+	int known = strcmp(op, "worker::prepare") == 0 ? front_worker_owner(f, inv, data, &m, out) : 0;
 	if (known < 0)
 		return *rc = -1, 1;
 	if (known == 0)

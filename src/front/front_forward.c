@@ -68,7 +68,10 @@ enum front_fwd front_forward(struct front *f, const struct engine_invocation *in
 {
 	char fn[160];
 	snprintf(fn, sizeof(fn), "%s::%s", SBX_WORKER_NAME, op);
-	const char *ns = f->members[member].ns;
+	char ns[FRONT_NS_MAX + 1];
+	pthread_mutex_lock(&f->lock);
+	memcpy(ns, f->members[member].ns, sizeof(ns));
+	pthread_mutex_unlock(&f->lock);
 	json_t *res = NULL, *ebody = NULL;
 	sbx_error_t err = NULL;
 	scode[0] = '\0';

@@ -19,6 +19,10 @@
 #define FRONT_TICK_MS 1000
 /* A gone member's sandboxes answer S300 this long, then S002. */
 #define FRONT_GRACE_MS 5000
+/* A member gone this long loses its slot (and the ids it was placed, which
+ * answer S002 meanwhile): a namespace that comes and goes cannot fill the
+ * table.  Pinned members keep theirs. */
+#define FRONT_SLOT_FREE_MS (300 * 1000)
 /* The router waits 2 s for adapter::info: so do we for a member's. */
 #define FRONT_INFO_TIMEOUT_MS 2000
 /* A forwarded call ends when the member answers or leaves the engine (the
@@ -26,10 +30,12 @@
 #define FRONT_CALL_TIMEOUT_MS (24 * 3600 * 1000)
 
 struct front_member {
-	char ns[FRONT_NS_MAX + 1]; /* set once, before the slot is counted */
+	/* Set while the slot is free ("") or in refresh_lock and the lock
+	 * (front_members.c); others copy it under the lock. */
+	char ns[FRONT_NS_MAX + 1];
 	bool up;
 	bool forgotten;        /* its sandboxes were dropped after the grace */
-	int64_t down_since_ms; /* when it was last seen going; 0 while up */
+	int64_t down_since_ms; /* when it was last seen going (found, if it never answered); 0 while up */
 	json_t *info;          /* its last adapter::info answer, or NULL */
 	/* Placed since that answer: concurrent creates see each other. */
 	int64_t reserved_mib, reserved_live;
@@ -44,7 +50,7 @@ struct front {
 	pthread_mutex_t lock; /* the members and the owners */
 	struct front_member members[FRONT_MAX_MEMBERS];
 	size_t nmembers;
-	struct front_owners owners;  /* sandbox ids and names */
+	struct front_owners owners;  /* sandbox ids (never names) */
 	struct front_owners workers; /* worker names: where worker::prepare placed them */
 
 	pthread_mutex_t refresh_lock; /* one refresh at a time */

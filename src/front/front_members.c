@@ -21,18 +21,26 @@ static bool valid_ns(const char *ns)
 	return ns != NULL && ns[0] != '\0' && strnlen(ns, FRONT_NS_MAX + 1) <= FRONT_NS_MAX;
 }
 
-/* The slot of ns, added when new; -1 when the table is full. */
+/* The slot of ns, added when new (in a free slot first); -1 when the
+ * table is full. */
 static long slot_of(struct front *f, const char *ns)
 {
-	for (size_t i = 0; i < f->nmembers; i++)
+	long free_slot = -1;
+	for (size_t i = 0; i < f->nmembers; i++) {
 		if (strcmp(f->members[i].ns, ns) == 0)
 			return (long)i;
-	if (f->nmembers == FRONT_MAX_MEMBERS)
+		if (f->members[i].ns[0] == '\0' && free_slot < 0)
+			free_slot = (long)i;
+	}
+	if (free_slot < 0 && f->nmembers == FRONT_MAX_MEMBERS)
 		return -1;
-	struct front_member *m = &f->members[f->nmembers];
-	*m = (struct front_member){ 0 };
+	size_t s = free_slot >= 0 ? (size_t)free_slot : f->nmembers++;
+	struct front_member *m = &f->members[s];
+	/* Down until its first answer, and gone since found: a namespace that
+	 * never answers is forgotten, then freed, as one that left. */
+	*m = (struct front_member){ .down_since_ms = sbx_now_ms() };
 	memcpy(m->ns, ns, strlen(ns) + 1);
-	return (long)f->nmembers++;
+	return (long)s;
 }
 
 /* Namespaces whose adapter::info the engine lists, into `seen` (indexes of
@@ -91,14 +99,30 @@ static void mark_down(struct front *f, size_t i, int64_t now)
 			 FRONT_GRACE_MS / 1000);
 	}
 	if (!m->forgotten && m->down_since_ms != 0 && now - m->down_since_ms >= FRONT_GRACE_MS) {
-		front_owners_drop_member(&f->owners, i);
+		/* The ids this front placed there stay its (S002 meanwhile). */
+		front_owners_drop_learnt(&f->owners, i);
 		front_owners_drop_member(&f->workers, i);
 		m->forgotten = true;
 	}
 }
 
-/* Lock held; takes info. */
-static void mark_up(struct front *f, size_t i, json_t *info, json_t *list)
+/* Lock held: the slots of members gone over FRONT_SLOT_FREE_MS. */
+static void free_gone(struct front *f, int64_t now)
+{
+	for (size_t i = 0; f->pinned == NULL && i < f->nmembers; i++) {
+		struct front_member *m = &f->members[i];
+		if (m->ns[0] == '\0' || m->up || !m->forgotten || now - m->down_since_ms < FRONT_SLOT_FREE_MS)
+			continue;
+		sbx_info("front: member %s gone for %d s: its slot is freed", m->ns, FRONT_SLOT_FREE_MS / 1000);
+		front_owners_drop_member(&f->owners, i);
+		front_owners_drop_member(&f->workers, i);
+		json_decref(m->info);
+		*m = (struct front_member){ 0 };
+	}
+}
+
+/* Lock held; takes info.  began: when the refresh that read list began. */
+static void mark_up(struct front *f, size_t i, json_t *info, json_t *list, int64_t began)
 {
 	struct front_member *m = &f->members[i];
 	json_t *rows = json_object_get(list, "sandboxes");
@@ -110,9 +134,16 @@ static void mark_up(struct front *f, size_t i, json_t *info, json_t *list)
 	json_decref(m->info);
 	m->info = info;
 	m->reserved_mib = m->reserved_live = 0;
-	size_t lost = front_owners_replace(&f->owners, i, rows);
-	if (lost > 0)
-		sbx_warn_limited("front: %zu sandboxes of member %s not mapped (looked up when used)", lost, m->ns);
+	struct front_replace_stats st;
+	front_owners_replace(&f->owners, i, rows, began, &st);
+	if (st.lost > 0)
+		sbx_warn_limited("front: %zu sandboxes of member %s not mapped (no canonical id, or past the bounds)",
+				 st.lost, m->ns);
+	if (st.refused > 0)
+		sbx_warn_limited("front: member %s lists %zu sandbox ids another member holds: not moved (ids this "
+				 "front placed stay where it placed them; others are routed to nobody while two "
+				 "members list them)",
+				 m->ns, st.refused);
 }
 
 static int call_member(struct front *f, const char *ns, const char *fn, json_t **res)
@@ -143,17 +174,24 @@ static int refresh_locked(struct front *f)
 	pthread_mutex_unlock(&f->lock);
 	for (size_t i = 0; i < n; i++) {
 		json_t *info = NULL, *list = NULL;
-		bool ok = seen[i] && call_member(f, f->members[i].ns, INFO_ID, &info) == 0 &&
-			  call_member(f, f->members[i].ns, SBX_WORKER_NAME "::list", &list) == 0;
+		/* Slots change only under refresh_lock, which is held. */
+		const char *ns = f->members[i].ns;
+		if (ns[0] == '\0')
+			continue;
+		bool ok = seen[i] && call_member(f, ns, INFO_ID, &info) == 0 &&
+			  call_member(f, ns, SBX_WORKER_NAME "::list", &list) == 0;
 		pthread_mutex_lock(&f->lock);
 		if (ok)
-			mark_up(f, i, sbx_steal_ptr(info), list);
+			mark_up(f, i, sbx_steal_ptr(info), list, began);
 		else
 			mark_down(f, i, sbx_now_ms());
 		pthread_mutex_unlock(&f->lock);
 		json_decref(info);
 		json_decref(list);
 	}
+	pthread_mutex_lock(&f->lock);
+	free_gone(f, sbx_now_ms());
+	pthread_mutex_unlock(&f->lock);
 	atomic_store(&f->refreshed_ms, began);
 	return 0;
 }

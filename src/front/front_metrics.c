@@ -75,6 +75,8 @@ void front_collect_metrics(void *front)
 	struct front *f = front;
 	pthread_mutex_lock(&f->lock);
 	for (size_t i = 0; i < f->nmembers; i++) {
+		if (f->members[i].ns[0] == '\0')
+			continue; /* a freed slot */
 		const char *values[] = { f->members[i].ns };
 		sbx_metric_set(&member_up, values, f->members[i].up ? 1 : 0);
 	}

@@ -5,6 +5,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/uuid.h"
+
 /* FNV-1a: keys are short ids and names; the bucket count is a power of two. */
 static uint32_t hash_of(const char *key)
 {
@@ -71,18 +73,39 @@ int front_owners_set(struct front_owners *o, const char *key, size_t member)
 	if (copy == NULL)
 		return -1;
 	int32_t *head = bucket(o, hash);
-	o->v[o->n] = (struct front_owner){ copy, member, hash, *head };
+	o->v[o->n] = (struct front_owner){ .key = copy, .member = member, .hash = hash, .next = *head, .rival = -1 };
 	*head = (int32_t)o->n++;
 	return 0;
 }
 
-bool front_owners_get(const struct front_owners *o, const char *key, size_t *member)
+int front_owners_claim(struct front_owners *o, const char *id, size_t member, int64_t now_ms)
+{
+	struct front_owner *hit = find(o, id, hash_of(id));
+	if (hit != NULL && hit->member != member)
+		return 1;
+	if (hit == NULL && front_owners_set(o, id, member) < 0)
+		return -1;
+	hit = find(o, id, hash_of(id));
+	hit->placed_ms = now_ms > 0 ? now_ms : 1;
+	hit->rival = -1;
+	return 0;
+}
+
+bool front_owners_find(const struct front_owners *o, const char *key, size_t *member, long *rival)
 {
 	const struct front_owner *hit = find(o, key, hash_of(key));
+	*rival = -1;
 	if (hit == NULL)
 		return false;
 	*member = hit->member;
-	return true;
+	*rival = hit->rival;
+	return hit->rival < 0;
+}
+
+bool front_owners_get(const struct front_owners *o, const char *key, size_t *member)
+{
+	long rival;
+	return front_owners_find(o, key, member, &rival);
 }
 
 /* The link that holds index i: its bucket's head or its predecessor's next. */
@@ -122,19 +145,59 @@ void front_owners_drop_member(struct front_owners *o, size_t member)
 			remove_at(o, i - 1);
 }
 
-size_t front_owners_replace(struct front_owners *o, size_t member, json_t *sandboxes)
+void front_owners_drop_learnt(struct front_owners *o, size_t member)
 {
-	front_owners_drop_member(o, member);
-	size_t lost = 0, i;
-	json_t *row;
-	json_array_foreach(sandboxes, i, row) {
-		const char *id = json_string_value(json_object_get(row, "sandbox_id"));
-		const char *name = json_string_value(json_object_get(row, "name"));
-		if (id == NULL || front_owners_set(o, id, member) < 0 ||
-		    (name != NULL && name[0] != '\0' && front_owners_set(o, name, member) < 0))
-			lost++;
+	for (size_t i = o->n; i > 0; i--)
+		if (o->v[i - 1].member == member && o->v[i - 1].placed_ms == 0)
+			remove_at(o, i - 1);
+}
+
+/* One listed id: kept, added, or refused when another member holds it. */
+static void listed(struct front_owners *o, size_t member, const char *id, struct front_replace_stats *st)
+{
+	char canon[SBX_UUID_STRLEN + 1];
+	/* Members list ids as they made them: anything else is not an id. */
+	if (id == NULL || !sbx_uuid_parse(id, canon) || strcmp(canon, id) != 0) {
+		st->lost++;
+		return;
 	}
-	return lost;
+	struct front_owner *hit = find(o, id, hash_of(id));
+	if (hit == NULL) {
+		if (front_owners_set(o, id, member) < 0)
+			st->lost++;
+		else
+			find(o, id, hash_of(id))->seen = true;
+		return;
+	}
+	if (hit->member == member) {
+		hit->seen = true;
+		return;
+	}
+	st->refused++;
+	/* Learnt from lists only: nobody can tell whose it is. */
+	if (hit->placed_ms == 0)
+		hit->rival = (long)member;
+}
+
+void front_owners_replace(struct front_owners *o, size_t member, json_t *sandboxes, int64_t began_ms,
+			  struct front_replace_stats *st)
+{
+	*st = (struct front_replace_stats){ 0, 0 };
+	for (size_t i = 0; i < o->n; i++) {
+		o->v[i].seen = false;
+		if (o->v[i].rival == (long)member)
+			o->v[i].rival = -1; /* listed again below if it still is */
+	}
+	size_t i;
+	json_t *row;
+	json_array_foreach(sandboxes, i, row)
+		listed(o, member, json_string_value(json_object_get(row, "sandbox_id")), st);
+	/* From the end: what remove_at moves in was checked already. */
+	for (size_t k = o->n; k > 0; k--) {
+		const struct front_owner *e = &o->v[k - 1];
+		if (e->member == member && !e->seen && e->placed_ms <= began_ms)
+			remove_at(o, k - 1);
+	}
 }
 
 void front_owners_free(struct front_owners *o)

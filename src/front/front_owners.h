@@ -1,5 +1,9 @@
-/* Which member owns a sandbox: its id (and its name, which calls may use
- * too) to the member's index.  Not locked: the front holds its lock. */
+/* Which member owns a sandbox id (or, in a map of its own, a worker name):
+ * the key to the member's index.  Names of sandboxes are labels, never
+ * keys.  An id the front placed (front_owners_claim) is that member's and
+ * no member's list moves it; an id only learnt from lists is the first
+ * lister's, and contested (routed to nobody) while another lists it too.
+ * Not locked: the front holds its lock. */
 #ifndef SBX_FRONT_OWNERS_H
 #define SBX_FRONT_OWNERS_H
 
@@ -17,7 +21,10 @@ struct front_owner {
 	char *key;
 	size_t member;
 	uint32_t hash;
-	int32_t next; /* the next index in its bucket, or -1 */
+	int32_t next;     /* the next index in its bucket, or -1 */
+	int64_t placed_ms; /* when this front placed it there; 0: learnt from a list */
+	long rival;       /* another member listing it too, or -1 */
+	bool seen;        /* scratch of front_owners_replace */
 };
 
 /* The keys in a dense array (iterated when a member goes) and a hash index
@@ -32,12 +39,27 @@ struct front_owners {
 /* Adds or moves key; -1 when it is too long, the table is full or memory
  * ran out (the key is then looked up again when used). */
 int front_owners_set(struct front_owners *o, const char *key, size_t member);
+/* An id a member answered this front's create with, at now_ms: 0, -1 as
+ * front_owners_set, 1 when another member holds it already (refused). */
+int front_owners_claim(struct front_owners *o, const char *id, size_t member, int64_t now_ms);
+/* key's member; false when unknown or contested (*rival then >= 0). */
 bool front_owners_get(const struct front_owners *o, const char *key, size_t *member);
+bool front_owners_find(const struct front_owners *o, const char *key, size_t *member, long *rival);
 void front_owners_remove(struct front_owners *o, const char *key);
 void front_owners_drop_member(struct front_owners *o, size_t member);
-/* Member's keys become the ids and names of `sandboxes`, a list's rows.
- * Returns how many rows could not be kept. */
-size_t front_owners_replace(struct front_owners *o, size_t member, json_t *sandboxes);
+/* Drops the member's ids learnt from lists; those it was placed keep
+ * naming it (a gone member's ids are never another's). */
+void front_owners_drop_learnt(struct front_owners *o, size_t member);
+
+struct front_replace_stats {
+	size_t lost;    /* rows without a canonical id, or not kept (bounds) */
+	size_t refused; /* ids another member holds: never moved */
+};
+/* Member's ids become those of `sandboxes`, its list's rows, read by a
+ * refresh begun at began_ms: its ids not listed go, but for those placed
+ * after began_ms (the list was asked before they existed). */
+void front_owners_replace(struct front_owners *o, size_t member, json_t *sandboxes, int64_t began_ms,
+			  struct front_replace_stats *st);
 void front_owners_free(struct front_owners *o);
 
 #endif

@@ -34,22 +34,34 @@ int front_to_any(struct front *f, const struct engine_invocation *inv, const cha
 }
 
 /* 1: key's owner is in *member and up; 0: unknown; -1: *out is the S300 of
- * an owner that left. */
+ * an owner that left, the S002 of one forgotten (an id this front placed
+ * there, which no other member may take) or of an id two members list. */
 static int owner_of(struct front *f, struct front_owners *map, const char *key, size_t *member, json_t **out)
 {
+	long rival;
 	pthread_mutex_lock(&f->lock);
-	bool known = front_owners_get(map, key, member);
-	const struct front_member *m = known ? &f->members[*member] : NULL;
-	bool up = m != NULL && m->up;
+	bool known = front_owners_find(map, key, member, &rival);
+	const struct front_member *m = known || rival >= 0 ? &f->members[*member] : NULL;
+	bool up = m != NULL && m->up, forgotten = m != NULL && m->forgotten;
 	int64_t gone_s = m != NULL && !up ? (sbx_now_ms() - m->down_since_ms) / 1000 : 0;
-	char ns[FRONT_NS_MAX + 1] = "";
+	char ns[FRONT_NS_MAX + 1] = "", other[FRONT_NS_MAX + 1] = "";
 	if (m != NULL)
 		memcpy(ns, m->ns, sizeof(ns));
+	if (rival >= 0)
+		memcpy(other, f->members[rival].ns, sizeof(other));
 	pthread_mutex_unlock(&f->lock);
+	if (rival >= 0)
+		return front_fail(SBX_S_NOT_FOUND, out,
+				  "%.256s: members %s and %s both list it; this front did not place it, so it goes to "
+				  "neither",
+				  key, ns, other);
 	if (!known)
 		return 0;
 	if (up)
 		return 1;
+	if (forgotten)
+		return front_fail(SBX_S_NOT_FOUND, out, "%.256s (its member %s left the engine %llds ago)", key, ns,
+				  (long long)gone_s);
 	return front_fail(SBX_S_VM_BOOT, out,
 			  "%.256s is on member %s, which left the engine %llds ago; it is forgotten (S002) %d s after "
 			  "leaving, and reachable again if the member comes back with it",
@@ -90,10 +102,14 @@ static int route_sandbox(struct front *f, const struct engine_invocation *inv, c
 
 /* The member a worker was prepared on, asked of each member when the map
  * does not know it (after a front took over): 1 found, 0 not, -1 *out set
- * (the auth check's answer, which every member gives alike). */
+ * (the auth check's answer, which every member gives alike).  The question
+ * carries the caller's worker token: only pinned members, which the
+ * operator named, are asked; a discovered one could be anybody. */
 static int find_worker(struct front *f, const struct engine_invocation *inv, json_t *data, size_t *member,
 		       json_t **out)
 {
+	if (f->pinned == NULL)
+		return 0;
 	size_t up[FRONT_MAX_MEMBERS];
 	size_t n = front_up_members(f, up);
 	cleanup_json json_t *req = json_pack("{s:O*, s:O*}", "auth", json_object_get(data, "auth"), "worker",
@@ -142,6 +158,15 @@ static int route_worker(struct front *f, const struct engine_invocation *inv, co
 	int known = front_worker_owner(f, inv, data, &m, out);
 	if (known < 0)
 		return -1;
+	/* The caller's token goes to the worker's member only (or to a pinned
+	 * member): a worker no discovered member is known to hold is answered
+	 * here. */
+	if (known == 0 && f->pinned == NULL && json_is_string(json_object_get(data, "worker")))
+		return front_fail(SBX_S_NOT_PREPARED, out,
+				  "worker %.256s is not known to this front: it was not prepared through it (a front "
+				  "asks the members for a worker it did not place only when III_SANDBOX_MEMBERS pins "
+				  "them)",
+				  json_string_value(json_object_get(data, "worker")));
 	if (known == 0)
 		return front_to_any(f, inv, op, data, out);
 	char scode[8];
@@ -183,6 +208,8 @@ static int route_info(struct front *f, json_t **out)
 	cleanup_json json_t *members = json_array();
 	for (size_t i = 0; members != NULL && i < f->nmembers; i++) {
 		const struct front_member *m = &f->members[i];
+		if (m->ns[0] == '\0')
+			continue; /* a freed slot */
 		if (info == NULL && m->up && m->info != NULL)
 			info = json_deep_copy(m->info);
 		json_t *cap = m->info != NULL ? json_object_get(m->info, "capacity") : NULL;

@@ -228,40 +228,56 @@ static bool pid_alive(pid_t pid)
 	return kill(pid, 0) == 0 || errno == EPERM;
 }
 
+/* Kills and removes the leaves named `name` under each parent where one
+ * exists; true when none is left. */
+static bool remove_named(const struct jail_cg_host *h, const char *name)
+{
+	struct jail_cg cg = { .v = h->v };
+	bool ok = true;
+	struct stat st;
+	for (int i = 0; i < h->n && ok; i++) {
+		cleanup_free char *leaf = join(h->parent[i], name);
+		ok = leaf != NULL;
+		if (!ok || stat(leaf, &st) < 0)
+			continue;
+		cg.procs[cg.n] = join(leaf, "cgroup.procs");
+		ok = cg.procs[cg.n] != NULL;
+		cg.leaf[cg.n++] = sbx_steal_ptr(leaf);
+	}
+	if (ok && h->v == JAIL_CG_V2 && cg.n > 0)
+		ok = (cg.kill = join(cg.leaf[0], "cgroup.kill")) != NULL;
+	if (ok)
+		jail_cg_kill(&cg);
+	for (int i = 0; i < cg.n && ok; i++)
+		ok = stat(cg.leaf[i], &st) < 0;
+	if (!ok)
+		sbx_warn("leftovers: cannot remove cgroup %s", cg.n > 0 ? cg.leaf[0] : name);
+	jail_cg_free(&cg);
+	return ok;
+}
+
 unsigned jail_cg_remove_leftovers(const struct jail_cg_host *h)
 {
-	if (h->n == 0)
-		return 0;
 	unsigned removed = 0;
-	/* Every controller's parent holds the same names: list the first. */
-	cleanup_dir DIR *d = opendir(h->parent[0]);
-	struct dirent *de;
-	while (d != NULL && (de = readdir(d)) != NULL) {
-		pid_t owner;
-		if (!jail_cg_owner(de->d_name, &owner) || pid_alive(owner))
-			continue;
-		struct jail_cg cg = { .v = h->v };
-		bool ok = true;
-		for (int i = 0; i < h->n && ok; i++) {
-			cg.leaf[i] = join(h->parent[i], de->d_name);
-			cg.procs[i] = cg.leaf[i] != NULL ? join(cg.leaf[i], "cgroup.procs") : NULL;
-			ok = cg.procs[i] != NULL;
-			cg.n = i + 1;
-		}
-		if (ok && h->v == JAIL_CG_V2)
-			ok = (cg.kill = join(cg.leaf[0], "cgroup.kill")) != NULL;
-		if (ok) {
-			jail_cg_kill(&cg);
-			struct stat st;
-			if (stat(cg.leaf[0], &st) == 0)
-				sbx_warn("leftovers: cannot remove cgroup %s", cg.leaf[0]);
-			else {
-				sbx_info("leftovers: removed cgroup %s (its daemon, pid %d, is gone)", cg.leaf[0],
-					 (int)owner);
+	/* Each controller's parent is listed, not only the first: on v1 the
+	 * parents sit under the daemon's own cgroup of each controller, and a
+	 * daemon started in another memory cgroup (a new service instance, a
+	 * new session) has other memory leaves but the same cpu and pids ones,
+	 * which listing the memory parent alone never finds.  A name removed
+	 * under the first parent is gone from the others too. */
+	for (int i = 0; i < h->n; i++) {
+		cleanup_dir DIR *d = opendir(h->parent[i]);
+		struct dirent *de;
+		while (d != NULL && (de = readdir(d)) != NULL) {
+			pid_t owner;
+			if (!jail_cg_owner(de->d_name, &owner) || pid_alive(owner))
+				continue;
+			if (remove_named(h, de->d_name)) {
+				sbx_info("leftovers: removed cgroup %s/%s (its daemon, pid %d, is gone)", h->parent[i],
+					 de->d_name, (int)owner);
 				removed++;
 			}
 		}
-		jail_cg_free(&cg);
 	}
 	return removed;
 }

@@ -14,6 +14,7 @@
 #define NET_ETH_HLEN 14
 #define NET_ETHERTYPE_IPV4 0x0800
 #define NET_ETHERTYPE_ARP 0x0806
+#define NET_ARP_HLEN 28 /* an ARP packet for IPv4 over Ethernet */
 #define NET_PROTO_ICMP 1
 #define NET_PROTO_TCP 6
 #define NET_PROTO_UDP 17

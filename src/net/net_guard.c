@@ -84,7 +84,9 @@ void net_guard_input(struct net_helper *h, const uint8_t *buf, size_t len)
 	if (net_frame_parse(buf, len, &f) < 0)
 		return;
 	if (f.ethertype == NET_ETHERTYPE_ARP) {
-		slirp_input(h->slirp, buf, (int)len);
+		/* whole: older libslirp releases read the header unchecked */
+		if (len >= NET_ETH_HLEN + NET_ARP_HLEN)
+			slirp_input(h->slirp, buf, (int)len);
 		return;
 	}
 	/* IPv6 and everything else would bypass the rules; fragments carry no

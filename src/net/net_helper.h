@@ -66,7 +66,9 @@ int net_host_addrs_refresh(struct net_helper *h, sbx_error_t *err);
 /* net_denial.c: logs a denial once per key; counts every one. */
 void net_denial(struct net_helper *h, const char *what, uint64_t key, const char *why);
 
-/* net_resolver.c: the guest's DNS server. */
+/* net_resolver.c: the guest's DNS server.  At most this many queries wait
+ * for the upstream servers; past it a query is answered SERVFAIL at once. */
+#define NET_RESOLVER_MAX_PENDING 128
 int net_resolver_init(struct net_helper *h, sbx_error_t *err);
 void net_resolver_query(struct net_helper *h, const struct net_frame *f);
 void net_resolver_free(struct net_helper *h);

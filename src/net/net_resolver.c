@@ -13,7 +13,6 @@
 #include "net/net_dns.h"
 #include "net/net_helper.h"
 
-#define MAX_PENDING 128
 #define QUERY_TIMEOUT_MS 2000
 #define QUERY_TRIES 2
 #define PIN_MIN_TTL 5
@@ -120,7 +119,7 @@ void net_resolver_query(struct net_helper *h, const struct net_frame *f)
 		answer(h, f->eth, f->len, &q, NET_DNS_NOERROR, NULL, NULL, 0);
 		return;
 	}
-	if (!h->have_ares || h->dns_pending >= MAX_PENDING) {
+	if (!h->have_ares || h->dns_pending >= NET_RESOLVER_MAX_PENDING) {
 		sbx_warn_limited("net: sandbox %s: %s: no resolver%s", h->sandbox, name,
 			 h->have_ares ? " free (too many queries in flight)" : "");
 		answer(h, f->eth, f->len, &q, NET_DNS_SERVFAIL, NULL, NULL, 0);

@@ -47,15 +47,20 @@ static bool same_file(const struct stat *a, const struct stat *b)
 	       a->st_ctim.tv_sec == b->st_ctim.tv_sec && a->st_ctim.tv_nsec == b->st_ctim.tv_nsec;
 }
 
+int file_hash_bytes(const void *buf, size_t len, char hex[FILE_HASH_HEX + 1])
+{
+	unsigned char md[EVP_MAX_MD_SIZE];
+	unsigned mdlen = 0;
+	if (EVP_Digest(buf, len, md, &mdlen, EVP_sha256(), NULL) != 1 || mdlen * 2 != FILE_HASH_HEX)
+		return -1;
+	to_hex(md, mdlen, hex);
+	return 0;
+}
+
 /* The entry's name: the SHA-256 of the path. */
 static int entry_name(const char *path, char name[FILE_HASH_HEX + 1])
 {
-	unsigned char md[EVP_MAX_MD_SIZE];
-	unsigned len = 0;
-	if (EVP_Digest(path, strlen(path), md, &len, EVP_sha256(), NULL) != 1 || len * 2 != FILE_HASH_HEX)
-		return -1;
-	to_hex(md, len, name);
-	return 0;
+	return file_hash_bytes(path, strlen(path), name);
 }
 
 static bool is_hex(const char *s, size_t n)

@@ -7,6 +7,8 @@
 #ifndef SBX_VM_FILE_HASH_H
 #define SBX_VM_FILE_HASH_H
 
+#include <stddef.h>
+
 #include "common/error.h"
 
 #define FILE_HASH_HEX 64
@@ -14,5 +16,7 @@
 
 /* The file's SHA-256 as 64 lowercase hex digits. */
 int file_hash(const char *path, char hex[FILE_HASH_HEX + 1], sbx_error_t *err);
+/* The SHA-256 of len bytes, the same way; -1 when OpenSSL fails. */
+int file_hash_bytes(const void *buf, size_t len, char hex[FILE_HASH_HEX + 1]);
 
 #endif

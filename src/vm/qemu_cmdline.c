@@ -113,6 +113,14 @@ char **qemu_cmdline(const struct qemu_config *c, sbx_error_t *err)
 		sbx_error_set(err, EINVAL, "tcg cache must be 1..%d MiB", SBX_VM_TCG_CACHE_MAX_MIB);
 		return NULL;
 	}
+	if (c->accel != SBX_ACCEL_KVM && (c->nested_virt || c->threads_per_core > 1)) {
+		sbx_error_set(err, EINVAL, "qemu: nested virtualisation and SMT are for KVM guests");
+		return NULL;
+	}
+	if (c->threads_per_core > 2 || (c->threads_per_core == 2 && c->cpus % 2 != 0)) {
+		sbx_error_set(err, EINVAL, "qemu: two threads per core need an even CPU count");
+		return NULL;
+	}
 	if (c->console_fd < 0 || c->control_fd < 0) {
 		sbx_error_set(err, EBADF, "qemu: console and control sockets are required");
 		return NULL;
@@ -146,8 +154,14 @@ char **qemu_cmdline(const struct qemu_config *c, sbx_error_t *err)
 	add(&b, "-accel");
 	if (c->accel == SBX_ACCEL_KVM) {
 		add(&b, "kvm");
+		/* The host's CPU without its PMU (guest access to the host's
+		 * performance counters) and, unless asked, without VMX/SVM:
+		 * with them every guest would drive the host kernel's nested
+		 * virtualisation (kvm_intel/kvm_amd nested=1 by default).
+		 * QEMU 7.2 cannot hide an AMD host's legacy counters
+		 * (docs/security.md). */
 		add(&b, "-cpu");
-		add(&b, "host");
+		add(&b, "host,%spmu=off", c->nested_virt ? "" : "vmx=off,svm=off,");
 	} else {
 		/* One thread for all vCPUs of a guest with several: with one
 		 * thread per vCPU (QEMU 7.2), a vCPU can run a stale block of
@@ -162,7 +176,10 @@ char **qemu_cmdline(const struct qemu_config *c, sbx_error_t *err)
 		add(&b, "max,erms=off,fsrm=off");
 	}
 	add(&b, "-smp");
-	add(&b, "%u", c->cpus);
+	if (c->threads_per_core == 2)
+		add(&b, "cpus=%u,cores=%u,threads=2", c->cpus, c->cpus / 2);
+	else
+		add(&b, "%u", c->cpus);
 	add(&b, "-m");
 	add(&b, "%u", c->memory_mib);
 	add(&b, "-kernel");

@@ -51,6 +51,9 @@ struct qemu_config {
 	enum sbx_accel accel; /* KVM or TCG, already decided */
 	unsigned tsc_khz;     /* TCG: the host's TSC frequency, 0 = unknown */
 	unsigned tcg_cache_mib; /* TCG: translation cache, 1..SBX_VM_TCG_CACHE_MAX_MIB */
+	bool nested_virt;     /* KVM: the guest sees VMX/SVM (vm/guest_cpu.h) */
+	unsigned threads_per_core; /* KVM: 2 = two threads per core (cpus even),
+				      0 or 1 = one */
 	bool boot_log;        /* kernel messages instead of quiet */
 	int console_fd;       /* connected stream sockets QEMU inherits */
 	int control_fd;

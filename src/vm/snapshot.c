@@ -2,7 +2,6 @@
 
 #include <errno.h>
 #include <fcntl.h>
-#include <openssl/evp.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -18,7 +17,9 @@
 #include "common/path.h"
 #include "common/state_dir.h"
 #include "vm/disk.h"
+#include "vm/accel.h"
 #include "vm/file_hash.h"
+#include "vm/kvm_cpu.h"
 #include "vm/template_memfd.h"
 
 #define KEY_TEXT_MAX SNAPSHOT_KEY_TEXT_MAX
@@ -31,6 +32,7 @@
 #define SNAPSHOT_FORMAT 6
 #define RAM_DESC_MAX TEMPLATE_RAM_DESC_MAX
 #define STORE_SUFFIX ".erofs"
+#define CPU_FIELD "kvmcpu="
 
 static const char *const components[] = { "qemu", "kernel", "boot", "image" };
 #define N_COMPONENTS (sizeof(components) / sizeof(components[0]))
@@ -97,10 +99,15 @@ static int append(char *buf, size_t cap, size_t *len, const char *what, const ch
  * snapshot_key_current.  The same contents elsewhere give the same key. */
 int snapshot_key(const struct snapshot_id *id, char key[SNAPSHOT_KEY_LEN + 1], char *key_text, sbx_error_t *err)
 {
+	bool kvm = id->accel == SBX_ACCEL_KVM;
+	if (kvm && (id->kvm_cpu == NULL || strlen(id->kvm_cpu) != KVM_CPU_HEX ||
+		    strspn(id->kvm_cpu, "0123456789abcdef") != KVM_CPU_HEX))
+		return sbx_error_set(err, EINVAL, "snapshot key: no CPU fingerprint under KVM");
 	char text[KEY_TEXT_MAX];
-	int n = snprintf(text, sizeof(text), "format=%d cpus=%u memory=%u accel=%d tsc=%u scratch=%llu%s%s\n",
+	int n = snprintf(text, sizeof(text), "format=%d cpus=%u memory=%u accel=%d tsc=%u scratch=%llu%s%s%s%s\n",
 			 SNAPSHOT_FORMAT, id->cpus, id->memory_mib, id->accel, id->tsc_khz,
-			 (unsigned long long)id->scratch_size, id->network ? " network" : "", id->cow ? " cow" : "");
+			 (unsigned long long)id->scratch_size, id->network ? " network" : "", id->cow ? " cow" : "",
+			 kvm ? " " CPU_FIELD : "", kvm ? id->kvm_cpu : "");
 	if (n < 0 || (size_t)n >= sizeof(text))
 		return sbx_error_set(err, EOVERFLOW, "snapshot key");
 	size_t len = (size_t)n;
@@ -114,21 +121,39 @@ int snapshot_key(const struct snapshot_id *id, char key[SNAPSHOT_KEY_LEN + 1], c
 		if (append(text, sizeof(text), &len, components[i], paths[i], err) < 0)
 			return -1;
 	}
-	unsigned char md[EVP_MAX_MD_SIZE];
-	unsigned mdlen = 0;
-	if (EVP_Digest(text, hashed, md, &mdlen, EVP_sha256(), NULL) != 1 || mdlen * 2 != SNAPSHOT_KEY_LEN)
+	if (file_hash_bytes(text, hashed, key) < 0)
 		return sbx_error_set(err, EIO, "snapshot key: sha256 failed");
-	for (unsigned i = 0; i < mdlen; i++)
-		snprintf(key + 2 * i, 3, "%02x", md[i]);
 	if (key_text != NULL)
 		memcpy(key_text, text, len + 1);
 	return 0;
 }
 
+/* A header line of accel KVM names this host's CPU as it is now; any
+ * other header names none. */
+static bool cpu_current(const char *header, size_t len)
+{
+	char want[32];
+	snprintf(want, sizeof(want), " accel=%d ", (int)SBX_ACCEL_KVM);
+	const char *accel = memmem(header, len, want, strlen(want));
+	const char *field = memmem(header, len, " " CPU_FIELD, strlen(" " CPU_FIELD));
+	if (accel == NULL)
+		return field == NULL;
+	char now[KVM_CPU_HEX + 1];
+	sbx_error_t err = NULL;
+	if (field == NULL || kvm_cpu_host(now, &err) < 0) {
+		sbx_error_free(&err);
+		return false;
+	}
+	field += strlen(" " CPU_FIELD);
+	return (size_t)(header + len - field) > KVM_CPU_HEX && memcmp(field, now, KVM_CPU_HEX) == 0 &&
+	       (field[KVM_CPU_HEX] == ' ' || field[KVM_CPU_HEX] == '\n');
+}
+
 /* The text is the template's own file (hostile to this check as any file
- * is): it is current when it is of this format and the files it names
- * still have the contents it recorded, i.e. when building its key again
- * from those paths gives the same text. */
+ * is): it is current when it is of this format, names this host's CPU
+ * under KVM, and the files it names still have the contents it recorded,
+ * i.e. when building its key again from those paths gives the same
+ * text. */
 bool snapshot_key_current(const char *text)
 {
 	char want[32];
@@ -138,7 +163,7 @@ bool snapshot_key_current(const char *text)
 		return false;
 	char now[KEY_TEXT_MAX];
 	size_t len = (size_t)(header_end - text) + 1;
-	if (len >= sizeof(now))
+	if (len >= sizeof(now) || !cpu_current(text, len))
 		return false;
 	memcpy(now, text, len);
 	char paths[N_COMPONENTS][4096];

@@ -11,7 +11,10 @@
  * the kernel command line, whether the device set has a NIC (a template
  * per network mode), and whether guest RAM is a sealed copy-on-write
  * memfd (vm/template_memfd.h, kept on disk as the template's sparse "ram"
- * file, described in "ram.id") or streamed into the state file. */
+ * file, described in "ram.id") or streamed into the state file.  Under
+ * KVM it also covers the CPU as KVM presents it (vm/kvm_cpu.h): a
+ * template is never restored onto another CPU, kernel or microcode's
+ * feature set, and the sweep drops one saved under another. */
 #ifndef SBX_VM_SNAPSHOT_H
 #define SBX_VM_SNAPSHOT_H
 
@@ -35,6 +38,9 @@ struct snapshot_id {
 	uint64_t scratch_size;
 	bool network; /* the device set includes the NIC */
 	bool cow;     /* guest RAM in a sealed memfd (vm/template_memfd.h) */
+	const char *kvm_cpu; /* under KVM (required): this host's CPU
+				fingerprint (vm/kvm_cpu.h); not looked at
+				under TCG, whose key it leaves unchanged */
 };
 
 #define SNAPSHOT_KEY_TEXT_MAX 8192
@@ -44,7 +50,8 @@ struct snapshot_id {
 int snapshot_key(const struct snapshot_id *id, char key[SNAPSHOT_KEY_LEN + 1], char *text, sbx_error_t *err);
 /* Whether a template's key text is of this format and the files it names
  * (QEMU, kernel, boot disk, image) still have the contents it was saved
- * from (a stored image: its digest still in the store). */
+ * from (a stored image: its digest still in the store); a KVM template's
+ * CPU fingerprint must be this host's now. */
 bool snapshot_key_current(const char *text);
 /* <state>/snapshots (created when missing). */
 char *snapshot_dir(sbx_error_t *err);

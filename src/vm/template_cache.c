@@ -185,7 +185,8 @@ unsigned template_cache_sweep(void)
 		cleanup_free char *text = read_small(v[i].dir, "key", SNAPSHOT_KEY_TEXT_MAX);
 		if (text != NULL && snapshot_key_current(text))
 			continue;
-		sbx_info("vm: template %.12s removed: its image, QEMU, kernel or boot disk changed or went",
+		sbx_info("vm: template %.12s removed: its image, QEMU, kernel or boot disk (or, under KVM, the CPU) "
+			 "changed or went",
 			 strrchr(v[i].dir, '/') + 1);
 		snapshot_remove_dir(v[i].dir);
 		gone++;

@@ -117,6 +117,7 @@ static int find_host_parts(struct sbx_vm *vm, const struct sbx_vm_options *opt, 
 		return -1;
 	if (sbx_accel_choose(opt->accel, &vm->accel, err) < 0)
 		return -1;
+	guest_cpu_choose(vm->accel, opt->nested_virt, opt->smt, vm->cpus, &vm->cpu);
 	if ((vm->kernel = sbx_kernel_elf(opt->krunfw_path, err)) == NULL)
 		return -1;
 	if ((vm->boot = vm_find_boot_disk(opt->boot_disk, err)) == NULL)

@@ -87,6 +87,10 @@ struct sbx_vm_options {
 				   argv once in its warm-up (the image's
 				   interpreter, writing nothing; proto.h
 				   WARM_UP bounds it); NULL: `true` only */
+	bool nested_virt;       /* KVM: VMX/SVM for the guest (vm/guest_cpu.h);
+				   every other VM has neither */
+	bool smt;               /* KVM on an SMT host, even cpus: two threads
+				   per core */
 	bool boot_log;          /* for measuring a boot: kernel messages with
 				   their guest timestamps instead of quiet, and
 				   every console line copied to stderr prefixed

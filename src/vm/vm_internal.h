@@ -13,6 +13,7 @@
 #include "common/error.h"
 #include "vm/channel.h"
 #include "vm/console.h"
+#include "vm/guest_cpu.h"
 #include "vm/keeper.h"
 #include "vm/net_link.h"
 #include "vm/snapshot.h"
@@ -25,6 +26,7 @@ struct sbx_vm {
 	/* What a cold boot after a failed restore needs again. */
 	char *qemu, *kernel, *boot, *image;
 	enum sbx_accel accel;
+	struct guest_cpu cpu;   /* nesting and SMT granted (vm/guest_cpu.h) */
 	unsigned cpus, memory_mib, tcg_cache_mib;
 	uint64_t scratch_bytes; /* the scratch disk's size: what its writes may take */
 	char *data_disk;        /* the caller's disk in place of the scratch disk, or NULL */

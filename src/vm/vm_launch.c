@@ -111,7 +111,8 @@ int vm_launch(struct sbx_vm *vm, int state_fd, sbx_error_t *err)
 	struct qemu_config qc = {
 		.qemu = vm->qemu, .kernel = vm->kernel, .boot_disk = vm->boot, .image = vm->image,
 		.scratch = vm_upper_disk(vm), .scratch_direct = upper_direct(vm), .cpus = vm->cpus,
-		.memory_mib = vm->memory_mib, .accel = vm->accel,
+		.memory_mib = vm->memory_mib, .accel = vm->accel, .nested_virt = vm->cpu.nested_virt,
+		.threads_per_core = vm->cpu.threads_per_core,
 		.console_fd = KEEPER_QEMU_FD_BASE, .control_fd = KEEPER_QEMU_FD_BASE + 1,
 		.qmp_fd = qmp_at, .incoming_fd = state_at, .net_fd = net_at,
 		.ram_fd = ram_at, .ram_shared = vm->ram_shared, .incoming_defer = state_at > 0 && ram_at > 0,

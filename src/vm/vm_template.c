@@ -10,6 +10,7 @@
 #include "common/cleanup.h"
 #include "common/log.h"
 #include "vm/disk.h"
+#include "vm/kvm_cpu.h"
 #include "vm/qmp.h"
 #include "vm/template_cache.h"
 #include "vm/template_memfd.h"
@@ -60,11 +61,15 @@ int vm_choose_start(struct sbx_vm *vm, bool use_snapshot, int *state_fd, sbx_err
 {
 	*state_fd = -1;
 	sbx_error_t serr = NULL;
+	/* Under KVM the guest's CPU is the host's: no fingerprint, no template. */
+	char cpu[KVM_CPU_HEX + 1] = "";
+	if (use_snapshot && vm->accel == SBX_ACCEL_KVM && kvm_cpu_host(cpu, &serr) < 0)
+		use_snapshot = false;
 	bool cow = use_snapshot && template_memfd_supported();
 	struct snapshot_id id = { vm->qemu, vm->kernel, vm->boot, vm->image, vm->cpus, vm->memory_mib,
 				  /* in MHz: measurement noise must not split templates */
 				  vm->accel == SBX_ACCEL_TCG ? (sbx_host_tsc_khz() + 500) / 1000 : 0, (int)vm->accel,
-				  vm->scratch_bytes, vm->net_args != NULL, cow };
+				  vm->scratch_bytes, vm->net_args != NULL, cow, cpu };
 	char text[SNAPSHOT_KEY_TEXT_MAX];
 	if (use_snapshot && snapshot_key(&id, vm->snap_key, text, &serr) == 0) {
 		cleanup_free char *dir = snapshot_find(vm->snap_key, &serr);

@@ -3,6 +3,7 @@
 #ifndef SBX_WORKER_WORKER_LAUNCH_H
 #define SBX_WORKER_WORKER_LAUNCH_H
 
+#include <stdbool.h>
 #include <stdint.h>
 
 #include "common/error.h"
@@ -30,6 +31,8 @@ struct worker_launch {
 	char *config_dir;  /* canonical, or NULL */
 	int config_fd;     /* config_dir checked at this start (O_PATH), or -1 */
 	uint64_t nofile;   /* III_VM_NOFILE_LIMIT, 0 = the guest's default */
+	bool nested_virt;  /* III_VM_NESTED_VIRT asked */
+	bool smt;          /* III_VM_HYPERTHREADING asked */
 	uint64_t mem_cost; /* committed in the memory budget; given back at the end */
 	char source_stamp[65]; /* a path:// source's stamp, "-" when unknown (copy) */
 };

@@ -56,16 +56,17 @@ static void warn_once(atomic_bool *said, const char *what)
 		sbx_warn("%s: ignored for worker VMs on this host", what);
 }
 
-static uint64_t vm_tuning(void)
+/* Nesting and two threads per core are asks: the VM layer grants them
+ * under KVM (and SMT where the host has it) and says once why not
+ * otherwise (vm/guest_cpu.h). */
+static void vm_tuning(struct worker_launch *l)
 {
-	static atomic_bool ht, nested, shm;
-	if (env_true("III_VM_HYPERTHREADING"))
-		warn_once(&ht, "III_VM_HYPERTHREADING (the VM layer has no SMT topology option)");
-	if (env_true("III_VM_NESTED_VIRT"))
-		warn_once(&nested, "III_VM_NESTED_VIRT (guests run under TCG, which has no nested virtualisation)");
+	static atomic_bool shm;
+	l->nested_virt = env_true("III_VM_NESTED_VIRT");
+	l->smt = env_true("III_VM_HYPERTHREADING");
 	if (env_u64("III_VM_VIRTIOFS_SHM_SIZE_MIB") > 0)
 		warn_once(&shm, "III_VM_VIRTIOFS_SHM_SIZE_MIB (this QEMU's virtio-fs has no DAX window)");
-	return env_u64("III_VM_NOFILE_LIMIT");
+	l->nofile = env_u64("III_VM_NOFILE_LIMIT");
 }
 
 /* The helper's options, with the engine's port open on the gateway when
@@ -171,7 +172,7 @@ static struct worker_launch *launch_new(struct sbx_adapter *a, const char *name,
 		goto fail;
 	if ((l->net_args = net_args(a->cfg, name, url, err)) == NULL)
 		goto fail;
-	l->nofile = vm_tuning();
+	vm_tuning(l);
 	return l;
 fail:
 	worker_launch_free(l);

@@ -29,6 +29,8 @@ struct sbx_vm *worker_vm_boot(const struct worker_launch *l, sbx_error_t *err)
 		.env = l->env,
 		.user = l->rec.image_user,
 		.nofile = l->nofile,
+		.nested_virt = l->nested_virt,
+		.smt = l->smt,
 		.krunfw_path = cfg->krunfw_path,
 		.tcg_cache_mib = cfg->tcg_cache_mb,
 		.cold_boot = true,

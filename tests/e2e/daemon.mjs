@@ -26,6 +26,16 @@ export const FUNCTIONS = ['adapter::info', 'catalog::list', 'create', 'exec', 's
 export const EXTENSIONS = ['process::list', 'process::logs', 'process::wait', 'process::signal',
 	'terminal::open', 'terminal::resize', 'terminal::close'].map((f) => `sandbox-libkrun::${f}`);
 
+// A daemon configuration with `accel` from SBX_E2E_ACCEL (scripts/test sets
+// kvm on a host that runs KVM guests) unless it names its own.
+export function withAccel(config) {
+	const accel = process.env.SBX_E2E_ACCEL;
+	if (!accel || config === null || typeof config !== 'object' || Array.isArray(config) || 'accel' in config) {
+		return config;
+	}
+	return { ...config, accel };
+}
+
 const SANITIZER_REPORT = /ERROR: (AddressSanitizer|LeakSanitizer|UndefinedBehaviorSanitizer)|runtime error: /;
 
 // Spawns the daemon with III_URL pointing at `url`; the state directory is a
@@ -112,7 +122,7 @@ export function assertNoSanitizerReport(d) {
 export async function startStack({ config, configId = WORKER_NAME, env = {}, waitRegistered = true, spawnOptions,
 	args } = {}) {
 	const engine = new StandinEngine();
-	if (config !== undefined) engine.setConfig(configId, config);
+	if (config !== undefined) engine.setConfig(configId, withAccel(config));
 	await engine.start();
 	const daemon = spawnDaemon(engine.url, env, spawnOptions, args);
 	const caller = sdkClient(engine.url, 'e2e-caller', { invocationTimeoutMs: 10000 });

@@ -12,6 +12,7 @@ import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
 import dgram from 'node:dgram';
 import http from 'node:http';
+import net from 'node:net';
 import { readdirSync, readFileSync, readlinkSync } from 'node:fs';
 import { assertNoSanitizerReport, endDaemon } from './daemon.mjs';
 import { eventually, sleep } from './lib.mjs';
@@ -79,6 +80,18 @@ function startHttp() {
 	return new Promise((resolve) => server.listen(0, '0.0.0.0', () => resolve(server)));
 }
 
+// A TCP listener on every address of the namespace that counts the
+// connections it accepts (and closes them).
+function startCounter() {
+	const c = { accepted: 0 };
+	c.server = net.createServer((sock) => {
+		c.accepted++;
+		sock.on('error', () => {});
+		sock.destroy();
+	});
+	return new Promise((resolve) => c.server.listen(0, '0.0.0.0', () => resolve(c)));
+}
+
 // Python run in a sandbox; prints one JSON line.
 const PY_CONNECT = `
 import json, socket, sys, time
@@ -118,6 +131,56 @@ for i in range(first, first + n):
 print(n)
 `;
 
+// argv: port (a host port), unlisted (a port not in host_ports).  Writes
+// Ethernet frames of its own on eth0 (AF_PACKET: the guest is root), each
+// a TCP segment to the gateway from its own source port: a spoofed source,
+// a SYN split across two fragments, SYN|FIN to both ports, then an honest
+// SYN (the control).  Prints, by source port, the flags of the TCP
+// segments 10.0.2.2 sent back within 3 s of the control's answer.
+const PY_RAW = `
+import json, select, socket, struct, sys, time
+port, unlisted = int(sys.argv[1]), int(sys.argv[2])
+mac = bytes.fromhex(open('/sys/class/net/eth0/address').read().strip().replace(':', ''))
+GW_MAC = bytes.fromhex('52550a000202')
+GUEST, GW = socket.inet_aton('10.0.2.15'), socket.inet_aton('10.0.2.2')
+def csum(b):
+    b += b'\\0' * (len(b) % 2)
+    s = sum(struct.unpack('!%dH' % (len(b) // 2), b))
+    while s >> 16:
+        s = (s & 0xffff) + (s >> 16)
+    return ~s & 0xffff
+def tcp(src, sport, dport, flags):
+    h = struct.pack('!HHIIBBHHH', sport, dport, 1000, 0, 5 << 4, flags, 65535, 0, 0)
+    return h[:16] + struct.pack('!H', csum(src + GW + struct.pack('!BBH', 0, 6, len(h)) + h)) + h[18:]
+def ip(src, payload, ident, frag=0):
+    h = struct.pack('!BBHHHBBH4s4s', 0x45, 0, 20 + len(payload), ident, frag, 64, 6, 0, src, GW)
+    return h[:10] + struct.pack('!H', csum(h)) + h[12:] + payload
+s = socket.socket(socket.AF_PACKET, socket.SOCK_RAW, socket.htons(0x0800))
+s.bind(('eth0', 0))
+send = lambda packet: s.send(GW_MAC + mac + b'\\x08\\x00' + packet)
+SYN, FIN = 2, 1
+spoof = socket.inet_aton('10.0.2.99')
+send(ip(spoof, tcp(spoof, 40001, port, SYN), 1))
+seg = tcp(GUEST, 40002, port, SYN)
+send(ip(GUEST, seg[:8], 2, 0x2000))
+send(ip(GUEST, seg[8:], 2, 1))
+send(ip(GUEST, tcp(GUEST, 40003, port, SYN | FIN), 3))
+send(ip(GUEST, tcp(GUEST, 40004, unlisted, SYN | FIN), 4))
+send(ip(GUEST, tcp(GUEST, 40005, port, SYN), 5))
+seen, until = {}, time.time() + 30
+while time.time() < until and select.select([s], [], [], until - time.time())[0]:
+    f, addr = s.recvfrom(65535)
+    p = f[14:]
+    if addr[2] == socket.PACKET_OUTGOING or p[9] != 6 or p[12:16] != GW:
+        continue
+    t = p[(p[0] & 15) * 4:]
+    sport = struct.unpack('!H', t[2:4])[0]
+    seen.setdefault(sport, []).append(t[13])
+    if sport == 40005:
+        until = min(until, time.time() + 3)
+print(json.dumps(seen))
+`;
+
 const skip = registryUnavailable() ?? (process.getuid?.() !== 0 ? 'needs root (a network namespace)' : null);
 
 // The network helpers of a sandbox, by their command line.
@@ -133,14 +196,15 @@ function helperPids(id) {
 }
 
 describe('guest networking in a private network namespace', { skip: skip ?? false }, () => {
-	let reg, s, web, other, dns, net1, narrow, nonet, side;
+	let reg, s, web, other, dns, raw, net1, narrow, nonet, side;
 	const ids = [];
 	before(async () => {
-		[reg, web, other, dns] = await Promise.all([startRegistry({ images: ['python'] }), startHttp(), startHttp(), startDns()]);
+		[reg, web, other, dns, raw] = await Promise.all([startRegistry({ images: ['python'] }), startHttp(), startHttp(), startDns(),
+			startCounter()]);
 		s = await startSandboxStack({ registry: reg, config: {
 			image_allowlist: ['python'],
 			network_policy: {
-				host_ports: [web.address().port],
+				host_ports: [web.address().port, raw.server.address().port],
 				allow: ['203.0.113.0/24', '198.51.100.0/24', '*.test'],
 				deny: ['198.51.100.0/24', 'denied.test'],
 				dns_servers: [`127.0.0.1:${dns.address().port}`],
@@ -160,6 +224,7 @@ describe('guest networking in a private network namespace', { skip: skip ?? fals
 		web?.close();
 		other?.close();
 		dns?.close();
+		raw?.server.close();
 		s?.cleanupState();
 	});
 
@@ -281,6 +346,30 @@ describe('guest networking in a private network namespace', { skip: skip ?? fals
 		const later = await py(id, PY_CONNECT, [`11.0.0.3:${unlisted}`, `11.0.0.3:${listed}`]);
 		assert.equal(later[`11.0.0.3:${unlisted}`][0], 'ConnectionRefusedError');
 		assert.equal(later[`11.0.0.3:${listed}`][0], 'connected');
+	});
+
+	test('raw frames from a root guest: a spoofed source, a fragmented SYN and SYN|FIN never open a connection; an honest crafted SYN does', async () => {
+		const id = side.sandbox_id;
+		const [port, unlisted] = [raw.server.address().port, other.address().port];
+		assert.equal(raw.accepted, 0);
+		const seen = await py(id, PY_RAW, [String(port), String(unlisted)]);
+		// the control reached the listener through slirp (and the guest's
+		// own kernel reset the flow it never opened: slirp's SYN|ACK)
+		assert.equal(seen['40005']?.[0], 0x12, JSON.stringify(seen));
+		await eventually(() => assert.ok(raw.accepted >= 1, 'the control SYN reached the listener'), 10000);
+		// the others were sent first, on the same link: they would be in the
+		// listener's queue before it
+		await sleep(500);
+		assert.equal(raw.accepted, 1, 'only the control SYN opened a connection');
+		// spoofed and fragmented: dropped unanswered; SYN|FIN: reset (by
+		// slirp on the listed port, by the guard, which judged it, on the other)
+		assert.equal(seen['40001'], undefined, JSON.stringify(seen));
+		assert.equal(seen['40002'], undefined, JSON.stringify(seen));
+		for (const p of ['40003', '40004']) assert.ok(seen[p]?.every((f) => f & 0x04), `${p}: ${JSON.stringify(seen)}`);
+		const out = s.daemon.output();
+		assert.ok(out.includes(`net: sandbox ${id}: denied tcp 10.0.2.2:${unlisted} (gateway port not in network_policy.host_ports)`),
+			'the guard judged the SYN|FIN to the unlisted port');
+		assert.ok(!out.includes(`denied tcp 10.0.2.2:${port} `), 'the listed port was never denied');
 	});
 
 	test('20,000 failing DNS queries from a guest leave a few log lines, which count what they suppressed', async (t) => {

@@ -128,9 +128,24 @@ describe('memory budget and dying VMs', { skip: skip ?? false }, () => {
 		const bomb = await s.exec(a, { cmd: "sh -c 'b() { b | b & }; b'", timeout_ms: 10000 });
 		assert.equal(bomb.exit_code, 0);
 		await sleep(3000);
-		const alive = await s.exec(a, { cmd: "sh -c 'echo alive; cat /sys/fs/cgroup/sandbox/e*/pids.max'" }, 120000);
+		// Per exec cgroup "e<n> pids.current pids.max", then the guest's
+		// process count: the bomb's cgroup is the one that filled up.
+		const alive = await s.exec(a, { cmd: "sh -c 'echo alive; for d in /sys/fs/cgroup/sandbox/e*; do " +
+			"echo ${d##*/} $(cat $d/pids.current) $(cat $d/pids.max); done; echo procs $(ls -d /proc/[0-9]* | wc -l)'" },
+			120000);
 		assert.match(alive.stdout, /^alive\n/);
-		assert.match(alive.stdout, /^1024$/m, 'each exec\'s cgroup has pids.max max_guest_pids');
+		const groups = [...alive.stdout.matchAll(/^(e\d+) (\d+) (\S+)$/gm)]
+			.map(([, name, current, max]) => ({ name, current: Number(current), max }));
+		assert.ok(groups.length >= 1 && groups.every((g) => g.max === '1024'),
+			`each exec's cgroup has pids.max max_guest_pids: ${alive.stdout}`);
+		const bombGroup = groups.reduce((m, g) => (g.current > m.current ? g : m));
+		// The bomb multiplied (so the bound, not a quiet shell, is what held
+		// it) and its cgroup's count stays within the bound.
+		assert.ok(bombGroup.current >= 32 && bombGroup.current <= 1024,
+			`the bomb's cgroup counts 32..1024 processes: ${alive.stdout}`);
+		const procs = Number(/^procs (\d+)$/m.exec(alive.stdout)?.[1]);
+		assert.ok(procs >= bombGroup.current && procs <= 1024 + 64,
+			`the guest holds at most max_guest_pids plus its own few processes: ${alive.stdout}`);
 		const t0 = Date.now();
 		assert.deepEqual(await s.vm('stop', { sandbox_id: a }), { sandbox_id: a, stopped: true });
 		assert.ok(Date.now() - t0 < 10000, `stop took ${Date.now() - t0} ms`);

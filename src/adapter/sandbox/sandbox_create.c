@@ -10,6 +10,7 @@
 #include "common/clock.h"
 #include "common/log.h"
 #include "common/scodes.h"
+#include "common/uuid.h"
 
 /* Checks that need no slot: a bad request never consumes capacity. */
 static int check_request(const struct sandbox_create_args *c, uint32_t cpus, uint32_t mem, sbx_error_t *err)
@@ -18,6 +19,14 @@ static int check_request(const struct sandbox_create_args *c, uint32_t cpus, uin
 		return sbx_error_scode(err, SBX_S_INVALID_REQUEST, "cpus must be at least 1");
 	if (mem == 0)
 		return sbx_error_scode(err, SBX_S_INVALID_REQUEST, "memory_mb must be at least 1");
+	/* The operator's references take ids before names (control_resolve);
+	 * a name that reads as an id would still mislead whoever reads `ps`
+	 * or `list`, and could not be used as a reference. */
+	if (c->name != NULL && sbx_uuid_like(c->name))
+		return sbx_error_scode(err, SBX_S_INVALID_REQUEST,
+				       "`name` '%.64s' looks like a sandbox id (only hex digits and dashes, or a "
+				       "UUID): give it another character, e.g. 'sb-%.64s'",
+				       c->name, c->name);
 	return 0;
 }
 

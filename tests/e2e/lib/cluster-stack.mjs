@@ -12,7 +12,7 @@ import { existsSync, mkdirSync, mkdtempSync, symlinkSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { WebSocket } from 'ws';
-import { EXTENSIONS, FUNCTIONS, WORKER_NAME, endDaemon, parseEnvelope, removeStateDir, spawnDaemon }
+import { EXTENSIONS, FUNCTIONS, WORKER_NAME, endDaemon, parseEnvelope, removeStateDir, spawnDaemon, withAccel }
 	from '../daemon.mjs';
 import { StandinEngine } from '../standin-engine.mjs';
 import { InvocationError, sdkClient } from '../lib.mjs';
@@ -47,8 +47,8 @@ export async function startMember(engine, { namespace, registry, config = {}, st
 	const dir = stateDir ?? mkdtempSync(path.join(tmpdir(), `sbx-e2e-${namespace}-`));
 	mkdirSync(dir, { recursive: true, mode: 0o700 });
 	const configId = `${WORKER_NAME}-${namespace}`;
-	engine.setConfig(configId, { registry_mirrors: registry.mirrors, control_socket: '',
-		...(standby ? {} : { standby: false }), ...config });
+	engine.setConfig(configId, withAccel({ registry_mirrors: registry.mirrors, control_socket: '',
+		...(standby ? {} : { standby: false }), ...config }));
 	const daemon = spawnDaemon(engine.url, { ...env, III_NAMESPACE: namespace, III_CONFIG_NAME: configId,
 		III_SANDBOX_STATE_DIR: dir });
 	const m = { namespace, stateDir: dir, configId, daemon, conn: () => connOf(engine, daemon.proc.pid) };

@@ -3,10 +3,14 @@
  * its adapter::info `capacity`, its list's `sandboxes` and what was
  * `reserved` on it since ([MiB, sandboxes]).  Checks what placement and
  * the owner map promise: each member placed once, members with room before
- * those without, every kept key found again on its member, the map
- * bounded; the sanitizers check the arithmetic. */
+ * those without, every kept key a canonical id found again on its member
+ * (an id two members list contested, never moved), the map bounded; the
+ * sanitizers check the arithmetic. */
 #include <stdint.h>
 #include <stdlib.h>
+#include <string.h>
+
+#include "common/uuid.h"
 
 #include "front/front_owners.h"
 #include "front/front_place.h"
@@ -25,7 +29,14 @@ static void check_owners(const struct front_owners *o, json_t *members)
 		abort();
 	for (size_t i = 0; i < o->n; i++) {
 		size_t m;
-		if (!front_owners_get(o, o->v[i].key, &m) || m != o->v[i].member || m >= json_array_size(members))
+		long rival;
+		char canon[SBX_UUID_STRLEN + 1];
+		/* Found again on its member, a contest naming another member, and
+		 * every key a canonical id (names never become keys). */
+		front_owners_find(o, o->v[i].key, &m, &rival);
+		if (m != o->v[i].member || m >= json_array_size(members) || rival == (long)m ||
+		    rival >= (long)json_array_size(members) || !sbx_uuid_parse(o->v[i].key, canon) ||
+		    strcmp(canon, o->v[i].key) != 0)
 			abort();
 	}
 }
@@ -44,7 +55,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	for (size_t i = 1; i < json_array_size(v) && n < MEMBERS; i++, n++) {
 		json_t *m = json_array_get(v, i);
 		front_slot_from(&slots[n], n, json_object_get(m, "capacity"), image, reserved(m, 0), reserved(m, 1));
-		front_owners_replace(&owners, n, json_object_get(m, "sandboxes"));
+		struct front_replace_stats st;
+		front_owners_replace(&owners, n, json_object_get(m, "sandboxes"), (int64_t)n, &st);
+		if (st.lost + st.refused > json_array_size(json_object_get(m, "sandboxes")))
+			abort();
 	}
 	check_owners(&owners, v);
 	/* A member that leaves takes exactly its keys. */

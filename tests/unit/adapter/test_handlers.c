@@ -185,6 +185,32 @@ TEST(create_caps_env_then_no_vm)
 	sbx_adapter_free(a);
 }
 
+/* A name that reads as an id (what `ps` shows of another sandbox) is
+ * refused before any slot is taken; ordinary names go on to the boot. */
+TEST(create_refuses_names_that_look_like_ids)
+{
+	struct sbx_adapter *a = make("{\"image_allowlist\":[\"python\"]}");
+	static const char *const idlike[] = { "3f2a9c1e-8b7", "deadbeef", "0f8fad5b-d9cb-469f-a165-70867728950e",
+					      "{0F8FAD5B-D9CB-469F-A165-70867728950E}" };
+	char payload[256];
+	for (size_t i = 0; i < sizeof(idlike) / sizeof(idlike[0]); i++) {
+		snprintf(payload, sizeof(payload), "{\"image\":\"python\",\"name\":\"%s\"}", idlike[i]);
+		struct reply r = call(a, "create", payload);
+		CHECK_STR(r.code, "S001");
+		CHECK(strstr(r.message, "`name`") != NULL && strstr(r.message, idlike[i]) != NULL);
+		done(&r);
+	}
+	static const char *const ordinary[] = { "web", "worker-1", "sb-3f2a9c1e", "cafe babe" };
+	for (size_t i = 0; i < sizeof(ordinary) / sizeof(ordinary[0]); i++) {
+		snprintf(payload, sizeof(payload), "{\"image\":\"python\",\"name\":\"%s\"}", ordinary[i]);
+		struct reply r = call(a, "create", payload);
+		CHECK_STR(r.code, "S300"); /* no VM in this build: it got past every check */
+		done(&r);
+	}
+	CHECK_INT(sbx_registry_count(a->reg), 0);
+	sbx_adapter_free(a);
+}
+
 TEST(create_max_sandboxes_zero)
 {
 	struct sbx_adapter *a = make("{\"image_allowlist\":[\"python\"],\"max_concurrent_sandboxes\":0}");

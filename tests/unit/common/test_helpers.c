@@ -56,6 +56,17 @@ TEST(path_join_puts_one_slash_between)
 	CHECK_STR(r, "dir/");
 }
 
+TEST(path_last_is_the_last_component_without_trailing_slashes)
+{
+	static const char *const cases[][2] = { { "/a/b", "b" }, { "/a/b/", "b" }, { "/a/b//", "b" }, { "b", "b" },
+						{ "a/b/", "b" },  { "/", "" },	  { "", "" },	    { "//", "" },
+						{ "/a/..", ".." } };
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		cleanup_free char *got = sbx_path_last(cases[i][0]);
+		CHECK_STR(got, cases[i][1]);
+	}
+}
+
 TEST(now_ms_is_monotonic_and_in_milliseconds)
 {
 	int64_t a = sbx_now_ms();

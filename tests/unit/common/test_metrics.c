@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "common/metrics.h"
+#include "common/metrics_families.h"
 #include "harness.h"
 
 /* The families are static, as the daemon's are: their series live as long
@@ -147,5 +148,21 @@ TEST(metrics_updates_from_threads_all_count)
 	char *text = own_text(&racy);
 	CHECK(text != NULL && strstr(text, "t_racy_total{k=\"a\"} 20000\n") != NULL);
 	CHECK(strstr(text, "t_racy_total{k=\"b\"} 20000\n") != NULL);
+	free(text);
+}
+
+/* A KVM restore ready in 4 ms and a pool create in 20 ms land in buckets
+ * of their own, not all under the TCG-sized lowest one. */
+TEST(create_ready_buckets_reach_down_to_5_ms)
+{
+	const char *mode[] = { "restore" };
+	sbx_metric_observe(&sbx_m_create_seconds, mode, 0.004);
+	sbx_metric_observe(&sbx_m_create_seconds, mode, 0.02);
+	char *text = own_text(&sbx_m_create_seconds);
+	CHECK(text != NULL);
+	CHECK(strstr(text, "sandbox_libkrun_create_ready_seconds_bucket{boot_mode=\"restore\",le=\"0.005\"} 1\n"
+			   "sandbox_libkrun_create_ready_seconds_bucket{boot_mode=\"restore\",le=\"0.01\"} 1\n"
+			   "sandbox_libkrun_create_ready_seconds_bucket{boot_mode=\"restore\",le=\"0.025\"} 2\n"
+			   "sandbox_libkrun_create_ready_seconds_bucket{boot_mode=\"restore\",le=\"0.05\"} 2\n") != NULL);
 	free(text);
 }

@@ -76,3 +76,20 @@ TEST(uuid_v4_is_canonical_and_random)
 	CHECK(sbx_uuid_parse(a, back));
 	CHECK_STR(back, a);
 }
+
+/* What create refuses as a name: anything the operator's references
+ * could take for an id or an id prefix. */
+TEST(uuid_like_is_hex_and_dashes_or_an_id)
+{
+	static const char *const like[] = {
+		"3f2a9c1e8b7d", "dead-beef", "0", "ABCDEF", "67e55044-10b1-426f-9247-bb680e5fe0c8",
+		"{67e55044-10b1-426f-9247-bb680e5fe0c8}", "urn:uuid:67e55044-10b1-426f-9247-bb680e5fe0c8",
+	};
+	static const char *const unlike[] = { "", "web", "worker-1", "deadbeefg", "cafe babe", "3f2a_9c1e", "db" "\xc3\xa9" };
+	for (size_t i = 0; i < sizeof(like) / sizeof(like[0]); i++)
+		if (!sbx_uuid_like(like[i]))
+			CHECK_STR(like[i], "(id-like)");
+	for (size_t i = 0; i < sizeof(unlike) / sizeof(unlike[0]); i++)
+		if (sbx_uuid_like(unlike[i]))
+			CHECK_STR(unlike[i], "(not id-like)");
+}

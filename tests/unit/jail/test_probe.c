@@ -156,11 +156,24 @@ TEST(jailed_child_cannot_reach_the_host)
 	int st = 0;
 	waitpid(forker, &st, 0);
 	uid_t uid = jail_uid(j);
-	jail_release(j);
+	/* The jail's leaves, wherever this host's hierarchy puts them (one per
+	 * controller on v1, one on v2): each must exist before the release,
+	 * so that "gone after" is not true of a path that never was. */
+	struct jail_cg_host cgh;
+	char why[512], leaf[JAIL_CG_MAX_DIRS][512];
+	CHECK_INT(jail_cg_probe(&cgh, why, sizeof(why)), 0);
+	CHECK(cgh.n > 0);
 	struct stat sb;
-	char leaf[256];
-	snprintf(leaf, sizeof(leaf), "/sys/fs/cgroup/pids/sandbox-libkrun/%s", name);
-	bool leaf_gone = stat(leaf, &sb) < 0;
+	int leaves_there = 0, leaves_gone = 0;
+	for (int i = 0; i < cgh.n; i++) {
+		snprintf(leaf[i], sizeof(leaf[i]), "%s/%s", cgh.parent[i], name);
+		leaves_there += stat(leaf[i], &sb) == 0 && S_ISDIR(sb.st_mode);
+	}
+	jail_release(j);
+	for (int i = 0; i < cgh.n; i++)
+		leaves_gone += stat(leaf[i], &sb) < 0 && errno == ENOENT;
+	int n_leaves = cgh.n;
+	jail_cg_host_free(&cgh);
 	unlink(disk);
 	unlink(other_file);
 	rmdir(mine);
@@ -192,7 +205,8 @@ TEST(jailed_child_cannot_reach_the_host)
 	CHECK_INT(value(report, "kill_init"), 0);
 	CHECK_INT(value(report, "chdir_up"), 1);
 	CHECK_INT(value(report, "hostname_jail"), 1);
-	CHECK(leaf_gone);
+	CHECK_INT(leaves_there, n_leaves);
+	CHECK_INT(leaves_gone, n_leaves);
 }
 
 TEST(leftover_leaves_of_a_dead_daemon_are_removed)
@@ -224,12 +238,26 @@ TEST(leftover_leaves_of_a_dead_daemon_are_removed)
 	struct jail_cg left, live;
 	CHECK_INT(jail_cg_create(&cgh, name, &l, &left, &err), 0);
 	CHECK_INT(jail_cg_create(&cgh, live_name, &l, &live, &err), 0);
-	sbx_jail_remove_leftovers(h);
+	/* A dead daemon's leaves under every controller but the first, as a
+	 * daemon started in another memory cgroup leaves its cpu and pids
+	 * leaves where this one's are (v1; v2 has one parent). */
+	char partial[JAIL_CG_MAX_DIRS][512];
+	int n_partial = 0;
 	struct stat st;
-	bool left_gone = true, live_kept = true;
+	for (int i = 1; i < cgh.n; i++) {
+		snprintf(partial[n_partial], sizeof(partial[0]), "%s/%d-1-net", cgh.parent[i], (int)dead);
+		CHECK(mkdir(partial[n_partial], 0755) == 0);
+		n_partial++;
+	}
+	sbx_jail_remove_leftovers(h);
+	bool left_gone = true, live_kept = true, partial_gone = true;
 	for (int i = 0; i < left.n; i++) {
 		left_gone = left_gone && stat(left.leaf[i], &st) < 0;
 		live_kept = live_kept && stat(live.leaf[i], &st) == 0;
+	}
+	for (int i = 0; i < n_partial; i++) {
+		partial_gone = partial_gone && stat(partial[i], &st) < 0;
+		rmdir(partial[i]);
 	}
 	jail_cg_kill(&left);
 	jail_cg_kill(&live);
@@ -239,4 +267,5 @@ TEST(leftover_leaves_of_a_dead_daemon_are_removed)
 	sbx_jail_host_free(h);
 	CHECK(left_gone);
 	CHECK(live_kept); /* its daemon (this test) is alive */
+	CHECK(partial_gone);
 }

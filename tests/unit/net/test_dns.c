@@ -2,34 +2,14 @@
  * for them. */
 #include <stdio.h>
 
+#include "guest_frame.h"
 #include "harness.h"
 #include "net/net_dns.h"
 
-static size_t query(uint8_t *out, const char *name, uint16_t qtype)
-{
-	uint8_t head[12] = { 0xab, 0xcd, 0x01, 0x00, 0, 1, 0, 0, 0, 0, 0, 0 };
-	memcpy(out, head, 12);
-	size_t off = 12;
-	while (*name != '\0') {
-		const char *dot = strchr(name, '.');
-		size_t l = dot != NULL ? (size_t)(dot - name) : strlen(name);
-		out[off++] = (uint8_t)l;
-		memcpy(out + off, name, l);
-		off += l;
-		name += l + (dot != NULL);
-	}
-	out[off++] = 0;
-	out[off++] = (uint8_t)(qtype >> 8);
-	out[off++] = (uint8_t)qtype;
-	out[off++] = 0;
-	out[off++] = 1;
-	return off;
-}
-
 TEST(parses_a_query)
 {
-	uint8_t b[300];
-	size_t n = query(b, "files.PyPI.org", NET_DNS_TYPE_A);
+	uint8_t b[GFRAME_MAX];
+	size_t n = gframe_dns_query(b, "files.PyPI.org", NET_DNS_TYPE_A);
 	struct net_dns_query q;
 	CHECK_INT(net_dns_parse_query(b, n, &q), 0);
 	CHECK_STR(q.name, "files.PyPI.org");
@@ -41,8 +21,8 @@ TEST(parses_a_query)
 
 TEST(rejects_malformed_queries)
 {
-	uint8_t b[512];
-	size_t n = query(b, "a.example", NET_DNS_TYPE_A);
+	uint8_t b[GFRAME_MAX];
+	size_t n = gframe_dns_query(b, "a.example", NET_DNS_TYPE_A);
 	struct net_dns_query q;
 	for (size_t cut = 0; cut < n; cut++)
 		CHECK_INT(net_dns_parse_query(b, cut, &q), -1);
@@ -60,14 +40,14 @@ TEST(rejects_malformed_queries)
 	for (int i = 63; i < 299; i += 64)
 		longname[i] = '.';
 	longname[299] = '\0';
-	n = query(b, longname, NET_DNS_TYPE_A);
+	n = gframe_dns_query(b, longname, NET_DNS_TYPE_A);
 	CHECK_INT(net_dns_parse_query(b, n, &q), -1);
 }
 
 TEST(builds_answers)
 {
-	uint8_t b[300], out[NET_DNS_MAX];
-	size_t n = query(b, "pypi.org", NET_DNS_TYPE_A);
+	uint8_t b[GFRAME_MAX], out[NET_DNS_MAX];
+	size_t n = gframe_dns_query(b, "pypi.org", NET_DNS_TYPE_A);
 	struct net_dns_query q;
 	CHECK_INT(net_dns_parse_query(b, n, &q), 0);
 	uint32_t addrs[2] = { 0x97654321, 0x0a000001 }, ttls[2] = { 300, 60 };
@@ -95,8 +75,8 @@ TEST(answers_never_exceed_512_bytes)
 	for (int i = 63; i < 253; i += 64)
 		name[i] = '.';
 	name[253] = '\0';
-	uint8_t b[300], out[NET_DNS_MAX];
-	size_t n = query(b, name, NET_DNS_TYPE_A);
+	uint8_t b[GFRAME_MAX], out[NET_DNS_MAX];
+	size_t n = gframe_dns_query(b, name, NET_DNS_TYPE_A);
 	struct net_dns_query q;
 	CHECK_INT(net_dns_parse_query(b, n, &q), 0);
 	uint32_t addrs[NET_DNS_MAX_ADDRS] = { 0 }, ttls[NET_DNS_MAX_ADDRS] = { 0 };

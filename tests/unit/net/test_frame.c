@@ -3,33 +3,14 @@
  * sender. */
 #include <stdio.h>
 
+#include "guest_frame.h"
 #include "harness.h"
 #include "net/net_frame.h"
-
-static const uint8_t GUEST_MAC[6] = { 0x52, 0x54, 0, 0x12, 0x34, 0x56 };
-static const uint8_t GW_MAC[6] = { 0x52, 0x55, 10, 0, 2, 2 };
 
 /* Ethernet + IPv4 (src 10.0.2.15, dst) + l4 bytes. */
 static size_t build(uint8_t *out, uint8_t proto, uint32_t dst, const uint8_t *l4, size_t l4len)
 {
-	memcpy(out, GW_MAC, 6);
-	memcpy(out + 6, GUEST_MAC, 6);
-	out[12] = 0x08;
-	out[13] = 0x00;
-	uint8_t *ip = out + 14;
-	memset(ip, 0, 20);
-	ip[0] = 0x45;
-	ip[2] = (uint8_t)((20 + l4len) >> 8);
-	ip[3] = (uint8_t)(20 + l4len);
-	ip[8] = 64;
-	ip[9] = proto;
-	ip[12] = 10, ip[13] = 0, ip[14] = 2, ip[15] = 15;
-	ip[16] = (uint8_t)(dst >> 24), ip[17] = (uint8_t)(dst >> 16), ip[18] = (uint8_t)(dst >> 8), ip[19] = (uint8_t)dst;
-	uint16_t sum = net_checksum(ip, 20, 0);
-	ip[10] = (uint8_t)(sum >> 8);
-	ip[11] = (uint8_t)sum;
-	memcpy(ip + 20, l4, l4len);
-	return 14 + 20 + l4len;
+	return gframe_ipv4(out, &(struct gframe_ip){ .dst = dst, .proto = proto }, l4, l4len);
 }
 
 static const uint8_t SYN[20] = { 0xc3, 0x50, 0x00, 0x16, 0, 0, 0x10, 0, 0, 0, 0, 0, 0x50, 0x02, 0xff, 0xff };
@@ -46,7 +27,7 @@ static int l4_sum_ok(const uint8_t *frame, size_t len)
 
 TEST(parses_a_syn)
 {
-	uint8_t buf[128];
+	uint8_t buf[GFRAME_MAX];
 	size_t n = build(buf, NET_PROTO_TCP, 0x0a000001, SYN, sizeof(SYN));
 	struct net_frame f;
 	CHECK_INT(net_frame_parse(buf, n, &f), 0);
@@ -61,7 +42,7 @@ TEST(parses_a_syn)
 
 TEST(rejects_truncated_and_lying_headers)
 {
-	uint8_t buf[128];
+	uint8_t buf[GFRAME_MAX];
 	size_t n = build(buf, NET_PROTO_TCP, 0x0a000001, SYN, sizeof(SYN));
 	struct net_frame f;
 	for (size_t cut = 0; cut < n; cut++) {
@@ -81,7 +62,7 @@ TEST(rejects_truncated_and_lying_headers)
 
 TEST(fragments_carry_no_ports)
 {
-	uint8_t buf[128];
+	uint8_t buf[GFRAME_MAX];
 	size_t n = build(buf, NET_PROTO_UDP, 0x08080808, SYN, 8);
 	buf[14 + 6] = 0x20; /* MF */
 	struct net_frame f;
@@ -91,13 +72,13 @@ TEST(fragments_carry_no_ports)
 
 TEST(rst_answers_a_syn)
 {
-	uint8_t buf[128], out[128];
+	uint8_t buf[GFRAME_MAX], out[128];
 	size_t n = build(buf, NET_PROTO_TCP, 0xa9fea9fe, SYN, sizeof(SYN));
 	struct net_frame f, r;
 	CHECK_INT(net_frame_parse(buf, n, &f), 0);
 	size_t m = net_frame_tcp_rst(&f, out, sizeof(out));
 	CHECK_INT(m, 54);
-	CHECK(memcmp(out, GUEST_MAC, 6) == 0 && memcmp(out + 6, GW_MAC, 6) == 0);
+	CHECK(memcmp(out, GFRAME_GUEST_MAC, 6) == 0 && memcmp(out + 6, GFRAME_GW_MAC, 6) == 0);
 	CHECK_INT(net_frame_parse(out, m, &r), 0);
 	CHECK(r.src == 0xa9fea9fe && r.dst == 0x0a00020f);
 	CHECK_INT(r.sport, 22);
@@ -116,7 +97,7 @@ TEST(rst_answers_a_syn)
 TEST(icmp_unreachable_quotes_the_datagram)
 {
 	uint8_t udp[12] = { 0x30, 0x39, 0x00, 0x35, 0x00, 0x0c, 0, 0, 'a', 'b', 'c', 'd' };
-	uint8_t buf[128], out[128];
+	uint8_t buf[GFRAME_MAX], out[128];
 	size_t n = build(buf, NET_PROTO_UDP, 0x0a000001, udp, sizeof(udp));
 	struct net_frame f, r;
 	CHECK_INT(net_frame_parse(buf, n, &f), 0);
@@ -133,7 +114,7 @@ TEST(icmp_unreachable_quotes_the_datagram)
 TEST(udp_reply_goes_back_to_the_sender)
 {
 	uint8_t udp[12] = { 0x30, 0x39, 0x00, 0x35, 0x00, 0x0c, 0, 0, 'a', 'b', 'c', 'd' };
-	uint8_t buf[128], out[128];
+	uint8_t buf[GFRAME_MAX], out[128];
 	size_t n = build(buf, NET_PROTO_UDP, 0x0a000203, udp, sizeof(udp));
 	struct net_frame f, r;
 	CHECK_INT(net_frame_parse(buf, n, &f), 0);

@@ -93,7 +93,9 @@ TEST(kvm_command_line)
 	char **v = qemu_cmdline(&c, &err);
 	CHECK(v != NULL);
 	CHECK_STR(after(v, "-accel"), "kvm");
-	CHECK_STR(after(v, "-cpu"), "host");
+	/* No nested virtualisation, no host PMU, one thread per core. */
+	CHECK_STR(after(v, "-cpu"), "host,vmx=off,svm=off,pmu=off");
+	CHECK_STR(after(v, "-smp"), "2");
 	CHECK_STR(after(v, "-append"), SBX_KERNEL_CMDLINE SBX_KERNEL_QUIET);
 	sbx_strv_free(v);
 	/* KVM guests find their TSC's rate themselves. */
@@ -169,6 +171,38 @@ TEST(memfd_guest_ram)
 	CHECK_STR(after(v, "-incoming"), "defer");
 	sbx_strv_free(v);
 	c.ram_fd = -1;
+	CHECK(qemu_cmdline(&c, &err) == NULL);
+	sbx_error_free(&err);
+}
+
+/* A worker VM that asked (vm/guest_cpu.h decides): VMX/SVM, still no PMU;
+ * two threads per core. */
+TEST(kvm_nesting_and_smt_when_asked)
+{
+	struct qemu_config c = base();
+	c.accel = SBX_ACCEL_KVM;
+	c.nested_virt = true;
+	c.cpus = 4;
+	c.threads_per_core = 2;
+	sbx_error_t err = NULL;
+	char **v = qemu_cmdline(&c, &err);
+	CHECK(v != NULL);
+	CHECK_STR(after(v, "-cpu"), "host,pmu=off");
+	CHECK_STR(after(v, "-smp"), "cpus=4,cores=2,threads=2");
+	sbx_strv_free(v);
+	/* Neither is TCG's, and an odd count has no whole cores. */
+	c.cpus = 3;
+	CHECK(qemu_cmdline(&c, &err) == NULL);
+	sbx_error_free(&err);
+	c.cpus = 4;
+	c.accel = SBX_ACCEL_TCG;
+	CHECK(qemu_cmdline(&c, &err) == NULL);
+	sbx_error_free(&err);
+	c.threads_per_core = 0;
+	CHECK(qemu_cmdline(&c, &err) == NULL);
+	sbx_error_free(&err);
+	c.nested_virt = false;
+	c.threads_per_core = 2;
 	CHECK(qemu_cmdline(&c, &err) == NULL);
 	sbx_error_free(&err);
 }

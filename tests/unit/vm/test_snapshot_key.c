@@ -14,11 +14,15 @@
 #include <unistd.h>
 
 #include "harness.h"
+#include "vm/accel.h"
 #include "vm/file_hash.h"
+#include "vm/kvm_cpu.h"
 #include "vm/snapshot.h"
 #include "vm/template_cache.h"
 
 #define DIGEST "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef"
+#define CPU_A "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"
+#define CPU_B "bbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb"
 
 static char state[] = "/tmp/sbx-snapkey-test-XXXXXX";
 
@@ -66,7 +70,7 @@ static int setup(void)
 static struct snapshot_id id_of(const char *qemu, const char *kernel, const char *boot, const char *image)
 {
 	struct snapshot_id id = { .qemu = qemu, .kernel = kernel, .boot_disk = boot, .image = image, .cpus = 1,
-				  .memory_mib = 512, .tsc_khz = 2400, .accel = 1, .scratch_size = 1 << 20 };
+				  .memory_mib = 512, .tsc_khz = 2400, .accel = SBX_ACCEL_TCG, .scratch_size = 1 << 20 };
 	return id;
 }
 
@@ -204,6 +208,128 @@ static int present(const char *key)
 	return dir != NULL;
 }
 
+/* The fixture's files (setup's) at their paths in `f`; the id of them. */
+struct files {
+	char q[512], k[512], b[512], img[512];
+};
+
+static struct snapshot_id stored_id(struct files *f)
+{
+	at(f->q, sizeof(f->q), "qemu");
+	at(f->k, sizeof(f->k), "kernel");
+	at(f->b, sizeof(f->b), "boot");
+	at(f->img, sizeof(f->img), "images/erofs/" DIGEST ".erofs");
+	return id_of(f->q, f->k, f->b, f->img);
+}
+
+/* TCG templates made before KVM keys had a CPU fingerprint keep their key:
+ * this is the key of the same id before that change (format 6). */
+TEST(tcg_key_is_unchanged)
+{
+	CHECK_INT(setup(), 0);
+	char key[SNAPSHOT_KEY_LEN + 1], text[SNAPSHOT_KEY_TEXT_MAX];
+	struct files f;
+	struct snapshot_id id = stored_id(&f);
+	sbx_error_t err = NULL;
+	CHECK_INT(snapshot_key(&id, key, text, &err), 0);
+	CHECK_STR(key, "f90b7732ad252d4d78446e52d00ccb1e3d3e22642fe1beda49630dfb74389060");
+	CHECK(strstr(text, "kvmcpu") == NULL);
+}
+
+/* Under KVM the CPU as KVM presents it is part of the key. */
+TEST(kvm_key_holds_the_cpu)
+{
+	CHECK_INT(setup(), 0);
+	char key1[SNAPSHOT_KEY_LEN + 1], key2[SNAPSHOT_KEY_LEN + 1];
+	char text[SNAPSHOT_KEY_TEXT_MAX];
+	struct files f;
+	struct snapshot_id id = stored_id(&f);
+	id.accel = SBX_ACCEL_KVM;
+	id.tsc_khz = 0;
+	sbx_error_t err = NULL;
+	/* No fingerprint, or not one: no key. */
+	CHECK_INT(snapshot_key(&id, key1, text, &err), -1);
+	sbx_error_free(&err);
+	id.kvm_cpu = "aaaa";
+	CHECK_INT(snapshot_key(&id, key1, text, &err), -1);
+	sbx_error_free(&err);
+	id.kvm_cpu = CPU_A;
+	CHECK_INT(snapshot_key(&id, key1, text, &err), 0);
+	CHECK(strstr(text, " kvmcpu=" CPU_A "\n") != NULL);
+	id.kvm_cpu = CPU_B;
+	CHECK_INT(snapshot_key(&id, key2, NULL, &err), 0);
+	CHECK(strcmp(key1, key2) != 0);
+	/* Fingerprints of two CPUID sets, two kernels: two keys. */
+	struct kvm_cpu_leaf leaf = { 0x7, 0, 1, 0, 1u << 16, 0, 0 };
+	char fa[KVM_CPU_HEX + 1], fb[KVM_CPU_HEX + 1];
+	CHECK_INT(kvm_cpu_fingerprint(&leaf, 1, 12, "6.1.0", fa, &err), 0);
+	CHECK_INT(kvm_cpu_fingerprint(&leaf, 1, 12, "6.12.0", fb, &err), 0);
+	id.kvm_cpu = fa;
+	CHECK_INT(snapshot_key(&id, key1, NULL, &err), 0);
+	id.kvm_cpu = fb;
+	CHECK_INT(snapshot_key(&id, key2, NULL, &err), 0);
+	CHECK(strcmp(key1, key2) != 0);
+	leaf.ebx = 0;
+	CHECK_INT(kvm_cpu_fingerprint(&leaf, 1, 12, "6.12.0", fa, &err), 0);
+	id.kvm_cpu = fa;
+	CHECK_INT(snapshot_key(&id, key1, NULL, &err), 0);
+	CHECK(strcmp(key1, key2) != 0);
+}
+
+/* The sweep drops a KVM template saved without this host's CPU: one saved
+ * before keys had it, or on another CPU (the host's own, where it has
+ * /dev/kvm, stays). */
+TEST(kvm_template_of_another_cpu_is_swept)
+{
+	CHECK_INT(setup(), 0);
+	char key[SNAPSHOT_KEY_LEN + 1], text[SNAPSHOT_KEY_TEXT_MAX];
+	char old[SNAPSHOT_KEY_TEXT_MAX];
+	sbx_error_t err = NULL;
+	char *snaps = snapshot_dir(&err);
+	CHECK(snaps != NULL);
+	free(snaps);
+	struct files f;
+	struct snapshot_id id = stored_id(&f);
+	CHECK_INT(snapshot_key(&id, key, text, &err), 0);
+	CHECK(snapshot_key_current(text));
+	/* The same text as a KVM template's of before: no CPU in it. */
+	const char *tcg = strstr(text, " accel=2 ");
+	CHECK(tcg != NULL);
+	snprintf(old, sizeof(old), "%.*s accel=1 %s", (int)(tcg - text), text, tcg + 9);
+	CHECK(!snapshot_key_current(old));
+	id.accel = SBX_ACCEL_KVM;
+	id.kvm_cpu = CPU_A;
+	CHECK_INT(make_template(&id, key), 0);
+	CHECK(present(key));
+	CHECK_INT(template_cache_sweep(), 1);
+	CHECK(!present(key));
+}
+
+/* This host's own KVM template stays (where it has a usable /dev/kvm). */
+TEST(kvm_template_of_this_cpu_stays)
+{
+	CHECK_INT(setup(), 0);
+	char key[SNAPSHOT_KEY_LEN + 1], here[KVM_CPU_HEX + 1];
+	sbx_error_t err = NULL;
+	if (kvm_cpu_host(here, &err) < 0) {
+		sbx_error_free(&err);
+		sbx_test_skip("no usable /dev/kvm");
+		return;
+	}
+	char *snaps = snapshot_dir(&err);
+	CHECK(snaps != NULL);
+	free(snaps);
+	struct files f;
+	struct snapshot_id id = stored_id(&f);
+	id.accel = SBX_ACCEL_KVM;
+	id.tsc_khz = 0;
+	id.kvm_cpu = here;
+	CHECK_INT(make_template(&id, key), 0);
+	CHECK_INT(template_cache_sweep(), 0);
+	CHECK(present(key));
+	snapshot_invalidate(key);
+}
+
 TEST(changed_bytes_or_removed_image_sweep_the_template)
 {
 	CHECK_INT(setup(), 0);
@@ -240,3 +366,4 @@ TEST(changed_bytes_or_removed_image_sweep_the_template)
 	sbx_error_free(&err);
 	nftw(state, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
 }
+
