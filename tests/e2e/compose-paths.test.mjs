@@ -5,7 +5,7 @@
 // roots while the VM boots (config_dir is copied in after the boot).  One
 // worker VM boot on the python image; the file re-executes itself in a
 // fresh network namespace holding only `lo`, so no packet leaves the machine.
-import { describe, test, before, after } from 'node:test';
+import { describe, test, before, after } from './lib/test-api.mjs';
 import assert from 'node:assert/strict';
 import { execFileSync, spawnSync } from 'node:child_process';
 import { existsSync, mkdirSync, mkdtempSync, renameSync, rmSync, symlinkSync, unlinkSync, writeFileSync } from 'node:fs';

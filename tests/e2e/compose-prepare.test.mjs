@@ -4,7 +4,7 @@
 // of a path:// worker and of a bundle on the node image from the loopback
 // registry (a prepare pulls the image and makes the data disk; it boots no
 // VM).  worker::start and the rest are compose-worker.test.mjs's.
-import { describe, test, before, after } from 'node:test';
+import { describe, test, before, after } from './lib/test-api.mjs';
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import { mkdirSync, mkdtempSync, readFileSync, rmSync, statSync, symlinkSync, writeFileSync } from 'node:fs';

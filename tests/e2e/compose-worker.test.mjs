@@ -8,13 +8,13 @@
 // namespace holding only `lo`, so no packet can leave the machine.  VM
 // boots are few (each takes seconds under TCG): one path:// worker serves
 // most checks.
-import { describe, test, before, after } from 'node:test';
+import { describe, test, before, after } from './lib/test-api.mjs';
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
 import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { startStack, waitExit } from './daemon.mjs';
+import { endDaemon, startStack } from './daemon.mjs';
 import { eventually } from './lib.mjs';
 import { ociLayout, registryUnavailable, startRegistry } from './lib/registry-fixture.mjs';
 import { copySdk, sdkWorkerSource } from './lib/worker-fixture.mjs';
@@ -307,8 +307,7 @@ describe('Compose worker VMs', { skip: skip ?? false }, () => {
 		assert.deepEqual(await call('status', { worker: 'bundle' }), { worker: 'bundle', state: 'prepared' });
 		assert.equal((await call('start', { worker: 'bundle' }, START_MS)).state, 'running');
 		const children = vmProcesses();
-		stack.daemon.proc.kill('SIGKILL');
-		await waitExit(stack.daemon, 10000);
+		await endDaemon(stack.daemon, { send: 'SIGKILL', signal: 'SIGKILL' });
 		await assertGone(children, 'kill -9 of the daemon');
 		const killed = stack;
 		stack = null;

@@ -2,7 +2,7 @@
 // fs::* functions through the stand-in engine with iii-sdk, bytes through
 // engine channels with iii-sdk's ChannelReader/ChannelWriter.  One python
 // sandbox serves every check (boots are slow under TCG).
-import { describe, test, before, after } from 'node:test';
+import { describe, test, before, after } from './lib/test-api.mjs';
 import assert from 'node:assert/strict';
 import { createHash, randomBytes, randomUUID } from 'node:crypto';
 import { ChannelReader, ChannelWriter } from 'iii-sdk/channel';

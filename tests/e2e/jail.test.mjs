@@ -10,7 +10,7 @@
 // before.  Without root, `required` refuses and `auto` warns, and a daemon
 // run as nobody still serves sandboxes.  Four VM boots in all (one restored
 // from a template).
-import { describe, test, before, after } from 'node:test';
+import { describe, test, before, after } from './lib/test-api.mjs';
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
 import { closeSync, existsSync, lstatSync, openSync, readdirSync, readFileSync, readlinkSync, statSync, writeSync } from 'node:fs';

@@ -7,7 +7,7 @@
 // And a create the host's disk cannot hold a scratch disk for is S400
 // before anything is pulled or booted.
 // No VM is booted.
-import { describe, test, before, after } from 'node:test';
+import { describe, test, before, after } from './lib/test-api.mjs';
 import assert from 'node:assert/strict';
 import { startStack } from './daemon.mjs';
 

@@ -4,10 +4,10 @@
 // cause; create says its boot mode and time to ready, stop its reason; an
 // env value, a command, stdin and an auth token passed in never appear.
 // One VM boot.
-import { describe, test, before, after } from 'node:test';
+import { describe, test, before, after } from './lib/test-api.mjs';
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
-import { spawnDaemon, waitExit } from './daemon.mjs';
+import { endDaemon, spawnDaemon } from './daemon.mjs';
 import { registryUnavailable, startRegistry } from './lib/registry-fixture.mjs';
 import { assertScode, b64, startSandboxStack } from './lib/sandbox-stack.mjs';
 
@@ -17,7 +17,7 @@ const skip = registryUnavailable();
 
 test('an unknown SANDBOX_LOG_FORMAT stops serve at start with exit 2, naming it', async () => {
 	const d = spawnDaemon('ws://127.0.0.1:9', { SANDBOX_LOG_FORMAT: 'xml' });
-	assert.deepEqual(await waitExit(d, 10000), { code: 2, signal: null });
+	await endDaemon(d, { code: 2, send: null });
 	assert.match(d.output(), /SANDBOX_LOG_FORMAT=xml is not a log format \(expected text or json\)/);
 });
 

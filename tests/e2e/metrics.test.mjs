@@ -3,7 +3,7 @@
 // sandboxes, creates by boot mode, execs, S-codes; then a cheap daemon
 // without VMs serves it on a unix socket, and bad addresses stop the
 // daemon with a configuration error.
-import { describe, test, before, after } from 'node:test';
+import { describe, test, before, after } from './lib/test-api.mjs';
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
 import { existsSync, mkdtempSync, rmSync, statSync, writeFileSync } from 'node:fs';
@@ -12,7 +12,7 @@ import net from 'node:net';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { eventually } from './lib.mjs';
-import { startStack, waitExit } from './daemon.mjs';
+import { endDaemon, startStack } from './daemon.mjs';
 import { freePort, registryUnavailable, startRegistry } from './lib/registry-fixture.mjs';
 import { assertScode, startSandboxStack } from './lib/sandbox-stack.mjs';
 
@@ -198,8 +198,7 @@ describe('metrics on a unix socket, and bad addresses', () => {
 		const listen = `127.0.0.1:${held.address().port}`;
 		const s = await startStack({ config: { metrics_listen: listen }, waitRegistered: false });
 		try {
-			const r = await waitExit(s.daemon, 15000);
-			assert.deepEqual(r, { code: 1, signal: null });
+			await endDaemon(s.daemon, { code: 1, send: null });
 			assert.match(s.daemon.output(), new RegExp(`metrics_listen: bind ${listen}: Address already in use`));
 		} finally {
 			await s.stop();
@@ -212,8 +211,7 @@ describe('metrics on a unix socket, and bad addresses', () => {
 		test(`metrics_listen ${listen} stops the daemon with exit 2`, async () => {
 			const s = await startStack({ config: { metrics_listen: listen }, waitRegistered: false });
 			try {
-				const r = await waitExit(s.daemon, 15000);
-				assert.deepEqual(r, { code: 2, signal: null });
+				await endDaemon(s.daemon, { code: 2, send: null });
 				assert.match(s.daemon.output(), /metrics_listen/);
 				assert.match(s.daemon.output(), why);
 			} finally {

@@ -7,14 +7,14 @@
 // network helper sees nothing else.  Public addresses
 // appear only as destinations the policy denies, and the config carries an
 // `allow` list, so that a mistake is denied rather than sent.
-import { describe, test, before, after } from 'node:test';
+import { describe, test, before, after } from './lib/test-api.mjs';
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
 import dgram from 'node:dgram';
 import http from 'node:http';
 import net from 'node:net';
 import { readdirSync, readFileSync, readlinkSync } from 'node:fs';
-import { assertNoSanitizerReport } from './daemon.mjs';
+import { assertNoSanitizerReport, endDaemon } from './daemon.mjs';
 import { eventually, sleep } from './lib.mjs';
 import { ociLayout, registryUnavailable, startRegistry } from './lib/registry-fixture.mjs';
 import { assertScode, startSandboxStack } from './lib/sandbox-stack.mjs';
@@ -424,8 +424,7 @@ describe('guest networking in a private network namespace', { skip: skip ?? fals
 	test('kill -9 of the daemon leaves no network helper', async () => {
 		const helpers = () => ids.flatMap(helperPids);
 		assert.ok(helpers().length >= 2, 'the live networked sandboxes have helpers');
-		s.daemon.proc.kill('SIGKILL');
-		await s.daemon.exited;
+		await endDaemon(s.daemon, { send: 'SIGKILL', signal: 'SIGKILL' });
 		await eventually(() => assert.deepEqual(helpers(), []), 10000);
 		// the helpers (their stderr is the daemon's) exited without a sanitizer report
 		await sleep(500);

@@ -2,14 +2,14 @@
 // with NOTIFY_SOCKET set it says STATUS=waiting for the engine while none
 // answers, READY=1 only once the engine has all 23 functions, and
 // STOPPING=1 at SIGTERM.  No VM boot.
-import { test } from 'node:test';
+import { test } from './lib/test-api.mjs';
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { spawnDaemon, waitExit, FUNCTIONS } from './daemon.mjs';
+import { endDaemon, spawnDaemon, FUNCTIONS } from './daemon.mjs';
 import { StandinEngine } from './standin-engine.mjs';
 import { sleep } from './lib.mjs';
 
@@ -65,7 +65,7 @@ test('READY=1 comes only once the engine has every function; STATUS says what se
 	const port = await freePort();
 	const url = `ws://127.0.0.1:${port}`;
 	const d = spawnDaemon(url, { NOTIFY_SOCKET: path.join(dir, 'notify.sock') }, {}, ['--config', config]);
-	t.after(() => d.proc.kill('SIGKILL'));
+	t.after(() => endDaemon(d));
 	const has = (prefix) => listener.messages.some((m) => m.split('\n').some((l) => l.startsWith(prefix)));
 
 	await until('STATUS=waiting', () => has(`STATUS=waiting for the engine at ${url}`), 20000);
@@ -84,6 +84,6 @@ test('READY=1 comes only once the engine has every function; STATUS says what se
 	assert.ok(!has('STOPPING=1'));
 
 	d.proc.kill('SIGTERM');
-	assert.deepEqual(await waitExit(d, 30000), { code: 0, signal: null });
+	await endDaemon(d, { send: null });
 	await until('STOPPING=1', () => has('STOPPING=1'), 5000);
 });

@@ -3,14 +3,14 @@
 // engine, then the CLI binary: ps (a create in progress included), exec,
 // cp both ways (10 MiB, a directory), logs, status, a peer that is not
 // root refused, stop.  One VM boot.
-import { describe, test, before, after } from 'node:test';
+import { describe, test, before, after } from './lib/test-api.mjs';
 import assert from 'node:assert/strict';
 import { execFile, spawn } from 'node:child_process';
 import { createHash, randomBytes } from 'node:crypto';
 import { chmodSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { assertNoSanitizerReport, BIN, startStack, waitExit } from './daemon.mjs';
+import { assertNoSanitizerReport, BIN, endDaemon, startStack } from './daemon.mjs';
 import { sleep } from './lib.mjs';
 import { registryUnavailable, startRegistry } from './lib/registry-fixture.mjs';
 import { startSandboxStack } from './lib/sandbox-stack.mjs';
@@ -254,12 +254,10 @@ describe('control_group', { skip: process.getuid?.() === 0 ? false : 'needs root
 		const bad = await startStack({ config: { image_allowlist: [], control_socket: path.join(dir, 'bad.sock'),
 			control_group: 'no-such-group-sbx' }, waitRegistered: false });
 		try {
-			const r = await waitExit(bad.daemon, 20000);
-			assert.equal(r.code, 2, bad.daemon.output());
+			await endDaemon(bad.daemon, { code: 2, send: null });
 			assert.match(bad.daemon.output(), /control_group.*no-such-group-sbx/);
 		} finally {
-			await bad.caller.shutdown();
-			await bad.engine.stop();
+			await bad.stop();
 		}
 	});
 });

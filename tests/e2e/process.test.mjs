@@ -11,7 +11,7 @@
 // caller's channel until the process ends; the 17th follow of a sandbox gets
 // S003 (max_follows_per_sandbox), and a follow whose reader leaves ends and
 // frees its slot.
-import { describe, test, before, after } from 'node:test';
+import { describe, test, before, after } from './lib/test-api.mjs';
 import assert from 'node:assert/strict';
 import { ChannelReader } from 'iii-sdk/channel';
 import { eventually } from './lib.mjs';

@@ -9,7 +9,7 @@
 // with oom_score_adj 1000.  A guest that fills its own memory or its own
 // disk loses the process doing it, never its VM.  Same setup as
 // sandbox.test.mjs.
-import { describe, test, before, after } from 'node:test';
+import { describe, test, before, after } from './lib/test-api.mjs';
 import assert from 'node:assert/strict';
 import { existsSync, mkdirSync, readFileSync, rmdirSync, writeFileSync } from 'node:fs';
 import { eventually, sleep } from './lib.mjs';

@@ -3,7 +3,7 @@
 // loopback registry.  Boots cost seconds under TCG, so three long-lived
 // sandboxes (two python, one node) serve most checks; each `run` boots one
 // more.  Expectations come from shared/spec/contract.md (§ in the names).
-import { describe, test, before, after } from 'node:test';
+import { describe, test, before, after } from './lib/test-api.mjs';
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import { readdirSync, rmSync, writeFileSync } from 'node:fs';

@@ -19,7 +19,7 @@
 // `sandbox-libkrun image pull python` run by hand beside a running daemon
 // with an empty cache makes the template, and the daemon's first create
 // restores it.  About twenty-eight VM boots.
-import { describe, test, before, after } from 'node:test';
+import { describe, test, before, after } from './lib/test-api.mjs';
 import assert from 'node:assert/strict';
 import { spawn, spawnSync } from 'node:child_process';
 import { existsSync, readdirSync, readFileSync, realpathSync, statSync, writeFileSync } from 'node:fs';

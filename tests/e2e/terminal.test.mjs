@@ -3,7 +3,7 @@
 // screen from the output channel's reader ref with its ChannelReader; then
 // the operator's `sandbox-libkrun shell` on a pseudo-terminal driven by
 // lib/pty-drive.py.  One python sandbox serves every check.
-import { describe, test, before, after } from 'node:test';
+import { describe, test, before, after } from './lib/test-api.mjs';
 import assert from 'node:assert/strict';
 import { execFile } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';

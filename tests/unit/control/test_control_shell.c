@@ -108,9 +108,18 @@ static json_t *read_until_line(struct control_reader *r, char *screen, size_t ca
 	}
 }
 
+/* How long a wait for the server thread may last before the test calls it
+ * hung: not a speed target (the waits end as soon as the state is seen). */
+#define HANG_MS 60000
+
 static bool none_live(const struct fake_term_state *s)
 {
 	return s->procs_live == 0;
+}
+
+static bool resized_to_5x6(const struct fake_term_state *s)
+{
+	return s->last_rows == 5 && s->last_cols == 6;
 }
 
 TEST(a_shell_runs_over_the_connection)
@@ -138,15 +147,13 @@ TEST(a_shell_runs_over_the_connection)
 	send_line(fd, "{\"data\":10}");
 	control_write_all(fd, "stty size\n", 10, &err);
 	json_decref(read_until_line(&r, screen, sizeof(screen), "40 120\r\n"));
-	/* The end of the keys is not the end of the shell. */
+	/* The end of the keys is not the end of the shell, and sizes still
+	 * apply after it.  The server handles the client's lines in order: once
+	 * the size sent after the end has applied, the end has been handled. */
 	send_line(fd, "{\"end\":true}");
-	usleep(300000);
-	CHECK_INT(fake_term_state().procs_live, 1);
-	/* Nothing reads the keys after the end, but sizes still apply. */
 	send_line(fd, "{\"rows\":5,\"cols\":6}");
-	usleep(300000);
-	CHECK_INT(fake_term_state().last_rows, 5);
-	CHECK_INT(fake_term_state().last_cols, 6);
+	CHECK(fake_term_wait(resized_to_5x6, HANG_MS));
+	CHECK_INT(fake_term_state().procs_live, 1);
 	/* The client closes its writing side: the terminal closes (SIGHUP). */
 	shutdown(fd, SHUT_WR);
 	json_t *final = read_until_line(&r, screen, sizeof(screen), NULL);
@@ -155,7 +162,7 @@ TEST(a_shell_runs_over_the_connection)
 	json_decref(final);
 	pthread_join(s.th, NULL);
 	close(fd);
-	CHECK(fake_term_wait(none_live, 2000));
+	CHECK(fake_term_wait(none_live, HANG_MS));
 	sbx_error_free(&err);
 	sbx_adapter_free(a);
 }
@@ -193,7 +200,7 @@ TEST(the_exit_status_comes_in_the_final_line_and_errors_before_the_start)
 	json_decref(final);
 	pthread_join(s.th, NULL);
 	close(fd);
-	CHECK(fake_term_wait(none_live, 2000));
+	CHECK(fake_term_wait(none_live, HANG_MS));
 	sbx_error_free(&err);
 	sbx_adapter_free(a);
 }
