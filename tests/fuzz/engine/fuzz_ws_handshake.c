@@ -21,7 +21,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	s[size] = '\0';
 	struct ws_url u;
 	if (ws_url_parse(s, &u, &err) == 0) {
-		char *req = ws_handshake_request(&u, "dGhlIHNhbXBsZSBub25jZQ==", &err);
+		char *req = ws_handshake_request(&u, "dGhlIHNhbXBsZSBub25jZQ==", NULL, &err);
 		/* Nothing in a parsed URL may break the request's lines. */
 		if (req == NULL || strstr(req, "\r\n\r\n") != req + strlen(req) - 4)
 			abort();
