@@ -50,6 +50,7 @@ export function spawnDaemon(url, env = {}, spawnOptions = {}, args = []) {
 	delete childEnv.III_CONFIG_NAME;
 	delete childEnv.III_WORKER_NAME;
 	delete childEnv.III_SANDBOX_WORKER_TOKEN;
+	delete childEnv.III_HEADERS_FILE;
 	Object.assign(childEnv, env);
 	for (const [k, v] of Object.entries(childEnv)) if (v === undefined) delete childEnv[k];
 	const proc = spawn(BIN, ['serve', ...args], { env: childEnv, stdio: ['ignore', 'pipe', 'pipe'], ...spawnOptions });
