@@ -673,7 +673,7 @@ describe('an engine that authenticates workers (iii-protocol.md §1.2, III_HEADE
 	});
 	after(() => rmSync(dir, { recursive: true, force: true }));
 
-	test('serve is refused without the file and registered with it; the value is never logged', async () => {
+	test('serve is refused without the file and registered with it, and so is serve --front; the value is never logged', async () => {
 		const engine = new StandinEngine({ auth: requireHeader('Authorization', secret) });
 		await engine.start();
 		try {
@@ -700,6 +700,19 @@ describe('an engine that authenticates workers (iii-protocol.md §1.2, III_HEADE
 				assert.deepEqual(await waitExit(d, 10000), { code: 0, signal: null }, d.output());
 			} finally {
 				if (d.proc.exitCode === null) d.proc.kill('SIGKILL');
+			}
+			// The front reads the same file.
+			const checks = engine.authChecks.length;
+			const front = spawnDaemon(engine.url, { III_HEADERS_FILE: file }, {}, ['--front']);
+			try {
+				await engine.waitFor(() => engine.workers().some((w) => w.pid === front.proc.pid), 20000, 'the front registered')
+					.catch((e) => assert.fail(`${e.message}\n${front.output()}`));
+				assert.ok(engine.authChecks.length > checks && engine.authChecks.slice(checks).every((c) => c.accepted),
+					front.output());
+				assert.ok(!front.output().includes(secret.slice(7)), front.output());
+			} finally {
+				front.proc.kill('SIGTERM');
+				await waitExit(front, 10000);
 			}
 		} finally {
 			await engine.stop();
