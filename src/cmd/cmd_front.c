@@ -17,9 +17,11 @@
 #include "cmd/serve_notify.h"
 #include "cmd/serve_register.h"
 #include "cmd/serve_signals.h"
+#include "common/cleanup.h"
 #include "common/log.h"
 #include "engine/engine.h"
 #include "engine/engine_metrics.h"
+#include "engine/ws_headers.h"
 #include "front/front.h"
 #include "front/front_metrics.h"
 
@@ -34,6 +36,7 @@ static void usage(FILE *out)
 		     "go to the member that owns it.  See docs/cluster.md.\n\n"
 		     "environment:\n"
 		     "  III_URL / III_ENGINE_URL   engine WebSocket URL (default ws://127.0.0.1:49134)\n"
+		     "  III_HEADERS_FILE           upgrade headers for an engine's RBAC, as for serve\n"
 		     "  III_NAMESPACE              the front's namespace (empty: the default one, where\n"
 		     "                             callers and the sandbox router find it)\n"
 		     "  III_SANDBOX_MEMBERS        comma-separated member namespaces (default: every other\n"
@@ -92,12 +95,21 @@ int sbx_cmd_front(int argc, char **argv)
 		sbx_error_free(&err);
 		return 2;
 	}
+	cleanup_free char *headers = NULL;
+	size_t nheaders;
+	if (ws_headers_from_env(&headers, &nheaders, &err) < 0) {
+		fprintf(stderr, "sandbox-libkrun serve --front: %s\n", sbx_error_msg(err));
+		sbx_error_free(&err);
+		sbx_metrics_listen_free(&listen);
+		return 2;
+	}
 	struct serve_signals waiter;
 	serve_signals_block(&waiter);
 
 	const char *name = env_or_null("III_WORKER_NAME");
 	struct engine_options opts = {
 		.url = engine_default_url(),
+		.headers = headers,
 		.worker_name = name != NULL ? name : SBX_WORKER_NAME,
 		.worker_version = SBX_VERSION,
 		.description = "front of a sandbox-libkrun cluster: places sandboxes on its members",
@@ -127,8 +139,9 @@ int sbx_cmd_front(int argc, char **argv)
 		fprintf(stderr, "sandbox-libkrun serve --front: %s\n", sbx_error_msg(err));
 		goto out;
 	}
-	sbx_info("connecting to %s as the front '%s'%s%s", opts.url, opts.worker_name,
-		 opts.namespace != NULL ? " in namespace " : "", opts.namespace != NULL ? opts.namespace : "");
+	sbx_info("connecting to %s as the front '%s'%s%s (%zu upgrade headers from " WS_HEADERS_ENV ")", opts.url,
+		 opts.worker_name, opts.namespace != NULL ? " in namespace " : "",
+		 opts.namespace != NULL ? opts.namespace : "", nheaders);
 	if (lifeline_start(&err) < 0 || serve_register_ops(e, front_handle, f, &err) < 0 ||
 	    engine_start(e, &err) < 0 || front_start(f, &err) < 0) {
 		fprintf(stderr, "sandbox-libkrun serve --front: %s\n", sbx_error_msg(err));

@@ -36,6 +36,7 @@
 #include "cmd/serve_notify.h"
 #include "cmd/serve_register.h"
 #include "cmd/serve_signals.h"
+#include "common/cleanup.h"
 #include "common/log.h"
 #include "common/metrics_families.h"
 #include "common/scodes.h"
@@ -43,6 +44,7 @@
 #include "control/control_server.h"
 #include "engine/engine.h"
 #include "engine/engine_metrics.h"
+#include "engine/ws_headers.h"
 #include "image/image_metrics.h"
 #include "net/net_config.h"
 #include "vm/accel.h"
@@ -74,6 +76,8 @@ static void usage(FILE *out)
 		     "  --front         serve as the front of a cluster of members (serve --front --help)\n\n"
 		     "environment:\n"
 		     "  III_URL / III_ENGINE_URL   engine WebSocket URL (default ws://127.0.0.1:49134)\n"
+		     "  III_HEADERS_FILE           `Name: value` lines sent on every WebSocket upgrade (an\n"
+		     "                             engine's RBAC auth function reads them); mode 600\n"
 		     "  III_WORKER_NAME            worker name reported to the engine (default sandbox-libkrun)\n"
 		     "  III_NAMESPACE              namespace declared to the engine (empty: the default one)\n"
 		     "  III_ISOLATION              isolation reported to the engine (e.g. libkrun)\n"
@@ -244,12 +248,20 @@ int sbx_cmd_serve(int argc, char **argv)
 	if (sbx_log_init_from_env() < 0)
 		sbx_warn("SANDBOX_LOG has an unknown value; using info (expected debug, info, warn or error)");
 
+	sbx_error_t err = NULL;
+	cleanup_free char *headers = NULL;
+	size_t nheaders;
+	if (ws_headers_from_env(&headers, &nheaders, &err) < 0) {
+		fprintf(stderr, "sandbox-libkrun serve: %s\n", sbx_error_msg(err));
+		sbx_error_free(&err);
+		return EXIT_CONFIG;
+	}
 	struct serve_signals waiter;
 	serve_signals_block(&waiter);
 
-	sbx_error_t err = NULL;
 	struct engine_options opts = {
 		.url = engine_default_url(),
+		.headers = headers,
 		.worker_name = worker_name(),
 		.worker_version = SBX_VERSION,
 		.description = "libkrun-style microVM sandboxes (QEMU microvm) for the iii sandbox contract",
@@ -287,8 +299,9 @@ int sbx_cmd_serve(int argc, char **argv)
 		status = EXIT_CONFIG;
 		goto out;
 	}
-	sbx_info("connecting to %s as worker '%s'%s%s", opts.url, opts.worker_name,
-		 opts.namespace != NULL ? " in namespace " : "", opts.namespace != NULL ? opts.namespace : "");
+	sbx_info("connecting to %s as worker '%s'%s%s (%zu upgrade headers from " WS_HEADERS_ENV ")", opts.url,
+		 opts.worker_name, opts.namespace != NULL ? " in namespace " : "",
+		 opts.namespace != NULL ? opts.namespace : "", nheaders);
 	serve_notify_waiting(opts.url);
 	if (engine_start(e, &err) < 0 || serve_wait_engine(e, &waiter, &err) < 0) {
 		sbx_config_free(cfg);

@@ -63,6 +63,7 @@ struct engine *engine_new(const struct engine_options *opts, sbx_error_t *err)
 	ws_url_free(&check);
 
 	e->url = strdup(url);
+	e->headers = opts->headers != NULL ? strdup(opts->headers) : NULL;
 	e->worker_name = opts->worker_name != NULL ? strdup(opts->worker_name) : default_worker_name();
 	e->worker_version = strdup(opts->worker_version != NULL ? opts->worker_version : SBX_VERSION);
 	e->description = opts->description != NULL ? strdup(opts->description) : NULL;
@@ -78,7 +79,7 @@ struct engine *engine_new(const struct engine_options *opts, sbx_error_t *err)
 	e->max_queued = opts->max_queued_invocations > 0 ? opts->max_queued_invocations : ENGINE_DEFAULT_MAX_QUEUED;
 	e->busy_error = opts->busy_error;
 	e->stop_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
-	if (e->url == NULL || e->worker_name == NULL || e->worker_version == NULL ||
+	if (e->url == NULL || (opts->headers != NULL && e->headers == NULL) || e->worker_name == NULL || e->worker_version == NULL ||
 	    (opts->description != NULL && e->description == NULL) || (has_ns && e->namespace == NULL) ||
 	    (has_iso && e->isolation == NULL)) {
 		sbx_error_errno(err, ENOMEM, "engine");
@@ -191,7 +192,7 @@ static void *connection_thread(void *arg)
 	int attempt = 0;
 	while (!engine_stopping(e)) {
 		sbx_error_t err = NULL;
-		struct ws_conn *c = ws_conn_open(e->url, TRANSPORT_CONNECT_TIMEOUT_MS, e->stop_fd, ENGINE_MAX_MESSAGE, &err);
+		struct ws_conn *c = ws_conn_open(e->url, e->headers, TRANSPORT_CONNECT_TIMEOUT_MS, e->stop_fd, ENGINE_MAX_MESSAGE, &err);
 		if (c != NULL) {
 			attempt = 0;
 			sbx_info("engine: connected to %s", e->url);
@@ -288,6 +289,9 @@ void engine_free(struct engine *e)
 		free_function(e->fns[i]);
 	free(e->fns);
 	free(e->url);
+	if (e->headers != NULL)
+		explicit_bzero(e->headers, strlen(e->headers));
+	free(e->headers);
 	free(e->worker_name);
 	free(e->worker_version);
 	free(e->description);

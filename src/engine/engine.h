@@ -43,6 +43,10 @@ struct engine_function {
 
 struct engine_options {
 	const char *url;           /* ws:// or wss:// */
+	/* Extra "Name: value\r\n" lines sent on the upgrade request of every
+	 * connect and reconnect (ws_headers_from_env()); NULL for none.  They
+	 * may be secrets: never logged. */
+	const char *headers;
 	const char *worker_name;   /* reported in engine::workers::register */
 	const char *worker_version;
 	const char *description;

@@ -29,7 +29,7 @@ static struct ws_conn *open_end(struct engine *e, const struct channel_ref *ref,
 	cleanup_free char *url = ws_url_channel(e->url, ref->channel_id, ref->access_key, dir, err);
 	if (url == NULL)
 		return NULL;
-	struct ws_conn *c = ws_conn_open(url, TRANSPORT_CONNECT_TIMEOUT_MS, e->stop_fd, CHANNEL_IN_FRAME_MAX, err);
+	struct ws_conn *c = ws_conn_open(url, NULL, TRANSPORT_CONNECT_TIMEOUT_MS, e->stop_fd, CHANNEL_IN_FRAME_MAX, err);
 	if (c == NULL)
 		sbx_error_prefix(err, "opening the %s end of channel %s", dir, ref->channel_id);
 	return c;

@@ -43,6 +43,7 @@ struct pending_call {
 
 struct engine {
 	char *url;
+	char *headers; /* extra upgrade headers (secrets), or NULL */
 	char *worker_name;
 	char *worker_version;
 	char *description;

@@ -56,15 +56,19 @@ static ssize_t read_some(struct ws_conn *c, size_t room, sbx_error_t *err)
 	return n;
 }
 
-static int upgrade(struct ws_conn *c, const struct ws_url *url, int64_t deadline, sbx_error_t *err)
+static int upgrade(struct ws_conn *c, const struct ws_url *url, const char *headers, int64_t deadline,
+		   sbx_error_t *err)
 {
 	char key[WS_KEY_LEN + 1];
 	if (ws_handshake_key(key, err) < 0)
 		return -1;
-	cleanup_free char *req = ws_handshake_request(url, key, err);
+	cleanup_free char *req = ws_handshake_request(url, key, headers, err);
 	if (req == NULL)
 		return -1;
-	if (transport_write_all(c->t, req, strlen(req), sbx_ms_left(deadline), c->cancel_fd, err) < 0)
+	size_t req_len = strlen(req);
+	int sent = transport_write_all(c->t, req, req_len, sbx_ms_left(deadline), c->cancel_fd, err);
+	explicit_bzero(req, req_len); /* it may hold the operator's secrets */
+	if (sent < 0)
 		return -1;
 	for (;;) {
 		size_t hlen;
@@ -90,8 +94,8 @@ static int upgrade(struct ws_conn *c, const struct ws_url *url, int64_t deadline
 	}
 }
 
-struct ws_conn *ws_conn_open(const char *url_text, int timeout_ms, int cancel_fd, size_t max_message,
-			     sbx_error_t *err)
+struct ws_conn *ws_conn_open(const char *url_text, const char *headers, int timeout_ms, int cancel_fd,
+			     size_t max_message, sbx_error_t *err)
 {
 	int64_t deadline = sbx_now_ms() + timeout_ms;
 	struct ws_url url;
@@ -108,7 +112,7 @@ struct ws_conn *ws_conn_open(const char *url_text, int timeout_ms, int cancel_fd
 	ws_decoder_init(&c->dec, false, max_message);
 	atomic_store(&c->last_rx, sbx_now_ms());
 	c->t = transport_connect(&url, timeout_ms, cancel_fd, err);
-	if (c->t == NULL || upgrade(c, &url, deadline, err) < 0) {
+	if (c->t == NULL || upgrade(c, &url, headers, deadline, err) < 0) {
 		ws_url_free(&url);
 		ws_conn_free(c);
 		return NULL;

@@ -16,10 +16,11 @@
 struct ws_conn;
 
 /* Connects, upgrades and returns an open connection; timeout_ms bounds the
- * TCP connect, TLS and the HTTP upgrade together.  max_message 0 means
- * WS_DEFAULT_MAX_MESSAGE. */
-struct ws_conn *ws_conn_open(const char *url, int timeout_ms, int cancel_fd, size_t max_message,
-			     sbx_error_t *err);
+ * TCP connect, TLS and the HTTP upgrade together.  `headers` (NULL for none)
+ * are extra "Name: value\r\n" lines of the upgrade request (ws_headers.h).
+ * max_message 0 means WS_DEFAULT_MAX_MESSAGE. */
+struct ws_conn *ws_conn_open(const char *url, const char *headers, int timeout_ms, int cancel_fd,
+			     size_t max_message, sbx_error_t *err);
 
 int ws_conn_send_text(struct ws_conn *c, const char *text, size_t len, sbx_error_t *err);
 int ws_conn_send_binary(struct ws_conn *c, const void *data, size_t len, sbx_error_t *err);

@@ -33,7 +33,7 @@ int ws_handshake_accept(const char *key, char accept[WS_ACCEPT_LEN + 1], sbx_err
 	return 0;
 }
 
-char *ws_handshake_request(const struct ws_url *url, const char *key, sbx_error_t *err)
+char *ws_handshake_request(const struct ws_url *url, const char *key, const char *extra, sbx_error_t *err)
 {
 	char *req = NULL;
 	if (asprintf(&req,
@@ -43,8 +43,9 @@ char *ws_handshake_request(const struct ws_url *url, const char *key, sbx_error_
 		     "Connection: Upgrade\r\n"
 		     "Sec-WebSocket-Key: %s\r\n"
 		     "Sec-WebSocket-Version: 13\r\n"
+		     "%s"
 		     "\r\n",
-		     url->path, url->authority, key) < 0) {
+		     url->path, url->authority, key, extra != NULL ? extra : "") < 0) {
 		sbx_error_errno(err, ENOMEM, "WebSocket request");
 		return NULL;
 	}

@@ -16,8 +16,9 @@
 int ws_handshake_key(char key[WS_KEY_LEN + 1], sbx_error_t *err);
 /* The Sec-WebSocket-Accept value a server must answer for `key`. */
 int ws_handshake_accept(const char *key, char accept[WS_ACCEPT_LEN + 1], sbx_error_t *err);
-/* The GET request for `url` (a new string). */
-char *ws_handshake_request(const struct ws_url *url, const char *key, sbx_error_t *err);
+/* The GET request for `url` (a new string); `extra` (NULL for none) is a
+ * block of "Name: value\r\n" lines added as they are (ws_headers.h). */
+char *ws_handshake_request(const struct ws_url *url, const char *key, const char *extra, sbx_error_t *err);
 /* Checks the response in buf[0..len).  Returns 1 when the header is complete
  * and valid (*header_len = its size including the blank line; the bytes after
  * it are already WebSocket frames), 0 when more bytes are needed, -1 when the

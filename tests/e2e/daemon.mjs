@@ -51,6 +51,7 @@ export function spawnDaemon(url, env = {}, { bin = BIN, ...spawnOptions } = {}, 
 	delete childEnv.III_CONFIG_NAME;
 	delete childEnv.III_WORKER_NAME;
 	delete childEnv.III_SANDBOX_WORKER_TOKEN;
+	delete childEnv.III_HEADERS_FILE;
 	Object.assign(childEnv, env);
 	for (const [k, v] of Object.entries(childEnv)) if (v === undefined) delete childEnv[k];
 	const proc = spawn(bin, ['serve', ...args], { env: childEnv, stdio: ['ignore', 'pipe', 'pipe'], ...spawnOptions });

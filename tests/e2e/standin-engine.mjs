@@ -14,6 +14,9 @@
 //   engine.setConfig(id, value);   // or setConfigError / setConfigHang
 //   await engine.restart();        // stop, then listen again on the same port
 //   await engine.stop();
+//   new StandinEngine({ auth: requireHeader('authorization', 'Bearer t') })
+//                                  // RBAC (§1.2): `auth` plays the engine's
+//                                  // rbac.auth_function_id; engine.authChecks
 // Command line: node standin-engine.mjs [--port N] [--config ID=FILE.json]...
 // ENGINE_TRACE=1 logs every frame to stderr.
 import { EventEmitter } from 'node:events';
@@ -37,6 +40,13 @@ const FUNCTIONS_CHANGED_COALESCE_MS = 100;
 const BUILTIN_IDS = ['engine::workers::register', 'engine::workers::list', 'engine::functions::list',
 	'engine::channels::create', 'configuration::get',
 	...['info', 'warn', 'error', 'debug', 'trace'].map((l) => `engine::log::${l}`)];
+
+// An auth check (the `auth` option) that accepts an upgrade only when header
+// `name` (any case) has exactly `value`; the refusal names the header only.
+export function requireHeader(name, value) {
+	const key = name.toLowerCase();
+	return ({ headers }) => headers[key] === value || `missing or wrong ${key} header`;
+}
 
 // Forms the engine's UUID parser accepts (hyphenated, simple, braced, urn, any
 // case); returns the canonical lowercase hyphenated text or null.
@@ -132,8 +142,11 @@ const NAMESPACED = new Set(['registerfunction', 'unregisterfunction', 'registers
 
 export class StandinEngine extends EventEmitter {
 	constructor({ port = 0, host = '127.0.0.1', config = {}, trace = process.env.ENGINE_TRACE === '1',
-		namespaceGraceMs = DEFAULT_NAMESPACE_GRACE_MS } = {}) {
+		namespaceGraceMs = DEFAULT_NAMESPACE_GRACE_MS, auth = null } = {}) {
 		super();
+		// ({headers, query_params, ip_address}) -> true, or the refusal's message:
+		// the engine's rbac.auth_function_id; null accepts every worker.
+		this.auth = auth;
 		this.host = host;
 		this.port = port;
 		this.trace = trace;
@@ -157,6 +170,7 @@ export class StandinEngine extends EventEmitter {
 		this.dropped = [];           // {worker_id, reason, raw}
 		this.configReads = [];       // ids asked for with configuration::get
 		this.rejections = [];        // registrationrejected frames sent
+		this.authChecks = [];        // {accepted, headers} of each worker upgrade the auth check saw
 	}
 
 	get url() {
@@ -290,7 +304,13 @@ export class StandinEngine extends EventEmitter {
 			socket.end('HTTP/1.1 503 Service Unavailable\r\nContent-Length: 0\r\nConnection: close\r\n\r\n');
 			return;
 		}
-		if (url.pathname === '/') {
+		if (url.pathname === '/' && this.auth && !this.authorize(req, url)) {
+			// As handle_worker does: the upgrade completes, then one error frame and a close.
+			this.wss.handleUpgrade(req, socket, head, (ws) => {
+				ws.send(JSON.stringify({ type: 'error', error: { code: 'AUTH_ERROR', message: this.authChecks.at(-1).message } }));
+				ws.close();
+			});
+		} else if (url.pathname === '/') {
 			this.wss.handleUpgrade(req, socket, head, (ws) => this.onWorker(ws));
 		} else if (url.pathname === '/otel') {
 			this.wss.handleUpgrade(req, socket, head, (ws) => ws.on('message', () => {}));
@@ -299,6 +319,25 @@ export class StandinEngine extends EventEmitter {
 		} else {
 			socket.end('HTTP/1.1 404 Not Found\r\nContent-Length: 0\r\nConnection: close\r\n\r\n');
 		}
+	}
+
+	// Runs the auth check on a worker's upgrade request (rbac_session.rs's
+	// input); records it in authChecks and emits 'frame' so waitFor sees it.
+	authorize(req, url) {
+		const input = { headers: { ...req.headers }, query_params: Object.fromEntries(url.searchParams),
+			ip_address: req.socket.remoteAddress };
+		let verdict;
+		try {
+			verdict = this.auth(input);
+		} catch (e) {
+			verdict = `auth function failed: ${e.message}`;
+		}
+		const accepted = verdict === true;
+		const message = accepted ? null : String(verdict || 'authentication failed');
+		this.authChecks.push({ accepted, headers: input.headers, message });
+		this.log(`auth ${accepted ? 'accepted' : `refused: ${message}`}`);
+		this.emit('frame');
+		return accepted;
 	}
 
 	// ---- the worker protocol ----

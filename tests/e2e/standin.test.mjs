@@ -3,7 +3,8 @@
 // a misreading of the protocol with our C worker unnoticed.
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { StandinEngine, parseUuid } from './standin-engine.mjs';
+import WebSocket from 'ws';
+import { StandinEngine, parseUuid, requireHeader } from './standin-engine.mjs';
 import { sdkClient, eventually, rawPeer, probeUpgrade, sleep, InvocationError } from './lib.mjs';
 
 const { createChannel } = await import('iii-sdk/helpers');
@@ -533,5 +534,28 @@ test('without engine::workers::register a worker lands in default after the grac
 		peer.ws.close();
 	} finally {
 		await quick.stop();
+	}
+});
+
+test('with an auth check (RBAC, §1.2): an iii-sdk worker sending the header registers; a peer without it gets AUTH_ERROR and is closed', async () => {
+	const rbac = new StandinEngine({ auth: requireHeader('Authorization', 'Bearer t0k') });
+	await rbac.start();
+	const w = sdkClient(rbac.url, 'rbac-worker', { headers: { Authorization: 'Bearer t0k' } });
+	try {
+		w.registerFunction('rbac::ping', async () => ({ pong: true }));
+		await rbac.waitFor(() => rbac.functions.has('rbac::ping'), 10000, 'the authenticated worker');
+		assert.equal(rbac.authChecks[0].accepted, true);
+		assert.equal(rbac.authChecks[0].headers.authorization, 'Bearer t0k');
+
+		const ws = new WebSocket(rbac.url, { headers: { Authorization: 'Bearer wrong' } });
+		const received = [];
+		ws.on('message', (d) => received.push(JSON.parse(d.toString())));
+		await new Promise((resolve) => ws.on('close', resolve));
+		assert.deepEqual(received, [{ type: 'error', error: { code: 'AUTH_ERROR', message: 'missing or wrong authorization header' } }]);
+		assert.equal(rbac.authChecks.at(-1).accepted, false);
+		assert.equal(rbac.workers().length, 1);
+	} finally {
+		await w.shutdown();
+		await rbac.stop();
 	}
 });

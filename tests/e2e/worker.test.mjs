@@ -5,11 +5,11 @@ import { describe, test, before, after } from './lib/test-api.mjs';
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import { spawn, spawnSync } from 'node:child_process';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { chmodSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import net from 'node:net';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { StandinEngine } from './standin-engine.mjs';
+import { StandinEngine, requireHeader } from './standin-engine.mjs';
 import { eventually, rawPeer, sdkClient, sleep } from './lib.mjs';
 import { BIN, EXTENSIONS, FUNCTIONS, WORKER_NAME, startStack, spawnDaemon, endDaemon, assertNoSanitizerReport } from './daemon.mjs';
 
@@ -707,6 +707,86 @@ describe('under Compose and the engine (iii-protocol.md §1.4, §2.3)', () => {
 				await endDaemon(d, { code: 1, send: null });
 				assert.match(d.output(), re);
 			}
+		} finally {
+			await engine.stop();
+		}
+	});
+});
+
+describe('an engine that authenticates workers (iii-protocol.md §1.2, III_HEADERS_FILE)', () => {
+	const secret = `Bearer ${randomUUID()}`;
+	let dir, file;
+	before(() => {
+		dir = mkdtempSync(path.join(tmpdir(), 'sbx-e2e-headers-'));
+		file = path.join(dir, 'headers');
+		writeFileSync(file, `# read by the engine's auth function\n\nAuthorization: ${secret}\nX-Tenant: e2e\n`, { mode: 0o600 });
+	});
+	after(() => rmSync(dir, { recursive: true, force: true }));
+
+	test('serve is refused without the file and registered with it, and so is serve --front; the value is never logged', async () => {
+		const engine = new StandinEngine({ auth: requireHeader('Authorization', secret) });
+		await engine.start();
+		try {
+			const without = spawnDaemon(engine.url);
+			try {
+				await engine.waitFor(() => engine.authChecks.length > 0, 15000, 'an upgrade refused by the auth check');
+				await eventually(() => assert.match(without.output(), /connection refused: AUTH_ERROR: missing or wrong authorization header/), 10000);
+				assert.equal(engine.authChecks[0].accepted, false);
+				assert.equal(engine.workers().length, 0);
+				assert.equal(without.proc.exitCode, null, 'it keeps retrying');
+			} finally {
+				without.proc.kill('SIGTERM');
+				await waitExit(without, 10000);
+			}
+			const d = spawnDaemon(engine.url, { III_HEADERS_FILE: file });
+			try {
+				await waitServing(engine, d, WORKER_NAME, 20000);
+				const ok = engine.authChecks.at(-1);
+				assert.equal(ok.accepted, true);
+				assert.equal(ok.headers['x-tenant'], 'e2e');
+				assert.match(d.output(), /2 upgrade headers from III_HEADERS_FILE/);
+				assert.ok(!d.output().includes(secret.slice(7)), d.output());
+				d.proc.kill('SIGTERM');
+				assert.deepEqual(await waitExit(d, 10000), { code: 0, signal: null }, d.output());
+			} finally {
+				if (d.proc.exitCode === null) d.proc.kill('SIGKILL');
+			}
+			// The front reads the same file.
+			const checks = engine.authChecks.length;
+			const front = spawnDaemon(engine.url, { III_HEADERS_FILE: file }, {}, ['--front']);
+			try {
+				await engine.waitFor(() => engine.workers().some((w) => w.pid === front.proc.pid), 20000, 'the front registered')
+					.catch((e) => assert.fail(`${e.message}\n${front.output()}`));
+				assert.ok(engine.authChecks.length > checks && engine.authChecks.slice(checks).every((c) => c.accepted),
+					front.output());
+				assert.ok(!front.output().includes(secret.slice(7)), front.output());
+			} finally {
+				front.proc.kill('SIGTERM');
+				await waitExit(front, 10000);
+			}
+		} finally {
+			await engine.stop();
+		}
+	});
+
+	test('a file readable by others, or malformed, is refused at start with exit 2 (serve and serve --front)', async () => {
+		const engine = new StandinEngine();
+		await engine.start();
+		const loose = path.join(dir, 'loose');
+		writeFileSync(loose, `Authorization: ${secret}\n`);
+		chmodSync(loose, 0o644);
+		const bad = path.join(dir, 'bad');
+		writeFileSync(bad, `Authorization: ${secret}\nX-Bad header ${secret}\n`, { mode: 0o600 });
+		try {
+			for (const [f, args, re] of [[loose, [], /III_HEADERS_FILE: .*loose: readable by group or others \(mode 644\)/],
+				[loose, ['--front'], /III_HEADERS_FILE: .*loose: readable by group or others/],
+				[bad, [], /III_HEADERS_FILE: .*bad: line 2: expected `Name: value`/]]) {
+				const d = spawnDaemon(engine.url, { III_HEADERS_FILE: f }, {}, args);
+				assert.deepEqual(await waitExit(d, 20000), { code: 2, signal: null }, d.output());
+				assert.match(d.output(), re);
+				assert.ok(!d.output().includes(secret.slice(7)), d.output());
+			}
+			assert.equal(engine.conns.size, 0, 'no connection was tried');
 		} finally {
 			await engine.stop();
 		}

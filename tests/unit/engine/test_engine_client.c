@@ -83,12 +83,14 @@ static const struct {
 
 /* Set by the standby test: the client waits for the worker's lease. */
 static bool wait_for_lease;
+/* Set by the headers test: extra upgrade headers. */
+static const char *upgrade_headers;
 
 static struct engine *new_engine(struct test_server *s, int max)
 {
 	struct engine_options o = { .url = s->url, .worker_name = "unit", .worker_version = "9.9",
 				    .description = "unit test worker", .max_concurrent_invocations = max,
-				    .wait_for_lease = wait_for_lease };
+				    .wait_for_lease = wait_for_lease, .headers = upgrade_headers };
 	sbx_error_t err = NULL;
 	struct engine *e = engine_new(&o, &err);
 	if (e == NULL)
@@ -620,6 +622,23 @@ TEST(reconnects_reattaches_and_reregisters)
 	CHECK_STR(str(m, "previous_worker_id"), "w2");
 	CHECK_STR(str(m, "reattach_token"), "t2");
 	json_decref(m);
+	down(&s, e);
+}
+
+TEST(every_upgrade_carries_the_headers)
+{
+	static const char hdrs[] = "Authorization: Bearer t0k\r\nX-Tenant: blue\r\n";
+	upgrade_headers = hdrs;
+	struct test_server s;
+	struct engine *e = up(&s, 0);
+	upgrade_headers = NULL;
+	CHECK(e != NULL);
+	CHECK(strstr(s.request, "\r\nSec-WebSocket-Version: 13\r\n" "Authorization: Bearer t0k\r\nX-Tenant: blue\r\n\r\n") !=
+	      NULL);
+	/* The reconnect sends them again. */
+	ts_drop(&s);
+	CHECK_INT(ts_accept(&s, WAIT_MS), 0);
+	CHECK(strstr(s.request, "\r\n" "Authorization: Bearer t0k\r\nX-Tenant: blue\r\n\r\n") != NULL);
 	down(&s, e);
 }
 

@@ -33,7 +33,7 @@ TEST(handshake_request_text)
 	struct ws_url u;
 	sbx_error_t err = NULL;
 	CHECK_INT(ws_url_parse("ws://[::1]:49134/ws/channels/c1?key=k&dir=write", &u, &err), 0);
-	char *req = ws_handshake_request(&u, RFC_KEY, &err);
+	char *req = ws_handshake_request(&u, RFC_KEY, NULL, &err);
 	ws_url_free(&u);
 	CHECK(req != NULL);
 	CHECK_STR(req, "GET /ws/channels/c1?key=k&dir=write HTTP/1.1\r\n"
@@ -42,6 +42,24 @@ TEST(handshake_request_text)
 		       "Connection: Upgrade\r\n"
 		       "Sec-WebSocket-Key: " RFC_KEY "\r\n"
 		       "Sec-WebSocket-Version: 13\r\n\r\n");
+	free(req);
+}
+
+TEST(handshake_request_carries_extra_headers)
+{
+	struct ws_url u;
+	sbx_error_t err = NULL;
+	CHECK_INT(ws_url_parse("ws://127.0.0.1:49134/", &u, &err), 0);
+	char *req = ws_handshake_request(&u, RFC_KEY, "Authorization: Bearer t\r\nX-Tenant: a\r\n", &err);
+	ws_url_free(&u);
+	CHECK(req != NULL);
+	CHECK_STR(req, "GET / HTTP/1.1\r\n"
+		       "Host: 127.0.0.1:49134\r\n"
+		       "Upgrade: websocket\r\n"
+		       "Connection: Upgrade\r\n"
+		       "Sec-WebSocket-Key: " RFC_KEY "\r\n"
+		       "Sec-WebSocket-Version: 13\r\n"
+		       "Authorization: Bearer t\r\nX-Tenant: a\r\n\r\n");
 	free(req);
 }
 

@@ -129,7 +129,7 @@ static int try_connect(struct cert *c, char *got, size_t gotlen, char *errbuf, s
 	char url[64];
 	snprintf(url, sizeof(url), "wss://127.0.0.1:%d/", s.port);
 	sbx_error_t err = NULL;
-	struct ws_conn *conn = ws_conn_open(url, 5000, -1, 0, &err);
+	struct ws_conn *conn = ws_conn_open(url, NULL, 5000, -1, 0, &err);
 	int ok = -1;
 	if (conn != NULL) {
 		struct ws_message m;

@@ -63,6 +63,7 @@ int ts_accept(struct test_server *s, int timeout_ms)
 		n += (size_t)r;
 	}
 	req[n] = '\0';
+	memcpy(s->request, req, n + 1);
 	if (sscanf(req, "%511[^\r]", s->request_line) != 1)
 		return -1;
 	char *k = strcasestr(req, "\r\nSec-WebSocket-Key: ");

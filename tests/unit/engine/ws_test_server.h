@@ -19,6 +19,7 @@ struct test_server {
 	int pings; /* WebSocket pings received (answered automatically) */
 	char url[64];
 	char request_line[512]; /* of the last accepted upgrade */
+	char request[4096];     /* its whole header */
 };
 
 int ts_start(struct test_server *s);
