@@ -735,8 +735,7 @@ describe('an engine that authenticates workers (iii-protocol.md §1.2, III_HEADE
 				assert.equal(engine.workers().length, 0);
 				assert.equal(without.proc.exitCode, null, 'it keeps retrying');
 			} finally {
-				without.proc.kill('SIGTERM');
-				await waitExit(without, 10000);
+				await endDaemon(without);
 			}
 			const d = spawnDaemon(engine.url, { III_HEADERS_FILE: file });
 			try {
@@ -746,8 +745,7 @@ describe('an engine that authenticates workers (iii-protocol.md §1.2, III_HEADE
 				assert.equal(ok.headers['x-tenant'], 'e2e');
 				assert.match(d.output(), /2 upgrade headers from III_HEADERS_FILE/);
 				assert.ok(!d.output().includes(secret.slice(7)), d.output());
-				d.proc.kill('SIGTERM');
-				assert.deepEqual(await waitExit(d, 10000), { code: 0, signal: null }, d.output());
+				await endDaemon(d);
 			} finally {
 				if (d.proc.exitCode === null) d.proc.kill('SIGKILL');
 			}
@@ -761,8 +759,7 @@ describe('an engine that authenticates workers (iii-protocol.md §1.2, III_HEADE
 					front.output());
 				assert.ok(!front.output().includes(secret.slice(7)), front.output());
 			} finally {
-				front.proc.kill('SIGTERM');
-				await waitExit(front, 10000);
+				await endDaemon(front);
 			}
 		} finally {
 			await engine.stop();
@@ -782,7 +779,7 @@ describe('an engine that authenticates workers (iii-protocol.md §1.2, III_HEADE
 				[loose, ['--front'], /III_HEADERS_FILE: .*loose: readable by group or others/],
 				[bad, [], /III_HEADERS_FILE: .*bad: line 2: expected `Name: value`/]]) {
 				const d = spawnDaemon(engine.url, { III_HEADERS_FILE: f }, {}, args);
-				assert.deepEqual(await waitExit(d, 20000), { code: 2, signal: null }, d.output());
+				await endDaemon(d, { code: 2, send: null });
 				assert.match(d.output(), re);
 				assert.ok(!d.output().includes(secret.slice(7)), d.output());
 			}
