@@ -7,6 +7,15 @@
 #include "common/tool_path.h"
 #include "harness.h"
 
+/* Removes fake_sbin's directory and its one file. */
+static void remove_sbin(const char *dir, const char *name)
+{
+	char p[256];
+	snprintf(p, sizeof(p), "%s/%s", dir, name);
+	unlink(p);
+	rmdir(dir);
+}
+
 /* A directory holding an executable `name`, as a fake sbin. */
 static int fake_sbin(char *dir, const char *name)
 {
@@ -39,6 +48,8 @@ TEST(tool_in_sbin_is_found_without_sbin_in_path)
 	snprintf(want, sizeof(want), "%s/mkfs.sbxtest", dir2);
 	CHECK_STR(p, want);
 	free(p);
+	remove_sbin(dir, "mkfs.sbxtest");
+	remove_sbin(dir2, "mkfs.sbxtest");
 }
 
 TEST(missing_tool_is_named_with_where_and_package)
