@@ -119,13 +119,9 @@ static int parse_bytes(const char *s, uint64_t *out)
 int sbx_cmd_cp(int argc, char **argv)
 {
 	struct cli_opts o;
-	int rc = cli_parse_common(&argc, argv, false, &o);
-	if (rc != 0)
+	int rc = cli_begin(&argc, argv, false, usage, &o);
+	if (rc >= 0)
 		return rc;
-	if (o.help) {
-		usage(stdout);
-		return 0;
-	}
 	uint64_t max_bytes = CP_MAX_BYTES_DEFAULT;
 	char *args[2];
 	int n = 0;

@@ -55,13 +55,9 @@ static int parse_timeout(const struct cli_opts *o, const char *s, long long *out
 int sbx_cmd_exec(int argc, char **argv)
 {
 	struct cli_opts o;
-	int rc = cli_parse_common(&argc, argv, false, &o);
-	if (rc != 0)
+	int rc = cli_begin(&argc, argv, false, usage, &o);
+	if (rc >= 0)
 		return rc;
-	if (o.help) {
-		usage(stdout);
-		return 0;
-	}
 	long long timeout = 0;
 	int i = 1;
 	for (; i < argc && argv[i][0] == '-' && strcmp(argv[i], "--") != 0; i++) {

@@ -28,13 +28,9 @@ static int to_stdout(void *ud, int stream, const void *data, size_t len)
 int sbx_cmd_logs(int argc, char **argv)
 {
 	struct cli_opts o;
-	int rc = cli_parse_common(&argc, argv, false, &o);
-	if (rc != 0)
+	int rc = cli_begin(&argc, argv, false, usage, &o);
+	if (rc >= 0)
 		return rc;
-	if (o.help) {
-		usage(stdout);
-		return 0;
-	}
 	bool follow = false;
 	const char *id = NULL;
 	for (int i = 1; i < argc; i++) {

@@ -38,33 +38,17 @@ static void print_row(json_t *r)
 	       json_is_true(json_object_get(r, "network")) ? "on" : "off");
 }
 
+static void print_table(json_t *res)
+{
+	printf("%-12s  %-16s  %-10s  %-9s  %-5s  %-5s  %4s  %7s  %7s  %s\n", "ID", "NAME", "IMAGE", "STATE", "AGE",
+	       "IDLE", "CPUS", "MEMORY", "RSS", "NET");
+	size_t i;
+	json_t *r;
+	json_array_foreach(json_object_get(res, "sandboxes"), i, r)
+		print_row(r);
+}
+
 int sbx_cmd_ps(int argc, char **argv)
 {
-	struct cli_opts o;
-	int rc = cli_parse_common(&argc, argv, true, &o);
-	if (rc != 0)
-		return rc;
-	if (o.help) {
-		usage(stdout);
-		return 0;
-	}
-	if (argc > 1)
-		return cli_usage_error(&o, "unexpected argument '%s'", argv[1]);
-	json_t *res;
-	if ((rc = cli_call(&o, json_pack("{s:s}", "op", "ps"), &res)) != 0)
-		return rc;
-	json_t *rows = json_object_get(res, "sandboxes");
-	if (o.json) {
-		json_dumpf(res, stdout, JSON_INDENT(2));
-		putchar('\n');
-	} else {
-		printf("%-12s  %-16s  %-10s  %-9s  %-5s  %-5s  %4s  %7s  %7s  %s\n", "ID", "NAME", "IMAGE", "STATE", "AGE",
-		       "IDLE", "CPUS", "MEMORY", "RSS", "NET");
-		size_t i;
-		json_t *r;
-		json_array_foreach(rows, i, r)
-			print_row(r);
-	}
-	json_decref(res);
-	return fflush(stdout) == 0 ? 0 : CLI_EXIT_FAILED;
+	return cli_show(argc, argv, "ps", usage, print_table);
 }

@@ -88,13 +88,9 @@ static int wait_started(struct cli_conn *c)
 int sbx_cmd_shell(int argc, char **argv)
 {
 	struct cli_opts o;
-	int rc = cli_parse_common(&argc, argv, false, &o);
-	if (rc != 0)
+	int rc = cli_begin(&argc, argv, false, usage, &o);
+	if (rc >= 0)
 		return rc;
-	if (o.help) {
-		usage(stdout);
-		return 0;
-	}
 	int i = 1;
 	if (i < argc && argv[i][0] == '-' && strcmp(argv[i], "--") != 0)
 		return cli_usage_error(&o, "unknown option '%s'", argv[i]);

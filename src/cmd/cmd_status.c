@@ -48,25 +48,5 @@ static void print_status(json_t *s)
 
 int sbx_cmd_status(int argc, char **argv)
 {
-	struct cli_opts o;
-	int rc = cli_parse_common(&argc, argv, true, &o);
-	if (rc != 0)
-		return rc;
-	if (o.help) {
-		usage(stdout);
-		return 0;
-	}
-	if (argc > 1)
-		return cli_usage_error(&o, "unexpected argument '%s'", argv[1]);
-	json_t *res;
-	if ((rc = cli_call(&o, json_pack("{s:s}", "op", "status"), &res)) != 0)
-		return rc;
-	if (o.json) {
-		json_dumpf(res, stdout, JSON_INDENT(2));
-		putchar('\n');
-	} else {
-		print_status(res);
-	}
-	json_decref(res);
-	return fflush(stdout) == 0 ? 0 : CLI_EXIT_FAILED;
+	return cli_show(argc, argv, "status", usage, print_status);
 }

@@ -20,13 +20,9 @@ static void usage(FILE *out)
 int sbx_cmd_stop(int argc, char **argv)
 {
 	struct cli_opts o;
-	int rc = cli_parse_common(&argc, argv, false, &o);
-	if (rc != 0)
+	int rc = cli_begin(&argc, argv, false, usage, &o);
+	if (rc >= 0)
 		return rc;
-	if (o.help) {
-		usage(stdout);
-		return 0;
-	}
 	if (argc < 2)
 		return cli_usage_error(&o, "missing the sandbox id");
 	int status = 0;

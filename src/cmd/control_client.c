@@ -36,7 +36,7 @@ int cli_fail(const struct cli_opts *o, const char *fmt, ...)
 	return CLI_EXIT_FAILED;
 }
 
-int cli_parse_common(int *argc, char **argv, bool json_ok, struct cli_opts *o)
+static int parse_common(int *argc, char **argv, bool json_ok, struct cli_opts *o)
 {
 	o->verb = argv[0];
 	const char *env = getenv("SANDBOX_CONTROL_SOCKET");
@@ -67,6 +67,39 @@ int cli_parse_common(int *argc, char **argv, bool json_ok, struct cli_opts *o)
 	if (o->socket[0] == '\0')
 		return cli_usage_error(o, "--socket needs a path");
 	return 0;
+}
+
+int cli_begin(int *argc, char **argv, bool json_ok, void (*usage)(FILE *out), struct cli_opts *o)
+{
+	int rc = parse_common(argc, argv, json_ok, o);
+	if (rc != 0)
+		return rc;
+	if (o->help) {
+		usage(stdout);
+		return 0;
+	}
+	return -1;
+}
+
+int cli_show(int argc, char **argv, const char *op, void (*usage)(FILE *out), void (*print)(json_t *res))
+{
+	struct cli_opts o;
+	int rc = cli_begin(&argc, argv, true, usage, &o);
+	if (rc >= 0)
+		return rc;
+	if (argc > 1)
+		return cli_usage_error(&o, "unexpected argument '%s'", argv[1]);
+	json_t *res;
+	if ((rc = cli_call(&o, json_pack("{s:s}", "op", op), &res)) != 0)
+		return rc;
+	if (o.json) {
+		json_dumpf(res, stdout, JSON_INDENT(2));
+		putchar('\n');
+	} else {
+		print(res);
+	}
+	json_decref(res);
+	return fflush(stdout) == 0 ? 0 : CLI_EXIT_FAILED;
 }
 
 int cli_open(const struct cli_opts *o, json_t *req, struct cli_conn *c)

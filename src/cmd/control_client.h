@@ -26,10 +26,16 @@ struct cli_opts {
 	bool quiet;         /* the daemon's failures not printed */
 };
 
-/* Takes --socket PATH (or --socket=PATH), --json when `json_ok`, --help/-h
- * out of argv (argv[0] is the verb), leaving the rest in order in
- * argv/argc.  Returns 0, or CLI_EXIT_USAGE after printing the mistake. */
-int cli_parse_common(int *argc, char **argv, bool json_ok, struct cli_opts *o);
+/* Every command's start: takes --socket PATH (or --socket=PATH), --json
+ * when `json_ok`, --help/-h out of argv (argv[0] is the verb), leaving the
+ * rest in order in argv/argc, and answers --help with `usage` on stdout.
+ * Returns -1 when the command goes on, else its exit status (0 after
+ * --help, CLI_EXIT_USAGE after printing the mistake). */
+int cli_begin(int *argc, char **argv, bool json_ok, void (*usage)(FILE *out), struct cli_opts *o);
+/* A whole command that shows the daemon's answer to `op` (ps, status): no
+ * argument of its own, --json prints the answer as it is, else `print`
+ * does.  Returns the exit status. */
+int cli_show(int argc, char **argv, const char *op, void (*usage)(FILE *out), void (*print)(json_t *res));
 /* Prints "sandbox-libkrun VERB: <message>" and "see `sandbox-libkrun VERB
  * --help`"; returns CLI_EXIT_USAGE. */
 int cli_usage_error(const struct cli_opts *o, const char *fmt, ...) __attribute__((format(printf, 2, 3)));

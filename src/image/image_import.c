@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "common/cleanup.h"
+#include "common/tool_path.h"
 #include "image/digest.h"
 #include "image/image_store.h"
 #include "image/layer_apply.h"
@@ -350,10 +351,15 @@ static int unpack_archive(const char *archive, const char *dir, const struct sbx
 
 static void remove_tree_quiet(const char *dir)
 {
+	sbx_error_t err = NULL;
+	cleanup_free char *bin = sbx_tool_find("rm", &err);
+	sbx_error_free(&err);
+	if (bin == NULL)
+		return;
 	char *argv[] = { "rm", "-rf", "--one-file-system", "--", (char *)dir, NULL };
 	pid_t pid = fork();
 	if (pid == 0) {
-		execvp("rm", argv);
+		execv(bin, argv);
 		_exit(127);
 	}
 	if (pid > 0)

@@ -16,6 +16,7 @@
 #include "common/clock.h"
 #include "common/log.h"
 #include "common/state_dir.h"
+#include "common/tool_path.h"
 #include "image/digest.h"
 #include "image/image_index.h"
 #include "image/layer_apply.h"
@@ -75,9 +76,12 @@ char *sbx_image_path(const char *root, const char *digest, sbx_error_t *err)
 static int rm_rf(const char *path, sbx_error_t *err)
 {
 	/* Our own staging tree: hand it to rm rather than re-walk it here. */
+	cleanup_free char *bin = sbx_tool_find("rm", err);
+	if (bin == NULL)
+		return -1;
 	pid_t pid;
 	char *argv[] = { "rm", "-rf", "--one-file-system", "--", (char *)path, NULL };
-	int rc = posix_spawnp(&pid, "rm", NULL, NULL, argv, environ);
+	int rc = posix_spawn(&pid, bin, NULL, NULL, argv, environ);
 	if (rc != 0)
 		return sbx_error_errno(err, rc, "spawn rm");
 	int status;
@@ -94,6 +98,9 @@ static int run_mkfs(const char *work, const char *out, const char *tree, sbx_err
 	char log[4096];
 	if (path_fmt(log, sizeof(log), err, "%s/mkfs.log", work) < 0)
 		return -1;
+	cleanup_free char *bin = sbx_tool_find("mkfs.erofs", err);
+	if (bin == NULL)
+		return -1;
 	posix_spawn_file_actions_t fa;
 	int rc = posix_spawn_file_actions_init(&fa);
 	if (rc != 0)
@@ -105,10 +112,10 @@ static int run_mkfs(const char *work, const char *out, const char *tree, sbx_err
 	char *argv[] = { "mkfs.erofs", (char *)out, (char *)tree, NULL };
 	pid_t pid;
 	if (rc == 0)
-		rc = posix_spawnp(&pid, "mkfs.erofs", &fa, NULL, argv, environ);
+		rc = posix_spawn(&pid, bin, &fa, NULL, argv, environ);
 	posix_spawn_file_actions_destroy(&fa);
 	if (rc != 0)
-		return sbx_error_errno(err, rc, "cannot run mkfs.erofs (install erofs-utils)");
+		return sbx_error_errno(err, rc, "cannot run %s (install erofs-utils)", bin);
 	int status;
 	while (waitpid(pid, &status, 0) < 0)
 		if (errno != EINTR)

@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include "common/cleanup.h"
+#include "common/tool_path.h"
 
 extern char **environ;
 
@@ -15,6 +16,9 @@ extern char **environ;
 
 int run_tool(char *const argv[], sbx_error_t *err)
 {
+	cleanup_free char *bin = sbx_tool_find(argv[0], err);
+	if (bin == NULL)
+		return -1;
 	int pfd[2];
 	if (pipe2(pfd, O_CLOEXEC) < 0)
 		return sbx_error_errno(err, errno, "pipe");
@@ -26,10 +30,10 @@ int run_tool(char *const argv[], sbx_error_t *err)
 	posix_spawn_file_actions_adddup2(&fa, wr, 1);
 	posix_spawn_file_actions_adddup2(&fa, wr, 2);
 	pid_t pid;
-	int rc = posix_spawnp(&pid, argv[0], &fa, NULL, argv, environ);
+	int rc = posix_spawn(&pid, bin, &fa, NULL, argv, environ);
 	posix_spawn_file_actions_destroy(&fa);
 	if (rc != 0)
-		return sbx_error_errno(err, rc, "run %s (is it installed?)", argv[0]);
+		return sbx_error_errno(err, rc, "run %s", bin);
 	close(sbx_steal_fd(wr));
 	/* Keep the last TOOL_OUTPUT_MAX bytes; the tool's end says why. */
 	char out[TOOL_OUTPUT_MAX + 1];

@@ -5,7 +5,8 @@
 
 #include "common/error.h"
 
-/* argv[0] is looked up in PATH.  Output is discarded unless it fails. */
+/* argv[0] is looked up with sbx_tool_find (PATH, then the sbin
+ * directories; common/tool_path.h).  Output is discarded unless it fails. */
 int run_tool(char *const argv[], sbx_error_t *err);
 
 #endif

@@ -149,12 +149,30 @@ static bool cpu_current(const char *header, size_t len)
 	       (field[KVM_CPU_HEX] == ' ' || field[KVM_CPU_HEX] == '\n');
 }
 
+/* Appends the text's own line `i` after the header (`what`'s, as it was
+ * recorded). */
+static int recorded(char *buf, size_t cap, size_t *len, const char *text, size_t i, const char *what)
+{
+	const char *line = strchr(text, '\n');
+	for (size_t k = 0; line != NULL && k < i; k++)
+		line = strchr(line + 1, '\n');
+	const char *end = line != NULL ? strchr(line + 1, '\n') : NULL;
+	size_t wlen = strlen(what), n = end != NULL ? (size_t)(end - line) : 0;
+	if (end == NULL || strncmp(line + 1, what, wlen) != 0 || line[1 + wlen] != '=' || n >= cap - *len)
+		return -1;
+	memcpy(buf + *len, line + 1, n);
+	*len += n;
+	buf[*len] = '\0';
+	return 0;
+}
+
 /* The text is the template's own file (hostile to this check as any file
- * is): it is current when it is of this format, names this host's CPU
- * under KVM, and the files it names still have the contents it recorded,
- * i.e. when building its key again from those paths gives the same
- * text. */
-bool snapshot_key_current(const char *text)
+ * is): it matches when it is of this format, names this host's CPU
+ * under KVM, and the files it names still have the contents it recorded
+ * (with `builds` false: its image alone, QEMU, kernel and boot disk taken
+ * as recorded), i.e. when building its key again from those paths gives
+ * the same text. */
+static bool key_matches(const char *text, bool builds)
 {
 	char want[32];
 	snprintf(want, sizeof(want), "format=%d ", SNAPSHOT_FORMAT);
@@ -184,7 +202,10 @@ bool snapshot_key_current(const char *text)
 		return false;
 	sbx_error_t err = NULL;
 	for (size_t i = 0; i < N_COMPONENTS; i++) {
-		if (component(now, sizeof(now), &len, components[i], paths[i], &err) < 0) {
+		if (!builds && strcmp(components[i], "image") != 0) {
+			if (recorded(now, sizeof(now), &len, text, i, components[i]) < 0)
+				return false;
+		} else if (component(now, sizeof(now), &len, components[i], paths[i], &err) < 0) {
 			sbx_error_free(&err);
 			return false;
 		}
@@ -196,6 +217,16 @@ bool snapshot_key_current(const char *text)
 		}
 	}
 	return strcmp(now, text) == 0;
+}
+
+bool snapshot_key_current(const char *text)
+{
+	return key_matches(text, true);
+}
+
+bool snapshot_key_usable(const char *text)
+{
+	return key_matches(text, false);
 }
 
 char *snapshot_dir(sbx_error_t *err)

@@ -53,6 +53,11 @@ int snapshot_key(const struct snapshot_id *id, char key[SNAPSHOT_KEY_LEN + 1], c
  * from (a stored image: its digest still in the store); a KVM template's
  * CPU fingerprint must be this host's now. */
 bool snapshot_key_current(const char *text);
+/* Whether a template may still be restored by some build: the checks of
+ * snapshot_key_current but the QEMU, kernel and boot disk it names (a
+ * package's daemon and a build tree's on one state directory each keep
+ * their own templates; the cache's bound drops the least recently used). */
+bool snapshot_key_usable(const char *text);
 /* <state>/snapshots (created when missing). */
 char *snapshot_dir(sbx_error_t *err);
 /* The template's directory when a complete one exists; NULL (no error)

@@ -183,10 +183,10 @@ unsigned template_cache_sweep(void)
 	unsigned gone = 0;
 	for (size_t i = 0; i < n; i++) {
 		cleanup_free char *text = read_small(v[i].dir, "key", SNAPSHOT_KEY_TEXT_MAX);
-		if (text != NULL && snapshot_key_current(text))
+		if (text != NULL && snapshot_key_usable(text))
 			continue;
-		sbx_info("vm: template %.12s removed: its image, QEMU, kernel or boot disk (or, under KVM, the CPU) "
-			 "changed or went",
+		sbx_info("vm: template %.12s removed: its image went, its format is older, or (under KVM) the CPU "
+			 "changed",
 			 strrchr(v[i].dir, '/') + 1);
 		snapshot_remove_dir(v[i].dir);
 		gone++;

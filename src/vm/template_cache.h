@@ -1,9 +1,10 @@
 /* The snapshot templates under <state>/snapshots as a cache: bounded in
  * size (least recently used dropped first; live clones keep their own
  * mapping of a dropped template's RAM), and swept of what can no longer be
- * used: templates whose key no longer matches (their image removed, QEMU,
- * kernel or boot disk replaced, an older format), and the /dev/shm RAM
- * directories of older versions. */
+ * used: templates whose image was removed, of an older format or (under
+ * KVM) of another CPU, and the /dev/shm RAM directories of older versions.
+ * A template of another QEMU, kernel or boot disk (another build's daemon
+ * on this state directory) stays until the bound needs its room. */
 #ifndef SBX_VM_TEMPLATE_CACHE_H
 #define SBX_VM_TEMPLATE_CACHE_H
 

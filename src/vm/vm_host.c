@@ -17,11 +17,11 @@
 #include "common/path.h"
 #include "common/scodes.h"
 #include "common/state_dir.h"
+#include "common/tool_path.h"
 #include "vm/disk.h"
 #include "vm/exe_dir.h"
 #include "vm/vm_internal.h"
 
-#define QEMU_FIX "install qemu-system-x86 (scripts/setup) or set SANDBOX_QEMU"
 #define BOOT_DISK_FIX "build the boot_disk target (ninja -C build) or set SANDBOX_BOOT_DISK"
 
 char *vm_find_qemu(sbx_error_t *err)
@@ -33,19 +33,11 @@ char *vm_find_qemu(sbx_error_t *err)
 		sbx_error_scode(err, SBX_S_VM_BOOT, "SANDBOX_QEMU=%s is not an executable absolute path", env);
 		return NULL;
 	}
-	const char *path = getenv("PATH");
-	cleanup_free char *copy = strdup(path != NULL ? path : "/usr/local/bin:/usr/bin:/bin");
-	char *save = NULL;
-	for (char *d = copy != NULL ? strtok_r(copy, ":", &save) : NULL; d != NULL; d = strtok_r(NULL, ":", &save)) {
-		if (d[0] != '/')
-			continue;
-		char *p = sbx_path_join(d, "qemu-system-x86_64");
-		if (p != NULL && access(p, X_OK) == 0)
-			return p;
-		free(p);
-	}
-	sbx_error_scode(err, SBX_S_VM_BOOT, "qemu-system-x86_64 not found in PATH; %s", QEMU_FIX);
-	return NULL;
+	cleanup_error sbx_error_t why = NULL;
+	char *p = sbx_tool_find("qemu-system-x86_64", &why);
+	if (p == NULL)
+		sbx_error_scode(err, SBX_S_VM_BOOT, "%s (scripts/setup), or set SANDBOX_QEMU", sbx_error_msg(why));
+	return p;
 }
 
 /* The boot disk: where it was installed, or in the build tree

@@ -45,9 +45,7 @@ static int path_op(struct sbx_adapter *a, json_t *req, uint8_t type, json_t **ou
 	if (decode_id_and(req, "path", &id, &path, &err) < 0)
 		return sbx_op_fail(&err, out);
 	cleanup_fs_hold struct fs_hold h = fs_hold_take(a, id, &err);
-	if (h.sb == NULL)
-		return sbx_op_fail(&err, out);
-	if (fs_check_path(path, &err) < 0)
+	if (h.sb == NULL || fs_check_path(path, &err) < 0)
 		return sbx_op_fail(&err, out);
 	struct proto_msg m = { .type = type, .u.fs_path = { (char *)path } };
 	return run_call(&h, &m, out);
@@ -78,11 +76,7 @@ int sbx_op_fs_read(struct sbx_adapter *a, json_t *req, json_t **out)
 	if (decode_id_and(req, "path", &id, &path, &err) < 0)
 		return sbx_op_fail(&err, out);
 	cleanup_fs_hold struct fs_hold h = fs_hold_take(a, id, &err);
-	if (h.sb == NULL)
-		return sbx_op_fail(&err, out);
-	if (fs_check_path(path, &err) < 0)
-		return sbx_op_fail(&err, out);
-	if (fs_need_vm(&h, &err) < 0)
+	if (h.sb == NULL || fs_check_path(path, &err) < 0 || fs_need_vm(&h, &err) < 0)
 		return sbx_op_fail(&err, out);
 	struct fs_hold *pumped = malloc(sizeof(*pumped));
 	if (pumped == NULL) {
@@ -102,19 +96,15 @@ int sbx_op_fs_mkdir(struct sbx_adapter *a, json_t *req, json_t **out)
 	sbx_error_t err = NULL;
 	const char *id, *path, *mode;
 	bool parents;
-	if (decode_id_and(req, "path", &id, &path, &err) < 0)
-		return sbx_op_fail(&err, out);
-	if (req_string(req, "mode", false, &mode, &err) < 0)
-		return sbx_op_fail(&err, out);
-	if (req_bool(req, "parents", false, &parents, &err) < 0)
+	if (decode_id_and(req, "path", &id, &path, &err) < 0 ||
+	    req_string(req, "mode", false, &mode, &err) < 0 ||
+	    req_bool(req, "parents", false, &parents, &err) < 0)
 		return sbx_op_fail(&err, out);
 	cleanup_fs_hold struct fs_hold h = fs_hold_take(a, id, &err);
 	struct proto_msg m = { .type = PROTO_FS_MKDIR };
-	if (h.sb == NULL)
-		return sbx_op_fail(&err, out);
-	if (fs_parse_mode(mode != NULL ? mode : "0755", &m.u.fs_mkdir.mode, &err) < 0)
-		return sbx_op_fail(&err, out);
-	if (fs_check_path(path, &err) < 0)
+	if (h.sb == NULL ||
+	    fs_parse_mode(mode != NULL ? mode : "0755", &m.u.fs_mkdir.mode, &err) < 0 ||
+	    fs_check_path(path, &err) < 0)
 		return sbx_op_fail(&err, out);
 	m.u.fs_mkdir.path = (char *)path;
 	m.u.fs_mkdir.flags = parents ? PROTO_FS_PARENTS : 0;
@@ -126,14 +116,11 @@ int sbx_op_fs_rm(struct sbx_adapter *a, json_t *req, json_t **out)
 	sbx_error_t err = NULL;
 	const char *id, *path;
 	bool recursive;
-	if (decode_id_and(req, "path", &id, &path, &err) < 0)
-		return sbx_op_fail(&err, out);
-	if (req_bool(req, "recursive", false, &recursive, &err) < 0)
+	if (decode_id_and(req, "path", &id, &path, &err) < 0 ||
+	    req_bool(req, "recursive", false, &recursive, &err) < 0)
 		return sbx_op_fail(&err, out);
 	cleanup_fs_hold struct fs_hold h = fs_hold_take(a, id, &err);
-	if (h.sb == NULL)
-		return sbx_op_fail(&err, out);
-	if (fs_check_path(path, &err) < 0)
+	if (h.sb == NULL || fs_check_path(path, &err) < 0)
 		return sbx_op_fail(&err, out);
 	struct proto_msg m = { .type = PROTO_FS_RM, .u.fs_rm = { (char *)path, recursive ? PROTO_FS_RECURSIVE : 0 } };
 	return run_call(&h, &m, out);
@@ -145,23 +132,15 @@ int sbx_op_fs_chmod(struct sbx_adapter *a, json_t *req, json_t **out)
 	const char *id, *path, *mode;
 	uint32_t uid = 0, gid = 0;
 	bool recursive, has_uid, has_gid;
-	if (decode_id_and(req, "path", &id, &path, &err) < 0)
-		return sbx_op_fail(&err, out);
-	if (req_string(req, "mode", true, &mode, &err) < 0)
-		return sbx_op_fail(&err, out);
-	if (req_u32_opt(req, "uid", &has_uid, &uid, &err) < 0)
-		return sbx_op_fail(&err, out);
-	if (req_u32_opt(req, "gid", &has_gid, &gid, &err) < 0)
-		return sbx_op_fail(&err, out);
-	if (req_bool(req, "recursive", false, &recursive, &err) < 0)
+	if (decode_id_and(req, "path", &id, &path, &err) < 0 ||
+	    req_string(req, "mode", true, &mode, &err) < 0 ||
+	    req_u32_opt(req, "uid", &has_uid, &uid, &err) < 0 ||
+	    req_u32_opt(req, "gid", &has_gid, &gid, &err) < 0 ||
+	    req_bool(req, "recursive", false, &recursive, &err) < 0)
 		return sbx_op_fail(&err, out);
 	cleanup_fs_hold struct fs_hold h = fs_hold_take(a, id, &err);
 	struct proto_msg m = { .type = PROTO_FS_CHMOD };
-	if (h.sb == NULL)
-		return sbx_op_fail(&err, out);
-	if (fs_parse_mode(mode, &m.u.fs_chmod.mode, &err) < 0)
-		return sbx_op_fail(&err, out);
-	if (fs_check_path(path, &err) < 0)
+	if (h.sb == NULL || fs_parse_mode(mode, &m.u.fs_chmod.mode, &err) < 0 || fs_check_path(path, &err) < 0)
 		return sbx_op_fail(&err, out);
 	m.u.fs_chmod.path = (char *)path;
 	m.u.fs_chmod.flags = (recursive ? PROTO_FS_RECURSIVE : 0) | (has_uid ? PROTO_FS_SET_UID : 0) |
@@ -176,18 +155,12 @@ int sbx_op_fs_mv(struct sbx_adapter *a, json_t *req, json_t **out)
 	sbx_error_t err = NULL;
 	const char *id, *src, *dst;
 	bool overwrite;
-	if (decode_id_and(req, "src", &id, &src, &err) < 0)
-		return sbx_op_fail(&err, out);
-	if (req_string(req, "dst", true, &dst, &err) < 0)
-		return sbx_op_fail(&err, out);
-	if (req_bool(req, "overwrite", false, &overwrite, &err) < 0)
+	if (decode_id_and(req, "src", &id, &src, &err) < 0 ||
+	    req_string(req, "dst", true, &dst, &err) < 0 ||
+	    req_bool(req, "overwrite", false, &overwrite, &err) < 0)
 		return sbx_op_fail(&err, out);
 	cleanup_fs_hold struct fs_hold h = fs_hold_take(a, id, &err);
-	if (h.sb == NULL)
-		return sbx_op_fail(&err, out);
-	if (fs_check_path(src, &err) < 0)
-		return sbx_op_fail(&err, out);
-	if (fs_check_path(dst, &err) < 0)
+	if (h.sb == NULL || fs_check_path(src, &err) < 0 || fs_check_path(dst, &err) < 0)
 		return sbx_op_fail(&err, out);
 	struct proto_msg m = { .type = PROTO_FS_MV,
 			       .u.fs_mv = { (char *)src, (char *)dst, overwrite ? PROTO_FS_OVERWRITE : 0 } };
@@ -251,20 +224,14 @@ int sbx_op_fs_grep(struct sbx_adapter *a, json_t *req, json_t **out)
 	const char *id, *path, *pattern;
 	uint64_t max_matches, max_line_bytes;
 	cleanup_walk struct walk w = { 0 };
-	if (decode_id_and(req, "path", &id, &path, &err) < 0)
-		return sbx_op_fail(&err, out);
-	if (req_string(req, "pattern", true, &pattern, &err) < 0)
-		return sbx_op_fail(&err, out);
-	if (req_u64(req, "max_matches", 10000, &max_matches, &err) < 0)
-		return sbx_op_fail(&err, out);
-	if (req_u64(req, "max_line_bytes", 4096, &max_line_bytes, &err) < 0)
-		return sbx_op_fail(&err, out);
-	if (decode_walk(req, &w, &err) < 0)
+	if (decode_id_and(req, "path", &id, &path, &err) < 0 ||
+	    req_string(req, "pattern", true, &pattern, &err) < 0 ||
+	    req_u64(req, "max_matches", 10000, &max_matches, &err) < 0 ||
+	    req_u64(req, "max_line_bytes", 4096, &max_line_bytes, &err) < 0 ||
+	    decode_walk(req, &w, &err) < 0)
 		return sbx_op_fail(&err, out);
 	cleanup_fs_hold struct fs_hold h = fs_hold_take(a, id, &err);
-	if (h.sb == NULL)
-		return sbx_op_fail(&err, out);
-	if (fs_check_path(path, &err) < 0)
+	if (h.sb == NULL || fs_check_path(path, &err) < 0)
 		return sbx_op_fail(&err, out);
 	struct proto_msg m = { .type = PROTO_FS_GREP,
 			       .u.fs_grep = { (char *)path, (char *)pattern, walk_flags(&w), w.include, w.exclude,
@@ -297,26 +264,17 @@ int sbx_op_fs_sed(struct sbx_adapter *a, json_t *req, json_t **out)
 	json_t *files;
 	bool regex, first_only;
 	cleanup_walk struct walk w = { 0 };
-	if (decode_id_and(req, "pattern", &id, &pattern, &err) < 0)
-		return sbx_op_fail(&err, out);
-	if (req_string(req, "replacement", true, &replacement, &err) < 0)
-		return sbx_op_fail(&err, out);
-	if (req_string_array(req, "files", &files, &err) < 0)
-		return sbx_op_fail(&err, out);
-	if (req_string(req, "path", false, &path, &err) < 0)
-		return sbx_op_fail(&err, out);
-	if (req_bool(req, "regex", true, &regex, &err) < 0)
-		return sbx_op_fail(&err, out);
-	if (req_bool(req, "first_only", false, &first_only, &err) < 0)
-		return sbx_op_fail(&err, out);
-	if (decode_walk(req, &w, &err) < 0)
-		return sbx_op_fail(&err, out);
-	if (check_sed_target(id, files, path, &err) < 0)
+	if (decode_id_and(req, "pattern", &id, &pattern, &err) < 0 ||
+	    req_string(req, "replacement", true, &replacement, &err) < 0 ||
+	    req_string_array(req, "files", &files, &err) < 0 ||
+	    req_string(req, "path", false, &path, &err) < 0 ||
+	    req_bool(req, "regex", true, &regex, &err) < 0 ||
+	    req_bool(req, "first_only", false, &first_only, &err) < 0 ||
+	    decode_walk(req, &w, &err) < 0 ||
+	    check_sed_target(id, files, path, &err) < 0)
 		return sbx_op_fail(&err, out);
 	cleanup_fs_hold struct fs_hold h = fs_hold_take(a, id, &err);
-	if (h.sb == NULL)
-		return sbx_op_fail(&err, out);
-	if (path != NULL && fs_check_path(path, &err) < 0)
+	if (h.sb == NULL || (path != NULL && fs_check_path(path, &err) < 0))
 		return sbx_op_fail(&err, out);
 	cleanup_free char **fv = req_strv_view(files, "sed files", &err);
 	if (fv == NULL)
@@ -357,15 +315,11 @@ int sbx_op_fs_write(struct sbx_adapter *a, json_t *req, json_t **out)
 	const char *id, *path, *mode, *b64;
 	bool parents;
 	json_t *content;
-	if (decode_id_and(req, "path", &id, &path, &err) < 0)
-		return sbx_op_fail(&err, out);
-	if (req_string(req, "mode", false, &mode, &err) < 0)
-		return sbx_op_fail(&err, out);
-	if (req_bool(req, "parents", false, &parents, &err) < 0)
-		return sbx_op_fail(&err, out);
-	if (decode_content(req, &content, &err) < 0)
-		return sbx_op_fail(&err, out);
-	if (req_string(req, "content_b64", false, &b64, &err) < 0)
+	if (decode_id_and(req, "path", &id, &path, &err) < 0 ||
+	    req_string(req, "mode", false, &mode, &err) < 0 ||
+	    req_bool(req, "parents", false, &parents, &err) < 0 ||
+	    decode_content(req, &content, &err) < 0 ||
+	    req_string(req, "content_b64", false, &b64, &err) < 0)
 		return sbx_op_fail(&err, out);
 	/* The body's shape is checked before the sandbox id (contract §7.17). */
 	if (content != NULL && b64 != NULL) {
