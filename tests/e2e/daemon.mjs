@@ -96,7 +96,8 @@ async function waitExit(d, timeoutMs) {
 // still runs, waits for its exit, and throws unless the exit is {code,
 // signal} (default 0 and none; `code` may be a list of the codes allowed)
 // and its output holds no sanitizer report:
-// LeakSanitizer's exit status 23, any other status, a signal or a report
+// a leak (exit status 1 and LeakSanitizer's report under the ASan pass's
+// options), any other status, a signal or a report
 // fails the test or hook that awaited it, and with it the file.  A second
 // call (an `after` hook behind a test that ended the daemon) neither sends
 // nor checks again: it returns the first call's result, or null if that

@@ -1,9 +1,10 @@
 // The harness's own checks, with no daemon and no VM: endDaemon (the one
-// way a test ends a daemon, daemon.mjs) fails on LeakSanitizer's exit 23,
+// way a test ends a daemon, daemon.mjs) fails on a leak's exit status and report,
 // another status, a signal or a sanitizer report, and a stack whose daemon
 // leaks fails the file that started it; a skipped describe of
 // lib/test-api.mjs counts each of its tests as skipped and starts nothing.
-// Stand-in "daemons" are shell scripts that end as $STANDIN_END says.  scripts/test counts this file
+// Stand-in "daemons" are shell scripts that end as $STANDIN_END says, and
+// one C program built with AddressSanitizer to leak.  scripts/test counts this file
 // with the stand-in engine's self-tests, apart from the daemon's.
 import { describe, test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
@@ -67,6 +68,43 @@ describe('endDaemon', () => {
 		const d = await standin('leak');
 		await assert.rejects(endDaemon(d), (e) => /code: 23/.test(e.message) && /LeakSanitizer/.test(e.message));
 		assert.equal(await endDaemon(d), null, 'a later call returns null and does not throw again');
+	});
+
+	// A real daemon built to leak: C compiled with AddressSanitizer (whose
+	// LeakSanitizer reports at exit), the block it allocated lost before
+	// SIGTERM; its exit status and report must fail endDaemon as the
+	// daemon's own would under the ASan pass.
+	test('a daemon built with LeakSanitizer that leaks fails it', async () => {
+		const src = path.join(dir, 'leaky.c'), leaky = path.join(dir, 'leaky');
+		writeFileSync(src, `#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+static volatile sig_atomic_t stop;
+static void on_term(int sig) { (void)sig; stop = 1; }
+static char *volatile kept;
+int main(void)
+{
+	signal(SIGTERM, on_term);
+	kept = malloc(4096);
+	memset(kept, 1, 4096);
+	kept = NULL; /* lost: a leak */
+	fprintf(stderr, "ready\\n");
+	while (!stop)
+		pause();
+	return 0;
+}
+`);
+		const cc = spawnSync('cc', ['-fsanitize=address', '-g', '-O0', '-o', leaky, src], { encoding: 'utf8' });
+		assert.equal(cc.status, 0, `cc -fsanitize=address (build-essential, scripts/setup): ${cc.error?.message ?? ''}${cc.stderr}`);
+		// scripts/test's options for the ASan pass: a leak ends the process
+		// with status 1 and LeakSanitizer's report.
+		const d = spawnDaemon(NO_ENGINE, { ASAN_OPTIONS: 'detect_leaks=1:fast_unwind_on_malloc=0:halt_on_error=1' },
+			{ bin: leaky });
+		await eventually(() => assert.match(d.output(), /ready/), 30000);
+		await assert.rejects(endDaemon(d), (e) => /code: 1\b/.test(e.message) &&
+			/LeakSanitizer: detected memory leaks/.test(e.message));
 	});
 
 	test('a sanitizer report fails it even with exit 0', async () => {
