@@ -6,9 +6,14 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "adapter/mem_budget.h"
 #include "common/scodes.h"
+#include "vm/accel.h"
 #include "vm/vm.h"
 #include "worker/worker_launch.h"
+
+/* How long a QEMU that failed under KVM is given to finish exiting. */
+#define WORKER_KVM_EXIT_WAIT_MS 2000
 
 struct sbx_vm *worker_vm_boot(const struct worker_launch *l, sbx_error_t *err)
 {
@@ -45,6 +50,21 @@ struct sbx_vm *worker_vm_boot(const struct worker_launch *l, sbx_error_t *err)
 	struct sbx_vm *vm = sbx_vm_start(&opt, err);
 	if (vm != NULL && sbx_vm_wait_ready(vm, sbx_now_ms() + WORKER_BOOT_MS, err) == 0)
 		return vm;
+	/* QEMU died under KVM before the guest's first word: under auto the
+	 * daemon's decision becomes TCG (vm/accel.h) and this VM starts again
+	 * under it, as a sandbox's does (vm_backend_boot.c), with the TCG
+	 * cost as its cgroup's limit. */
+	char cause[256];
+	if (vm != NULL && sbx_vm_kvm_refused(vm, WORKER_KVM_EXIT_WAIT_MS, cause, sizeof(cause)) &&
+	    sbx_accel_choice_fall_back(cfg->accel_in_use, cause)) {
+		sbx_vm_stop(vm, sbx_now_ms() + WORKER_STOP_MS);
+		sbx_error_free(err);
+		opt.accel = sbx_config_accel(cfg);
+		opt.jail_memory_mib = (unsigned)sbx_config_vm_cost_mib(cfg, l->rec.memory_mb, l->rec.cpus);
+		vm = sbx_vm_start(&opt, err);
+		if (vm != NULL && sbx_vm_wait_ready(vm, sbx_now_ms() + WORKER_BOOT_MS, err) == 0)
+			return vm;
+	}
 	if (vm != NULL)
 		sbx_vm_stop(vm, sbx_now_ms() + WORKER_STOP_MS);
 	sbx_error_prefix(err, "worker %s", l->rec.worker);
