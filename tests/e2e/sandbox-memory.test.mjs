@@ -103,7 +103,8 @@ describe('memory budget and dying VMs', { skip: skip ?? false }, () => {
 	test('a create past memory_budget_mb is S400 naming the need, the commitment and the budget', async () => {
 		assertScode(await s.vmError('create', { image: 'python' }), 'S400',
 			new RegExp(`needs 640 MiB \\(512 MiB guest memory \\+ 128 MiB for its VM\\), 640 of memory_budget_mb ${BUDGET} ` +
-				'MiB are committed to 1 sandbox and [1-9]\\d* MiB held by snapshot templates; .*raise memory_budget_mb'));
+				'MiB are committed to 1 sandbox, [1-9]\\d* MiB held by snapshot templates and 0 MiB by background ' +
+				'processes\' logs; .*raise memory_budget_mb'));
 		const [qemu] = qemuPids(s.stateDir);
 		assert.equal(readFileSync(`/proc/${qemu}/oom_score_adj`, 'utf8').trim(), '1000');
 		assert.match(readFileSync(`/proc/${qemu}/cmdline`, 'utf8'), /tb-size=64\0/);
