@@ -85,7 +85,7 @@ TEST(uuid_like_is_hex_and_dashes_or_an_id)
 		"3f2a9c1e8b7d", "dead-beef", "0", "ABCDEF", "67e55044-10b1-426f-9247-bb680e5fe0c8",
 		"{67e55044-10b1-426f-9247-bb680e5fe0c8}", "urn:uuid:67e55044-10b1-426f-9247-bb680e5fe0c8",
 	};
-	static const char *const unlike[] = { "", "web", "worker-1", "deadbeefg", "cafe babe", "3f2a_9c1e", "db" "\xc3\xa9" };
+	static const char *const unlike[] = { "", "web", "worker-1", "deadbeefg", "cafe babe", "3f2a_9c1e", "db\xc3\xa9" };
 	for (size_t i = 0; i < sizeof(like) / sizeof(like[0]); i++)
 		if (!sbx_uuid_like(like[i]))
 			CHECK_STR(like[i], "(id-like)");
