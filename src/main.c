@@ -13,6 +13,7 @@
 #include "cmd/cmd_serve.h"
 #include "cmd/cmd_shell.h"
 #include "cmd/cmd_status.h"
+#include "cmd/cmd_port.h"
 #include "cmd/cmd_stop.h"
 #include "cmd/cmd_vm.h"
 
@@ -34,6 +35,7 @@ static const struct command commands[] = {
 	{ "cp", sbx_cmd_cp, "copy files in or out of a sandbox: cp SRC ID:/path, cp ID:/path DST" },
 	{ "logs", sbx_cmd_logs, "a sandbox VM's console log: logs [-f] ID" },
 	{ "stop", sbx_cmd_stop, "stop sandboxes: stop ID..." },
+	{ "port", sbx_cmd_port, "a sandbox's published ports: port ID [GUEST_PORT]" },
 	{ "status", sbx_cmd_status, "the running daemon: engine, jail, memory, pool: status [--json]" },
 };
 

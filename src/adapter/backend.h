@@ -20,6 +20,8 @@ struct sbx_boot_request {
 	uint32_t cpus, memory_mb;
 	json_t *env;         /* create-time "K=V" array, layered over the image's Env */
 	char *const *net_args; /* NULL: no network; else the network helper's options */
+	const int *publish_fds; /* with net_args: the published ports' listeners (duplicated) */
+	size_t n_publish;
 };
 
 struct sbx_exec_request {

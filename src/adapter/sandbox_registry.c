@@ -33,6 +33,7 @@ static void unref(struct sbx_sandbox *sb)
 		return;
 	free(sb->name);
 	free(sb->image);
+	json_decref(sb->ports);
 	free(sb);
 }
 
@@ -260,6 +261,18 @@ size_t sbx_registry_used(struct sbx_registry *reg)
 	return n;
 }
 
+void sbx_registry_set_ports(struct sbx_registry *reg, const char *id, json_t *ports)
+{
+	pthread_mutex_lock(&reg->lock);
+	struct sbx_sandbox *sb = find_locked(reg, id, NULL);
+	if (sb != NULL && sb->ports == NULL) {
+		sb->ports = ports;
+		ports = NULL;
+	}
+	pthread_mutex_unlock(&reg->lock);
+	json_decref(ports);
+}
+
 json_t *sbx_registry_list(struct sbx_registry *reg, uint32_t cap)
 {
 	uint32_t slots = cap > 0 ? cap : 1;
@@ -277,6 +290,11 @@ json_t *sbx_registry_list(struct sbx_registry *reg, uint32_t cap)
 				      (json_int_t)sb->exec_in_flight, "exec_slots_free",
 				      (json_int_t)(sb->exec_in_flight >= slots ? 0 : slots - sb->exec_in_flight),
 				      "stopped", sb->stopped);
+		/* Only sandboxes with ports have the field: others keep the contract's. */
+		if (e != NULL && sb->ports != NULL && json_object_set_new(e, "ports", json_deep_copy(sb->ports)) < 0) {
+			json_decref(e);
+			e = NULL;
+		}
 		if (json_array_append_new(list, e) < 0) {
 			pthread_mutex_unlock(&reg->lock);
 			json_decref(list);

@@ -28,6 +28,7 @@ struct sbx_sandbox {
 	void *vm; /* the backend's VM; NULL once detached (or in tests) */
 	uint64_t mem_mib; /* committed to the memory budget for the VM */
 	unsigned refs; /* the registry's own plus one per acquire() */
+	json_t *ports; /* create's published ports [{guest, address, host}], NULL = none; set once */
 };
 
 struct sbx_registry;
@@ -44,6 +45,9 @@ void sbx_registry_unreserve(struct sbx_registry *reg);
  * `mem_mib` of the memory budget committed to it). */
 int sbx_registry_insert_vm(struct sbx_registry *reg, const char *id, const char *name, const char *image,
 			   uint64_t idle_timeout_secs, void *vm, uint64_t mem_mib, sbx_error_t *err);
+/* Records the published ports of a sandbox just inserted (takes the
+ * reference; dropped when the id is gone). */
+void sbx_registry_set_ports(struct sbx_registry *reg, const char *id, json_t *ports);
 int sbx_registry_insert(struct sbx_registry *reg, const char *id, const char *name, const char *image,
 			uint64_t idle_timeout_secs, sbx_error_t *err);
 

@@ -121,6 +121,10 @@ json_t *sbx_registry_rows(struct sbx_registry *reg, void (*facts)(void *vm, json
 	for (size_t i = 0; i < reg->n && ok; i++) {
 		const struct sbx_sandbox *sb = reg->items[i];
 		json_t *r = row(sb, sb->stopped ? "stopping" : "running", now);
+		if (r != NULL && sb->ports != NULL && json_object_set_new(r, "ports", json_deep_copy(sb->ports)) < 0) {
+			json_decref(r);
+			r = NULL;
+		}
 		if (r != NULL && facts != NULL && sb->vm != NULL && !sb->stopped)
 			facts(sb->vm, r, ud);
 		ok = json_array_append_new(rows, r) == 0;

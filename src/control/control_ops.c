@@ -92,6 +92,25 @@ static int serve_exec(const struct control_ctx *c, int fd, const char *id, const
 	return rc;
 }
 
+/* port: the sandbox's published ports ([] without any). */
+static int serve_port(const struct control_ctx *c, int fd, const char *id, sbx_error_t *err)
+{
+	json_t *rows = control_rows(c);
+	json_t *ports = NULL, *r;
+	size_t i;
+	json_array_foreach(rows, i, r) {
+		const char *sid = json_string_value(json_object_get(r, "sandbox_id"));
+		if (sid != NULL && strcmp(sid, id) == 0)
+			ports = json_object_get(r, "ports");
+	}
+	json_t *out = json_pack("{s:s, s:o}", "sandbox_id", id, "ports",
+				ports != NULL ? json_incref(ports) : json_array());
+	json_decref(rows);
+	if (out == NULL)
+		return sbx_error_errno(err, ENOMEM, "port reply");
+	return control_send_ok(fd, out, err);
+}
+
 static int serve_one(const struct control_ctx *c, struct control_reader *r, int fd, const struct control_request *q,
 		     sbx_error_t *err)
 {
@@ -128,6 +147,8 @@ static int serve_one(const struct control_ctx *c, struct control_reader *r, int 
 		return control_logs(c, fd, id, q, err);
 	case CONTROL_SHELL:
 		return control_shell(c, r, fd, id, q, err);
+	case CONTROL_PORT:
+		return serve_port(c, fd, id, err);
 	default:
 		return control_send_error(fd, "usage", "unknown op", err);
 	}

@@ -221,7 +221,7 @@ static const struct {
 	{ "stat", CONTROL_STAT, true, true },	    { "ls", CONTROL_LS, true, true },
 	{ "mkdir", CONTROL_MKDIR, true, true },	    { "cp_in", CONTROL_CP_IN, true, true },
 	{ "cp_out", CONTROL_CP_OUT, true, true },   { "logs", CONTROL_LOGS, true, false },
-	{ "shell", CONTROL_SHELL, true, false },
+	{ "shell", CONTROL_SHELL, true, false },    { "port", CONTROL_PORT, true, false },
 };
 
 /* A string field: NULL when absent and not required. */

@@ -83,6 +83,7 @@ enum control_op {
 	CONTROL_CP_OUT,
 	CONTROL_LOGS,
 	CONTROL_SHELL,
+	CONTROL_PORT,
 };
 
 struct control_request {

@@ -2,7 +2,7 @@
  *
  *   sandbox-net-helper --sandbox ID [--host-port N]... [--allow RULE]...
  *       [--deny RULE]... [--sandbox-allow RULE]... [--sandbox-deny RULE]...
- *       [--dns-servers host:port,...]
+ *       [--dns-servers host:port,...] [--publish-max N] [--publish GUEST_PORT]...
  *
  * The daemon starts it with the descriptors of proto/proto_net_addr.h.  It exits when
  * the lifeline reaches EOF or the VM's keeper exits, so it never outlives
@@ -23,9 +23,11 @@
 #include "common/log_limit.h"
 #include "proto/proto_net_addr.h"
 #include "net/net_helper.h"
+#include "net/net_publish.h"
 #include "net/net_seccomp.h"
 
-#define MAX_POLL 512
+/* slirp's sockets: the guest's own connections and the published ports' */
+#define MAX_POLL (512 + NET_PUBLISH_FD_MAX)
 #define MAX_TIMERS 16
 #define FRAMES_PER_ROUND 64
 #define FRAME_MAX 65536
@@ -42,6 +44,7 @@ static struct net_helper H;
 static struct pollfd pfd[MAX_POLL];
 static int npfd;
 static struct timer timers[MAX_TIMERS];
+static int64_t round_ms; /* when this round's poll returned */
 
 static ssize_t cb_send(const void *buf, size_t len, void *opaque)
 {
@@ -108,9 +111,10 @@ static int cb_add_poll(int fd, int events, void *opaque)
 static int cb_get_revents(int idx, void *opaque)
 {
 	short r = pfd[idx].revents;
-	return ((r & POLLIN) ? SLIRP_POLL_IN : 0) | ((r & POLLOUT) ? SLIRP_POLL_OUT : 0) |
-	       ((r & POLLPRI) ? SLIRP_POLL_PRI : 0) | ((r & POLLERR) ? SLIRP_POLL_ERR : 0) |
-	       ((r & POLLHUP) ? SLIRP_POLL_HUP : 0);
+	int s = ((r & POLLIN) ? SLIRP_POLL_IN : 0) | ((r & POLLOUT) ? SLIRP_POLL_OUT : 0) |
+		((r & POLLPRI) ? SLIRP_POLL_PRI : 0) | ((r & POLLERR) ? SLIRP_POLL_ERR : 0) |
+		((r & POLLHUP) ? SLIRP_POLL_HUP : 0);
+	return net_publish_revents(pfd[idx].fd, s, round_ms);
 }
 
 static const SlirpCb callbacks = {
@@ -166,7 +170,11 @@ static void parse_args(int argc, char **argv)
 			usage_exit("missing value", a);
 		const char *v = argv[++i];
 		sbx_error_t err = NULL;
-		int rc = 0;
+		int rc = net_publish_arg(a, v);
+		if (rc < 0)
+			usage_exit("bad value", a);
+		if (rc > 0)
+			continue;
 		if (strcmp(a, "--sandbox") == 0) {
 			H.sandbox = v;
 		} else if (strcmp(a, "--dns-servers") == 0) {
@@ -264,7 +272,9 @@ static void loop(void)
 			net_txq_flush(&H);
 		if (rc > 0 && (pfd[0].revents & POLLIN))
 			read_frames();
+		round_ms = sbx_now_ms();
 		slirp_pollfds_poll(H.slirp, rc < 0, cb_get_revents, NULL);
+		net_publish_after_poll(round_ms);
 		if (H.have_ares) {
 			bool any = false;
 			for (int i = ares_from; rc > 0 && i < npfd; i++) {
@@ -314,6 +324,10 @@ int main(int argc, char **argv)
 		return 1;
 	}
 	sbx_error_t err = NULL;
+	if (net_publish_setup(H.slirp, H.sandbox, &err) < 0) {
+		sbx_err("net: sandbox %s: %s", H.sandbox, sbx_error_msg(err));
+		return 1;
+	}
 	/* fail closed: unknown, the host's addresses would pass as any other */
 	if (net_host_addrs_refresh(&H, &err) < 0) {
 		sbx_err("net: sandbox %s: %s", H.sandbox, sbx_error_msg(err));
@@ -339,6 +353,11 @@ int main(int argc, char **argv)
 	if (H.denials > 0)
 		sbx_warn("net: sandbox %s: %llu connection(s) or queries denied by the network policy", H.sandbox,
 			 (unsigned long long)H.denials);
+	uint64_t accepted, refused;
+	net_publish_totals(&accepted, &refused);
+	if (accepted + refused > 0)
+		sbx_info("net: sandbox %s: published ports: %llu connection(s) accepted, %llu refused", H.sandbox,
+			 (unsigned long long)accepted, (unsigned long long)refused);
 	net_resolver_free(&H);
 	slirp_cleanup(H.slirp);
 	net_txq_free(&H);

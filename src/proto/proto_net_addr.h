@@ -21,5 +21,10 @@
 #define NET_HELPER_FD_LIFELINE 4 /* EOF: the daemon is gone or stops the VM */
 #define NET_HELPER_FD_VM 5       /* pidfd of the VM's keeper: readable once the VM is gone */
 #define NET_HELPER_FD_BEACON 6   /* its mtime is stamped when payload is relayed */
+/* 7 and up: the listening TCP sockets of the sandbox's published ports
+ * (create's `ports`), bound by the daemon, in the helper's --publish
+ * order; at most NET_MAX_PUBLISH. */
+#define NET_HELPER_FD_PUBLISH 7
+#define NET_MAX_PUBLISH 16
 
 #endif

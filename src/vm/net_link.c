@@ -78,15 +78,30 @@ static char *find_helper(sbx_error_t *err)
  * overwrites a source still to be moved. */
 static int lift(int fd)
 {
-	return fcntl(fd, F_DUPFD_CLOEXEC, 16);
+	return fcntl(fd, F_DUPFD_CLOEXEC, NET_HELPER_FD_PUBLISH + NET_MAX_PUBLISH);
 }
 
-static int spawn(const struct jail *jail, const char *path, char **argv, int frames, int life, int vm, int beacon,
-		 pid_t *pid, sbx_error_t *err)
+static void close_all(int *fds, size_t n)
 {
-	cleanup_close int f = lift(frames), l = lift(life), v = lift(vm), b = lift(beacon);
-	if (f < 0 || l < 0 || v < 0 || b < 0)
-		return sbx_error_errno(err, errno, "network helper descriptors");
+	for (size_t i = 0; i < n; i++)
+		close_fd(&fds[i]);
+}
+
+/* The helper's descriptors in their order (proto/proto_net_addr.h): the
+ * frames socket, lifeline, keeper pidfd, beacon, then the listeners. */
+static int spawn(const struct jail *jail, const char *path, char **argv, const int *src, size_t n, pid_t *pid,
+		 sbx_error_t *err)
+{
+	int fds[NET_HELPER_FDS];
+	for (size_t i = 0; i < n; i++)
+		fds[i] = -1;
+	for (size_t i = 0; i < n; i++) {
+		if ((fds[i] = lift(src[i])) < 0) {
+			int e = errno;
+			close_all(fds, n);
+			return sbx_error_errno(err, e, "network helper descriptors");
+		}
+	}
 	/* Only the log level and format (and a sanitizer build's options) cross over:
 	 * never the daemon's secrets. */
 	static const char *const keep[] = { "SANDBOX_LOG", "SANDBOX_LOG_FORMAT", "ASAN_OPTIONS", "UBSAN_OPTIONS",
@@ -99,14 +114,15 @@ static int spawn(const struct jail *jail, const char *path, char **argv, int fra
 			envp[--ne] = NULL;
 			for (size_t j = 0; j < ne; j++)
 				free(envp[j]);
+			close_all(fds, n);
 			return sbx_error_errno(err, ENOMEM, "network helper env");
 		}
 	}
 	if (jail != NULL) {
-		const int fds[4] = { f, l, v, b };
-		int rc = net_link_jail_spawn(jail, path, argv, envp, fds, pid, err);
+		int rc = net_link_jail_spawn(jail, path, argv, envp, fds, n, pid, err);
 		for (size_t k = 0; k < ne; k++)
 			free(envp[k]);
+		close_all(fds, n);
 		return rc;
 	}
 	posix_spawn_file_actions_t fa;
@@ -123,22 +139,21 @@ static int spawn(const struct jail *jail, const char *path, char **argv, int fra
 	posix_spawnattr_setflags(&at, POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF | POSIX_SPAWN_SETSID);
 	int rc = posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
 	rc = rc ? rc : posix_spawn_file_actions_addopen(&fa, 1, "/dev/null", O_WRONLY, 0);
-	rc = rc ? rc : posix_spawn_file_actions_adddup2(&fa, f, NET_HELPER_FD_FRAMES);
-	rc = rc ? rc : posix_spawn_file_actions_adddup2(&fa, l, NET_HELPER_FD_LIFELINE);
-	rc = rc ? rc : posix_spawn_file_actions_adddup2(&fa, v, NET_HELPER_FD_VM);
-	rc = rc ? rc : posix_spawn_file_actions_adddup2(&fa, b, NET_HELPER_FD_BEACON);
-	rc = rc ? rc : posix_spawn_file_actions_addclosefrom_np(&fa, NET_HELPER_FD_BEACON + 1);
+	for (size_t i = 0; i < n && rc == 0; i++)
+		rc = posix_spawn_file_actions_adddup2(&fa, fds[i], NET_HELPER_FD_FRAMES + (int)i);
+	rc = rc ? rc : posix_spawn_file_actions_addclosefrom_np(&fa, NET_HELPER_FD_FRAMES + (int)n);
 	rc = rc ? rc : posix_spawn(pid, path, &fa, &at, argv, envp);
 	posix_spawn_file_actions_destroy(&fa);
 	posix_spawnattr_destroy(&at);
 	for (size_t j = 0; j < ne; j++)
 		free(envp[j]);
+	close_all(fds, n);
 	if (rc != 0)
 		return sbx_error_errno(err, rc, "spawn %s", path);
 	return 0;
 }
 
-int net_link_spawn(struct net_link *l, char *const *args, pid_t keeper, struct sbx_jail_host *jail_host,
+int net_link_spawn(struct net_link *l, char *const *args, const int *publish, size_t n_publish, pid_t keeper, struct sbx_jail_host *jail_host,
 		   const char *vm_dir, sbx_error_t *err)
 {
 	int rc = -1;
@@ -168,7 +183,11 @@ int net_link_spawn(struct net_link *l, char *const *args, pid_t keeper, struct s
 	}
 	if (sbx_jail_host_active(jail_host) && (l->jail = net_link_jail_prepare(jail_host, vm_dir, path, err)) == NULL)
 		goto out;
-	if (spawn(l->jail, path, argv, l->helper_fd, life[0], vm, l->beacon, &l->pid, err) < 0) {
+	int fds[NET_HELPER_FDS] = { l->helper_fd, life[0], vm, l->beacon };
+	for (size_t i = 0; i < n_publish && i < NET_MAX_PUBLISH; i++)
+		fds[4 + i] = publish[i];
+	if (spawn(l->jail, path, argv, fds, 4 + (n_publish < NET_MAX_PUBLISH ? n_publish : NET_MAX_PUBLISH), &l->pid,
+		  err) < 0) {
 		l->pid = -1;
 		goto out;
 	}

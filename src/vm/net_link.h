@@ -17,6 +17,7 @@
 
 #include "common/error.h"
 #include "jail/jail.h"
+#include "proto/proto_net_addr.h"
 
 struct net_link {
 	pid_t pid;     /* the helper, -1 = none */
@@ -31,23 +32,26 @@ struct net_link {
 void net_link_init(struct net_link *l);
 /* The socketpair and the beacon; l->qemu_fd goes to QEMU. */
 int net_link_open(struct net_link *l, sbx_error_t *err);
-/* Starts the helper with args (sandbox-net-helper options) once the
- * keeper runs; closes both socket ends here either way.  With an active
+/* Starts the helper with args (sandbox-net-helper options) and the
+ * published ports' listeners (at most NET_MAX_PUBLISH, the caller's: a
+ * helper started again gets them again) once the keeper runs; closes both socket ends here either way.  With an active
  * jail host the helper runs jailed as QEMU does (jail/jail.h), in a cgroup
  * leaf named after vm_dir, except that it keeps the host's network
  * namespace: its sockets are the guest's connections out. */
-int net_link_spawn(struct net_link *l, char *const *args, pid_t keeper, struct sbx_jail_host *jail_host,
+int net_link_spawn(struct net_link *l, char *const *args, const int *publish, size_t n_publish, pid_t keeper, struct sbx_jail_host *jail_host,
 		   const char *vm_dir, sbx_error_t *err);
 /* Closes the lifeline, reaps the helper and closes everything. */
 void net_link_close(struct net_link *l);
 /* The jailed helper (net_link_jail.c): its jail, and its start through an
  * intermediate process whose exit status is the helper's.  fds are the
- * frames socket, lifeline, keeper pidfd and beacon, numbered above
- * NET_HELPER_FD_BEACON. */
+ * frames socket, lifeline, keeper pidfd and beacon, then the published
+ * ports' listeners (nfds in all, at most NET_HELPER_FDS), numbered above
+ * the highest descriptor the helper gets. */
+#define NET_HELPER_FDS (4 + NET_MAX_PUBLISH)
 struct jail *net_link_jail_prepare(struct sbx_jail_host *h, const char *vm_dir, const char *helper,
 				   sbx_error_t *err);
 int net_link_jail_spawn(const struct jail *j, const char *path, char *const *argv, char *const *envp,
-			const int fds[4], pid_t *pid, sbx_error_t *err);
+			const int *fds, size_t nfds, pid_t *pid, sbx_error_t *err);
 /* Non-blocking: true once the helper exited on its own (l->status says
  * how); false while it runs and for a VM without one.  Not thread-safe. */
 bool net_link_exited(struct net_link *l);

@@ -57,10 +57,11 @@ struct jail *net_link_jail_prepare(struct sbx_jail_host *h, const char *vm_dir, 
 	return jail_prepare(h, &r, err);
 }
 
-/* In the forked child: never returns.  fds[] are above NET_HELPER_FD_BEACON
- * (lifted by the caller), so no dup2 overwrites one still to be moved. */
+/* In the forked child: never returns.  fds[] are above the helper's
+ * highest number (lifted by the caller), so no dup2 overwrites one still
+ * to be moved. */
 static void intermediate(const struct jail *j, const char *path, char *const *argv, char *const *envp,
-			 const int fds[4])
+			 const int *fds, size_t nfds)
 {
 	sigset_t none;
 	sigemptyset(&none);
@@ -73,19 +74,18 @@ static void intermediate(const struct jail *j, const char *path, char *const *ar
 	int null = open("/dev/null", O_RDWR | O_CLOEXEC);
 	if (null < 0 || dup2(null, STDIN_FILENO) < 0 || dup2(null, STDOUT_FILENO) < 0)
 		_exit(126);
-	static const int at[4] = { NET_HELPER_FD_FRAMES, NET_HELPER_FD_LIFELINE, NET_HELPER_FD_VM,
-				   NET_HELPER_FD_BEACON };
-	for (int i = 0; i < 4; i++) {
-		if (dup2(fds[i], at[i]) < 0)
+	int last = NET_HELPER_FD_FRAMES + (int)nfds - 1;
+	for (size_t i = 0; i < nfds; i++) {
+		if (dup2(fds[i], NET_HELPER_FD_FRAMES + (int)i) < 0)
 			_exit(126);
 	}
-	if (syscall(SYS_close_range, NET_HELPER_FD_BEACON + 1, ~0u, 0) < 0)
+	if (syscall(SYS_close_range, (unsigned)last + 1, ~0u, 0) < 0)
 		_exit(126);
 	pid_t pid = jail_fork(j);
 	if (pid < 0)
 		_exit(126);
 	if (pid == 0) {
-		if (jail_enter(j, NET_HELPER_FD_BEACON + 1) == 0) {
+		if (jail_enter(j, last + 1) == 0) {
 			execve(path, argv, envp);
 			jail_report("network helper: exec", path, errno);
 		}
@@ -103,13 +103,13 @@ static void intermediate(const struct jail *j, const char *path, char *const *ar
 }
 
 int net_link_jail_spawn(const struct jail *j, const char *path, char *const *argv, char *const *envp,
-			const int fds[4], pid_t *pid, sbx_error_t *err)
+			const int *fds, size_t nfds, pid_t *pid, sbx_error_t *err)
 {
 	pid_t child = fork();
 	if (child < 0)
 		return sbx_error_errno(err, errno, "fork the network helper");
 	if (child == 0)
-		intermediate(j, path, argv, envp, fds);
+		intermediate(j, path, argv, envp, fds, nfds);
 	*pid = child;
 	return 0;
 }

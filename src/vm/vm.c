@@ -52,6 +52,8 @@ static void vm_free(struct sbx_vm *vm)
 	sbx_strv_free(vm->net_args);
 	sbx_strv_free(vm->warm_up);
 	net_link_close(&vm->net);
+	for (size_t i = 0; i < vm->n_publish; i++)
+		close(vm->publish[i]);
 	free(vm->user);
 	console_destroy(&vm->console);
 	pthread_mutex_destroy(&vm->lock);
@@ -94,6 +96,13 @@ static struct sbx_vm *vm_new(const struct sbx_vm_options *opt, sbx_error_t *err)
 	vm->user = strdup(opt->user != NULL ? opt->user : "");
 	vm->data_lock = -1;
 	net_link_init(&vm->net);
+	for (; vm->n_publish < opt->n_publish && vm->n_publish < NET_MAX_PUBLISH; vm->n_publish++) {
+		if ((vm->publish[vm->n_publish] = fcntl(opt->publish_fds[vm->n_publish], F_DUPFD_CLOEXEC, 3)) < 0) {
+			sbx_error_errno(err, errno, "published port");
+			vm_free(vm);
+			return NULL;
+		}
+	}
 	if (virtiofs_init(&vm->fs, opt->shares, opt->n_shares, err) < 0) {
 		vm_free(vm);
 		return NULL;

@@ -57,6 +57,10 @@ struct sbx_vm_options {
 	char *const *net_args;  /* NULL: no NIC.  Else eth0 through a network
 				   helper (vm/net_link.h) started with these
 				   sandbox-net-helper options, NULL-terminated */
+	const int *publish_fds; /* with net_args: listening sockets the helper
+				   forwards into the guest (its --publish
+				   options, in order), duplicated here */
+	size_t n_publish;
 	struct sbx_jail_host *jail; /* QEMU's jail (jail/jail.h); NULL or
 				   inactive: QEMU runs unconfined */
 	unsigned jail_memory_mib; /* the jail's memory limit; 0 = memory_mib +

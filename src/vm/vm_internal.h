@@ -49,6 +49,8 @@ struct sbx_vm {
 	struct jail *jail;      /* QEMU's, NULL when unconfined */
 	struct keeper keeper;
 	char **net_args;        /* NULL = no network */
+	int publish[NET_MAX_PUBLISH]; /* the published ports' listeners, closed with the VM */
+	size_t n_publish;
 	char **warm_up;         /* a parked VM's warm-up argv after `true`, or NULL */
 	struct net_link net;
 	struct console console;

@@ -137,7 +137,7 @@ int vm_launch(struct sbx_vm *vm, int state_fd, sbx_error_t *err)
 		net_link_close(&vm->net);
 		return -1;
 	}
-	if (vm->net_args != NULL && net_link_spawn(&vm->net, vm->net_args, vm->keeper.pid, vm->jail_host, vm->dir, err) < 0) {
+	if (vm->net_args != NULL && net_link_spawn(&vm->net, vm->net_args, vm->publish, vm->n_publish, vm->keeper.pid, vm->jail_host, vm->dir, err) < 0) {
 		net_link_close(&vm->net);
 		return -1;
 	}

@@ -40,6 +40,7 @@ struct sbx_config *sbx_config_defaults(sbx_error_t *err)
 	cfg->worker_disk_mb = SBX_WORKER_DISK_DEFAULT_MIB;
 	cfg->max_guest_pids = 1024;
 	net_config_init(&cfg->net);
+	sbx_publish_config_init(&cfg->publish);
 	cfg->jail = SBX_JAIL_AUTO;
 	cfg->jail_uid_base = SBX_JAIL_UID_BASE_DEFAULT;
 	return cfg;
@@ -324,14 +325,9 @@ static int parse_network_policy(struct sbx_config *cfg, const char *k, json_t *v
 	return net_config_parse(v, &cfg->net, err);
 }
 
-static int parse_control_socket(struct sbx_config *cfg, const char *k, json_t *v, sbx_error_t *err)
+static int parse_control(struct sbx_config *cfg, const char *k, json_t *v, sbx_error_t *err)
 {
-	return sbx_config_dup_string(v, k, &cfg->control_socket, err);
-}
-
-static int parse_control_group(struct sbx_config *cfg, const char *k, json_t *v, sbx_error_t *err)
-{
-	return sbx_config_dup_string(v, k, &cfg->control_group, err);
+	return sbx_config_dup_string(v, k, strcmp(k, "control_group") == 0 ? &cfg->control_group : &cfg->control_socket, err);
 }
 
 static int parse_metrics_listen(struct sbx_config *cfg, const char *k, json_t *v, sbx_error_t *err)
@@ -378,8 +374,8 @@ static const struct config_key {
 	FN("jail_uid_base", parse_jail_uid_base),
 	FN("krunfw_path", parse_krunfw),
 	FN("network_policy", parse_network_policy),
-	FN("control_socket", parse_control_socket),
-	FN("control_group", parse_control_group),
+	FN("control_socket", parse_control),
+	FN("control_group", parse_control),
 	FN("metrics_listen", parse_metrics_listen),
 #undef U32
 #undef U64
@@ -393,6 +389,9 @@ size_t sbx_config_key_names(const char **out, size_t cap)
 	for (const char *k; (k = sbx_image_config_key(n)) != NULL; n++)
 		if (n < cap)
 			out[n] = k;
+	for (size_t i = 0; sbx_publish_config_key(i) != NULL; i++, n++)
+		if (n < cap)
+			out[n] = sbx_publish_config_key(i);
 	for (size_t i = 0; i < N_CONFIG_KEYS; i++, n++)
 		if (n < cap)
 			out[n] = config_keys[i].name;
@@ -409,6 +408,8 @@ static void warn_unknown(const char *k)
 static int parse_key(struct sbx_config *cfg, const char *k, json_t *v, sbx_error_t *err)
 {
 	int rc = sbx_image_config_parse_key(&cfg->images, k, v, err);
+	if (rc == 0)
+		rc = sbx_publish_config_parse_key(&cfg->publish, k, v, err);
 	if (rc != 0)
 		return rc < 0 ? -1 : 0;
 	for (size_t i = 0; i < N_CONFIG_KEYS; i++) {

@@ -1,6 +1,7 @@
 /* create, exec and stop: request decoding and the shape checks the
  * contract orders before any sandbox is looked up (§7.3, §7.4, §7.5); the
  * lifecycle itself is in sandbox_*.c. */
+#include <errno.h>
 #include <stdlib.h>
 
 #include "adapter/handlers.h"
@@ -30,6 +31,8 @@ static int decode_create(json_t *req, struct sandbox_create_args *c, sbx_error_t
 		return -1;
 	if (sandbox_network_decode(req, c, err) < 0)
 		return -1;
+	if (sandbox_ports_decode(req, &c->ports, err) < 0)
+		return -1;
 	if (req_u64(req, "idle_timeout_secs", 0, &c->idle_timeout_secs, err) < 0)
 		return -1;
 	if (env_decode(req, "env", &c->env, err) < 0)
@@ -56,6 +59,16 @@ int sbx_op_create(struct sbx_adapter *a, json_t *req, json_t **out)
 		sbx_error_free(&err);
 	}
 	*out = json_pack("{s:s, s:s}", "sandbox_id", id, "image", c.image);
+	/* Only a create with ports has the field: others keep the contract's reply. */
+	if (c.ports.n > 0 && *out != NULL &&
+	    json_object_set_new(*out, "ports", sandbox_ports_json(&a->cfg->publish, &c.ports)) < 0) {
+		json_decref(*out);
+		*out = NULL;
+	}
+	if (*out == NULL) {
+		sbx_error_errno(&err, ENOMEM, "create reply");
+		return sbx_op_fail(&err, out);
+	}
 	return 0;
 }
 

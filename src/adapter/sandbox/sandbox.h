@@ -9,6 +9,7 @@
 #include <stdint.h>
 
 #include "adapter/adapter_state.h"
+#include "adapter/sandbox/sandbox_ports.h"
 #include "common/error.h"
 #include "common/uuid.h"
 
@@ -21,10 +22,12 @@ struct sandbox_create_args {
 	bool network;
 	json_t *network_rules; /* {allow, deny} narrowing, or NULL */
 	json_t *env;      /* as decoded: list, map or NULL */
+	struct sandbox_ports ports; /* `ports`; create binds them (host filled in) */
 };
 
-/* Checks in contract order, boots, registers; writes the new id. */
-int sandbox_create(struct sbx_adapter *a, const struct sandbox_create_args *c, char id[SBX_UUID_STRLEN + 1],
+/* Checks in contract order, binds the published ports, boots, registers;
+ * writes the new id. */
+int sandbox_create(struct sbx_adapter *a, struct sandbox_create_args *c, char id[SBX_UUID_STRLEN + 1],
 		   sbx_error_t *err);
 
 struct sandbox_exec_args {

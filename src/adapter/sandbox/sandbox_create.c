@@ -32,7 +32,7 @@ static int check_request(const struct sandbox_create_args *c, uint32_t cpus, uin
 
 /* The create shows in the operator's view (sbx_registry_rows) from here
  * until it becomes a record or fails. */
-static int boot_and_register(struct sbx_adapter *a, const struct sandbox_create_args *c, const char *ref,
+static int boot_and_register(struct sbx_adapter *a, struct sandbox_create_args *c, const char *ref,
 			     uint32_t cpus, uint32_t mem, uint64_t cost, json_t *env, char id[SBX_UUID_STRLEN + 1],
 			     sbx_error_t *err)
 {
@@ -47,16 +47,32 @@ static int boot_and_register(struct sbx_adapter *a, const struct sandbox_create_
 	char **net_args = NULL;
 	if (c->network && sandbox_network_prepare(a->cfg, c, id, env, &net_args, err) < 0)
 		goto fail;
-	struct sbx_boot_request br = { c->image, ref, cpus, mem, env, net_args };
+	if (c->ports.n > 0 && (net_args = sandbox_ports_helper_args(&a->cfg->publish, &c->ports, net_args, id)) == NULL) {
+		sbx_error_errno(err, ENOMEM, "network helper arguments");
+		goto fail;
+	}
+	int publish[NET_MAX_PUBLISH];
+	for (size_t i = 0; i < c->ports.n; i++)
+		publish[i] = c->ports.v[i].fd;
+	struct sbx_boot_request br = { c->image, ref, cpus, mem, env, net_args, publish, c->ports.n };
 	void *vm = be->ops->boot(be->ctx, &br, err);
 	net_args_free(net_args);
 	if (vm == NULL)
 		goto fail;
 	uint64_t idle = c->has_idle ? c->idle_timeout_secs : a->cfg->default_idle_timeout_secs;
-	if (sbx_registry_insert_vm(a->reg, id, c->name, c->image, idle, vm, cost, err) < 0) {
+	json_t *ports = NULL;
+	if (c->ports.n > 0 && (ports = sandbox_ports_json(&a->cfg->publish, &c->ports)) == NULL) {
+		sbx_error_errno(err, ENOMEM, "sandbox record");
 		be->ops->stop(vm);
 		goto fail;
 	}
+	if (sbx_registry_insert_vm(a->reg, id, c->name, c->image, idle, vm, cost, err) < 0) {
+		json_decref(ports);
+		be->ops->stop(vm);
+		goto fail;
+	}
+	if (ports != NULL)
+		sbx_registry_set_ports(a->reg, id, ports);
 	const char *boot = be->ops->boot_mode != NULL ? be->ops->boot_mode(vm) : NULL;
 	struct sbx_log_field f[] = {
 		SBX_LF_STR("event", "create"),	      SBX_LF_STR("sandbox_id", id),
@@ -71,7 +87,7 @@ fail:
 	return -1;
 }
 
-int sandbox_create(struct sbx_adapter *a, const struct sandbox_create_args *c, char id[SBX_UUID_STRLEN + 1],
+int sandbox_create(struct sbx_adapter *a, struct sandbox_create_args *c, char id[SBX_UUID_STRLEN + 1],
 		   sbx_error_t *err)
 {
 	const struct sbx_config *cfg = a->cfg;
@@ -79,8 +95,14 @@ int sandbox_create(struct sbx_adapter *a, const struct sandbox_create_args *c, c
 	uint32_t mem = c->has_memory ? c->memory_mb : cfg->default_memory_mb;
 	if (check_request(c, cpus, mem, err) < 0)
 		return -1;
-	if (sbx_registry_reserve(a->reg, cfg->max_concurrent_sandboxes, err) < 0)
+	/* Bound before anything is taken: a taken port creates nothing.  The
+	 * VM keeps copies of the listeners for its network helper. */
+	if (sandbox_ports_bind(&cfg->publish, &c->ports, err) < 0)
 		return -1;
+	if (sbx_registry_reserve(a->reg, cfg->max_concurrent_sandboxes, err) < 0) {
+		sandbox_ports_close(&c->ports);
+		return -1;
+	}
 	int rc = -1;
 	uint64_t cost = 0;
 	json_t *env = NULL;
@@ -114,6 +136,7 @@ int sandbox_create(struct sbx_adapter *a, const struct sandbox_create_args *c, c
 	 * the memory committed. */
 	rc = boot_and_register(a, c, ref, cpus, mem, cost, env, id, err);
 out:
+	sandbox_ports_close(&c->ports);
 	json_decref(env);
 	if (rc < 0) {
 		if (cost > 0)

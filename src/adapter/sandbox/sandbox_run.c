@@ -10,6 +10,7 @@
 #include "adapter/sandbox/lang.h"
 #include "adapter/sandbox/sandbox.h"
 #include "adapter/sandbox/sandbox_network.h"
+#include "common/scodes.h"
 #include "common/cleanup_json.h"
 #include "common/log.h"
 
@@ -63,6 +64,10 @@ static int decode_run(json_t *req, struct run_args *r, sbx_error_t *err)
 		return -1;
 	if (sandbox_network_decode(req, &r->create, err) < 0)
 		return -1;
+	json_t *ports = json_object_get(req, "ports");
+	if (ports != NULL && !json_is_null(ports))
+		return sbx_error_scode(err, SBX_S_INVALID_REQUEST, "`ports` is create's: run's sandbox ends with its "
+				       "code, before anyone could connect (create with ports, then exec)");
 	if (req_string(req, "stdin", false, &r->stdin_b64, err) < 0)
 		return -1;
 	if (req_u64(req, "timeout_ms", 300000, &r->timeout_ms, err) < 0)

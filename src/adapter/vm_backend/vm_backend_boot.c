@@ -129,6 +129,8 @@ static void *boot_vm(struct backend *b, const struct sbx_boot_request *req, enum
 		.scratch_mib = b->cfg->scratch_disk_mb,
 		.guest_pids_max = b->cfg->max_guest_pids,
 		.net_args = req->net_args,
+		.publish_fds = req->publish_fds,
+		.n_publish = req->n_publish,
 		.jail = b->jail,
 		.park = park,
 		/* The pool's images are catalog names: "python" warms python3. */

@@ -361,3 +361,39 @@ TEST(config_key_names_come_from_the_parser)
 		CHECK(log != NULL && strstr(log, "unknown key") == NULL);
 	}
 }
+
+TEST(config_publish_keys)
+{
+	sbx_error_t err = NULL;
+	struct sbx_config *cfg = sbx_config_parse(NULL, &err);
+	CHECK(cfg != NULL);
+	CHECK_STR(cfg->publish.address, "127.0.0.1");
+	CHECK_INT(cfg->publish.port_lo, 32768);
+	CHECK_INT(cfg->publish.port_hi, 60999);
+	CHECK_INT(cfg->publish.max_connections, 256);
+	sbx_config_free(cfg);
+	cfg = parse("{\"publish_address\":\"0.0.0.0\",\"publish_port_range\":[8000,8000],"
+		    "\"publish_max_connections\":1024}", &err);
+	CHECK(cfg != NULL);
+	CHECK_STR(cfg->publish.address, "0.0.0.0");
+	CHECK_INT(cfg->publish.addr, 0);
+	CHECK_INT(cfg->publish.port_lo, 8000);
+	CHECK_INT(cfg->publish.port_hi, 8000);
+	CHECK_INT(cfg->publish.max_connections, 1024);
+	sbx_config_free(cfg);
+	static const char *const bad[][2] = {
+		{ "{\"publish_address\":\"::1\"}", "`publish_address`" },
+		{ "{\"publish_address\":\"localhost\"}", "`publish_address`" },
+		{ "{\"publish_address\":2130706433}", "`publish_address`" },
+		{ "{\"publish_port_range\":[2,1]}", "`publish_port_range`" },
+		{ "{\"publish_port_range\":[0,5]}", "`publish_port_range`" },
+		{ "{\"publish_port_range\":[1,65536]}", "`publish_port_range`" },
+		{ "{\"publish_port_range\":[1]}", "`publish_port_range`" },
+		{ "{\"publish_max_connections\":0}", "`publish_max_connections`" },
+		{ "{\"publish_max_connections\":1025}", "`publish_max_connections`" },
+	};
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
+		CHECK(fails_with(bad[i][0], bad[i][1]));
+	sbx_error_free(&err);
+}
+

@@ -6,6 +6,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
 
 #include "adapter/adapter.h"
 #include "adapter/reaper.h"
@@ -26,6 +29,8 @@ struct fake {
 	char stdin_seen[64];
 	bool in_exec;
 	char net_args[512]; /* the last boot's helper options, space-separated */
+	size_t n_publish;   /* and its published ports' listeners, */
+	bool publish_listening; /* each a listening socket when it booted */
 	char env0[128];     /* and its first env entry */
 };
 
@@ -42,6 +47,15 @@ static void *fake_boot(void *ctx, const struct sbx_boot_request *req, sbx_error_
 		for (size_t i = 0; req->net_args != NULL && req->net_args[i] != NULL; i++) {
 			size_t n = strlen(F.net_args);
 			snprintf(F.net_args + n, sizeof(F.net_args) - n, "%s%s", i ? " " : "", req->net_args[i]);
+		}
+		F.n_publish = req->n_publish;
+		F.publish_listening = true;
+		for (size_t i = 0; i < req->n_publish; i++) {
+			int on = 0;
+			socklen_t len = sizeof(on);
+			F.publish_listening = F.publish_listening &&
+					      getsockopt(req->publish_fds[i], SOL_SOCKET, SO_ACCEPTCONN, &on, &len) == 0 &&
+					      on == 1;
 		}
 		const char *e0 = json_string_value(json_array_get(req->env, 0));
 		snprintf(F.env0, sizeof(F.env0), "%s", e0 != NULL ? e0 : "");
@@ -333,6 +347,104 @@ TEST(create_network_rewrites_env_and_passes_the_policy)
 	r = adapter_call_json(a, "create", "{\"image\":\"python\",\"network\":{\"allow\":[\"not a rule\"]}}");
 	CHECK_STR(jstr(r, "code"), "S001");
 	json_decref(r);
+	sbx_adapter_free(a);
+}
+
+/* The list entry of id (borrowed from list), NULL when absent. */
+static json_t *listed(json_t *list, const char *id)
+{
+	size_t i;
+	json_t *e;
+	json_array_foreach(json_object_get(list, "sandboxes"), i, e) {
+		if (strcmp(jstr(e, "sandbox_id"), id) == 0)
+			return e;
+	}
+	return NULL;
+}
+
+/* r (taken) is an error of this S-code whose message holds needle. */
+static bool failed(json_t *r, const char *code, const char *needle)
+{
+	bool ok = jstr(r, "code") != NULL && strcmp(jstr(r, "code"), code) == 0 && jstr(r, "message") != NULL &&
+		  strstr(jstr(r, "message"), needle) != NULL;
+	json_decref(r);
+	return ok;
+}
+
+TEST(create_ports_publishes_and_refuses)
+{
+	struct sbx_adapter *a = make(CFG ",\"publish_port_range\":[1024,65535],\"publish_max_connections\":9}");
+	CHECK(a != NULL);
+	/* without network: ingress only, the listeners handed to the VM */
+	json_t *r = adapter_call_json(a, "create", "{\"image\":\"python\",\"ports\":[8000,{\"guest\":9000,\"host\":0}]}");
+	char id[64];
+	snprintf(id, sizeof(id), "%s", jstr(r, "sandbox_id") != NULL ? jstr(r, "sandbox_id") : "");
+	json_t *ports = json_object_get(r, "ports");
+	CHECK_INT(json_array_size(ports), 2);
+	CHECK_INT(json_integer_value(json_object_get(json_array_get(ports, 0), "guest")), 8000);
+	CHECK_INT(json_integer_value(json_object_get(json_array_get(ports, 1), "guest")), 9000);
+	CHECK_STR(jstr(json_array_get(ports, 0), "address"), "127.0.0.1");
+	json_int_t h0 = json_integer_value(json_object_get(json_array_get(ports, 0), "host"));
+	json_int_t h1 = json_integer_value(json_object_get(json_array_get(ports, 1), "host"));
+	CHECK(h0 > 0 && h1 > 0 && h0 != h1);
+	CHECK_INT(json_object_size(r), 3);
+	char want[512];
+	snprintf(want, sizeof(want),
+		 "--sandbox %s --deny 0.0.0.0/0 --dns-servers  --publish-max 9 --publish 8000 --publish 9000", id);
+	CHECK_STR(F.net_args, want);
+	CHECK_INT(F.n_publish, 2);
+	CHECK(F.publish_listening);
+	/* list: the same ports; a sandbox without ports has the contract's fields only */
+	char *plain = create(a, "{\"image\":\"python\"}");
+	CHECK(plain != NULL);
+	CHECK_INT(F.n_publish, 0);
+	json_t *l = adapter_call_json(a, "list", "{}");
+	CHECK(json_equal(json_object_get(listed(l, id), "ports"), ports));
+	CHECK(json_object_get(listed(l, plain), "ports") == NULL);
+	CHECK_INT(json_object_size(listed(l, plain)), 8);
+	json_decref(l);
+	json_decref(r);
+	free(plain);
+	/* with network: the policy's options, then the ports' */
+	char *netted = create(a, "{\"image\":\"python\",\"network\":true,\"ports\":[80]}");
+	CHECK(netted != NULL);
+	CHECK(strstr(F.net_args, " --publish-max 9 --publish 80") != NULL);
+	CHECK(strstr(F.net_args, "--deny 0.0.0.0/0") == NULL);
+	free(netted);
+	/* a taken host port or one outside the range: S400 naming it, nothing booted */
+	int taken = socket(AF_INET, SOCK_STREAM, 0);
+	struct sockaddr_in sa = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+	socklen_t len = sizeof(sa);
+	CHECK(bind(taken, (struct sockaddr *)&sa, sizeof(sa)) == 0 && listen(taken, 1) == 0 &&
+	      getsockname(taken, (struct sockaddr *)&sa, &len) == 0);
+	int boots = F.boots;
+	char num[16];
+	snprintf(num, sizeof(num), "%u", ntohs(sa.sin_port));
+	CHECK(failed(adapter_callf(a, "create", "{\"image\":\"python\",\"ports\":[1,{\"guest\":2,\"host\":%s}]}", num),
+		     "S400", num));
+	close(taken);
+	CHECK(failed(adapter_call_json(a, "create", "{\"image\":\"python\",\"ports\":[{\"guest\":2,\"host\":80}]}"),
+		     "S400", "host port 80 is outside"));
+	CHECK_INT(F.boots, boots);
+	l = adapter_call_json(a, "list", "{}");
+	CHECK_INT(json_array_size(json_object_get(l, "sandboxes")), 3);
+	json_decref(l);
+	/* bad shapes: S001 naming the entry; run refuses ports */
+	static const char *const bad[] = {
+		"[0]", "[65536]", "[\"80\"]", "[{\"guest\":1,\"hots\":2}]", "[{\"host\":5}]",
+		"[{\"guest\":1,\"host\":-1}]", "[1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1]",
+	};
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		r = adapter_callf(a, "create", "{\"image\":\"python\",\"ports\":%s}", bad[i]);
+		CHECK_STR(jstr(r, "code"), "S001");
+		json_decref(r);
+	}
+	r = adapter_call_json(a, "create", "{\"image\":\"python\",\"ports\":\"x\"}");
+	CHECK(jstr(r, "decode") != NULL && strstr(jstr(r, "decode"), "`ports`") != NULL);
+	json_decref(r);
+	CHECK(failed(adapter_call_json(a, "run", "{\"image\":\"python\",\"lang\":\"py\",\"code\":\"1\",\"ports\":[8000]}"),
+		     "S001", "`ports`"));
+	CHECK_INT(F.boots, boots);
 	sbx_adapter_free(a);
 }
 
