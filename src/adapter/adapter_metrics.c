@@ -36,8 +36,27 @@ static void collect_memory(struct sbx_mem_budget *b)
 	sbx_metric_set(&sbx_m_memory_budget, NULL, (double)limit * MIB);
 }
 
+static void published(void *vm, json_t *row, void *ud)
+{
+	sbx_adapter_count_published(ud, vm);
+}
+
+void sbx_adapter_count_published(struct sbx_adapter *a, void *vm)
+{
+	const struct sbx_backend_ops *ops = a->backend.ops;
+	uint64_t d[2] = { 0, 0 };
+	if (vm == NULL || ops == NULL || ops->publish_take == NULL)
+		return;
+	ops->publish_take(vm, d);
+	if (d[0] > 0)
+		sbx_metric_add(&sbx_m_published_connections, (const char *[]){ "accepted" }, (double)d[0]);
+	if (d[1] > 0)
+		sbx_metric_add(&sbx_m_published_connections, (const char *[]){ "refused" }, (double)d[1]);
+}
+
 void sbx_adapter_collect_metrics(struct sbx_adapter *a)
 {
+	json_decref(sbx_registry_rows(a->reg, published, a));
 	collect_sandboxes(a);
 	collect_memory(&a->mem);
 }

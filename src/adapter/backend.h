@@ -99,6 +99,9 @@ struct sbx_backend_ops {
 	/* CLOCK_REALTIME ms of the last payload its network relayed, 0 = none
 	 * (optional). */
 	int64_t (*net_activity_ms)(void *vm);
+	/* Connections its published ports accepted (delta[0]) and refused
+	 * (delta[1]) since the last call (optional; cheap, never blocks). */
+	void (*publish_take)(void *vm, uint64_t delta[2]);
 	/* MiB the snapshot templates' RAM memfds of this process hold now,
 	 * counted in the memory budget (optional). */
 	uint64_t (*templates_mib)(void *ctx);

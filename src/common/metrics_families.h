@@ -26,6 +26,7 @@ extern struct sbx_metric sbx_m_images_cached;
 extern struct sbx_metric sbx_m_images_cached_bytes;
 extern struct sbx_metric sbx_m_pulls;              /* outcome (ok, error) */
 extern struct sbx_metric sbx_m_pull_bytes;
+extern struct sbx_metric sbx_m_published_connections; /* outcome (accepted, refused) */
 extern struct sbx_metric sbx_m_workers;            /* state (prepared ... failed) */
 
 /* Every family above, in the order of the exposition. */

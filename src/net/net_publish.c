@@ -125,6 +125,14 @@ int net_publish_setup(Slirp *slirp, const char *sandbox, sbx_error_t *err)
 	return 0;
 }
 
+/* The totals, where the daemon reads them (NET_BEACON_PUBLISH_AT). */
+static void publish_totals(void)
+{
+	uint64_t v[2] = { P.accepted, P.refused };
+	if (pwrite(NET_HELPER_FD_BEACON, v, sizeof(v), NET_BEACON_PUBLISH_AT) != (ssize_t)sizeof(v))
+		sbx_debug_limited("net: sandbox %s: published ports' totals: %s", P.sandbox, strerror(errno));
+}
+
 static void release(int fd)
 {
 	if (P.open[conns[fd].port] > 0)
@@ -159,6 +167,7 @@ static void refuse(size_t i)
 	setsockopt(c, SOL_SOCKET, SO_LINGER, &rst, sizeof(rst)); /* the caller sees a reset */
 	close(c);
 	P.refused++;
+	publish_totals();
 	sbx_warn_limited("net: sandbox %s: connection to published port %u (guest %u) refused: %u open, "
 			 "publish_max_connections is %u",
 			 P.sandbox, P.host[i], P.guest[i], P.open[i], P.max);
@@ -203,6 +212,7 @@ static void record(int fd, size_t i, int64_t now_ms)
 	if (fd >= NET_PUBLISH_FD_MAX) {
 		shutdown(fd, SHUT_RDWR);
 		P.refused++;
+		publish_totals();
 		return;
 	}
 	if (conns[fd].used && conns[fd].ino == st.st_ino)
@@ -212,6 +222,7 @@ static void record(int fd, size_t i, int64_t now_ms)
 	conns[fd] = (struct conn){ .used = true, .port = (uint8_t)i, .ino = st.st_ino, .active_ms = now_ms };
 	P.open[i]++;
 	P.accepted++;
+	publish_totals();
 }
 
 void net_publish_after_poll(int64_t now_ms)

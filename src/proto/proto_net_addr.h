@@ -26,5 +26,8 @@
  * order; at most NET_MAX_PUBLISH. */
 #define NET_HELPER_FD_PUBLISH 7
 #define NET_MAX_PUBLISH 16
+/* The helper keeps the published ports' connection totals since its start
+ * in the beacon's bytes at this offset: two uint64_t, accepted then refused. */
+#define NET_BEACON_PUBLISH_AT 4096
 
 #endif

@@ -239,3 +239,10 @@ int64_t net_link_activity_ms(const struct net_link *l)
 		return 0;
 	return (int64_t)st.st_mtim.tv_sec * 1000 + st.st_mtim.tv_nsec / 1000000;
 }
+
+void net_link_publish_totals(const struct net_link *l, uint64_t v[2])
+{
+	v[0] = v[1] = 0;
+	if (l->beacon >= 0 && pread(l->beacon, v, 2 * sizeof(uint64_t), NET_BEACON_PUBLISH_AT) != 2 * sizeof(uint64_t))
+		v[0] = v[1] = 0;
+}

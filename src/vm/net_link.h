@@ -55,6 +55,9 @@ int net_link_jail_spawn(const struct jail *j, const char *path, char *const *arg
 /* Non-blocking: true once the helper exited on its own (l->status says
  * how); false while it runs and for a VM without one.  Not thread-safe. */
 bool net_link_exited(struct net_link *l);
+/* The helper's published-port totals (accepted, refused) since its start;
+ * zeros before any. */
+void net_link_publish_totals(const struct net_link *l, uint64_t v[2]);
 /* CLOCK_REALTIME ms of the last relayed payload, 0 = none yet. */
 int64_t net_link_activity_ms(const struct net_link *l);
 

@@ -156,6 +156,9 @@ bool sbx_vm_kvm_refused(struct sbx_vm *vm, int64_t wait_ms, char *cause, size_t 
 /* CLOCK_REALTIME ms when the guest's network last relayed payload (TCP
  * data, UDP datagrams, DNS queries); 0 without a network or before any. */
 int64_t sbx_vm_net_activity_ms(struct sbx_vm *vm);
+/* Connections to the published ports accepted (delta[0]) and refused
+ * (delta[1]) since the last call.  Thread-safe. */
+void sbx_vm_publish_take(struct sbx_vm *vm, uint64_t delta[2]);
 /* Asks the guest to power off, waits until `deadline` at most, then kills
  * QEMU; removes the VM's files and frees vm.  Release every process handle
  * first.  Returns QEMU's exit status (0 after a clean power-off). */

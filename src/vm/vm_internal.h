@@ -51,6 +51,7 @@ struct sbx_vm {
 	char **net_args;        /* NULL = no network */
 	int publish[NET_MAX_PUBLISH]; /* the published ports' listeners, closed with the VM */
 	size_t n_publish;
+	uint64_t publish_seen[2]; /* the totals sbx_vm_publish_take reported */
 	char **warm_up;         /* a parked VM's warm-up argv after `true`, or NULL */
 	struct net_link net;
 	struct console console;

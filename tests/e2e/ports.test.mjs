@@ -97,16 +97,17 @@ function run(file, args) {
 const SERVE = (name) => ['sh', '-c', `mkdir -p /srv && touch /srv/${name} && cd /srv && exec python3 -m http.server 8000`];
 
 describe('published ports in a private network namespace', { skip: skip ?? false }, () => {
-	let reg, s, a, b, dir, sock, hostServer;
+	let reg, s, a, b, dir, sock, metricsSock, hostServer;
 	before(async () => {
 		dir = mkdtempSync(path.join(tmpdir(), 'sbx-ports-'));
 		sock = path.join(dir, 'control.sock');
+		metricsSock = path.join(dir, 'metrics.sock');
 		reg = await startRegistry({ images: ['python'] });
 		// A service of the host that the guests must not reach.
 		hostServer = http.createServer((req, res) => res.end('host'));
 		await new Promise((resolve) => hostServer.listen(0, '0.0.0.0', resolve));
 		s = await startSandboxStack({ registry: reg, config: {
-			image_allowlist: ['python'], control_socket: sock, publish_port_range: RANGE,
+			image_allowlist: ['python'], control_socket: sock, publish_port_range: RANGE, metrics_listen: metricsSock,
 			// would open the host's service to networked guests: not to these
 			network_policy: { host_ports: [hostServer.address().port], allow: ['203.0.113.0/24'] },
 		} });
@@ -224,6 +225,18 @@ print(json.dumps(out))`;
 		assert.match(s.daemon.output(), /connection to published port \d+ \(guest 8000\) refused: 256 open/);
 		const r = await eventually(() => get(port), 60000);
 		assert.match(r.body, /served-by-a/);
+		// counted: sandbox_libkrun_published_connections_total{outcome}
+		const text = await new Promise((resolve, reject) => {
+			http.get({ socketPath: metricsSock, path: '/metrics' }, (res) => {
+				let body = '';
+				res.on('data', (d) => { body += d; });
+				res.on('end', () => resolve(body));
+			}).on('error', reject);
+		});
+		const count = (outcome) => Number(new RegExp(`^sandbox_libkrun_published_connections_total\\{outcome="${outcome}"\\} (\\d+)$`, 'm')
+			.exec(text)?.[1] ?? -1);
+		assert.ok(count('accepted') >= 256, `accepted: ${count('accepted')}`);
+		assert.ok(count('refused') >= 300 - 256, `refused: ${count('refused')}`);
 	});
 
 	test('sandbox-libkrun port ID prints the mapping as docker port does', async () => {

@@ -1,6 +1,7 @@
 /* The teardown that stop, the reaper and shutdown share, and the removal
  * of a sandbox whose VM is gone.  Below sandbox_stop.c and the reaper:
  * calls neither. */
+#include "adapter/adapter_metrics.h"
 #include "adapter/process/process_table.h"
 #include "adapter/sandbox/sandbox.h"
 #include "common/clock.h"
@@ -9,6 +10,8 @@
 void sandbox_release(struct sbx_adapter *a, const char *id, void *vm, uint64_t mem_mib, const char *reason)
 {
 	int64_t t0 = sbx_now_ms();
+	/* What its ports saw since the last scrape, before they go. */
+	sbx_adapter_count_published(a, vm);
 	if (vm != NULL && a->backend.ops != NULL)
 		a->backend.ops->stop(vm);
 	/* Its background processes ended with their pumps (the detach waited

@@ -77,6 +77,11 @@ static int64_t net_activity_ms(void *vm)
 	return sbx_vm_net_activity_ms(((struct sandbox_vm *)vm)->vm);
 }
 
+static void publish_take(void *vm, uint64_t delta[2])
+{
+	sbx_vm_publish_take(((struct sandbox_vm *)vm)->vm, delta);
+}
+
 static void facts(void *vm, struct sbx_vm_facts *f)
 {
 	struct sbx_vm *v = ((struct sandbox_vm *)vm)->vm;
@@ -96,6 +101,7 @@ const struct sbx_backend_ops vm_backend_ops = {
 	.stop = vm_backend_stop,
 	.alive = alive,
 	.net_activity_ms = net_activity_ms,
+	.publish_take = publish_take,
 	.templates_mib = templates_mib,
 	.boot_mode = boot_mode,
 	.facts = facts,
