@@ -5,6 +5,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
@@ -140,6 +141,18 @@ static void release(int fd)
 	conns[fd] = (struct conn){ 0 };
 }
 
+/* Both ends closed: slirp keeps the socket through its guest side's
+ * TIME_WAIT (seconds), but the caller is gone and holds no slot. */
+static bool finished(int fd)
+{
+	struct tcp_info ti;
+	socklen_t len = sizeof(ti);
+	if (getsockopt(fd, IPPROTO_TCP, TCP_INFO, &ti, &len) < 0)
+		return false;
+	return ti.tcpi_state == TCP_TIME_WAIT || ti.tcpi_state == TCP_CLOSE || ti.tcpi_state == TCP_CLOSING ||
+	       ti.tcpi_state == TCP_LAST_ACK;
+}
+
 static void sweep(int64_t now_ms)
 {
 	P.swept_ms = now_ms;
@@ -148,7 +161,7 @@ static void sweep(int64_t now_ms)
 		if (!c->used)
 			continue;
 		struct stat st;
-		if (fstat(fd, &st) < 0 || st.st_ino != c->ino) {
+		if (fstat(fd, &st) < 0 || st.st_ino != c->ino || finished(fd)) {
 			release(fd);
 		} else if (!c->shut && now_ms - c->active_ms > NET_PUBLISH_IDLE_MS) {
 			/* slirp reads the end, tells the guest and closes it. */

@@ -6,7 +6,8 @@
 // own; the host reaches each through its own host port, the guests reach
 // nothing; a host port outside publish_port_range or taken creates nothing;
 // 300 connections at once against publish_max_connections 256 cost bounded
-// memory; `port ID` prints the mapping; after stop the port refuses.
+// memory and are counted in /metrics, 300 short ones in a row are all
+// served; `port ID` prints the mapping; after stop the port refuses.
 import { describe, test, before, after } from './lib/test-api.mjs';
 import assert from 'node:assert/strict';
 import { execFile, spawnSync } from 'node:child_process';
@@ -237,6 +238,20 @@ print(json.dumps(out))`;
 			.exec(text)?.[1] ?? -1);
 		assert.ok(count('accepted') >= 256, `accepted: ${count('accepted')}`);
 		assert.ok(count('refused') >= 300 - 256, `refused: ${count('refused')}`);
+	});
+
+	test('300 short requests in a row, 4 at a time, are all served: a closed connection frees its slot', async () => {
+		// (slirp keeps a finished connection's socket through its TIME_WAIT)
+		const port = a.ports[0].host;
+		let served = 0;
+		await Promise.all(Array.from({ length: 4 }, async () => {
+			for (let i = 0; i < 75; i++) {
+				const r = await get(port, '/served-by-a');
+				assert.equal(r.status, 200);
+				served++;
+			}
+		}));
+		assert.equal(served, 300);
 	});
 
 	test('sandbox-libkrun port ID prints the mapping as docker port does', async () => {
