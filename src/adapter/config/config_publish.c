@@ -9,8 +9,6 @@
 
 #include "image/image_config.h"
 
-static const char *const keys[] = { "publish_address", "publish_port_range", "publish_max_connections", NULL };
-
 void sbx_publish_config_init(struct sbx_publish_config *p)
 {
 	*p = (struct sbx_publish_config){ .port_lo = SBX_PUBLISH_PORT_LO_DEFAULT,
@@ -18,11 +16,6 @@ void sbx_publish_config_init(struct sbx_publish_config *p)
 					  .max_connections = SBX_PUBLISH_MAX_CONNECTIONS_DEFAULT };
 	snprintf(p->address, sizeof(p->address), "%s", SBX_PUBLISH_ADDRESS_DEFAULT);
 	inet_pton(AF_INET, p->address, &p->addr);
-}
-
-const char *sbx_publish_config_key(size_t i)
-{
-	return i < sizeof(keys) / sizeof(keys[0]) ? keys[i] : NULL;
 }
 
 static int parse_address(struct sbx_publish_config *p, const char *k, json_t *v, sbx_error_t *err)
@@ -64,26 +57,36 @@ static int parse_max(struct sbx_publish_config *p, const char *k, json_t *v, sbx
 	return 0;
 }
 
+/* The keys' table (tests/integration/docs reads it, as config.c's). */
+static const struct {
+	const char *name;
+	int (*parse)(struct sbx_publish_config *p, const char *k, json_t *v, sbx_error_t *err);
+} publish_keys[] = {
+	{ "publish_address", parse_address },
+	{ "publish_port_range", parse_range },
+	{ "publish_max_connections", parse_max },
+};
+
 int sbx_publish_config_parse_key(struct sbx_publish_config *p, const char *k, json_t *v, sbx_error_t *err)
 {
-	int rc;
-	if (strcmp(k, keys[0]) == 0)
-		rc = parse_address(p, k, v, err);
-	else if (strcmp(k, keys[1]) == 0)
-		rc = parse_range(p, k, v, err);
-	else if (strcmp(k, keys[2]) == 0)
-		rc = parse_max(p, k, v, err);
-	else
-		return 0;
-	return rc < 0 ? -1 : 1;
+	for (size_t i = 0; i < sizeof(publish_keys) / sizeof(publish_keys[0]); i++) {
+		if (strcmp(k, publish_keys[i].name) == 0)
+			return publish_keys[i].parse(p, k, v, err) < 0 ? -1 : 1;
+	}
+	return 0;
+}
+
+const char *sbx_publish_config_key(size_t i)
+{
+	return i < sizeof(publish_keys) / sizeof(publish_keys[0]) ? publish_keys[i].name : NULL;
 }
 
 int sbx_publish_config_print(const struct sbx_publish_config *p, json_t *obj)
 {
 	json_t *range = json_pack("[I, I]", (json_int_t)p->port_lo, (json_int_t)p->port_hi);
-	if (range == NULL || json_object_set_new(obj, keys[0], json_string(p->address)) < 0 ||
-	    json_object_set_new(obj, keys[1], range) < 0 ||
-	    json_object_set_new(obj, keys[2], json_integer(p->max_connections)) < 0)
+	if (range == NULL || json_object_set_new(obj, "publish_address", json_string(p->address)) < 0 ||
+	    json_object_set_new(obj, "publish_port_range", range) < 0 ||
+	    json_object_set_new(obj, "publish_max_connections", json_integer(p->max_connections)) < 0)
 		return -1;
 	return 0;
 }
