@@ -77,6 +77,25 @@ int sandbox_ports_decode(json_t *req, struct sandbox_ports *p, sbx_error_t *err)
 	return 0;
 }
 
+int sandbox_ports_fresh(json_t *recorded, struct sandbox_ports *p, sbx_error_t *err)
+{
+	p->n = 0;
+	if (recorded == NULL || json_is_null(recorded))
+		return 0;
+	if (!json_is_array(recorded) || json_array_size(recorded) > NET_MAX_PUBLISH)
+		return sbx_error_scode(err, SBX_S_INVALID_REQUEST, "recorded ports: expected at most %d entries",
+				       NET_MAX_PUBLISH);
+	size_t i;
+	json_t *e;
+	json_array_foreach(recorded, i, e) {
+		p->v[i] = (struct sandbox_port){ .fd = -1 };
+		if (port_number(json_object_get(e, "guest"), &p->v[i].guest) < 0)
+			return sbx_error_scode(err, SBX_S_INVALID_REQUEST, "recorded ports[%zu]: no guest port", i);
+	}
+	p->n = json_array_size(recorded);
+	return 0;
+}
+
 void sandbox_ports_close(struct sandbox_ports *p)
 {
 	for (size_t i = 0; i < p->n; i++) {

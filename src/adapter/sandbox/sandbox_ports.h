@@ -30,6 +30,11 @@ struct sandbox_ports {
  * NET_MAX_PUBLISH entries, each a port number or {guest, host?}; S001
  * naming the entry otherwise. */
 int sandbox_ports_decode(json_t *req, struct sandbox_ports *p, sbx_error_t *err);
+/* The ports of a new sandbox made from a recorded one (a fork, a sandbox
+ * from a snapshot: issue 41 item 4): the record's guest ports (its
+ * [{guest, address, host}], as list shows it), each to be published at a
+ * host port of its own, never the record's.  -1 (S001) for a bad record. */
+int sandbox_ports_fresh(json_t *recorded, struct sandbox_ports *p, sbx_error_t *err);
 /* Binds and listens on every port; S400 naming a host port outside the
  * range or one that cannot be bound (all closed again on failure). */
 int sandbox_ports_bind(const struct sbx_publish_config *cfg, struct sandbox_ports *p, sbx_error_t *err);

@@ -13,6 +13,7 @@
 #include "adapter/mem_budget.h"
 #include "adapter/reaper_policy.h"
 #include "adapter/sandbox/lang.h"
+#include "adapter/sandbox/sandbox_ports.h"
 #include "common/scodes.h"
 #include "harness.h"
 #include "image/image_runtime.h"
@@ -379,4 +380,28 @@ TEST(lang_check_before_boot)
 		CHECK(strstr(sbx_error_msg(err), "is neither a known lang") != NULL);
 		sbx_error_free(&err);
 	}
+}
+
+/* A fork or a sandbox from a snapshot publishes the record's guest ports
+ * at host ports of its own: never the record's (which its source holds). */
+TEST(ports_of_a_copy_are_its_own)
+{
+	json_t *rec = json_loads("[{\"guest\":8000,\"address\":\"127.0.0.1\",\"host\":41234},"
+				 "{\"guest\":53,\"address\":\"127.0.0.1\",\"host\":41235}]", 0, NULL);
+	struct sandbox_ports p;
+	sbx_error_t err = NULL;
+	CHECK(sandbox_ports_fresh(rec, &p, &err) == 0);
+	CHECK_INT(p.n, 2);
+	CHECK_INT(p.v[0].guest, 8000);
+	CHECK_INT(p.v[1].guest, 53);
+	CHECK_INT(p.v[0].host, 0);
+	CHECK_INT(p.v[1].host, 0);
+	CHECK_INT(p.v[0].fd, -1);
+	json_decref(rec);
+	CHECK(sandbox_ports_fresh(NULL, &p, &err) == 0);
+	CHECK_INT(p.n, 0);
+	rec = json_loads("[{\"host\":1}]", 0, NULL);
+	CHECK(sandbox_ports_fresh(rec, &p, &err) < 0);
+	json_decref(rec);
+	sbx_error_free(&err);
 }
