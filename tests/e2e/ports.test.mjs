@@ -217,10 +217,15 @@ print(json.dumps(out))`;
 		assert.equal(served, 300);
 	});
 
-	test('300 connections at once: at most publish_max_connections held, the rest reset, memory bounded, the port serves again', async () => {
+	test('300 connections at once to the jailed helper: at most publish_max_connections held, the rest reset, memory bounded, the port serves again', async () => {
 		const port = a.ports[0].host;
 		const helper = helperPid(a.sandbox_id);
 		assert.ok(helper, 'the network helper of the sandbox');
+		// the forwarder is the jailed helper: not root, no capabilities, seccomp
+		const status = readFileSync(`/proc/${helper}/status`, 'utf8');
+		assert.doesNotMatch(status, /^Uid:\s+0\s/m);
+		assert.match(status, /^CapEff:\s+0+$/m);
+		assert.match(status, /^Seccomp:\s+2$/m);
 		const daemonPid = s.daemon.proc.pid;
 		const before = { daemon: rssKiB(daemonPid), helper: rssKiB(helper) };
 		const socks = [];
