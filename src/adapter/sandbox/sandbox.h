@@ -76,8 +76,9 @@ void sandbox_remove_dead(struct sbx_adapter *a, const char *id);
 /* For a record already claimed stopped: waits for its execs, stops the VM
  * (removing its scratch disk and files) and drops the record. */
 void sandbox_teardown(struct sbx_adapter *a, const char *id, const char *reason);
-/* The end of a teardown, for a VM already detached from the registry:
- * stops it, gives back its memory and logs the stop with its reason. */
+/* The end of a teardown, for a VM already detached from the registry
+ * after sbx_mem_budget_release_begin: stops it, ends the release (its
+ * memory given back) and logs the stop with its reason. */
 void sandbox_release(struct sbx_adapter *a, const char *id, void *vm, uint64_t mem_mib, const char *reason);
 
 #endif
