@@ -24,22 +24,10 @@ struct frames_in {
 static ssize_t frames_source(void *ud, const void **data, sbx_error_t *err)
 {
 	struct frames_in *in = ud;
-	json_t *msg;
-	int rc = control_read_json(in->r, &msg, err);
-	if (rc == 0)
-		return sbx_error_set(err, EPROTO, "control socket: the peer closed before {\"end\": true}");
-	if (rc < 0)
-		return -1;
-	size_t len;
-	int stream;
-	rc = control_frame_parse(msg, &len, &stream, err);
-	json_decref(msg);
-	if (rc <= 0)
-		return rc;
-	if (control_read_exact(in->r, in->buf, len, err) < 0)
-		return -1;
-	*data = in->buf;
-	return (ssize_t)len;
+	ssize_t n = control_read_frame(in->r, in->buf, err);
+	if (n > 0)
+		*data = in->buf;
+	return n;
 }
 
 int control_cp_in(const struct control_ctx *c, struct control_reader *r, int fd, const char *id,

@@ -34,7 +34,10 @@ struct sandbox_exec_args {
 	const char *workdir;   /* NULL = the image's WorkingDir, else / */
 	uint64_t timeout_ms;   /* as requested; clamped here */
 	int (*on_output)(void *ud, int fd, const void *data, size_t len); /* optional (backend.h) */
-	void *output_ud;
+	/* Optional: true once the caller went away; the command is then
+	 * killed as a stop would (S004 naming the caller). */
+	bool (*caller_gone)(void *ud);
+	void *output_ud; /* both's */
 	json_t *stream;        /* NULL, or {stdout?, stderr?} writer refs (exec_stream.h) */
 };
 
