@@ -162,8 +162,9 @@ int net_link_spawn(struct net_link *l, char *const *args, pid_t keeper, struct s
 		sbx_error_errno(err, errno, "pidfd_open");
 		goto out;
 	}
-	if (pipe2(life, O_CLOEXEC) < 0) {
-		sbx_error_errno(err, errno, "pipe");
+	/* Its end stays open (its reports) after ours is shut (its EOF). */
+	if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, life) < 0) {
+		sbx_error_errno(err, errno, "lifeline socketpair");
 		goto out;
 	}
 	if (sbx_jail_host_active(jail_host) && (l->jail = net_link_jail_prepare(jail_host, vm_dir, path, err)) == NULL)
@@ -174,6 +175,7 @@ int net_link_spawn(struct net_link *l, char *const *args, pid_t keeper, struct s
 	}
 	l->lifeline = life[1];
 	life[1] = -1;
+	net_link_report_watch(l);
 	rc = 0;
 out:
 	close_fd(&life[0]);
@@ -187,12 +189,16 @@ out:
 
 void net_link_close(struct net_link *l)
 {
-	close_fd(&l->lifeline);
+	/* The helper reads EOF, sends its last report and exits. */
+	if (l->lifeline >= 0)
+		shutdown(l->lifeline, SHUT_WR);
 	if (l->pid > 0) {
 		while (waitpid(l->pid, NULL, 0) < 0 && errno == EINTR)
 			;
 		l->pid = -1;
 	}
+	net_link_report_end(l);
+	close_fd(&l->lifeline);
 	/* Whatever the helper left in its cgroup goes with the leaf. */
 	jail_release(l->jail);
 	l->jail = NULL;
