@@ -3,7 +3,9 @@
 // engine, then the CLI binary: ps (a create in progress included), exec,
 // cp both ways (10 MiB, a directory), logs, status, a peer that is not
 // root refused, stop; logs of a second sandbox, restored from the
-// template the first one made.  Two VM boots.
+// template the first one made, and of a third restored from it once its
+// console file is gone (as a template of an earlier version).  Three VM
+// boots (two restores).
 import { describe, test, before, after } from './lib/test-api.mjs';
 import assert from 'node:assert/strict';
 import { execFile, spawn } from 'node:child_process';
@@ -32,7 +34,7 @@ function run(file, args, timeoutMs = 120000) {
 const skip = registryUnavailable();
 
 describe('operator CLI over the control socket', { skip: skip ?? false }, () => {
-	let reg, s, id, dir, sock, creatingSeen;
+	let reg, s, id, dir, sock, creatingSeen, template;
 	const cli = (...args) => run(BIN, [args[0], '--socket', sock, ...args.slice(1)]);
 	const psJson = async () => {
 		const r = await cli('ps', '--json');
@@ -173,7 +175,8 @@ describe('operator CLI over the control socket', { skip: skip ?? false }, () => 
 			const key = head[1];
 			const dir = readdirSync(path.join(s.stateDir, 'snapshots')).find((d) => d.startsWith(key) && !d.includes('.'));
 			assert.ok(dir, `the template ${key} in the state directory`);
-			const saved = readFileSync(path.join(s.stateDir, 'snapshots', dir, 'console'), 'utf8');
+			template = { key, dir: path.join(s.stateDir, 'snapshots', dir) };
+			const saved = readFileSync(path.join(template.dir, 'console'), 'utf8');
 			assert.ok(saved.length <= 16384);
 			const start = `--- the console of template ${key}'s boot, up to its save (at most its last 16384 bytes) ---\n`;
 			const end = "--- the end of the template's console: this VM was restored from it ---\n";
@@ -181,6 +184,23 @@ describe('operator CLI over the control socket', { skip: skip ?? false }, () => 
 			const body = out.slice(head[0].length + start.length, out.indexOf(end));
 			assert.equal(body.replace(/\n$/, ''), saved.replace(/\n$/, ''));
 			assert.ok(out.indexOf(end) < out.indexOf('restored-marker'), 'what the guest wrote comes after');
+		} finally {
+			const r = await cli('stop', other);
+			assert.equal(r.code, 0, r.stderr);
+		}
+	});
+
+	test('a template made by an earlier version (no console file) still restores; logs says so', async () => {
+		assert.ok(template, 'the template of the test before');
+		rmSync(path.join(template.dir, 'console'));
+		const other = (await s.vm('create', { image: 'python' })).sandbox_id;
+		try {
+			const r = await cli('logs', other);
+			assert.equal(r.code, 0, r.stderr);
+			const lines = r.stdout.toString().split('\n');
+			assert.match(lines[0], new RegExp(`^boot: restore of template ${template.key} at ${ISO}$`));
+			assert.equal(lines[1], `--- the console of template ${template.key}'s boot is not available (a template made ` +
+				'by an earlier version) ---');
 		} finally {
 			const r = await cli('stop', other);
 			assert.equal(r.code, 0, r.stderr);
