@@ -160,6 +160,21 @@ static int write_text(const char *tmp, const char *name, const char *text, sbx_e
 	return 0;
 }
 
+int snapshot_place(const char *tmp, const char *final, sbx_error_t *err)
+{
+	if (rename(tmp, final) == 0)
+		return 0;
+	int e = errno;
+	cleanup_free char *key = sbx_path_join(final, "key");
+	/* A template with its key is complete: never replaced. */
+	if ((e != ENOTEMPTY && e != EEXIST) || key == NULL || access(key, F_OK) == 0 || errno != ENOENT)
+		return sbx_error_errno(err, e, "rename %s", tmp);
+	snapshot_remove_dir(final);
+	if (rename(tmp, final) < 0)
+		return sbx_error_errno(err, errno, "rename %s", tmp);
+	return 0;
+}
+
 /* Waits for the migration to finish: "completed", or fails. */
 static int wait_migration(struct qmp *q, int64_t deadline, sbx_error_t *err)
 {
@@ -234,8 +249,8 @@ int snapshot_save(struct qmp *q, const char *key, const char *key_text, const ch
 		*pending = sbx_steal_ptr(tmp);
 		return 0;
 	}
-	if (rc == 0 && rename(tmp, final) < 0)
-		rc = sbx_error_errno(err, errno, "rename %s", tmp);
+	if (rc == 0)
+		rc = snapshot_place(tmp, final, err);
 	if (rc < 0)
 		snapshot_remove_dir(tmp);
 	if (cow)
@@ -265,8 +280,8 @@ int snapshot_publish(const char *pending, const char *key, int ram_fd, sbx_error
 			template_memfd_save(ram_fd, ram, desc, sizeof(desc), err) < 0 ||
 			write_text(pending, "ram.id", desc, err) < 0))
 		rc = -1;
-	if (rc == 0 && rename(pending, final) < 0)
-		rc = sbx_error_errno(err, errno, "rename %s", pending);
+	if (rc == 0)
+		rc = snapshot_place(pending, final, err);
 	if (rc < 0) {
 		snapshot_remove_dir(pending);
 		return sbx_error_prefix(err, "snapshot");

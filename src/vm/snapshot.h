@@ -89,6 +89,12 @@ int snapshot_save(struct qmp *q, const char *key, const char *key_text, const ch
  * and keeps the memfd for this process's clones.  On failure the pending
  * directory is removed. */
 int snapshot_publish(const char *pending, const char *key, int ram_fd, sbx_error_t *err);
+/* Publishes the template directory `tmp` as `final` with one rename, under
+ * the key's build lock.  A directory found there without its "key" file is
+ * what another version's removal left (it does not know every file of a
+ * template, e.g. its console): it is removed first; a complete one stays
+ * (and the rename fails). */
+int snapshot_place(const char *tmp, const char *final, sbx_error_t *err);
 /* Removes a template directory (by path) and this process's memfd of it. */
 void snapshot_remove_dir(const char *dir);
 /* Removes the key's template (a restore from it failed). */
