@@ -19,12 +19,14 @@
 static void add_facts(void *vm, json_t *row, void *ud)
 {
 	const struct sbx_backend *be = ud;
-	struct sbx_vm_facts f = { .pid = -1, .console_log = NULL };
+	struct sbx_vm_facts f = { .pid = -1, .console_log = NULL, .boot = NULL };
 	be->ops->facts(vm, &f);
 	if (f.pid > 0)
 		json_object_set_new(row, "pid", json_integer(f.pid));
 	if (f.console_log != NULL)
 		json_object_set_new(row, "console_log", json_string(f.console_log));
+	if (f.boot != NULL && f.boot[0] != '\0')
+		json_object_set_new(row, "boot", json_string(f.boot));
 }
 
 /* VmRSS of /proc/PID/status in KiB, -1 when it cannot be read. */

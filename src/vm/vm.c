@@ -38,6 +38,7 @@ static void vm_free(struct sbx_vm *vm)
 	if (vm->ram_fd >= 0)
 		close(vm->ram_fd);
 	free(vm->snap_text);
+	free(vm->log_lead);
 	free(vm->qemu);
 	free(vm->kernel);
 	free(vm->boot);

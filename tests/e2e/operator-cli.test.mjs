@@ -3,13 +3,15 @@
 // engine, then the CLI binary: ps (a create in progress included; a
 // background process and a terminal counted and listed), exec (its stdin
 // with -i; a killed CLI ending its command), cp both ways (10 MiB, a
-// directory), logs, status, a peer that is not root refused, stop.  One VM
-// boot.
+// directory), logs, status, a peer that is not root refused, stop; logs
+// of a second sandbox, restored from the template the first one made,
+// and of a third restored from it once its console file is gone (as a
+// template of an earlier version).  Three VM boots (two restores).
 import { describe, test, before, after } from './lib/test-api.mjs';
 import assert from 'node:assert/strict';
 import { execFile, spawn } from 'node:child_process';
 import { createHash, randomBytes } from 'node:crypto';
-import { chmodSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { chmodSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { assertNoSanitizerReport, BIN, endDaemon, startStack } from './daemon.mjs';
@@ -17,6 +19,8 @@ import { eventually, sleep } from './lib.mjs';
 import { registryUnavailable, startRegistry } from './lib/registry-fixture.mjs';
 import { startSandboxStack } from './lib/sandbox-stack.mjs';
 
+// A time as the first line of `logs` gives it: ISO 8601, UTC.
+const ISO = '\\d{4}-\\d{2}-\\d{2}T\\d{2}:\\d{2}:\\d{2}\\.\\d{3}Z';
 const sha256 = (buf) => createHash('sha256').update(buf).digest('hex');
 
 // Runs a command; resolves {code, stdout, stderr} (stdout as a Buffer).
@@ -35,7 +39,7 @@ function run(file, args, timeoutMs = 120000, input = '') {
 const skip = registryUnavailable();
 
 describe('operator CLI over the control socket', { skip: skip ?? false }, () => {
-	let reg, s, id, dir, sock, creatingSeen;
+	let reg, s, id, dir, sock, creatingSeen, template;
 	const cli = (...args) => run(BIN, [args[0], '--socket', sock, ...args.slice(1)]);
 	const psJson = async () => {
 		const r = await cli('ps', '--json');
@@ -239,12 +243,63 @@ describe('operator CLI over the control socket', { skip: skip ?? false }, () => 
 		assert.match(missing.stderr, /S211/);
 	});
 
-	test('logs prints the VM console', async () => {
+	test('logs prints the VM console, after a first line saying how it booted', async () => {
 		const w = await cli('exec', id, '--', 'sh', '-c', 'echo cli-console-marker > /dev/console');
 		assert.equal(w.code, 0, w.stderr);
 		const r = await cli('logs', id);
 		assert.equal(r.code, 0, r.stderr);
-		assert.match(r.stdout.toString(), /cli-console-marker/);
+		const out = r.stdout.toString();
+		// The first create of the image boots cold and makes its template.
+		assert.match(out, new RegExp(`^boot: cold, saved as template [0-9a-f]{12} at ${ISO}\n`));
+		assert.match(out, /cli-console-marker/);
+		const [row] = await psJson();
+		assert.match(row.boot, /^cold, saved as template /);
+	});
+
+	test("logs of a restored sandbox: how it booted, its template boot's console, what it wrote since", async () => {
+		// The template the first create made: this create restores it.
+		const other = (await s.vm('create', { image: 'python' })).sandbox_id;
+		try {
+			const w = await cli('exec', other, '--', 'sh', '-c', 'echo restored-marker > /dev/console');
+			assert.equal(w.code, 0, w.stderr);
+			const r = await cli('logs', other);
+			assert.equal(r.code, 0, r.stderr);
+			const out = r.stdout.toString();
+			const head = out.match(new RegExp(`^boot: restore of template ([0-9a-f]{12}) at ${ISO}\n`));
+			assert.ok(head, out.slice(0, 300));
+			const key = head[1];
+			const dir = readdirSync(path.join(s.stateDir, 'snapshots')).find((d) => d.startsWith(key) && !d.includes('.'));
+			assert.ok(dir, `the template ${key} in the state directory`);
+			template = { key, dir: path.join(s.stateDir, 'snapshots', dir) };
+			const saved = readFileSync(path.join(template.dir, 'console'), 'utf8');
+			assert.ok(saved.length <= 16384);
+			const start = `--- the console of template ${key}'s boot, up to its save (at most its last 16384 bytes) ---\n`;
+			const end = "--- the end of the template's console: this VM was restored from it ---\n";
+			assert.equal(out.slice(head[0].length, head[0].length + start.length), start);
+			const body = out.slice(head[0].length + start.length, out.indexOf(end));
+			assert.equal(body.replace(/\n$/, ''), saved.replace(/\n$/, ''));
+			assert.ok(out.indexOf(end) < out.indexOf('restored-marker'), 'what the guest wrote comes after');
+		} finally {
+			const r = await cli('stop', other);
+			assert.equal(r.code, 0, r.stderr);
+		}
+	});
+
+	test('a template made by an earlier version (no console file) still restores; logs says so', async () => {
+		assert.ok(template, 'the template of the test before');
+		rmSync(path.join(template.dir, 'console'));
+		const other = (await s.vm('create', { image: 'python' })).sandbox_id;
+		try {
+			const r = await cli('logs', other);
+			assert.equal(r.code, 0, r.stderr);
+			const lines = r.stdout.toString().split('\n');
+			assert.match(lines[0], new RegExp(`^boot: restore of template ${template.key} at ${ISO}$`));
+			assert.equal(lines[1], `--- the console of template ${template.key}'s boot is not available (a template made ` +
+				'by an earlier version) ---');
+		} finally {
+			const r = await cli('stop', other);
+			assert.equal(r.code, 0, r.stderr);
+		}
 	});
 
 	test('status answers', async () => {

@@ -85,6 +85,7 @@ static void facts(void *vm, struct sbx_vm_facts *f)
 	struct sbx_vm *v = ((struct sandbox_vm *)vm)->vm;
 	f->pid = sbx_vm_pid(v);
 	f->console_log = sbx_vm_console_log(v);
+	f->boot = ((struct sandbox_vm *)vm)->boot_line;
 }
 
 static uint64_t templates_mib(void *ctx)
