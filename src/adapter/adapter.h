@@ -27,11 +27,9 @@ int sbx_adapter_use_backend(struct sbx_adapter *a, const struct sbx_backend_ops 
 			    sbx_error_t *err);
 /* Runs operation `op` ("fs::ls") on `req` (borrowed, may be NULL). */
 int sbx_adapter_call(struct sbx_adapter *a, const char *op, json_t *req, json_t **out);
-/* sbx_adapter_call(a, "exec", req, out), with on_output(ud, fd, data, len)
- * called on this thread as the command's output comes (the operator's
- * exec, control/; it returns 0 so the reply keeps the output too, as
- * backend.h's on_output says); the reply is exec's all the same. */
-int sbx_adapter_exec_live(struct sbx_adapter *a, json_t *req, int (*on_output)(void *ud, int fd, const void *data, size_t len),
-			  void *ud, json_t **out);
+/* sbx_adapter_call(a, "exec", req, out) for a caller on a connection of
+ * its own (struct sbx_exec_live): the output as it comes, the command
+ * ended when the caller goes away; the reply is exec's all the same. */
+int sbx_adapter_exec_live(struct sbx_adapter *a, json_t *req, const struct sbx_exec_live *live, json_t **out);
 
 #endif

@@ -47,6 +47,18 @@ struct sbx_adapter {
  * the error body ({code, message}). */
 typedef int (*sbx_op_fn)(struct sbx_adapter *a, json_t *req, json_t **out);
 
+/* An exec whose caller waits on a connection of its own (the operator's
+ * exec, control/): its output as it comes (on_output, may be NULL; it
+ * returns 0 so the reply keeps the output too, as backend.h's on_output
+ * says), and whether the caller went away (caller_gone, may be NULL;
+ * polled a few times a second: true ends the command as a stop would,
+ * S004). */
+struct sbx_exec_live {
+	int (*on_output)(void *ud, int fd, const void *data, size_t len);
+	bool (*caller_gone)(void *ud);
+	void *ud;
+};
+
 struct sbx_op {
 	const char *op; /* "exec"; the function id is "sandbox-libkrun::exec" */
 	const char *description;

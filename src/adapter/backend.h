@@ -67,6 +67,8 @@ struct sbx_proc_request {
 struct sbx_vm_facts {
 	int pid;                 /* QEMU's, -1 when unknown */
 	const char *console_log; /* valid while the VM is */
+	const char *boot;        /* how and when it booted (the first line of
+				    `logs`), valid while the VM is, or NULL */
 };
 
 /* What the VM layer tells placement (adapter::info's `capacity`). */

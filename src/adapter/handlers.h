@@ -15,9 +15,8 @@ int sbx_op_list(struct sbx_adapter *a, json_t *req, json_t **out);
 int sbx_op_create(struct sbx_adapter *a, json_t *req, json_t **out);
 int sbx_op_run(struct sbx_adapter *a, json_t *req, json_t **out);
 int sbx_op_exec(struct sbx_adapter *a, json_t *req, json_t **out);
-/* exec with on_output (may be NULL) called as the output comes. */
-int sbx_op_exec_live(struct sbx_adapter *a, json_t *req, int (*on_output)(void *ud, int fd, const void *data, size_t len),
-		     void *ud, json_t **out);
+/* exec for a caller on a connection of its own (live may be NULL). */
+int sbx_op_exec_live(struct sbx_adapter *a, json_t *req, const struct sbx_exec_live *live, json_t **out);
 int sbx_op_stop(struct sbx_adapter *a, json_t *req, json_t **out);
 
 int sbx_op_fs_ls(struct sbx_adapter *a, json_t *req, json_t **out);

@@ -7,11 +7,15 @@
 #include <string.h>
 
 #include "common/cleanup.h"
+#include "common/clock.h"
 #include "common/scodes.h"
 
 void sbx_mem_budget_init(struct sbx_mem_budget *b, uint64_t limit_mib)
 {
 	pthread_mutex_init(&b->lock, NULL);
+	sbx_cond_init_monotonic(&b->released);
+	b->release_begun = 0;
+	b->release_done = 0;
 	b->limit_mib = limit_mib;
 	b->committed_mib = 0;
 	b->templates_mib = 0;
@@ -22,6 +26,7 @@ void sbx_mem_budget_init(struct sbx_mem_budget *b, uint64_t limit_mib)
 
 void sbx_mem_budget_destroy(struct sbx_mem_budget *b)
 {
+	pthread_cond_destroy(&b->released);
 	pthread_mutex_destroy(&b->lock);
 }
 
@@ -77,6 +82,36 @@ void sbx_mem_budget_give(struct sbx_mem_budget *b, uint64_t need_mib)
 	if (b->vms > 0)
 		b->vms--;
 	pthread_mutex_unlock(&b->lock);
+}
+
+void sbx_mem_budget_release_begin(struct sbx_mem_budget *b)
+{
+	pthread_mutex_lock(&b->lock);
+	b->release_begun++;
+	pthread_mutex_unlock(&b->lock);
+}
+
+void sbx_mem_budget_release_end(struct sbx_mem_budget *b, uint64_t mem_mib)
+{
+	if (mem_mib > 0)
+		sbx_mem_budget_give(b, mem_mib);
+	pthread_mutex_lock(&b->lock);
+	b->release_done++;
+	pthread_cond_broadcast(&b->released);
+	pthread_mutex_unlock(&b->lock);
+}
+
+bool sbx_mem_budget_wait_released(struct sbx_mem_budget *b, int64_t timeout_ms)
+{
+	struct timespec until = sbx_ms_timespec(sbx_now_ms() + timeout_ms);
+	bool done = true;
+	pthread_mutex_lock(&b->lock);
+	uint64_t want = b->release_begun;
+	while (done && b->release_done < want)
+		done = pthread_cond_timedwait(&b->released, &b->lock, &until) != ETIMEDOUT;
+	done = b->release_done >= want;
+	pthread_mutex_unlock(&b->lock);
+	return done;
 }
 
 int sbx_mem_budget_take_logs(struct sbx_mem_budget *b, uint64_t bytes, sbx_error_t *err)

@@ -8,6 +8,7 @@
 #define SBX_ADAPTER_MEM_BUDGET_H
 
 #include <pthread.h>
+#include <stdbool.h>
 #include <stdint.h>
 
 #include "adapter/config/config.h"
@@ -34,6 +35,10 @@ struct sbx_mem_budget {
 	uint64_t logs_bytes;    /* background processes' log rings at their worst case */
 	unsigned vms;
 	unsigned logs;          /* the background processes holding logs_bytes */
+	/* Sandboxes being released: claimed for a stop (no longer listed),
+	 * their QEMU not yet gone, their memory still committed. */
+	pthread_cond_t released;
+	uint64_t release_begun, release_done;
 };
 
 void sbx_mem_budget_init(struct sbx_mem_budget *b, uint64_t limit_mib);
@@ -42,6 +47,15 @@ void sbx_mem_budget_destroy(struct sbx_mem_budget *b);
  * S400 naming the budget, what is committed and how to raise it. */
 int sbx_mem_budget_take(struct sbx_mem_budget *b, uint64_t need_mib, uint64_t guest_mib, sbx_error_t *err);
 void sbx_mem_budget_give(struct sbx_mem_budget *b, uint64_t need_mib);
+/* A sandbox's release: begun when it is claimed for a stop, ended when
+ * its QEMU is gone and its `mem_mib` given back. */
+void sbx_mem_budget_release_begin(struct sbx_mem_budget *b);
+void sbx_mem_budget_release_end(struct sbx_mem_budget *b, uint64_t mem_mib);
+/* Waits, at most `timeout_ms`, until as many releases have ended as had
+ * begun at the call: a create that does not fit asks again after them,
+ * since a sandbox that left `list` must not hold its memory against the
+ * next one.  False on timeout. */
+bool sbx_mem_budget_wait_released(struct sbx_mem_budget *b, int64_t timeout_ms);
 /* Commits `bytes` for one background process's log rings, or fails with
  * S400 naming the budget, what is committed, background_log_bytes and how
  * to make room. */

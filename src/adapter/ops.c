@@ -138,12 +138,7 @@ const struct sbx_op *sbx_op_find(const char *op)
 	return NULL;
 }
 
-struct live {
-	int (*on_output)(void *ud, int fd, const void *data, size_t len);
-	void *ud;
-};
-
-static int run_op(struct sbx_adapter *a, const char *op, json_t *req, const struct live *live, json_t **out)
+static int run_op(struct sbx_adapter *a, const char *op, json_t *req, const struct sbx_exec_live *live, json_t **out)
 {
 	*out = NULL;
 	struct sbx_call_log log;
@@ -156,7 +151,7 @@ static int run_op(struct sbx_adapter *a, const char *op, json_t *req, const stru
 	}
 	const char *outer = sbx_op_set_current(o->op);
 	int64_t start_ns = sbx_call_metrics_start();
-	int rc = live != NULL ? sbx_op_exec_live(a, req, live->on_output, live->ud, out) : o->fn(a, req, out);
+	int rc = live != NULL ? sbx_op_exec_live(a, req, live, out) : o->fn(a, req, out);
 	if (rc == 0 && *out == NULL) {
 		sbx_error_t err = NULL;
 		sbx_error_set(&err, ENOMEM, "out of memory building the reply");
@@ -176,9 +171,7 @@ int sbx_adapter_call(struct sbx_adapter *a, const char *op, json_t *req, json_t 
 	return run_op(a, op, req, NULL, out);
 }
 
-int sbx_adapter_exec_live(struct sbx_adapter *a, json_t *req, int (*on_output)(void *ud, int fd, const void *data, size_t len),
-			  void *ud, json_t **out)
+int sbx_adapter_exec_live(struct sbx_adapter *a, json_t *req, const struct sbx_exec_live *live, json_t **out)
 {
-	struct live live = { on_output, ud };
-	return run_op(a, "exec", req, &live, out);
+	return run_op(a, "exec", req, live, out);
 }

@@ -15,8 +15,8 @@
 static const struct sbx_op extensions[] = {
 	{ "process::list", "List a sandbox's background processes",
 	  OBJ(ID, Q("sandbox_id")),
-	  OBJ(F("processes", "{\"type\":\"array\",\"items\":" OBJ(PROC "," F("argv", T_STRS) "," F("state", T_STATE) "," F("exit_code", T_I64) "," F("started_at", T_STR) "," F("ended_at", T_STR) "," F("bytes", OBJ(F("stdout", T_U64) "," F("stderr", T_U64), Q("stdout") "," Q("stderr"))),
-							       Q("process_id") "," Q("argv") "," Q("state") "," Q("started_at") "," Q("bytes")) "}"),
+	  OBJ(F("processes", "{\"type\":\"array\",\"items\":" OBJ(PROC "," F("argv", T_STRS) "," F("pid", T_U32) "," F("state", T_STATE) "," F("exit_code", T_I64) "," F("started_at", T_STR) "," F("ended_at", T_STR) "," F("bytes", OBJ(F("stdout", T_U64) "," F("stderr", T_U64), Q("stdout") "," Q("stderr"))),
+							       Q("process_id") "," Q("argv") "," Q("pid") "," Q("state") "," Q("started_at") "," Q("bytes")) "}"),
 	      Q("processes")),
 	  sbx_op_process_list },
 	{ "process::logs", "Read a background process's output from a byte offset, or follow it through a channel",

@@ -53,8 +53,6 @@ static void stop_handed(struct reaper *r)
 		sandbox_release(r->a, h->id, h->vm, h->mem_mib, SANDBOX_STOP_RUN);
 		free(h);
 		pthread_mutex_lock(&r->lock);
-		r->n_gone++;
-		pthread_cond_broadcast(&r->handed_done);
 	}
 }
 
@@ -91,40 +89,24 @@ bool reaper_hand_over(struct reaper *r, void *vm, uint64_t mem_mib, const char *
 	*h = (struct reaper_handoff){ .vm = vm, .mem_mib = mem_mib };
 	snprintf(h->id, sizeof(h->id), "%s", id);
 	pthread_mutex_lock(&r->lock);
-	/* In order: reaper_wait_handed() counts what is gone. */
 	*r->handed_tail = h;
 	r->handed_tail = &h->next;
-	r->n_handed++;
 	pthread_cond_signal(&r->wake);
 	pthread_mutex_unlock(&r->lock);
 	return true;
-}
-
-void reaper_wait_handed(struct reaper *r)
-{
-	if (!r->running)
-		return;
-	pthread_mutex_lock(&r->lock);
-	uint64_t want = r->n_handed;
-	while (r->n_gone < want)
-		pthread_cond_wait(&r->handed_done, &r->lock);
-	pthread_mutex_unlock(&r->lock);
 }
 
 int reaper_start(struct reaper *r, struct sbx_adapter *a, sbx_error_t *err)
 {
 	r->a = a;
 	sbx_cond_init_monotonic(&r->wake);
-	pthread_cond_init(&r->handed_done, NULL);
 	pthread_mutex_init(&r->lock, NULL);
 	r->stopping = false;
 	r->handed = NULL;
 	r->handed_tail = &r->handed;
-	r->n_handed = r->n_gone = 0;
 	int rc = pthread_create(&r->thread, NULL, reaper_main, r);
 	if (rc != 0) {
 		pthread_cond_destroy(&r->wake);
-		pthread_cond_destroy(&r->handed_done);
 		pthread_mutex_destroy(&r->lock);
 		return sbx_error_errno(err, rc, "reaper thread");
 	}
@@ -143,7 +125,6 @@ void reaper_stop(struct reaper *r)
 	/* The thread stops what was handed over before it ends. */
 	pthread_join(r->thread, NULL);
 	pthread_cond_destroy(&r->wake);
-	pthread_cond_destroy(&r->handed_done);
 	pthread_mutex_destroy(&r->lock);
 	r->running = false;
 }

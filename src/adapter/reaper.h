@@ -23,8 +23,6 @@ void reaper_stop(struct reaper *r);
  * from the registry, and give back its `mem_mib`.  False when the thread
  * does not run or the handoff cannot be allocated: the caller stops it. */
 bool reaper_hand_over(struct reaper *r, void *vm, uint64_t mem_mib, const char *id);
-/* Waits until every VM handed over before the call is gone. */
-void reaper_wait_handed(struct reaper *r);
 /* One scan: tears down every sandbox due (all of them with `all`);
  * returns how many. */
 unsigned reaper_scan(struct sbx_adapter *a, bool all);

@@ -16,9 +16,7 @@ struct reaper {
 	pthread_t thread;
 	pthread_mutex_t lock;
 	pthread_cond_t wake;
-	pthread_cond_t handed_done; /* a handed-over VM is gone */
 	struct reaper_handoff *handed, **handed_tail; /* oldest first */
-	uint64_t n_handed, n_gone; /* how many were handed over, and are gone */
 	bool running, stopping;
 };
 

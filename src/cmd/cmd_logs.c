@@ -9,8 +9,10 @@
 static void usage(FILE *out)
 {
 	fprintf(out, "usage: sandbox-libkrun logs [-f] [--socket PATH] ID\n\n"
-		     "Prints the console log of a running sandbox's VM (kernel and init messages,\n"
-		     "the first 1 MiB of it) and what the guest writes to /dev/console.\n\n"
+		     "Prints how a running sandbox's VM booted and when (the first line), then its\n"
+		     "console log (kernel and init messages, the first 1 MiB of it; a VM restored\n"
+		     "from a template starts with the console of the boot that made the template)\n"
+		     "and what the guest writes to /dev/console.\n\n"
 		     "  -f, --follow    keep printing what comes until the sandbox stops\n"
 		     "  --socket PATH   the daemon's control socket (default $SANDBOX_CONTROL_SOCKET,\n"
 		     "                  else " CONTROL_SOCKET_DEFAULT ")\n\n"

@@ -89,10 +89,16 @@ int cli_show(int argc, char **argv, const char *op, void (*usage)(FILE *out), vo
 		return rc;
 	if (argc > 1)
 		return cli_usage_error(&o, "unexpected argument '%s'", argv[1]);
+	return cli_show_answer(&o, json_pack("{s:s}", "op", op), print);
+}
+
+int cli_show_answer(const struct cli_opts *o, json_t *req, void (*print)(json_t *res))
+{
 	json_t *res;
-	if ((rc = cli_call(&o, json_pack("{s:s}", "op", op), &res)) != 0)
+	int rc;
+	if ((rc = cli_call(o, req, &res)) != 0)
 		return rc;
-	if (o.json) {
+	if (o->json) {
 		json_dumpf(res, stdout, JSON_INDENT(2));
 		putchar('\n');
 	} else {

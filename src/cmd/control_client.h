@@ -36,6 +36,9 @@ int cli_begin(int *argc, char **argv, bool json_ok, void (*usage)(FILE *out), st
  * argument of its own, --json prints the answer as it is, else `print`
  * does.  Returns the exit status. */
 int cli_show(int argc, char **argv, const char *op, void (*usage)(FILE *out), void (*print)(json_t *res));
+/* Its second half: sends `req` (taken), prints the answer as JSON (--json)
+ * or with `print`; returns the exit status. */
+int cli_show_answer(const struct cli_opts *o, json_t *req, void (*print)(json_t *res));
 /* Prints "sandbox-libkrun VERB: <message>" and "see `sandbox-libkrun VERB
  * --help`"; returns CLI_EXIT_USAGE. */
 int cli_usage_error(const struct cli_opts *o, const char *fmt, ...) __attribute__((format(printf, 2, 3)));

@@ -157,12 +157,20 @@ struct sbx_metric sbx_m_published_connections = {
 	.labels = { "outcome" },
 };
 
+struct sbx_metric sbx_m_net_denials = {
+	.name = "sandbox_libkrun_network_denials_total",
+	.help = "Guest connections, DNS queries and frames the network helpers refused, by reason",
+	.kind = SBX_METRIC_COUNTER,
+	.labels = { "reason" },
+};
+
 static struct sbx_metric *const families[] = {
 	&sbx_m_sandboxes, &sbx_m_creates, &sbx_m_create_seconds, &sbx_m_calls,     &sbx_m_call_seconds,
 	&sbx_m_errors,    &sbx_m_memory_committed, &sbx_m_memory_budget, &sbx_m_vm_rss, &sbx_m_vms,
 	&sbx_m_warm_pool, &sbx_m_warm_pool_target, &sbx_m_standby, &sbx_m_engine_up, &sbx_m_engine_reconnects,
 	&sbx_m_engine_queued, &sbx_m_images_cached, &sbx_m_images_cached_bytes, &sbx_m_pulls, &sbx_m_pull_bytes,
 	&sbx_m_workers, &sbx_m_published_connections,
+	&sbx_m_net_denials,
 };
 
 struct sbx_metric *const *sbx_metric_families(size_t *n)

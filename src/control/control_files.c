@@ -3,6 +3,7 @@
  * and the VM's console log, followed until the sandbox goes. */
 #include <errno.h>
 #include <fcntl.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -24,22 +25,10 @@ struct frames_in {
 static ssize_t frames_source(void *ud, const void **data, sbx_error_t *err)
 {
 	struct frames_in *in = ud;
-	json_t *msg;
-	int rc = control_read_json(in->r, &msg, err);
-	if (rc == 0)
-		return sbx_error_set(err, EPROTO, "control socket: the peer closed before {\"end\": true}");
-	if (rc < 0)
-		return -1;
-	size_t len;
-	int stream;
-	rc = control_frame_parse(msg, &len, &stream, err);
-	json_decref(msg);
-	if (rc <= 0)
-		return rc;
-	if (control_read_exact(in->r, in->buf, len, err) < 0)
-		return -1;
-	*data = in->buf;
-	return (ssize_t)len;
+	ssize_t n = control_read_frame(in->r, in->buf, err);
+	if (n > 0)
+		*data = in->buf;
+	return n;
 }
 
 int control_cp_in(const struct control_ctx *c, struct control_reader *r, int fd, const char *id,
@@ -73,8 +62,10 @@ int control_cp_out(const struct control_ctx *c, int fd, const char *id, const st
 	return rc;
 }
 
-/* The console log's path and whether the sandbox still runs. */
-static bool console_of(const struct control_ctx *c, const char *id, char **path)
+/* The console log's path, the log's first line (how the VM booted, as
+ * "boot: ...\n"; NULL when the backend does not say) and whether the
+ * sandbox still runs. */
+static bool console_of(const struct control_ctx *c, const char *id, char **path, char **boot)
 {
 	json_t *rows = control_rows(c);
 	bool running = false;
@@ -87,6 +78,9 @@ static bool console_of(const struct control_ctx *c, const char *id, char **path)
 		const char *log = json_string_value(json_object_get(r, "console_log"));
 		if (path != NULL && log != NULL)
 			*path = strdup(log);
+		const char *how = json_string_value(json_object_get(r, "boot"));
+		if (boot != NULL && how != NULL && asprintf(boot, "boot: %s\n", how) < 0)
+			*boot = NULL;
 	}
 	json_decref(rows);
 	return running;
@@ -112,8 +106,8 @@ static int send_new(int fd, int log, uint8_t *buf, uint64_t *sent, sbx_error_t *
 int control_logs(const struct control_ctx *c, int fd, const char *id, const struct control_request *q,
 		 sbx_error_t *err)
 {
-	cleanup_free char *path = NULL;
-	if (!console_of(c, id, &path) || path == NULL) {
+	cleanup_free char *path = NULL, *boot = NULL;
+	if (!console_of(c, id, &path, &boot) || path == NULL) {
 		sbx_error_t e = NULL;
 		sbx_error_set(&e, ENOENT, "sandbox %s has no console log (not running)", id);
 		int rc = control_send_err(fd, e, err);
@@ -129,10 +123,16 @@ int control_logs(const struct control_ctx *c, int fd, const char *id, const stru
 	if (buf == NULL)
 		return sbx_error_errno(err, ENOMEM, "log buffer");
 	uint64_t sent = 0;
+	if (boot != NULL) {
+		size_t len = strlen(boot);
+		if (control_send_frame(fd, boot, len, err) < 0)
+			return -1;
+		sent += len;
+	}
 	for (;;) {
 		if (send_new(fd, log, buf, &sent, err) < 0)
 			return -1;
-		if (!q->follow || atomic_load(c->stopping) || !console_of(c, id, NULL))
+		if (!q->follow || atomic_load(c->stopping) || !console_of(c, id, NULL, NULL))
 			break;
 		struct timespec ts = { 0, LOGS_POLL_MS * 1000000L };
 		nanosleep(&ts, NULL);

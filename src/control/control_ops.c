@@ -3,9 +3,15 @@
  * (sbx_adapter_call: the contract's checks, S-codes and limits) or, for
  * the streams, control_files.c. */
 #include <errno.h>
+#include <poll.h>
+#include <stdatomic.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "adapter/adapter.h"
+#include "common/base64.h"
+#include "common/cleanup.h"
+#include "common/cleanup_json.h"
 #include "common/log.h"
 #include "control/control_ops.h"
 
@@ -52,35 +58,89 @@ static json_t *status(const struct control_ctx *c)
 	return st;
 }
 
-/* exec's output goes to the peer as it comes; a peer gone stops it. */
+/* exec's output goes to the peer as it comes; a peer gone ends the
+ * command. */
 struct live_out {
 	int fd;
-	bool broken;
+	atomic_bool broken;
 };
 
 static int send_output(void *ud, int stream, const void *data, size_t len)
 {
 	struct live_out *o = ud;
 	sbx_error_t err = NULL;
-	if (!o->broken && control_send_output(o->fd, stream, data, len, &err) < 0) {
-		o->broken = true;
+	if (!atomic_load(&o->broken) && control_send_output(o->fd, stream, data, len, &err) < 0) {
+		atomic_store(&o->broken, true);
 		sbx_error_free(&err);
 	}
 	return 0; /* kept too: the reply's *_truncated flags count it */
 }
 
-static int serve_exec(const struct control_ctx *c, int fd, const char *id, const struct control_request *q,
-		      sbx_error_t *err)
+/* The peer closed its end (killed, Ctrl-C) or a send to it failed.  A
+ * peer that only shut down its writing half (SHUT_WR) still reads: not
+ * gone. */
+static bool peer_gone(void *ud)
 {
-	json_t *req = json_pack("{s:s, s:O}", "sandbox_id", id, "argv", q->argv);
+	struct live_out *o = ud;
+	if (atomic_load(&o->broken))
+		return true;
+	struct pollfd p = { .fd = o->fd, .events = 0 };
+	return poll(&p, 1, 0) > 0 && (p.revents & (POLLHUP | POLLERR)) != 0;
+}
+
+/* The command's stdin, sent after the request as frames and {"end":
+ * true}: as the base64 `stdin` of the exec request.  At most
+ * CONTROL_STDIN_MAX bytes (a peer sending more is refused before the
+ * command runs). */
+static int read_stdin(struct control_reader *r, json_t *req, sbx_error_t *err)
+{
+	cleanup_free uint8_t *frame = malloc(CONTROL_FRAME_MAX);
+	cleanup_free uint8_t *all = NULL;
+	size_t len = 0;
+	if (frame == NULL)
+		return sbx_error_errno(err, ENOMEM, "exec stdin");
+	for (;;) {
+		ssize_t n = control_read_frame(r, frame, err);
+		if (n < 0)
+			return -1;
+		if (n == 0)
+			break;
+		if ((size_t)n > CONTROL_STDIN_MAX - len)
+			return sbx_error_set(err, EFBIG, "exec: stdin holds more than %u bytes (the daemon's bound)",
+					     CONTROL_STDIN_MAX);
+		uint8_t *grown = realloc(all, len + (size_t)n);
+		if (grown == NULL)
+			return sbx_error_errno(err, ENOMEM, "exec stdin");
+		all = grown;
+		memcpy(all + len, frame, (size_t)n);
+		len += (size_t)n;
+	}
+	cleanup_free char *b64 = len > 0 ? sbx_base64_encode(all, len, err) : strdup("");
+	if (b64 == NULL)
+		return *err != NULL ? -1 : sbx_error_errno(err, ENOMEM, "exec stdin");
+	if (json_object_set_new(req, "stdin", json_string(b64)) < 0)
+		return sbx_error_errno(err, ENOMEM, "exec stdin");
+	return 0;
+}
+
+static int serve_exec(const struct control_ctx *c, struct control_reader *r, int fd, const char *id,
+		      const struct control_request *q, sbx_error_t *err)
+{
+	cleanup_json json_t *req = json_pack("{s:s, s:O}", "sandbox_id", id, "argv", q->argv);
 	if (req == NULL)
 		return sbx_error_errno(err, ENOMEM, "request");
 	if (q->timeout_ms > 0)
 		json_object_set_new(req, "timeout_ms", json_integer((json_int_t)q->timeout_ms));
+	sbx_error_t ierr = NULL;
+	if (q->stdin_frames && read_stdin(r, req, &ierr) < 0) {
+		int rc = control_send_error(fd, "usage", sbx_error_msg(ierr), err);
+		sbx_error_free(&ierr);
+		return rc;
+	}
 	struct live_out o = { fd, false };
+	struct sbx_exec_live live = { send_output, peer_gone, &o };
 	json_t *out = NULL;
-	int rc = sbx_adapter_exec_live(c->a, req, send_output, &o, &out);
-	json_decref(req);
+	int rc = sbx_adapter_exec_live(c->a, req, &live, &out);
 	if (rc == 0) {
 		/* Already sent, whole, as frames. */
 		json_object_del(out, "stdout");
@@ -127,7 +187,7 @@ static int serve_one(const struct control_ctx *c, struct control_reader *r, int 
 	}
 	switch (q->op) {
 	case CONTROL_EXEC:
-		return serve_exec(c, fd, id, q, err);
+		return serve_exec(c, r, fd, id, q, err);
 	case CONTROL_STOP:
 		return call(c, fd, "stop", json_pack("{s:s}", "sandbox_id", id), err);
 	case CONTROL_STAT:
@@ -147,6 +207,8 @@ static int serve_one(const struct control_ctx *c, struct control_reader *r, int 
 		return control_logs(c, fd, id, q, err);
 	case CONTROL_SHELL:
 		return control_shell(c, r, fd, id, q, err);
+	case CONTROL_PROCESSES:
+		return control_send_ok(fd, control_activity(c, id), err);
 	case CONTROL_PORT:
 		return serve_port(c, fd, id, err);
 	default:

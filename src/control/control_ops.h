@@ -35,8 +35,13 @@ int control_shell(const struct control_ctx *c, struct control_reader *r, int fd,
 
 /* control_view.c, below both: the rows of the operator's view with
  * QEMU's pid, its RSS and the console log's path; a sandbox reference
- * resolved; the adapter's error body sent as the final line. */
+ * resolved; the adapter's error body sent as the final line.  Each row
+ * also counts the sandbox's background processes and terminals. */
 json_t *control_rows(const struct control_ctx *c);
+/* What runs in sandbox `id` (canonical) besides its execs: {sandbox_id,
+ * processes: [process::list's rows], terminals: [{terminal_id, argv, pid,
+ * started_at}]}; NULL when out of memory. */
+json_t *control_activity(const struct control_ctx *c, const char id[SBX_UUID_STRLEN + 1]);
 /* A reference → the id: the full id (any form a call accepts), else a
  * unique id prefix, else a unique name; ids always win over names.  S002
  * naming `ref` when nothing matches or, listing the candidates, when

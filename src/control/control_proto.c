@@ -211,6 +211,25 @@ int control_frame_parse(const json_t *msg, size_t *len, int *stream, sbx_error_t
 	return 1;
 }
 
+ssize_t control_read_frame(struct control_reader *r, uint8_t *buf, sbx_error_t *err)
+{
+	json_t *msg;
+	int rc = control_read_json(r, &msg, err);
+	if (rc == 0)
+		return sbx_error_set(err, EPROTO, "control socket: the peer closed before {\"end\": true}");
+	if (rc < 0)
+		return -1;
+	size_t len;
+	int stream;
+	rc = control_frame_parse(msg, &len, &stream, err);
+	json_decref(msg);
+	if (rc <= 0)
+		return rc;
+	if (control_read_exact(r, buf, len, err) < 0)
+		return -1;
+	return (ssize_t)len;
+}
+
 static const struct {
 	const char *name;
 	enum control_op op;
@@ -221,7 +240,8 @@ static const struct {
 	{ "stat", CONTROL_STAT, true, true },	    { "ls", CONTROL_LS, true, true },
 	{ "mkdir", CONTROL_MKDIR, true, true },	    { "cp_in", CONTROL_CP_IN, true, true },
 	{ "cp_out", CONTROL_CP_OUT, true, true },   { "logs", CONTROL_LOGS, true, false },
-	{ "shell", CONTROL_SHELL, true, false },    { "port", CONTROL_PORT, true, false },
+	{ "shell", CONTROL_SHELL, true, false },    { "processes", CONTROL_PROCESSES, true, false },
+	{ "port", CONTROL_PORT, true, false },
 };
 
 /* A string field: NULL when absent and not required. */
@@ -266,6 +286,10 @@ static int parse_exec(json_t *req, struct control_request *out, sbx_error_t *err
 	if (t != NULL && (!json_is_integer(t) || json_integer_value(t) < 0))
 		return sbx_error_set(err, EINVAL, "field `timeout_ms`: expected an unsigned integer");
 	out->timeout_ms = t != NULL ? (uint64_t)json_integer_value(t) : 0;
+	json_t *in = json_object_get(req, "stdin");
+	if (in != NULL && !json_is_boolean(in))
+		return sbx_error_set(err, EINVAL, "field `stdin`: expected a boolean (its bytes follow as frames)");
+	out->stdin_frames = json_is_true(in);
 	return 0;
 }
 

@@ -9,6 +9,11 @@
  * bytes, 1 <= N <= CONTROL_FRAME_MAX; the sender of a file ends it with
  * the line {"end": true}.
  *
+ * exec with "stdin": true: the client sends the command's stdin as frames
+ * and {"end": true} after the request, all of it (at most
+ * CONTROL_STDIN_MAX bytes) before the command starts.  Closing the
+ * connection while the command runs ends the command.
+ *
  * shell: the server answers a first line {"terminal_id": ID} once the
  * terminal runs, then the screen as frames {"data": N} and the final line
  * {"ok": true, "result": {"exit_code": N}} when the command exited; the
@@ -34,6 +39,7 @@
 #define CONTROL_TTY_DIM_MAX 1000u /* shell: rows, cols 1..this */
 #define CONTROL_TERM_MAX 64u     /* shell: the client's $TERM */
 #define CONTROL_KEYS_MAX (64u * 1024u) /* shell: one frame of keys */
+#define CONTROL_STDIN_MAX (8u * 1024u * 1024u) /* exec with stdin: all of it */
 
 /* A buffered reader over a socket: lines and exact byte counts. */
 struct control_reader {
@@ -64,6 +70,11 @@ int control_send_end(int fd, sbx_error_t *err);
 int control_send_ok(int fd, json_t *result, sbx_error_t *err);
 int control_send_error(int fd, const char *code, const char *message, sbx_error_t *err);
 
+/* Reads the peer's next frame into buf (CONTROL_FRAME_MAX bytes): its
+ * length, 0 at {"end": true}, -1 on anything else (the peer gone first
+ * included). */
+ssize_t control_read_frame(struct control_reader *r, uint8_t *buf, sbx_error_t *err);
+
 /* One framed message: {"data": N} gives 1 with *len = N (checked against
  * CONTROL_FRAME_MAX) and *stream 1, or the frame's "fd" (1 or 2);
  * {"end": true} 0; anything else is an error.  `msg` is a line already
@@ -83,6 +94,7 @@ enum control_op {
 	CONTROL_CP_OUT,
 	CONTROL_LOGS,
 	CONTROL_SHELL,
+	CONTROL_PROCESSES,
 	CONTROL_PORT,
 };
 
@@ -93,6 +105,7 @@ struct control_request {
 	const char *mode;    /* cp_in, mkdir: octal, NULL = default */
 	json_t *argv;        /* exec: non-empty array of strings; shell: NULL or one */
 	uint64_t timeout_ms; /* exec: 0 = the daemon's default */
+	bool stdin_frames;   /* exec: its stdin follows as frames, then {"end": true} */
 	bool follow;         /* logs */
 	uint16_t rows, cols; /* shell: 1..CONTROL_TTY_DIM_MAX */
 	const char *term;    /* shell: NULL or 1..CONTROL_TERM_MAX bytes */

@@ -6,7 +6,9 @@
 #include <string.h>
 #include <strings.h>
 
+#include "adapter/process/process_table.h"
 #include "adapter/scode.h"
+#include "adapter/terminal/terminal.h"
 #include "common/cleanup.h"
 #include "common/cleanup_json.h"
 #include "common/scodes.h"
@@ -17,12 +19,14 @@
 static void add_facts(void *vm, json_t *row, void *ud)
 {
 	const struct sbx_backend *be = ud;
-	struct sbx_vm_facts f = { .pid = -1, .console_log = NULL };
+	struct sbx_vm_facts f = { .pid = -1, .console_log = NULL, .boot = NULL };
 	be->ops->facts(vm, &f);
 	if (f.pid > 0)
 		json_object_set_new(row, "pid", json_integer(f.pid));
 	if (f.console_log != NULL)
 		json_object_set_new(row, "console_log", json_string(f.console_log));
+	if (f.boot != NULL && f.boot[0] != '\0')
+		json_object_set_new(row, "boot", json_string(f.boot));
 }
 
 /* VmRSS of /proc/PID/status in KiB, -1 when it cannot be read. */
@@ -42,6 +46,48 @@ static long long rss_kib(json_int_t pid)
 	return kib;
 }
 
+static void add_rss(json_t *row)
+{
+	json_t *pid = json_object_get(row, "pid");
+	long long kib = pid != NULL ? rss_kib(json_integer_value(pid)) : -1;
+	json_object_set_new(row, "rss_kib", kib >= 0 ? json_integer(kib) : json_null());
+}
+
+/* Its background processes and open terminals, as lists (NULL when out of
+ * memory). */
+static json_t *process_rows(const struct control_ctx *c, const char *id)
+{
+	return c->a->procs != NULL ? process_table_rows(c->a->procs, id) : json_array();
+}
+
+static json_t *terminal_rows(const struct control_ctx *c, const char *id)
+{
+	return c->a->terminals != NULL ? sbx_terminal_rows(c->a->terminals, id) : json_array();
+}
+
+/* processes: {running, exited}, terminals: N. */
+static void add_activity(const struct control_ctx *c, json_t *row)
+{
+	const char *id = json_string_value(json_object_get(row, "sandbox_id"));
+	if (id == NULL)
+		return;
+	cleanup_json json_t *procs = process_rows(c, id);
+	cleanup_json json_t *terms = terminal_rows(c, id);
+	json_int_t running = 0, exited = 0;
+	size_t i;
+	json_t *p;
+	json_array_foreach(procs, i, p) {
+		if (strcmp(json_string_value(json_object_get(p, "state")) ?: "", "running") == 0)
+			running++;
+		else
+			exited++;
+	}
+	json_object_set_new(row, "processes", json_pack("{s:I, s:I}", "running", running, "exited", exited));
+	json_object_set_new(row, "terminals", json_integer((json_int_t)json_array_size(terms)));
+}
+
+/* One row's facts beyond the registry's, each its own step: a new
+ * per-sandbox field is one more call here. */
 json_t *control_rows(const struct control_ctx *c)
 {
 	const struct sbx_backend *be = &c->a->backend;
@@ -50,11 +96,22 @@ json_t *control_rows(const struct control_ctx *c)
 	size_t i;
 	json_t *r;
 	json_array_foreach(rows, i, r) {
-		json_t *pid = json_object_get(r, "pid");
-		long long kib = pid != NULL ? rss_kib(json_integer_value(pid)) : -1;
-		json_object_set_new(r, "rss_kib", kib >= 0 ? json_integer(kib) : json_null());
+		add_rss(r);
+		add_activity(c, r);
 	}
 	return rows;
+}
+
+json_t *control_activity(const struct control_ctx *c, const char id[SBX_UUID_STRLEN + 1])
+{
+	json_t *procs = process_rows(c, id);
+	json_t *terms = terminal_rows(c, id);
+	if (procs == NULL || terms == NULL) {
+		json_decref(procs);
+		json_decref(terms);
+		return NULL;
+	}
+	return json_pack("{s:s, s:o, s:o}", "sandbox_id", id, "processes", procs, "terminals", terms);
 }
 
 /* How many candidates an ambiguous reference's refusal lists. */

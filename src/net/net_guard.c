@@ -46,7 +46,7 @@ static const char *proto_name(uint8_t proto)
 	return proto == NET_PROTO_TCP ? "tcp" : proto == NET_PROTO_UDP ? "udp" : "icmp";
 }
 
-static void refuse(struct net_helper *h, const struct net_frame *f, const char *why)
+static void refuse(struct net_helper *h, const struct net_frame *f, enum net_deny_reason reason, const char *why)
 {
 	char what[64];
 	uint32_t d = f->dst;
@@ -55,7 +55,7 @@ static void refuse(struct net_helper *h, const struct net_frame *f, const char *
 	else
 		snprintf(what, sizeof(what), "%s %u.%u.%u.%u:%u", proto_name(f->proto), d >> 24, (d >> 16) & 255,
 			 (d >> 8) & 255, d & 255, f->dport);
-	net_denial(h, what, (uint64_t)f->proto << 48 | (uint64_t)f->dport << 32 | d, why);
+	net_denial(h, reason, what, (uint64_t)f->proto << 48 | (uint64_t)f->dport << 32 | d, why);
 	/* never an ICMP error about an ICMP error (RFC 1122) */
 	if (f->proto == NET_PROTO_ICMP && f->icmp_type != NET_ICMP_ECHO)
 		return;
@@ -74,25 +74,33 @@ static void to_dns_address(struct net_helper *h, const struct net_frame *f)
 		net_beacon(h);
 		net_resolver_query(h, f);
 	} else if (f->proto == NET_PROTO_TCP || f->proto == NET_PROTO_UDP) {
-		refuse(h, f, "the DNS address answers UDP port 53 only");
+		refuse(h, f, NET_DENY_DNS_PORT, "the DNS address answers UDP port 53 only");
+	} else {
+		net_denial_count(h, NET_DENY_DNS_PORT);
 	}
 }
 
 void net_guard_input(struct net_helper *h, const uint8_t *buf, size_t len)
 {
 	struct net_frame f;
-	if (net_frame_parse(buf, len, &f) < 0)
+	if (net_frame_parse(buf, len, &f) < 0) {
+		net_denial_count(h, NET_DENY_MALFORMED);
 		return;
+	}
 	if (f.ethertype == NET_ETHERTYPE_ARP) {
 		/* whole: older libslirp releases read the header unchecked */
 		if (len >= NET_ETH_HLEN + NET_ARP_HLEN)
 			slirp_input(h->slirp, buf, (int)len);
+		else
+			net_denial_count(h, NET_DENY_MALFORMED);
 		return;
 	}
 	/* IPv6 and everything else would bypass the rules; fragments carry no
 	 * ports to judge (and slirp's reassembly is where its CVEs were). */
-	if (!f.is_ipv4 || f.fragment || f.src != NET_ADDR_GUEST)
+	if (!f.is_ipv4 || f.fragment || f.src != NET_ADDR_GUEST) {
+		net_denial_count(h, !f.is_ipv4 ? NET_DENY_NOT_IPV4 : f.fragment ? NET_DENY_FRAGMENT : NET_DENY_SPOOFED);
 		return;
+	}
 	if (f.dst == NET_ADDR_DNS) {
 		to_dns_address(h, &f);
 		return;
@@ -110,6 +118,7 @@ void net_guard_input(struct net_helper *h, const uint8_t *buf, size_t len)
 		judge = true;
 		break;
 	default:
+		net_denial_count(h, NET_DENY_NOT_IPV4);
 		return;
 	}
 	if (judge) {
@@ -121,7 +130,7 @@ void net_guard_input(struct net_helper *h, const uint8_t *buf, size_t len)
 		struct net_verdict v;
 		net_policy_judge(&h->policy, h->pins, sbx_now_ms(), f.dst, f.proto, f.has_ports ? f.dport : 0, &v);
 		if (!v.allowed) {
-			refuse(h, &f, v.why);
+			refuse(h, &f, v.reason, v.why);
 			return;
 		}
 	}

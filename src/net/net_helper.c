@@ -6,7 +6,8 @@
  *
  * The daemon starts it with the descriptors of proto/proto_net_addr.h.  It exits when
  * the lifeline reaches EOF or the VM's keeper exits, so it never outlives
- * either; a bad argument exits 2. */
+ * either; a bad argument exits 2.  Its denials by reason go back on the
+ * lifeline (net_report.h), the last report as it exits. */
 #include <errno.h>
 #include <poll.h>
 #include <signal.h>
@@ -289,6 +290,7 @@ static void loop(void)
 				ares_process_fd(H.ares, ARES_SOCKET_BAD, ARES_SOCKET_BAD); /* timeouts */
 		}
 		run_timers(sbx_now_ms());
+		net_report_push(&H, NET_HELPER_FD_LIFELINE, false);
 	}
 }
 
@@ -350,6 +352,8 @@ int main(int argc, char **argv)
 		return 1;
 	}
 	loop();
+	/* The daemon adds it to its metric once this process is gone. */
+	net_report_push(&H, NET_HELPER_FD_LIFELINE, true);
 	if (H.denials > 0)
 		sbx_warn("net: sandbox %s: %llu connection(s) or queries denied by the network policy", H.sandbox,
 			 (unsigned long long)H.denials);

@@ -10,6 +10,7 @@
 
 #include "net/net_frame.h"
 #include "net/net_policy.h"
+#include "net/net_report.h"
 
 #define NET_DENIAL_SLOTS 4096
 /* An address added to the host reaches the gateway rule within this. */
@@ -44,7 +45,9 @@ struct net_helper {
 	/* denials: a (kind, destination, port) key logged once */
 	uint64_t denial_seen[NET_DENIAL_SLOTS];
 	bool denial_table_full;
-	uint64_t denials;
+	uint64_t denials;          /* the policy's (net_denial), for the line at exit */
+	struct net_report report;  /* every denial by reason, for the daemon's metric */
+	bool report_dirty;         /* report changed since it was last sent */
 };
 
 /* net_guard.c: a frame from the guest; passes it to slirp or answers it. */
@@ -63,8 +66,17 @@ void net_beacon(struct net_helper *h);
 /* Re-reads the host's addresses (policy.host_addrs) when the last read is
  * older than NET_HOST_ADDRS_EVERY_MS; a failed re-read keeps the old list. */
 int net_host_addrs_refresh(struct net_helper *h, sbx_error_t *err);
-/* net_denial.c: logs a denial once per key; counts every one. */
-void net_denial(struct net_helper *h, const char *what, uint64_t key, const char *why);
+/* net_denial.c: logs a denial of the policy once per key; counts every
+ * one, in h->denials and by reason. */
+void net_denial(struct net_helper *h, enum net_deny_reason reason, const char *what, uint64_t key, const char *why);
+/* Counts a dropped frame by reason, unlogged (the guard's drops). */
+void net_denial_count(struct net_helper *h, enum net_deny_reason reason);
+/* net_report_send.c: sends h->report on fd (the lifeline, a SOCK_SEQPACKET
+ * socket) when it changed and the daemon has read the last one sent (the
+ * socket's SIOCOUTQ is 0), so at most one report waits there; final (at
+ * exit) sends a changed report whatever waits.  Never blocks; a failed
+ * send is retried on the next call. */
+void net_report_push(struct net_helper *h, int fd, bool final);
 
 /* net_resolver.c: the guest's DNS server.  At most this many queries wait
  * for the upstream servers; past it a query is answered SERVFAIL at once. */

@@ -278,9 +278,10 @@ static bool explicitly_allowed(const struct net_policy *p, const struct range *r
 	return false;
 }
 
-static void deny(struct net_verdict *v, const char *prefix, const char *what)
+static void deny(struct net_verdict *v, enum net_deny_reason reason, const char *prefix, const char *what)
 {
 	v->allowed = false;
+	v->reason = reason;
 	snprintf(v->why, sizeof(v->why), "%s%s", prefix, what);
 }
 
@@ -306,20 +307,22 @@ static void judge_host(const struct net_policy *p, uint32_t dst, uint8_t proto, 
 		/* the helper's stack answers the gateway itself; slirp would ping
 		 * any other address for real */
 		if (dst != p->gateway)
-			deny(v, "", "the host's own address (ICMP)");
+			deny(v, NET_DENY_HOST_PORT, "", "the host's own address (ICMP)");
 		return;
 	}
 	for (size_t i = 0; i < p->n_host_ports; i++) {
 		if ((proto == NET_PROTO_TCP || proto == NET_PROTO_UDP) && p->host_ports[i] == port)
 			return;
 	}
-	deny(v, dst == p->gateway ? "gateway" : "the host's own address:", " port not in network_policy.host_ports");
+	deny(v, NET_DENY_HOST_PORT, dst == p->gateway ? "gateway" : "the host's own address:",
+	     " port not in network_policy.host_ports");
 }
 
 void net_policy_judge(const struct net_policy *p, const struct net_pins *pins, int64_t now_ms, uint32_t dst,
 		      uint8_t proto, uint16_t port, struct net_verdict *v)
 {
 	v->allowed = true;
+	v->reason = NET_DENY_N;
 	v->why[0] = '\0';
 	if (net_policy_is_host(p, dst)) {
 		judge_host(p, dst, proto, port, v);
@@ -328,20 +331,20 @@ void net_policy_judge(const struct net_policy *p, const struct net_pins *pins, i
 	const struct net_rule *r;
 	if ((r = first_match(&p->deny, pins, now_ms, dst, port)) != NULL ||
 	    (r = first_match(&p->sb_deny, pins, now_ms, dst, port)) != NULL) {
-		deny(v, "deny rule ", r->text);
+		deny(v, NET_DENY_DENY_RULE, "deny rule ", r->text);
 		return;
 	}
 	const struct range *rg = denied_range(dst);
 	if (rg != NULL && !explicitly_allowed(p, rg, dst, port, false)) {
-		deny(v, "always-denied range ", rg->text);
+		deny(v, NET_DENY_DENIED_RANGE, "always-denied range ", rg->text);
 		return;
 	}
 	if (p->allow.n > 0 && first_match(&p->allow, pins, now_ms, dst, port) == NULL) {
-		deny(v, "", "no network_policy.allow rule matches");
+		deny(v, NET_DENY_NOT_ALLOWED, "", "no network_policy.allow rule matches");
 		return;
 	}
 	if (p->sb_allow.n > 0 && first_match(&p->sb_allow, pins, now_ms, dst, port) == NULL)
-		deny(v, "", "no rule of the sandbox's allow list matches");
+		deny(v, NET_DENY_NOT_ALLOWED, "", "no rule of the sandbox's allow list matches");
 }
 
 static const struct net_rule *name_rule(const struct net_rules *rs, const char *name)
@@ -356,14 +359,15 @@ static const struct net_rule *name_rule(const struct net_rules *rs, const char *
 void net_policy_judge_name(const struct net_policy *p, const char *name, struct net_verdict *v)
 {
 	v->allowed = true;
+	v->reason = NET_DENY_N;
 	v->why[0] = '\0';
 	const struct net_rule *r;
 	if ((r = name_rule(&p->deny, name)) != NULL || (r = name_rule(&p->sb_deny, name)) != NULL)
-		deny(v, "deny rule ", r->text);
+		deny(v, NET_DENY_DNS_NAME, "deny rule ", r->text);
 	else if (p->allow.n > 0 && name_rule(&p->allow, name) == NULL)
-		deny(v, "", "no network_policy.allow name rule matches");
+		deny(v, NET_DENY_DNS_NAME, "", "no network_policy.allow name rule matches");
 	else if (p->sb_allow.n > 0 && name_rule(&p->sb_allow, name) == NULL)
-		deny(v, "", "no name rule of the sandbox's allow list matches");
+		deny(v, NET_DENY_DNS_NAME, "", "no name rule of the sandbox's allow list matches");
 }
 
 bool net_policy_rebinding(const struct net_policy *p, uint32_t addr)

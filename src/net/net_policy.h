@@ -19,6 +19,7 @@
 #include <stdint.h>
 
 #include "common/error.h"
+#include "net/net_report.h"
 
 #define NET_NAME_MAX 253
 #define NET_MAX_RULES 1024
@@ -72,6 +73,7 @@ void net_pins_add(struct net_pins *pins, const char *name, uint32_t addr, uint32
 
 struct net_verdict {
 	bool allowed;
+	enum net_deny_reason reason; /* a denial's kind (the metric's label) */
 	char why[160]; /* the rule or range that decided a denial */
 };
 

@@ -64,7 +64,8 @@ static void resolved(void *arg, int status, int timeouts, unsigned char *abuf, i
 				char what[NET_NAME_MAX + 64];
 				snprintf(what, sizeof(what), "dns answer %s -> %u.%u.%u.%u", p->q.name, a >> 24,
 					 (a >> 16) & 255, (a >> 8) & 255, a & 255);
-				net_denial(h, what, (uint64_t)a << 8 | 0x35, "answer into an always-denied range dropped (rebinding)");
+				net_denial(h, NET_DENY_DNS_REBINDING, what, (uint64_t)a << 8 | 0x35,
+					   "answer into an always-denied range dropped (rebinding)");
 				continue;
 			}
 			net_pins_add(h->pins, p->q.name, a, ttl < PIN_MIN_TTL ? PIN_MIN_TTL : ttl > PIN_MAX_TTL ? PIN_MAX_TTL : ttl,
@@ -110,7 +111,7 @@ void net_resolver_query(struct net_helper *h, const struct net_frame *f)
 	if (!v.allowed) {
 		char what[NET_NAME_MAX + 16];
 		snprintf(what, sizeof(what), "dns %s", name);
-		net_denial(h, what, name_key(name), v.why);
+		net_denial(h, v.reason, what, name_key(name), v.why);
 		answer(h, f->eth, f->len, &q, NET_DNS_REFUSED, NULL, NULL, 0);
 		return;
 	}
@@ -120,6 +121,8 @@ void net_resolver_query(struct net_helper *h, const struct net_frame *f)
 		return;
 	}
 	if (!h->have_ares || h->dns_pending >= NET_RESOLVER_MAX_PENDING) {
+		if (h->have_ares)
+			net_denial_count(h, NET_DENY_DNS_BUSY);
 		sbx_warn_limited("net: sandbox %s: %s: no resolver%s", h->sandbox, name,
 			 h->have_ares ? " free (too many queries in flight)" : "");
 		answer(h, f->eth, f->len, &q, NET_DNS_SERVFAIL, NULL, NULL, 0);

@@ -18,7 +18,8 @@
 
 /* The helper process (sandbox-net-helper) finds these descriptors. */
 #define NET_HELPER_FD_FRAMES 3   /* SOCK_DGRAM: one Ethernet frame per datagram, QEMU at the other end */
-#define NET_HELPER_FD_LIFELINE 4 /* EOF: the daemon is gone or stops the VM */
+#define NET_HELPER_FD_LIFELINE 4 /* SOCK_SEQPACKET; EOF: the daemon is gone or stops the VM.  The helper's
+				  * denial reports go the other way (net/net_report.h) */
 #define NET_HELPER_FD_VM 5       /* pidfd of the VM's keeper: readable once the VM is gone */
 #define NET_HELPER_FD_BEACON 6   /* its mtime is stamped when payload is relayed */
 /* 7 and up: the listening TCP sockets of the sandbox's published ports

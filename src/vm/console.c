@@ -4,6 +4,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/socket.h>
@@ -86,6 +87,7 @@ void console_init(struct console *c)
 	c->echo_fd = -1;
 	c->echo_t0 = 0;
 	c->echo_bol = true;
+	c->lead = NULL;
 	console_ring_init(&c->ring);
 	pthread_mutex_init(&c->lock, NULL);
 }
@@ -94,6 +96,11 @@ void console_echo(struct console *c, int echo_fd, int64_t t0)
 {
 	c->echo_fd = echo_fd;
 	c->echo_t0 = t0;
+}
+
+void console_lead(struct console *c, const char *lead)
+{
+	c->lead = lead;
 }
 
 int console_start(struct console *c, int fd, const char *log_path, bool append, sbx_error_t *err)
@@ -109,6 +116,16 @@ int console_start(struct console *c, int fd, const char *log_path, bool append, 
 			console_stop(c);
 			return -1;
 		}
+		/* The lead counts in the log's bound. */
+		size_t len = c->lead != NULL ? strlen(c->lead) : 0;
+		if (len > CONSOLE_LOG_MAX)
+			len = CONSOLE_LOG_MAX;
+		/* As a failed write of the guest's bytes: no log, the ring goes on. */
+		if (len > 0 && !write_all(c->log_fd, c->lead, len)) {
+			close(c->log_fd);
+			c->log_fd = -1;
+		}
+		c->logged = len;
 	}
 	int rc = pthread_create(&c->thread, NULL, console_main, c);
 	if (rc != 0) {
@@ -125,6 +142,14 @@ void console_tail(struct console *c, char out[CONSOLE_TAIL_BYTES + 1])
 	pthread_mutex_lock(&c->lock);
 	console_ring_tail(&c->ring, out, CONSOLE_TAIL_BYTES, CONSOLE_TAIL_LINES);
 	pthread_mutex_unlock(&c->lock);
+}
+
+size_t console_text(struct console *c, char *out, size_t max)
+{
+	pthread_mutex_lock(&c->lock);
+	size_t n = console_ring_tail(&c->ring, out, max, INT_MAX);
+	pthread_mutex_unlock(&c->lock);
+	return n;
 }
 
 void console_stop(struct console *c)

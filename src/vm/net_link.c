@@ -45,6 +45,8 @@ int net_link_open(struct net_link *l, sbx_error_t *err)
 		return sbx_error_errno(err, errno, "network socketpair");
 	l->qemu_fd = sv[0];
 	l->helper_fd = sv[1];
+	/* A new helper counts from 0 in a new beacon. */
+	l->publish_seen[0] = l->publish_seen[1] = 0;
 	if ((l->beacon = memfd_create("net-activity", MFD_CLOEXEC)) < 0)
 		return sbx_error_errno(err, errno, "memfd_create");
 	/* No payload yet: mtime 0. */
@@ -177,8 +179,9 @@ int net_link_spawn(struct net_link *l, char *const *args, const int *publish, si
 		sbx_error_errno(err, errno, "pidfd_open");
 		goto out;
 	}
-	if (pipe2(life, O_CLOEXEC) < 0) {
-		sbx_error_errno(err, errno, "pipe");
+	/* Its end stays open (its reports) after ours is shut (its EOF). */
+	if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, life) < 0) {
+		sbx_error_errno(err, errno, "lifeline socketpair");
 		goto out;
 	}
 	if (sbx_jail_host_active(jail_host) && (l->jail = net_link_jail_prepare(jail_host, vm_dir, path, err)) == NULL)
@@ -193,6 +196,7 @@ int net_link_spawn(struct net_link *l, char *const *args, const int *publish, si
 	}
 	l->lifeline = life[1];
 	life[1] = -1;
+	net_link_report_watch(l);
 	rc = 0;
 out:
 	close_fd(&life[0]);
@@ -206,12 +210,16 @@ out:
 
 void net_link_close(struct net_link *l)
 {
-	close_fd(&l->lifeline);
+	/* The helper reads EOF, sends its last report and exits. */
+	if (l->lifeline >= 0)
+		shutdown(l->lifeline, SHUT_WR);
 	if (l->pid > 0) {
 		while (waitpid(l->pid, NULL, 0) < 0 && errno == EINTR)
 			;
 		l->pid = -1;
 	}
+	net_link_report_end(l);
+	close_fd(&l->lifeline);
 	/* Whatever the helper left in its cgroup goes with the leaf. */
 	jail_release(l->jail);
 	l->jail = NULL;
@@ -240,9 +248,18 @@ int64_t net_link_activity_ms(const struct net_link *l)
 	return (int64_t)st.st_mtim.tv_sec * 1000 + st.st_mtim.tv_nsec / 1000000;
 }
 
-void net_link_publish_totals(const struct net_link *l, uint64_t v[2])
+void net_link_publish_take(struct net_link *l, uint64_t delta[2])
 {
-	v[0] = v[1] = 0;
-	if (l->beacon >= 0 && pread(l->beacon, v, 2 * sizeof(uint64_t), NET_BEACON_PUBLISH_AT) != 2 * sizeof(uint64_t))
-		v[0] = v[1] = 0;
+	uint64_t now[2] = { 0, 0 };
+	delta[0] = delta[1] = 0;
+	if (l->beacon < 0 || pread(l->beacon, now, sizeof(now), NET_BEACON_PUBLISH_AT) != (ssize_t)sizeof(now))
+		return;
+	for (int i = 0; i < 2; i++) {
+		if (now[i] > NET_PUBLISH_TOTAL_MAX)
+			now[i] = NET_PUBLISH_TOTAL_MAX;
+		if (now[i] > l->publish_seen[i]) {
+			delta[i] = now[i] - l->publish_seen[i];
+			l->publish_seen[i] = now[i];
+		}
+	}
 }

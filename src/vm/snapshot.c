@@ -17,6 +17,7 @@
 #include "common/path.h"
 #include "common/state_dir.h"
 #include "vm/disk.h"
+#include "vm/template_console.h"
 #include "vm/template_memfd.h"
 
 #define MIGRATE_POLL_US 5000
@@ -133,8 +134,11 @@ void snapshot_remove_dir(const char *dir)
 		unlink(id);
 	cleanup_free char *state = sbx_path_join(dir, "state"), *scratch = sbx_path_join(dir, "scratch.ext4");
 	cleanup_free char *ram = sbx_path_join(dir, "ram"), *key = sbx_path_join(dir, "key");
+	cleanup_free char *console = sbx_path_join(dir, TEMPLATE_CONSOLE_FILE);
 	if (key != NULL)
 		unlink(key);
+	if (console != NULL)
+		unlink(console);
 	if (state != NULL)
 		unlink(state);
 	if (scratch != NULL)
@@ -156,6 +160,21 @@ static int write_text(const char *tmp, const char *name, const char *text, sbx_e
 	return 0;
 }
 
+int snapshot_place(const char *tmp, const char *final, sbx_error_t *err)
+{
+	if (rename(tmp, final) == 0)
+		return 0;
+	int e = errno;
+	cleanup_free char *key = sbx_path_join(final, "key");
+	/* A template with its key is complete: never replaced. */
+	if ((e != ENOTEMPTY && e != EEXIST) || key == NULL || access(key, F_OK) == 0 || errno != ENOENT)
+		return sbx_error_errno(err, e, "rename %s", tmp);
+	snapshot_remove_dir(final);
+	if (rename(tmp, final) < 0)
+		return sbx_error_errno(err, errno, "rename %s", tmp);
+	return 0;
+}
+
 /* Waits for the migration to finish: "completed", or fails. */
 static int wait_migration(struct qmp *q, int64_t deadline, sbx_error_t *err)
 {
@@ -173,8 +192,8 @@ static int wait_migration(struct qmp *q, int64_t deadline, sbx_error_t *err)
 	}
 }
 
-static int save_into(struct qmp *q, const char *tmp, const char *key_text, const char *scratch, bool cow,
-		     int64_t deadline, sbx_error_t *err)
+static int save_into(struct qmp *q, const char *tmp, const char *key_text, const char *scratch,
+		     const char *console, bool cow, int64_t deadline, sbx_error_t *err)
 {
 	cleanup_free char *state = sbx_path_join(tmp, "state"), *copy = sbx_path_join(tmp, "scratch.ext4");
 	if (state == NULL || copy == NULL)
@@ -195,13 +214,14 @@ static int save_into(struct qmp *q, const char *tmp, const char *key_text, const
 		return -1;
 	/* The disk is copied while the VM is stopped, so it matches the RAM
 	 * (QEMU flushed it when the migration completed). */
-	if (disk_clone(scratch, copy, err) < 0 || write_text(tmp, "key", key_text, err) < 0)
+	if (disk_clone(scratch, copy, err) < 0 || write_text(tmp, "key", key_text, err) < 0 ||
+	    (console != NULL && write_text(tmp, TEMPLATE_CONSOLE_FILE, console, err) < 0))
 		return -1;
 	return 0;
 }
 
-int snapshot_save(struct qmp *q, const char *key, const char *key_text, const char *scratch, char **pending,
-		  int64_t deadline, sbx_error_t *err)
+int snapshot_save(struct qmp *q, const char *key, const char *key_text, const char *scratch, const char *console,
+		  char **pending, int64_t deadline, sbx_error_t *err)
 {
 	bool cow = pending != NULL;
 	cleanup_free char *final = key_path(key, "", err);
@@ -224,13 +244,13 @@ int snapshot_save(struct qmp *q, const char *key, const char *key_text, const ch
 		rmdir(tmp);
 		return sbx_error_prefix(err, "snapshot");
 	}
-	int rc = save_into(q, tmp, key_text, scratch, cow, deadline, err);
+	int rc = save_into(q, tmp, key_text, scratch, console, cow, deadline, err);
 	if (rc == 0 && cow) {
 		*pending = sbx_steal_ptr(tmp);
 		return 0;
 	}
-	if (rc == 0 && rename(tmp, final) < 0)
-		rc = sbx_error_errno(err, errno, "rename %s", tmp);
+	if (rc == 0)
+		rc = snapshot_place(tmp, final, err);
 	if (rc < 0)
 		snapshot_remove_dir(tmp);
 	if (cow)
@@ -260,8 +280,8 @@ int snapshot_publish(const char *pending, const char *key, int ram_fd, sbx_error
 			template_memfd_save(ram_fd, ram, desc, sizeof(desc), err) < 0 ||
 			write_text(pending, "ram.id", desc, err) < 0))
 		rc = -1;
-	if (rc == 0 && rename(pending, final) < 0)
-		rc = sbx_error_errno(err, errno, "rename %s", pending);
+	if (rc == 0)
+		rc = snapshot_place(pending, final, err);
 	if (rc < 0) {
 		snapshot_remove_dir(pending);
 		return sbx_error_prefix(err, "snapshot");

@@ -75,19 +75,26 @@ int snapshot_restore_files(const char *dir, const char *scratch, int *state_fd, 
  * EWOULDBLOCK when another VM is building the template). */
 int snapshot_lock(const char *key, sbx_error_t *err);
 /* Saves a VM that waits at HELLO: stop, migrate into a file, copy its
- * scratch disk, publish the template with one rename, and let the VM
+ * scratch disk, keep `console` (its boot's console, NUL-terminated, or
+ * NULL: none; vm/template_console.h), publish the template with one rename, and let the VM
  * continue (also on failure).  With `pending` (the VM's RAM is a memfd,
  * share=on) only device state is migrated (x-ignore-shared), the VM stays
  * stopped (it must not write its RAM again, the caller ends it) and the
  * template is not published yet: *pending is its directory, for
  * snapshot_publish once QEMU is gone. */
-int snapshot_save(struct qmp *q, const char *key, const char *key_text, const char *scratch, char **pending,
-		  int64_t deadline, sbx_error_t *err);
+int snapshot_save(struct qmp *q, const char *key, const char *key_text, const char *scratch, const char *console,
+		  char **pending, int64_t deadline, sbx_error_t *err);
 /* Seals the RAM memfd of a saved copy-on-write template (its QEMU gone),
  * writes it into the template as its "ram" file, publishes the template
  * and keeps the memfd for this process's clones.  On failure the pending
  * directory is removed. */
 int snapshot_publish(const char *pending, const char *key, int ram_fd, sbx_error_t *err);
+/* Publishes the template directory `tmp` as `final` with one rename, under
+ * the key's build lock.  A directory found there without its "key" file is
+ * what another version's removal left (it does not know every file of a
+ * template, e.g. its console): it is removed first; a complete one stays
+ * (and the rename fails). */
+int snapshot_place(const char *tmp, const char *final, sbx_error_t *err);
 /* Removes a template directory (by path) and this process's memfd of it. */
 void snapshot_remove_dir(const char *dir);
 /* Removes the key's template (a restore from it failed). */

@@ -38,6 +38,7 @@ static void vm_free(struct sbx_vm *vm)
 	if (vm->ram_fd >= 0)
 		close(vm->ram_fd);
 	free(vm->snap_text);
+	free(vm->log_lead);
 	free(vm->qemu);
 	free(vm->kernel);
 	free(vm->boot);
@@ -403,15 +404,7 @@ int sbx_vm_stop(struct sbx_vm *vm, int64_t deadline)
 
 void sbx_vm_publish_take(struct sbx_vm *vm, uint64_t delta[2])
 {
-	uint64_t now[2];
 	pthread_mutex_lock(&vm->lock);
-	net_link_publish_totals(&vm->net, now);
-	for (int i = 0; i < 2; i++) {
-		/* A helper started again counts from 0 in a new beacon. */
-		if (now[i] < vm->publish_seen[i])
-			vm->publish_seen[i] = 0;
-		delta[i] = now[i] - vm->publish_seen[i];
-		vm->publish_seen[i] = now[i];
-	}
+	net_link_publish_take(&vm->net, delta);
 	pthread_mutex_unlock(&vm->lock);
 }

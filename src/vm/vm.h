@@ -139,6 +139,9 @@ int sbx_vm_ping(struct sbx_vm *vm, int64_t deadline, sbx_error_t *err);
 pid_t sbx_vm_pid(struct sbx_vm *vm);
 /* The file the guest console is logged to (gone after sbx_vm_stop). */
 const char *sbx_vm_console_log(struct sbx_vm *vm);
+/* The key of the template the VM was restored from or saved (hex,
+ * vm/snapshot.h), NULL when it has neither. */
+const char *sbx_vm_template(struct sbx_vm *vm);
 /* False once QEMU exited or the guest connection broke. */
 bool sbx_vm_alive(struct sbx_vm *vm);
 /* Why a VM that is not alive went, as a sentence for the caller: "the

@@ -180,3 +180,8 @@ const char *sbx_vm_console_log(struct sbx_vm *vm)
 {
 	return vm->console_log != NULL ? vm->console_log : vm->files[F_CONSOLE];
 }
+
+const char *sbx_vm_template(struct sbx_vm *vm)
+{
+	return vm->restored || vm->t.saved ? vm->snap_key : NULL;
+}

@@ -40,6 +40,8 @@ struct sbx_vm {
 	int snap_lock;          /* >= 0: this boot saves the key's template */
 	int qmp_fd;             /* our end of the monitor, -1 = none */
 	char *snap_text;        /* the key's text, for the template this VM saves */
+	char *log_lead;         /* a restored VM's console log starts with its
+				   template's console (vm/template_console.h) */
 	uint64_t template_cache_mib; /* the templates' bound (vm/template_cache.h), 0 = none */
 	int ram_fd;             /* guest RAM in a template's memfd (vm/template_memfd.h), -1 = anonymous */
 	bool ram_shared;        /* this VM writes it: it saves the template */
@@ -51,7 +53,6 @@ struct sbx_vm {
 	char **net_args;        /* NULL = no network */
 	int publish[NET_MAX_PUBLISH]; /* the published ports' listeners, closed with the VM */
 	size_t n_publish;
-	uint64_t publish_seen[2]; /* the totals sbx_vm_publish_take reported */
 	char **warm_up;         /* a parked VM's warm-up argv after `true`, or NULL */
 	struct net_link net;
 	struct console console;

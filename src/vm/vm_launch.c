@@ -146,6 +146,8 @@ int vm_launch(struct sbx_vm *vm, int state_fd, sbx_error_t *err)
 	sbx_error_t cerr = NULL;
 	if (vm->boot_log)
 		console_echo(&vm->console, STDERR_FILENO, vm->t0);
+	if (vm->log_lead != NULL)
+		console_lead(&vm->console, vm->log_lead);
 	const char *log = vm->console_log != NULL ? vm->console_log : vm->files[F_CONSOLE];
 	if (console_start(&vm->console, sbx_steal_fd(con[0]), log, vm->console_log != NULL, &cerr) < 0) {
 		/* Not fatal: the VM runs without a console log. */

@@ -4,6 +4,7 @@
  * instead. */
 #include <errno.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -13,6 +14,7 @@
 #include "vm/kvm_cpu.h"
 #include "vm/qmp.h"
 #include "vm/template_cache.h"
+#include "vm/template_console.h"
 #include "vm/template_memfd.h"
 #include "vm/tsc.h"
 #include "jail/jail.h"
@@ -43,6 +45,9 @@ static int restore_from(struct sbx_vm *vm, const char *dir, int *state_fd, sbx_e
 	if (snapshot_restore_files(dir, vm->files[F_SCRATCH], state_fd, err) < 0)
 		return -1;
 	template_cache_touch(dir);
+	/* Without it (out of memory) the log only lacks the template's part. */
+	free(vm->log_lead);
+	vm->log_lead = template_console_lead(dir, vm->snap_key);
 	if (vm->ram_fd >= 0)
 		close(vm->ram_fd);
 	vm->ram_fd = sbx_steal_fd(ram);
@@ -118,6 +123,8 @@ static int teardown(struct sbx_vm *vm, sbx_error_t *err)
 	vm->ram_fd = -1;
 	vm->ram_shared = false;
 	vm->restored = vm->t.restored = false;
+	free(vm->log_lead);
+	vm->log_lead = NULL;
 	if (vm_make_files(vm, err) < 0) {
 		vm_remove_files(vm);
 		vm_free_files(vm);
@@ -211,10 +218,15 @@ int vm_save_template(struct sbx_vm *vm, sbx_error_t *err)
 	vm->qmp_fd = -1;
 	bool cow = vm->ram_fd >= 0 && vm->ram_shared;
 	cleanup_free char *pending = NULL;
+	/* The boot's console up to HELLO, for the clones' logs (NULL when
+	 * out of memory: the template has none). */
+	cleanup_free char *console = malloc(CONSOLE_RING_SIZE + 1);
+	if (console != NULL)
+		console_text(&vm->console, console, CONSOLE_RING_SIZE);
 	int saved = -1;
 	if (qmp_open(&q, fd, t + SNAPSHOT_SAVE_MS, &serr) == 0) {
-		saved = snapshot_save(&q, vm->snap_key, vm->snap_text, vm->files[F_SCRATCH], cow ? &pending : NULL,
-				      t + SNAPSHOT_SAVE_MS, &serr);
+		saved = snapshot_save(&q, vm->snap_key, vm->snap_text, vm->files[F_SCRATCH], console,
+				      cow ? &pending : NULL, t + SNAPSHOT_SAVE_MS, &serr);
 		if (saved == 0) {
 			char key[13];
 			snprintf(key, sizeof(key), "%.12s", vm->snap_key);

@@ -16,7 +16,8 @@ import net from 'node:net';
 import { readdirSync, readFileSync, readlinkSync } from 'node:fs';
 import { assertNoSanitizerReport, endDaemon } from './daemon.mjs';
 import { eventually, sleep } from './lib.mjs';
-import { ociLayout, registryUnavailable, startRegistry } from './lib/registry-fixture.mjs';
+import { promtool, samples, scrape } from './lib/metrics-scrape.mjs';
+import { freePort, ociLayout, registryUnavailable, startRegistry } from './lib/registry-fixture.mjs';
 import { assertScode, startSandboxStack } from './lib/sandbox-stack.mjs';
 
 const HOST_IFACE = ['ip link add sbxh0 type veth peer name sbxh1', 'ip addr add 11.0.0.2/32 dev sbxh0',
@@ -183,6 +184,10 @@ print(json.dumps(seen))
 
 const skip = registryUnavailable() ?? (process.getuid?.() !== 0 ? 'needs root (a network namespace)' : null);
 
+// sandbox_libkrun_network_denials_total's label values (src/net/net_report.h).
+const REASONS = ['host_port', 'deny_rule', 'denied_range', 'not_allowed', 'dns_port', 'dns_name', 'dns_rebinding',
+	'dns_busy', 'malformed', 'not_ipv4', 'fragment', 'spoofed'];
+
 // The network helpers of a sandbox, by their command line.
 function helperPids(id) {
 	return readdirSync('/proc').filter((p) => /^\d+$/.test(p)).filter((p) => {
@@ -196,13 +201,15 @@ function helperPids(id) {
 }
 
 describe('guest networking in a private network namespace', { skip: skip ?? false }, () => {
-	let reg, s, web, other, dns, raw, net1, narrow, nonet, side;
+	let reg, s, web, other, dns, raw, net1, narrow, nonet, side, metricsPort;
 	const ids = [];
 	before(async () => {
 		[reg, web, other, dns, raw] = await Promise.all([startRegistry({ images: ['python'] }), startHttp(), startHttp(), startDns(),
 			startCounter()]);
+		metricsPort = await freePort();
 		s = await startSandboxStack({ registry: reg, config: {
 			image_allowlist: ['python'],
+			metrics_listen: `127.0.0.1:${metricsPort}`,
 			network_policy: {
 				host_ports: [web.address().port, raw.server.address().port],
 				allow: ['203.0.113.0/24', '198.51.100.0/24', '*.test'],
@@ -406,6 +413,44 @@ describe('guest networking in a private network namespace', { skip: skip ?? fals
 			const err = await s.vmError('create', { image: 'python', network: { allow: [rule] } });
 			assertScode(err, 'S001', new RegExp(rule.replace(/\./g, '\\.')));
 		}
+	});
+
+	// The daemon's denial counts by reason (a scrape reads the reports the
+	// helpers sent; each then sends its next once it has one).
+	const denials = async () => {
+		const r = await scrape({ port: metricsPort });
+		promtool(r.body);
+		const m = samples(r.body);
+		const listed = [...m.keys()].filter((k) => k.startsWith('sandbox_libkrun_network_denials_total{'));
+		assert.deepEqual(listed.sort(), REASONS.map((x) => `sandbox_libkrun_network_denials_total{reason="${x}"}`).sort());
+		return Object.fromEntries(REASONS.map((x) => [x, m.get(`sandbox_libkrun_network_denials_total{reason="${x}"}`)]));
+	};
+	// Two scrapes 2 s apart that agree: every helper's counts are read.
+	const settled = () => eventually(async () => {
+		const a = await denials();
+		await sleep(2000);
+		assert.deepEqual(await denials(), a);
+		return a;
+	}, 30000);
+
+	test('a guest\'s denials move sandbox_libkrun_network_denials_total by reason, live and at its sandbox\'s stop, each once', async () => {
+		const s0 = await settled();
+		// the earlier cases' raw frames and DNS flood (on side), by the guard's and the resolver's reasons
+		assert.ok(s0.fragment >= 1 && s0.spoofed >= 1 && s0.dns_busy >= 1, JSON.stringify(s0));
+		const id = narrow.sandbox_id;
+		const r = await py(id, PY_CONNECT, ['10.0.0.1:23', '198.51.100.8:80', '203.0.113.98:80', '10.0.2.3:80']);
+		for (const d of Object.keys(r)) assert.equal(r[d][0], 'ConnectionRefusedError', `${d}: ${r[d]}`);
+		assert.equal((await py(id, PY_DNS, ['blocked.test']))['blocked.test'][0], 5);
+		const want = { ...s0, denied_range: s0.denied_range + 1, deny_rule: s0.deny_rule + 1,
+			not_allowed: s0.not_allowed + 1, dns_port: s0.dns_port + 1, dns_name: s0.dns_name + 1 };
+		await eventually(async () => assert.deepEqual(await denials(), want), 30000);
+		// two more, and the stop at once: what the daemon had not read comes
+		// with the helper's last report as it exits, nothing twice
+		await py(id, PY_CONNECT, ['10.0.0.2:23', '10.0.0.3:23']);
+		await s.vm('stop', { sandbox_id: id });
+		want.denied_range += 2;
+		await eventually(async () => assert.deepEqual(await denials(), want), 30000);
+		assert.deepEqual(await settled(), want);
 	});
 
 	test('a sandbox kept busy only by a download is not reaped until the download stops', async () => {

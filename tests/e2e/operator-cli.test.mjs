@@ -1,35 +1,45 @@
 // The operator's CLI over the control socket (docs/cli.md): one daemon
 // behind the stand-in engine, one python sandbox created through the
-// engine, then the CLI binary: ps (a create in progress included), exec,
-// cp both ways (10 MiB, a directory), logs, status, a peer that is not
-// root refused, stop.  One VM boot.
+// engine, then the CLI binary: ps (a create in progress included; a
+// background process and a terminal counted and listed), exec (its stdin
+// with -i; a killed CLI ending its command), cp both ways (10 MiB, a
+// directory), logs, status, a peer that is not root refused, stop; logs
+// of a second sandbox, restored from the template the first one made,
+// and of a third restored from it once its console file is gone (as a
+// template of an earlier version).  Three VM boots (two restores).
 import { describe, test, before, after } from './lib/test-api.mjs';
 import assert from 'node:assert/strict';
 import { execFile, spawn } from 'node:child_process';
 import { createHash, randomBytes } from 'node:crypto';
-import { chmodSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { chmodSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { assertNoSanitizerReport, BIN, endDaemon, startStack } from './daemon.mjs';
-import { sleep } from './lib.mjs';
+import { eventually, sleep } from './lib.mjs';
 import { registryUnavailable, startRegistry } from './lib/registry-fixture.mjs';
 import { startSandboxStack } from './lib/sandbox-stack.mjs';
 
+// A time as the first line of `logs` gives it: ISO 8601, UTC.
+const ISO = '\\d{4}-\\d{2}-\\d{2}T\\d{2}:\\d{2}:\\d{2}\\.\\d{3}Z';
 const sha256 = (buf) => createHash('sha256').update(buf).digest('hex');
 
 // Runs a command; resolves {code, stdout, stderr} (stdout as a Buffer).
-function run(file, args, timeoutMs = 120000) {
+// `input`: what its stdin holds (else stdin is empty).
+function run(file, args, timeoutMs = 120000, input = '') {
 	return new Promise((resolve) => {
-		execFile(file, args, { encoding: 'buffer', timeout: timeoutMs, maxBuffer: 1 << 26 }, (err, stdout, stderr) => {
-			resolve({ code: err ? (err.code ?? -1) : 0, stdout, stderr: stderr.toString() });
-		});
+		const child = execFile(file, args, { encoding: 'buffer', timeout: timeoutMs, maxBuffer: 1 << 26 },
+			(err, stdout, stderr) => {
+				resolve({ code: err ? (err.code ?? -1) : 0, stdout, stderr: stderr.toString() });
+			});
+		child.stdin.on('error', () => {});
+		child.stdin.end(input);
 	});
 }
 
 const skip = registryUnavailable();
 
 describe('operator CLI over the control socket', { skip: skip ?? false }, () => {
-	let reg, s, id, dir, sock, creatingSeen;
+	let reg, s, id, dir, sock, creatingSeen, template;
 	const cli = (...args) => run(BIN, [args[0], '--socket', sock, ...args.slice(1)]);
 	const psJson = async () => {
 		const r = await cli('ps', '--json');
@@ -76,9 +86,9 @@ describe('operator CLI over the control socket', { skip: skip ?? false }, () => 
 		const r = await cli('ps');
 		assert.equal(r.code, 0, r.stderr);
 		const lines = r.stdout.toString().trim().split('\n');
-		assert.match(lines[0], /^ID\s+NAME\s+IMAGE\s+STATE\s+AGE\s+IDLE\s+CPUS\s+MEMORY\s+RSS\s+NET$/);
+		assert.match(lines[0], /^ID\s+NAME\s+IMAGE\s+STATE\s+AGE\s+IDLE\s+CPUS\s+MEMORY\s+RSS\s+NET\s+PROCS\s+TERMS$/);
 		assert.equal(lines.length, 2);
-		assert.match(lines[1], new RegExp(`^${id.slice(0, 12)}\\s+cli-box\\s+python\\s+running\\s+.*\\s+1\\s+512\\s+[0-9.]+\\s+off$`));
+		assert.match(lines[1], new RegExp(`^${id.slice(0, 12)}\\s+cli-box\\s+python\\s+running\\s+.*\\s+1\\s+512\\s+[0-9.]+\\s+off\\s+0\\s+0$`));
 		const [row] = await psJson();
 		assert.equal(row.sandbox_id, id);
 		assert.equal(row.state, 'running');
@@ -86,6 +96,61 @@ describe('operator CLI over the control socket', { skip: skip ?? false }, () => 
 		assert.equal(row.memory_mb, 512);
 		assert.equal(row.network, false);
 		assert.ok(row.rss_kib > 1024, `QEMU's RSS ${row.rss_kib} KiB`);
+		assert.deepEqual(row.processes, { running: 0, exited: 0 });
+		assert.equal(row.terminals, 0);
+	});
+
+	test('ps counts a background process and a terminal; ps --processes lists them', async () => {
+		const bg = await s.exec(id, { argv: ['sleep', '300'], background: true });
+		const done = await s.exec(id, { argv: ['sh', '-c', 'exit 7'], background: true });
+		await s.vm('process::wait', { sandbox_id: id, process_id: done.process_id, timeout_ms: 20000 });
+		// A terminal: shell with stdin a pipe runs until its command exits.
+		const sh = spawn(BIN, ['shell', '--socket', sock, id, '--', 'sh']);
+		let screen = '';
+		sh.stdout.on('data', (d) => { screen += d; });
+		const shellDone = new Promise((resolve) => sh.on('close', resolve));
+		try {
+			const [row] = await eventually(async () => {
+				const rows = await psJson();
+				assert.equal(rows[0].terminals, 1);
+				return rows;
+			}, 60000);
+			assert.deepEqual(row.processes, { running: 1, exited: 1 });
+			const table = (await cli('ps')).stdout.toString().trim().split('\n');
+			assert.match(table[1], /\soff\s+1\s+1$/);
+
+			const j = await cli('ps', '--processes', 'cli-box', '--json');
+			assert.equal(j.code, 0, j.stderr);
+			const act = JSON.parse(j.stdout.toString());
+			assert.equal(act.sandbox_id, id);
+			const running = act.processes.find((p) => p.process_id === bg.process_id);
+			assert.equal(running.state, 'running');
+			assert.equal(running.pid, bg.pid);
+			assert.deepEqual(running.argv, ['sleep', '300']);
+			const exited = act.processes.find((p) => p.process_id === done.process_id);
+			assert.equal(exited.state, 'exited');
+			assert.equal(exited.exit_code, 7);
+			assert.equal(act.terminals.length, 1);
+			assert.deepEqual(act.terminals[0].argv, ['sh']);
+			assert.ok(act.terminals[0].pid > 1);
+
+			const t = await cli('ps', '--processes', id.slice(0, 8));
+			assert.equal(t.code, 0, t.stderr);
+			const lines = t.stdout.toString().trim().split('\n');
+			assert.match(lines[0], /^KIND\s+ID\s+PID\s+STATE\s+STARTED\s+COMMAND$/);
+			assert.ok(lines.some((l) => new RegExp(`^process\\s+${bg.process_id.slice(0, 12)}\\s+${bg.pid}\\s+running\\s+\\S+Z\\s+sleep 300$`).test(l)), lines.join('\n'));
+			assert.ok(lines.some((l) => /^process\s+\S+\s+\d+\s+exited 7\s+\S+Z\s+sh -c "exit 7"$/.test(l)), lines.join('\n'));
+			assert.ok(lines.some((l) => /^terminal\s+\S+\s+\d+\s+open\s+\S+Z\s+sh$/.test(l)), lines.join('\n'));
+			const unknown = await cli('ps', '--processes', 'no-such-box');
+			assert.equal(unknown.code, 1);
+			assert.match(unknown.stderr, /S002/);
+		} finally {
+			sh.stdin.end('exit\n');
+			await shellDone;
+			await s.vm('process::signal', { sandbox_id: id, process_id: bg.process_id, signal: 'KILL' });
+		}
+		const [after] = await psJson();
+		assert.equal(after.terminals, 0);
 	});
 
 	test('exec passes stdout, stderr and the exit status through', async () => {
@@ -95,6 +160,41 @@ describe('operator CLI over the control socket', { skip: skip ?? false }, () => 
 		assert.equal(r.stderr, 'err\n');
 		const byName = await cli('exec', 'cli-box', 'true');
 		assert.equal(byName.code, 0, byName.stderr);
+	});
+
+	test('exec -i passes stdin to the command; without -i its stdin is empty', async () => {
+		const r = await run(BIN, ['exec', '--socket', sock, '-i', id, '--', 'cat'], 120000, 'hi\n');
+		assert.equal(r.code, 0, r.stderr);
+		assert.equal(r.stdout.toString(), 'hi\n');
+		const data = randomBytes(3 * 1048576 + 5);
+		const big = await run(BIN, ['exec', '--socket', sock, '--interactive', id, '--', 'sha256sum'], 120000, data);
+		assert.equal(big.stdout.toString().split(' ')[0], sha256(data), big.stderr);
+		const none = await run(BIN, ['exec', '--socket', sock, id, '--', 'cat'], 120000, 'ignored\n');
+		assert.equal(none.code, 0, none.stderr);
+		assert.equal(none.stdout.toString(), '');
+		const over = await run(BIN, ['exec', '--socket', sock, '-i', id, '--', 'cat'], 120000,
+			Buffer.alloc(8 * 1048576 + 1));
+		assert.equal(over.code, 125);
+		assert.match(over.stderr, /stdin holds more than 8 MiB/);
+	});
+
+	test('a killed exec CLI ends its command in the guest', async () => {
+		const p = spawn(BIN, ['exec', '--socket', sock, id, '--', 'sh', '-c', 'echo $$ > /tmp/sleeper.pid; exec sleep 600']);
+		const closed = new Promise((resolve) => p.on('close', (code, signal) => resolve(signal)));
+		const pid = await eventually(async () => {
+			const r = await cli('exec', id, '--', 'sh', '-c', 'kill -0 "$(cat /tmp/sleeper.pid)" && cat /tmp/sleeper.pid');
+			assert.equal(r.code, 0, r.stderr);
+			return r.stdout.toString().trim();
+		}, 60000);
+		p.kill('SIGKILL');
+		assert.equal(await closed, 'SIGKILL');
+		// The daemon polls for its client a few times a second; 30 s is a
+		// hang bound, not a speed target.
+		await eventually(async () => {
+			const r = await cli('exec', id, '--', 'sh', '-c', `kill -0 ${pid} 2>/dev/null && echo alive || echo gone`);
+			assert.equal(r.stdout.toString(), 'gone\n');
+		}, 30000);
+		await eventually(async () => assert.equal((await psJson())[0].exec_in_flight, 0), 30000);
 	});
 
 	test('exec prints the output as it comes', async () => {
@@ -143,12 +243,63 @@ describe('operator CLI over the control socket', { skip: skip ?? false }, () => 
 		assert.match(missing.stderr, /S211/);
 	});
 
-	test('logs prints the VM console', async () => {
+	test('logs prints the VM console, after a first line saying how it booted', async () => {
 		const w = await cli('exec', id, '--', 'sh', '-c', 'echo cli-console-marker > /dev/console');
 		assert.equal(w.code, 0, w.stderr);
 		const r = await cli('logs', id);
 		assert.equal(r.code, 0, r.stderr);
-		assert.match(r.stdout.toString(), /cli-console-marker/);
+		const out = r.stdout.toString();
+		// The first create of the image boots cold and makes its template.
+		assert.match(out, new RegExp(`^boot: cold, saved as template [0-9a-f]{12} at ${ISO}\n`));
+		assert.match(out, /cli-console-marker/);
+		const [row] = await psJson();
+		assert.match(row.boot, /^cold, saved as template /);
+	});
+
+	test("logs of a restored sandbox: how it booted, its template boot's console, what it wrote since", async () => {
+		// The template the first create made: this create restores it.
+		const other = (await s.vm('create', { image: 'python' })).sandbox_id;
+		try {
+			const w = await cli('exec', other, '--', 'sh', '-c', 'echo restored-marker > /dev/console');
+			assert.equal(w.code, 0, w.stderr);
+			const r = await cli('logs', other);
+			assert.equal(r.code, 0, r.stderr);
+			const out = r.stdout.toString();
+			const head = out.match(new RegExp(`^boot: restore of template ([0-9a-f]{12}) at ${ISO}\n`));
+			assert.ok(head, out.slice(0, 300));
+			const key = head[1];
+			const dir = readdirSync(path.join(s.stateDir, 'snapshots')).find((d) => d.startsWith(key) && !d.includes('.'));
+			assert.ok(dir, `the template ${key} in the state directory`);
+			template = { key, dir: path.join(s.stateDir, 'snapshots', dir) };
+			const saved = readFileSync(path.join(template.dir, 'console'), 'utf8');
+			assert.ok(saved.length <= 16384);
+			const start = `--- the console of template ${key}'s boot, up to its save (at most its last 16384 bytes) ---\n`;
+			const end = "--- the end of the template's console: this VM was restored from it ---\n";
+			assert.equal(out.slice(head[0].length, head[0].length + start.length), start);
+			const body = out.slice(head[0].length + start.length, out.indexOf(end));
+			assert.equal(body.replace(/\n$/, ''), saved.replace(/\n$/, ''));
+			assert.ok(out.indexOf(end) < out.indexOf('restored-marker'), 'what the guest wrote comes after');
+		} finally {
+			const r = await cli('stop', other);
+			assert.equal(r.code, 0, r.stderr);
+		}
+	});
+
+	test('a template made by an earlier version (no console file) still restores; logs says so', async () => {
+		assert.ok(template, 'the template of the test before');
+		rmSync(path.join(template.dir, 'console'));
+		const other = (await s.vm('create', { image: 'python' })).sandbox_id;
+		try {
+			const r = await cli('logs', other);
+			assert.equal(r.code, 0, r.stderr);
+			const lines = r.stdout.toString().split('\n');
+			assert.match(lines[0], new RegExp(`^boot: restore of template ${template.key} at ${ISO}$`));
+			assert.equal(lines[1], `--- the console of template ${template.key}'s boot is not available (a template made ` +
+				'by an earlier version) ---');
+		} finally {
+			const r = await cli('stop', other);
+			assert.equal(r.code, 0, r.stderr);
+		}
 	});
 
 	test('status answers', async () => {

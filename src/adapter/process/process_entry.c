@@ -9,13 +9,7 @@
 
 #include "common/clock.h"
 #include "common/log.h"
-
-static int64_t wall_ms(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_REALTIME, &ts);
-	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
+#include "common/wall_time.h"
 
 struct bg_proc *bg_proc_new(json_t *argv, size_t log_bytes, struct sbx_mem_budget *mem, sbx_error_t *err)
 {
@@ -33,7 +27,7 @@ struct bg_proc *bg_proc_new(json_t *argv, size_t log_bytes, struct sbx_mem_budge
 	p->mem = mem;
 	p->charged = mem != NULL ? charge : 0;
 	p->argv = json_incref(argv);
-	p->started_ms = wall_ms();
+	p->started_ms = sbx_wall_ms();
 	p->running = true;
 	p->refs = 1;
 	pthread_mutex_init(&p->lock, NULL);
@@ -96,7 +90,7 @@ void bg_proc_exited(struct bg_proc *p, int code)
 		p->running = false;
 		p->has_code = code >= 0;
 		p->exit_code = code;
-		p->ended_ms = wall_ms();
+		p->ended_ms = sbx_wall_ms();
 	}
 	changed_locked(p);
 	pthread_mutex_unlock(&p->lock);
@@ -180,17 +174,6 @@ int bg_proc_slice(struct bg_proc *p, int fd, uint64_t offset, size_t max, struct
 	return 0;
 }
 
-static void add_time(json_t *o, const char *key, int64_t ms)
-{
-	time_t t = (time_t)(ms / 1000);
-	struct tm tm;
-	char buf[40], text[48];
-	if (gmtime_r(&t, &tm) == NULL || strftime(buf, sizeof(buf), "%Y-%m-%dT%H:%M:%S", &tm) == 0)
-		return;
-	snprintf(text, sizeof(text), "%s.%03dZ", buf, (int)(ms % 1000));
-	json_object_set_new(o, key, json_string(text));
-}
-
 /* {state, exit_code?} under p->lock. */
 static json_t *state_locked(struct bg_proc *p)
 {
@@ -212,14 +195,14 @@ json_t *bg_proc_row(struct bg_proc *p)
 {
 	pthread_mutex_lock(&p->lock);
 	json_t *st = state_locked(p);
-	json_t *o = json_pack("{s:s, s:O, s:o}", "process_id", p->id, "argv", p->argv, "state",
-			      json_incref(json_object_get(st, "state")));
+	json_t *o = json_pack("{s:s, s:O, s:I, s:o}", "process_id", p->id, "argv", p->argv, "pid", (json_int_t)p->pid,
+			      "state", json_incref(json_object_get(st, "state")));
 	if (o != NULL && json_object_get(st, "exit_code") != NULL)
 		json_object_set(o, "exit_code", json_object_get(st, "exit_code"));
 	if (o != NULL) {
-		add_time(o, "started_at", p->started_ms);
+		sbx_wall_set(o, "started_at", p->started_ms);
 		if (!p->running)
-			add_time(o, "ended_at", p->ended_ms);
+			sbx_wall_set(o, "ended_at", p->ended_ms);
 		json_object_set_new(o, "bytes", json_pack("{s:I, s:I}", "stdout", (json_int_t)p->out.end, "stderr",
 							 (json_int_t)p->err.end));
 	}

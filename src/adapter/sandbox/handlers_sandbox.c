@@ -104,15 +104,19 @@ static int decode_exec(json_t *req, struct exec_fields *f, struct sandbox_exec_a
 
 int sbx_op_exec(struct sbx_adapter *a, json_t *req, json_t **out)
 {
-	return sbx_op_exec_live(a, req, NULL, NULL, out);
+	return sbx_op_exec_live(a, req, NULL, out);
 }
 
-int sbx_op_exec_live(struct sbx_adapter *a, json_t *req, int (*on_output)(void *ud, int fd, const void *data, size_t len),
-		     void *ud, json_t **out)
+int sbx_op_exec_live(struct sbx_adapter *a, json_t *req, const struct sbx_exec_live *live, json_t **out)
 {
 	sbx_error_t err = NULL;
 	struct exec_fields f = { 0 };
-	struct sandbox_exec_args x = { .on_output = on_output, .output_ud = ud };
+	struct sandbox_exec_args x = { 0 };
+	if (live != NULL) {
+		x.on_output = live->on_output;
+		x.caller_gone = live->caller_gone;
+		x.output_ud = live->ud;
+	}
 	bool background;
 	if (decode_exec(req, &f, &x, &err) < 0 || req_bool(req, "background", false, &background, &err) < 0)
 		return sbx_op_fail(&err, out);

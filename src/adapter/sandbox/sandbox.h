@@ -37,7 +37,10 @@ struct sandbox_exec_args {
 	const char *workdir;   /* NULL = the image's WorkingDir, else / */
 	uint64_t timeout_ms;   /* as requested; clamped here */
 	int (*on_output)(void *ud, int fd, const void *data, size_t len); /* optional (backend.h) */
-	void *output_ud;
+	/* Optional: true once the caller went away; the command is then
+	 * killed as a stop would (S004 naming the caller). */
+	bool (*caller_gone)(void *ud);
+	void *output_ud; /* both's */
 	json_t *stream;        /* NULL, or {stdout?, stderr?} writer refs (exec_stream.h) */
 };
 
@@ -79,8 +82,9 @@ void sandbox_remove_dead(struct sbx_adapter *a, const char *id);
 /* For a record already claimed stopped: waits for its execs, stops the VM
  * (removing its scratch disk and files) and drops the record. */
 void sandbox_teardown(struct sbx_adapter *a, const char *id, const char *reason);
-/* The end of a teardown, for a VM already detached from the registry:
- * stops it, gives back its memory and logs the stop with its reason. */
+/* The end of a teardown, for a VM already detached from the registry
+ * after sbx_mem_budget_release_begin: stops it, ends the release (its
+ * memory given back) and logs the stop with its reason. */
 void sandbox_release(struct sbx_adapter *a, const char *id, void *vm, uint64_t mem_mib, const char *reason);
 
 #endif

@@ -2,7 +2,6 @@
 #include <errno.h>
 #include <string.h>
 
-#include "adapter/reaper.h"
 #include "adapter/sandbox/catalog.h"
 #include "adapter/sandbox/env.h"
 #include "adapter/sandbox/sandbox.h"
@@ -11,6 +10,10 @@
 #include "common/log.h"
 #include "common/scodes.h"
 #include "common/uuid.h"
+
+/* How long a create that does not fit waits for sandboxes being stopped:
+ * a stop takes QEMU's quit, or its kill after a grace. */
+#define RELEASE_WAIT_MS 30000
 
 /* Checks that need no slot: a bad request never consumes capacity. */
 static int check_request(const struct sandbox_create_args *c, uint32_t cpus, uint32_t mem, sbx_error_t *err)
@@ -124,10 +127,11 @@ int sandbox_create(struct sbx_adapter *a, struct sandbox_create_args *c, char id
 	if (a->backend.ops != NULL && a->backend.ops->templates_mib != NULL)
 		sbx_mem_budget_set_templates(&a->mem, a->backend.ops->templates_mib(a->backend.ctx));
 	if (sbx_mem_budget_take(&a->mem, need, mem, err) < 0) {
-		/* The VMs of runs that replied may still hold memory they are
-		 * about to give back: wait for them, then ask once more. */
+		/* Sandboxes being stopped (a run that replied, a stop, the
+		 * reaper, a dead VM) left `list` but hold memory they are about
+		 * to give back: wait for them, then ask once more. */
 		sbx_error_free(err);
-		reaper_wait_handed(&a->reaper);
+		(void)sbx_mem_budget_wait_released(&a->mem, RELEASE_WAIT_MS);
 		if (sbx_mem_budget_take(&a->mem, need, mem, err) < 0)
 			goto out;
 	}

@@ -1,5 +1,6 @@
 /* exec (contract §7.4) and the file writes of run, on an admitted sandbox. */
 #include <errno.h>
+#include <stdatomic.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -18,12 +19,20 @@
 struct cancel_ctx {
 	struct sbx_registry *reg;
 	struct sbx_sandbox *sb;
+	bool (*caller_gone)(void *ud);
+	void *caller_ud;
+	atomic_bool gone; /* the caller went away (not a stop) */
 };
 
+/* The sandbox is being stopped, or the caller went away. */
 static bool cancelled(void *ud)
 {
 	struct cancel_ctx *c = ud;
-	return sbx_registry_stopped(c->reg, c->sb);
+	if (sbx_registry_stopped(c->reg, c->sb))
+		return true;
+	if (!atomic_load(&c->gone) && c->caller_gone != NULL && c->caller_gone(c->caller_ud))
+		atomic_store(&c->gone, true);
+	return atomic_load(&c->gone);
 }
 
 /* A NULL-terminated view of a JSON string array (strings borrowed). */
@@ -116,7 +125,7 @@ static json_t *run_admitted(struct sbx_adapter *a, struct sbx_sandbox *sb, const
 	struct exec_stream st;
 	if (exec_stream_open(&st, &a->streams, x->stream, x->on_output, x->output_ud, err) < 0)
 		return NULL;
-	struct cancel_ctx cc = { a->reg, sb };
+	struct cancel_ctx cc = { a->reg, sb, x->caller_gone, x->output_ud, false };
 	struct sbx_exec_request req = {
 		.argv = argv,
 		.env = env,
@@ -141,6 +150,10 @@ static json_t *run_admitted(struct sbx_adapter *a, struct sbx_sandbox *sb, const
 	int rc = a->backend.ops->exec(sb->vm, &req, &res, err);
 	/* The channels end before the reply goes: a reader has every byte
 	 * once the exec has answered. */
+	if (rc < 0 && atomic_load(&cc.gone) && *err != NULL && strcmp((*err)->scode, SBX_S_STOPPED) == 0) {
+		sbx_error_free(err);
+		sbx_error_scode(err, SBX_S_STOPPED, "the caller went away while the command ran: it was killed");
+	}
 	exec_stream_close(&st, rc == 0 ? NULL : sbx_error_msg(*err));
 	if (rc == 0) {
 		j = reply(&res, err);

@@ -100,7 +100,9 @@ static json_t *run_steps(struct sbx_adapter *a, const char *id, const struct run
 	json_t *argv = json_pack("[s, s]", "", l.file);
 	json_t *reply = NULL;
 	if (env != NULL && argv != NULL && json_array_set_new(argv, 0, json_string(l.program)) == 0) {
-		struct sandbox_exec_args x = { argv, env, r->stdin_b64, NULL, r->timeout_ms, NULL, NULL, r->stream };
+		struct sandbox_exec_args x = {
+			.argv = argv, .env = env, .stdin_b64 = r->stdin_b64, .timeout_ms = r->timeout_ms, .stream = r->stream,
+		};
 		reply = sandbox_exec(a, id, &x, printed, err);
 	} else if (env != NULL) {
 		sbx_error_errno(err, ENOMEM, "run");

@@ -21,6 +21,7 @@ int sandbox_stop_soon(struct sbx_adapter *a, const char *id, sbx_error_t *err)
 		return -1;
 	if (!was_stopped) {
 		uint64_t mem_mib;
+		sbx_mem_budget_release_begin(&a->mem);
 		void *vm = sbx_registry_detach(a->reg, id, &mem_mib);
 		if (!reaper_hand_over(&a->reaper, vm, mem_mib, id))
 			sandbox_release(a, id, vm, mem_mib, SANDBOX_STOP_RUN);

@@ -19,8 +19,7 @@ void sandbox_release(struct sbx_adapter *a, const char *id, void *vm, uint64_t m
 	if (a->procs != NULL)
 		process_table_drop(a->procs, id);
 	/* Given back once QEMU is gone, and its memory with it. */
-	if (mem_mib > 0)
-		sbx_mem_budget_give(&a->mem, mem_mib);
+	sbx_mem_budget_release_end(&a->mem, mem_mib);
 	struct sbx_log_field f[] = { SBX_LF_STR("event", "stop"), SBX_LF_STR("sandbox_id", id),
 				     SBX_LF_STR("reason", reason), SBX_LF_INT("duration_ms", sbx_now_ms() - t0) };
 	sbx_log_kv(SBX_LOG_INFO, f, "sandbox %s stopped (%s)", id, reason);
@@ -29,6 +28,7 @@ void sandbox_release(struct sbx_adapter *a, const char *id, void *vm, uint64_t m
 void sandbox_teardown(struct sbx_adapter *a, const char *id, const char *reason)
 {
 	uint64_t mem_mib;
+	sbx_mem_budget_release_begin(&a->mem);
 	void *vm = sbx_registry_detach(a->reg, id, &mem_mib);
 	sandbox_release(a, id, vm, mem_mib, reason);
 }

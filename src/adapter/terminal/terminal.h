@@ -12,6 +12,7 @@
 #ifndef SBX_ADAPTER_TERMINAL_TERMINAL_H
 #define SBX_ADAPTER_TERMINAL_TERMINAL_H
 
+#include <jansson.h>
 #include <stdint.h>
 #include <sys/types.h>
 
@@ -62,6 +63,9 @@ void sbx_terminals_free(struct sbx_terminals *t);
  * success io->release() will be called once; on failure it is not. */
 int sbx_terminal_open(struct sbx_adapter *a, const char *sandbox_id, const struct sbx_terminal_spec *spec,
 		      const struct sbx_terminal_io *io, char terminal_id[SBX_UUID_STRLEN + 1], sbx_error_t *err);
+/* The open terminals of sandbox `sandbox_id` (canonical), newest first:
+ * [{terminal_id, argv, pid, started_at}, ...]; NULL when out of memory. */
+json_t *sbx_terminal_rows(struct sbx_terminals *t, const char *sandbox_id);
 /* S001 for an unknown terminal_id (naming it), S002/S004 for the sandbox. */
 int sbx_terminal_resize(struct sbx_adapter *a, const char *sandbox_id, const char *terminal_id, uint16_t rows,
 			uint16_t cols, sbx_error_t *err);

@@ -3,6 +3,7 @@
 #ifndef SBX_ADAPTER_TERMINAL_TERMINAL_INTERNAL_H
 #define SBX_ADAPTER_TERMINAL_TERMINAL_INTERNAL_H
 
+#include <jansson.h>
 #include <pthread.h>
 #include <stdbool.h>
 
@@ -22,6 +23,10 @@ struct sbx_terminal {
 	const struct sbx_backend_ops *ops;
 	void *proc; /* NULL while starting, and once freed */
 	struct sbx_terminal_io io;
+	/* What `ps --processes` lists, set before it enters the table */
+	json_t *argv;       /* the command (owned) */
+	int64_t started_ms; /* CLOCK_REALTIME */
+	uint32_t pid;       /* in the guest; set with `proc` */
 
 	pthread_mutex_t lock;
 	pthread_cond_t cond;

@@ -15,6 +15,7 @@ void terminal_unref(struct sbx_terminal *term)
 		term->io.release(term->io.ud);
 	pthread_mutex_destroy(&term->lock);
 	pthread_cond_destroy(&term->cond);
+	json_decref(term->argv);
 	free(term);
 }
 

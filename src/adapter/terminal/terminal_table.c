@@ -10,6 +10,7 @@
 #include "adapter/scode.h"
 #include "common/clock.h"
 #include "common/scodes.h"
+#include "common/wall_time.h"
 
 struct sbx_terminals *sbx_terminals_new(sbx_error_t *err)
 {
@@ -66,6 +67,40 @@ static int table_add(struct sbx_terminals *t, struct sbx_terminal *term, sbx_err
 	return 0;
 }
 
+/* The command as a JSON array of strings. */
+static json_t *argv_json(char *const *argv)
+{
+	json_t *a = json_array();
+	for (size_t i = 0; a != NULL && argv[i] != NULL; i++) {
+		if (json_array_append_new(a, json_string(argv[i])) < 0) {
+			json_decref(a);
+			a = NULL;
+		}
+	}
+	return a;
+}
+
+json_t *sbx_terminal_rows(struct sbx_terminals *t, const char *sandbox_id)
+{
+	json_t *rows = json_array();
+	pthread_mutex_lock(&t->lock);
+	for (struct sbx_terminal *term = t->head; rows != NULL && term != NULL; term = term->next) {
+		/* Started (its command runs) and of this sandbox. */
+		if (term->proc == NULL || strcmp(term->hold.id, sandbox_id) != 0)
+			continue;
+		json_t *r = json_pack("{s:s, s:O, s:I}", "terminal_id", term->id, "argv", term->argv, "pid",
+				      (json_int_t)term->pid);
+		if (r != NULL)
+			sbx_wall_set(r, "started_at", term->started_ms);
+		if (json_array_append_new(rows, r) < 0) {
+			json_decref(rows);
+			rows = NULL;
+		}
+	}
+	pthread_mutex_unlock(&t->lock);
+	return rows;
+}
+
 /* Undoes a failed open: out of the table, the VM let go, freed without
  * io.release(). */
 static int open_fail(struct sbx_terminal *term, bool listed)
@@ -101,6 +136,11 @@ int sbx_terminal_open(struct sbx_adapter *a, const char *sandbox_id, const struc
 		sbx_error_errno(err, EIO, "terminal id");
 		return open_fail(term, false);
 	}
+	term->started_ms = sbx_wall_ms();
+	if ((term->argv = argv_json(spec->argv)) == NULL) {
+		sbx_error_errno(err, ENOMEM, "terminal");
+		return open_fail(term, false);
+	}
 	if (table_add(a->terminals, term, err) < 0)
 		return open_fail(term, false);
 	struct sbx_proc_request req = {
@@ -114,6 +154,7 @@ int sbx_terminal_open(struct sbx_adapter *a, const char *sandbox_id, const struc
 	}
 	pthread_mutex_lock(&a->terminals->lock);
 	term->proc = proc;
+	term->pid = pid;
 	pthread_mutex_unlock(&a->terminals->lock);
 	memcpy(terminal_id, term->id, sizeof(term->id));
 	if (terminal_pumps_start(term, err) < 0) {

@@ -8,6 +8,7 @@
 #include "adapter/vm_backend/vm_backend_internal.h"
 #include "common/clock.h"
 #include "common/scodes.h"
+#include "vm/net_link.h"
 #include "vm/template_memfd.h"
 
 #define WRITE_FILE_MS 60000 /* one file of run */
@@ -45,6 +46,8 @@ void vm_backend_collect_metrics(void *ctx)
 	struct backend *b = ctx;
 	warm_pool_collect_metrics(b->pool);
 	standby_collect_metrics(b->standby);
+	/* every networked VM's helper: sandboxes' and workers' */
+	net_link_report_collect();
 }
 
 static bool alive(void *vm)
@@ -87,6 +90,7 @@ static void facts(void *vm, struct sbx_vm_facts *f)
 	struct sbx_vm *v = ((struct sandbox_vm *)vm)->vm;
 	f->pid = sbx_vm_pid(v);
 	f->console_log = sbx_vm_console_log(v);
+	f->boot = ((struct sandbox_vm *)vm)->boot_line;
 }
 
 static uint64_t templates_mib(void *ctx)

@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/statvfs.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "adapter/mem_budget.h"
@@ -210,9 +211,14 @@ static bool default_shape(const struct backend *b, const struct sbx_boot_request
 	return req->net_args == NULL && req->cpus == b->cfg->default_cpus && req->memory_mb == b->cfg->default_memory_mb;
 }
 
-/* A VM ready for its create, counted by how it was booted. */
+/* A VM ready for its create, counted by how it was booted; its log's
+ * first line says how and when. */
 static struct sandbox_vm *count_ready(struct sandbox_vm *s, int64_t start_ms)
 {
+	struct timespec now;
+	clock_gettime(CLOCK_REALTIME, &now);
+	boot_line_format(s->boot_line, s->boot_mode, sbx_vm_template(s->vm), sbx_vm_timings(s->vm)->saved,
+			 (int64_t)now.tv_sec * 1000 + now.tv_nsec / 1000000);
 	sbx_metric_add(&sbx_m_creates, (const char *[]){ s->boot_mode }, 1);
 	sbx_metric_observe(&sbx_m_create_seconds, (const char *[]){ s->boot_mode },
 			   (double)(sbx_now_ms() - start_ms) / 1000.0);

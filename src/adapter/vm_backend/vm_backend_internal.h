@@ -8,6 +8,7 @@
 #include <stdatomic.h>
 #include <sys/stat.h>
 
+#include "adapter/vm_backend/boot_line.h"
 #include "adapter/vm_backend/standby.h"
 #include "adapter/vm_backend/vm_backend.h"
 #include "adapter/vm_backend/warm_pool.h"
@@ -39,6 +40,7 @@ struct sandbox_vm {
 	char *workdir; /* the image's WorkingDir, or NULL */
 	char *image;   /* a standby's image file (gone: the image was removed) */
 	const char *boot_mode; /* how it started: "pool", "standby", "restore" or "cold" */
+	char boot_line[BOOT_LINE_MAX]; /* the first line of its log, set once it is ready */
 };
 
 /* The ops of the table (backend.h says what each one does). */

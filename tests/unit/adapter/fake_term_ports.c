@@ -234,8 +234,41 @@ static void fvm_stop(void *vm)
 	(void)vm;
 }
 
+/* ---- exec ---- */
+
+static int fexec(void *vm, const struct sbx_exec_request *req, struct sbx_exec_result *res, sbx_error_t *err)
+{
+	(void)vm;
+	res->exit_code = 0;
+	if (strcmp(req->argv[0], "cat") == 0) {
+		if (req->stdin_data == NULL || req->stdin_len == 0)
+			return 0;
+		if (req->on_output != NULL && req->on_output(req->output_ud, 1, req->stdin_data, req->stdin_len) == 1)
+			return 0;
+		return exec_output_append(&res->out, req->stdin_data, req->stdin_len, err);
+	}
+	pthread_mutex_lock(&L);
+	S.execs_live++;
+	pthread_mutex_unlock(&L);
+	int64_t end = sbx_now_ms() + (int64_t)req->timeout_ms;
+	bool cancelled = false;
+	while (!cancelled && sbx_now_ms() < end) {
+		cancelled = req->cancelled != NULL && req->cancelled(req->cancel_ud);
+		if (!cancelled)
+			usleep(5000);
+	}
+	pthread_mutex_lock(&L);
+	S.execs_live--;
+	S.execs_cancelled += cancelled;
+	pthread_mutex_unlock(&L);
+	if (cancelled)
+		return sbx_error_scode(err, "S004", "fake: the sandbox was stopped while the command ran");
+	return sbx_error_scode(err, "S200", "fake: exec timed out");
+}
+
 const struct sbx_backend_ops fake_term_backend = {
 	.stop = fvm_stop,
+	.exec = fexec,
 	.proc_start = fproc_start,
 	.proc_read = fproc_read,
 	.proc_write = fproc_write,

@@ -1,7 +1,8 @@
 /* Fakes of the process port (a pty-like process: echoes keys, answers
  * `stty size`, exits on `exit`, on SIGHUP unless told to ignore it, and on
- * SIGKILL) and of the stream port (in-memory channels), for
- * test_terminal.c. */
+ * SIGKILL), of exec (`cat` answers its stdin; any other command runs until
+ * cancelled, S004, or its deadline, S200) and of the stream port
+ * (in-memory channels), for test_terminal.c and test_control_shell.c. */
 #ifndef SBX_TEST_FAKE_TERM_PORTS_H
 #define SBX_TEST_FAKE_TERM_PORTS_H
 
@@ -16,6 +17,7 @@ extern const struct sbx_stream_ops fake_term_streams;
 struct fake_term_state {
 	int procs_live, procs_started, readers_open, writers_open;
 	int hups, kills, stdin_closed;
+	int execs_live, execs_cancelled; /* exec: running now; ended by cancelled() */
 	bool ignore_hup;  /* the next processes ignore SIGHUP */
 	bool fail_start;  /* proc_start fails (S300) */
 	char last_argv2[256], last_env0[64];

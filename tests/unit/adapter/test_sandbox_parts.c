@@ -3,6 +3,7 @@
  * image's OCI config, the reaper's decision and the memory budget. */
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -351,6 +352,47 @@ TEST(memory_budget_arithmetic)
 	CHECK_INT(b.logs, 2);
 	CHECK_INT(sbx_mem_budget_take_logs(&b, UINT64_MAX, &err), -1);
 	sbx_error_free(&err);
+	sbx_mem_budget_destroy(&b);
+}
+
+struct release_later {
+	struct sbx_mem_budget *b;
+	uint64_t mib;
+};
+
+static void *end_release_later(void *arg)
+{
+	struct release_later *r = arg;
+	usleep(50000);
+	sbx_mem_budget_release_end(r->b, r->mib);
+	return NULL;
+}
+
+/* A sandbox claimed for a stop leaves `list` before its QEMU is gone: a
+ * create that does not fit waits for such releases, then asks again. */
+TEST(mem_budget_release_wait)
+{
+	sbx_error_t err = NULL;
+	struct sbx_mem_budget b;
+	sbx_mem_budget_init(&b, 1000);
+	CHECK(sbx_mem_budget_wait_released(&b, 0)); /* none begun */
+	CHECK_INT(sbx_mem_budget_take(&b, 640, 512, &err), 0);
+	sbx_mem_budget_release_begin(&b);
+	CHECK(!sbx_mem_budget_wait_released(&b, 20)); /* begun, QEMU not gone */
+	CHECK_INT(sbx_mem_budget_take(&b, 640, 512, &err), -1);
+	sbx_error_free(&err);
+	struct release_later r = { &b, 640 };
+	pthread_t t;
+	CHECK_INT(pthread_create(&t, NULL, end_release_later, &r), 0);
+	CHECK(sbx_mem_budget_wait_released(&b, 60000));
+	CHECK_INT(b.committed_mib, 0);
+	CHECK_INT(sbx_mem_budget_take(&b, 640, 512, &err), 0);
+	CHECK_INT(pthread_join(t, NULL), 0);
+	/* a release of a sandbox whose VM was already detached gives nothing */
+	sbx_mem_budget_release_begin(&b);
+	sbx_mem_budget_release_end(&b, 0);
+	CHECK(sbx_mem_budget_wait_released(&b, 0));
+	CHECK_INT(b.committed_mib, 640);
 	sbx_mem_budget_destroy(&b);
 }
 

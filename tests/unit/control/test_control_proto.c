@@ -49,6 +49,14 @@ TEST(requests_parse_with_their_fields)
 	CHECK_STR(q.sandbox, "ab12");
 	CHECK_INT(json_array_size(q.argv), 3);
 	CHECK_INT(q.timeout_ms, 500);
+	CHECK(!q.stdin_frames);
+	json_decref(j);
+	CHECK_INT(parse("{\"op\":\"exec\",\"sandbox\":\"ab12\",\"argv\":[\"cat\"],\"stdin\":true}", &q, &j, msg, sizeof(msg)), 0);
+	CHECK(q.stdin_frames);
+	json_decref(j);
+	CHECK_INT(parse("{\"op\":\"processes\",\"sandbox\":\"cli-box\"}", &q, &j, msg, sizeof(msg)), 0);
+	CHECK_INT(q.op, CONTROL_PROCESSES);
+	CHECK_STR(q.sandbox, "cli-box");
 	json_decref(j);
 	CHECK_INT(parse("{\"op\":\"cp_in\",\"sandbox\":\"x\",\"path\":\"/a\",\"mode\":\"0755\"}", &q, &j, msg, sizeof(msg)), 0);
 	CHECK_STR(q.path, "/a");
@@ -74,6 +82,8 @@ TEST(bad_requests_are_refused_naming_the_field)
 	CHECK(refused("{\"op\":\"cp_out\",\"sandbox\":\"x\"}", "missing field `path`"));
 	CHECK(refused("{\"op\":\"stat\",\"sandbox\":\"x\",\"path\":\"/a\\u0000b\"}", "NUL"));
 	CHECK(refused("{\"op\":\"logs\",\"sandbox\":\"x\",\"follow\":1}", "follow"));
+	CHECK(refused("{\"op\":\"exec\",\"sandbox\":\"x\",\"argv\":[\"a\"],\"stdin\":\"aGkK\"}", "field `stdin`"));
+	CHECK(refused("{\"op\":\"processes\"}", "missing field `sandbox`"));
 }
 
 TEST(argv_is_bounded)
@@ -218,6 +228,30 @@ TEST(frames_are_checked)
 		sbx_error_free(&err);
 		json_decref(m);
 	}
+}
+
+TEST(read_frame_gives_a_frame_then_the_end_and_refuses_a_peer_gone_first)
+{
+	int sv[2];
+	CHECK_INT(socketpair(AF_UNIX, SOCK_STREAM, 0, sv), 0);
+	sbx_error_t err = NULL;
+	CHECK_INT(control_send_frame(sv[1], "abc", 3, &err), 0);
+	CHECK_INT(control_send_end(sv[1], &err), 0);
+	CHECK_INT(control_send_frame(sv[1], "z", 1, &err), 0);
+	close(sv[1]);
+	struct control_reader r;
+	control_reader_init(&r, sv[0]);
+	uint8_t *buf = malloc(CONTROL_FRAME_MAX);
+	CHECK(buf != NULL);
+	CHECK_INT(control_read_frame(&r, buf, &err), 3);
+	CHECK(memcmp(buf, "abc", 3) == 0);
+	CHECK_INT(control_read_frame(&r, buf, &err), 0);
+	CHECK_INT(control_read_frame(&r, buf, &err), 1);
+	CHECK_INT(control_read_frame(&r, buf, &err), -1);
+	CHECK(strstr(sbx_error_msg(err), "closed before") != NULL);
+	sbx_error_free(&err);
+	free(buf);
+	close(sv[0]);
 }
 
 TEST(frames_round_trip_over_a_socket)

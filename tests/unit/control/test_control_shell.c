@@ -2,7 +2,11 @@
  * adapter over fakes of the process and stream ports: the first line, the
  * screen as frames, keys and a size from the client, the final line with
  * the exit status; an unknown sandbox's S002; a client that goes away
- * closing the terminal. */
+ * closing the terminal.  Beside it, over the same fakes, the ops that show
+ * or drive what runs in a sandbox (control_ops.c, control_view.c): ps's
+ * counts and `processes` with a background process and a terminal, exec
+ * with its stdin as frames (and its bound), and an exec ended when its
+ * client goes away. */
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -202,5 +206,162 @@ TEST(the_exit_status_comes_in_the_final_line_and_errors_before_the_start)
 	close(fd);
 	CHECK(fake_term_wait(none_live, HANG_MS));
 	sbx_error_free(&err);
+	sbx_adapter_free(a);
+}
+
+static bool one_exec_live(const struct fake_term_state *s)
+{
+	return s->execs_live == 1;
+}
+
+static bool one_exec_cancelled(const struct fake_term_state *s)
+{
+	return s->execs_cancelled == 1 && s->execs_live == 0;
+}
+
+/* One request on its own connection; the final line's result (a new
+ * reference), frames' bytes into out. */
+static json_t *ask(struct sbx_adapter *a, const char *line, char *out, size_t cap)
+{
+	atomic_bool stopping = false;
+	struct server s;
+	int fd = start(&s, a, &stopping);
+	if (fd < 0)
+		return NULL;
+	struct control_reader r;
+	control_reader_init(&r, fd);
+	send_line(fd, line);
+	json_t *final = read_until_line(&r, out, cap, NULL);
+	pthread_join(s.th, NULL);
+	close(fd);
+	return final;
+}
+
+TEST(ps_counts_and_processes_lists_background_processes_and_terminals)
+{
+	struct sbx_adapter *a = make();
+	CHECK(a != NULL);
+	json_t *bg = NULL;
+	json_t *req = json_pack("{s:s, s:[s, s], s:b}", "sandbox_id", SB, "argv", "srv", "a b", "background", 1);
+	CHECK_INT(sbx_adapter_call(a, "exec", req, &bg), 0);
+	json_decref(req);
+	const char *process_id = json_string_value(json_object_get(bg, "process_id"));
+	CHECK(process_id != NULL);
+	/* A terminal, open while we look. */
+	atomic_bool stopping = false;
+	struct server sh;
+	int fd = start(&sh, a, &stopping);
+	struct control_reader r;
+	control_reader_init(&r, fd);
+	send_line(fd, "{\"op\":\"shell\",\"sandbox\":\"" SB "\",\"rows\":3,\"cols\":4,\"argv\":[\"/bin/bash\",\"-l\",\"-i\"]}");
+	char screen[8192] = "";
+	json_t *first = read_until_line(&r, screen, sizeof(screen), NULL);
+	const char *terminal_id = json_string_value(json_object_get(first, "terminal_id"));
+	CHECK(terminal_id != NULL);
+
+	char none[64] = "";
+	json_t *ps = ask(a, "{\"op\":\"ps\"}", none, sizeof(none));
+	json_t *row = json_array_get(json_object_get(json_object_get(ps, "result"), "sandboxes"), 0);
+	CHECK_INT(json_integer_value(json_object_get(json_object_get(row, "processes"), "running")), 1);
+	CHECK_INT(json_integer_value(json_object_get(json_object_get(row, "processes"), "exited")), 0);
+	CHECK_INT(json_integer_value(json_object_get(row, "terminals")), 1);
+	json_decref(ps);
+
+	json_t *list = ask(a, "{\"op\":\"processes\",\"sandbox\":\"0b0a3a\"}", none, sizeof(none));
+	json_t *res = json_object_get(list, "result");
+	CHECK_STR(json_string_value(json_object_get(res, "sandbox_id")), SB);
+	json_t *p = json_array_get(json_object_get(res, "processes"), 0);
+	CHECK_INT(json_array_size(json_object_get(res, "processes")), 1);
+	CHECK_STR(json_string_value(json_object_get(p, "process_id")), process_id);
+	CHECK_STR(json_string_value(json_object_get(p, "state")), "running");
+	CHECK_INT(json_integer_value(json_object_get(p, "pid")), 42);
+	CHECK_STR(json_string_value(json_array_get(json_object_get(p, "argv"), 1)), "a b");
+	CHECK(json_is_string(json_object_get(p, "started_at")));
+	json_t *t = json_array_get(json_object_get(res, "terminals"), 0);
+	CHECK_INT(json_array_size(json_object_get(res, "terminals")), 1);
+	CHECK_STR(json_string_value(json_object_get(t, "terminal_id")), terminal_id);
+	CHECK_INT(json_integer_value(json_object_get(t, "pid")), 42);
+	CHECK_STR(json_string_value(json_array_get(json_object_get(t, "argv"), 0)), "/bin/bash");
+	CHECK(json_is_string(json_object_get(t, "started_at")));
+	json_decref(list);
+	json_decref(first);
+
+	/* An unknown sandbox: S002. */
+	json_t *unknown = ask(a, "{\"op\":\"processes\",\"sandbox\":\"ffff\"}", none, sizeof(none));
+	CHECK_STR(json_string_value(json_object_get(json_object_get(unknown, "error"), "code")), "S002");
+	json_decref(unknown);
+
+	/* The terminal closes with its client: no longer listed. */
+	close(fd);
+	pthread_join(sh.th, NULL);
+	json_t *after = ask(a, "{\"op\":\"processes\",\"sandbox\":\"" SB "\"}", none, sizeof(none));
+	CHECK_INT(json_array_size(json_object_get(json_object_get(after, "result"), "terminals")), 0);
+	json_decref(after);
+	json_decref(bg);
+	sbx_adapter_free(a);
+}
+
+TEST(exec_takes_its_stdin_as_frames_and_bounds_it)
+{
+	struct sbx_adapter *a = make();
+	CHECK(a != NULL);
+	atomic_bool stopping = false;
+	struct server s;
+	int fd = start(&s, a, &stopping);
+	struct control_reader r;
+	control_reader_init(&r, fd);
+	send_line(fd, "{\"op\":\"exec\",\"sandbox\":\"" SB "\",\"argv\":[\"cat\"],\"stdin\":true}");
+	sbx_error_t err = NULL;
+	send_line(fd, "{\"data\":3}");
+	control_write_all(fd, "hi\n", 3, &err);
+	send_line(fd, "{\"data\":4}");
+	control_write_all(fd, "yo\0\n", 4, &err);
+	send_line(fd, "{\"end\":true}");
+	char out[64] = "";
+	json_t *final = read_until_line(&r, out, sizeof(out), NULL);
+	CHECK(json_is_true(json_object_get(final, "ok")));
+	CHECK_INT(json_integer_value(json_object_get(json_object_get(final, "result"), "exit_code")), 0);
+	CHECK_STR(out, "hi\nyo");
+	json_decref(final);
+	pthread_join(s.th, NULL);
+	close(fd);
+
+	/* More than CONTROL_STDIN_MAX: refused before the command runs. */
+	fd = start(&s, a, &stopping);
+	control_reader_init(&r, fd);
+	send_line(fd, "{\"op\":\"exec\",\"sandbox\":\"" SB "\",\"argv\":[\"cat\"],\"stdin\":true}");
+	uint8_t *mib = calloc(1, CONTROL_FRAME_MAX);
+	CHECK(mib != NULL);
+	for (unsigned i = 0; err == NULL && i <= CONTROL_STDIN_MAX / CONTROL_FRAME_MAX; i++)
+		control_send_frame(fd, mib, CONTROL_FRAME_MAX, &err);
+	sbx_error_free(&err);
+	free(mib);
+	out[0] = '\0';
+	final = read_until_line(&r, out, sizeof(out), NULL);
+	CHECK(json_is_false(json_object_get(final, "ok")));
+	CHECK(strstr(json_string_value(json_object_get(json_object_get(final, "error"), "message")), "stdin holds more than") != NULL);
+	CHECK_STR(out, "");
+	json_decref(final);
+	pthread_join(s.th, NULL);
+	close(fd);
+	sbx_adapter_free(a);
+}
+
+TEST(an_exec_ends_when_its_client_goes_away)
+{
+	struct sbx_adapter *a = make();
+	CHECK(a != NULL);
+	atomic_bool stopping = false;
+	struct server s;
+	int fd = start(&s, a, &stopping);
+	send_line(fd, "{\"op\":\"exec\",\"sandbox\":\"" SB "\",\"argv\":[\"sleep\",\"600\"],\"timeout_ms\":600000}");
+	CHECK(fake_term_wait(one_exec_live, HANG_MS));
+	/* Not ended while the client is there (the fake polls cancelled()
+	 * every 5 ms: many polls in 200 ms). */
+	usleep(200 * 1000);
+	CHECK_INT(fake_term_state().execs_cancelled, 0);
+	close(fd);
+	CHECK(fake_term_wait(one_exec_cancelled, HANG_MS));
+	pthread_join(s.th, NULL);
 	sbx_adapter_free(a);
 }

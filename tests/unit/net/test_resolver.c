@@ -139,6 +139,7 @@ TEST(an_answer_reaches_the_guest_without_rebinding_addresses_and_pins_the_rest)
 	CHECK_INT(n, 0);
 	CHECK_INT(h->pins->n, 0);
 	CHECK_INT(h->denials, 1);
+	CHECK_INT(h->report.denied[NET_DENY_DNS_REBINDING], 1);
 	ask("good.test", NET_DNS_TYPE_A);
 	CHECK_INT(upstream_answer(NET_DNS_NOERROR, HF_ALLOWED, 2, 60), 0);
 	CHECK_INT(settle(), 0);
@@ -216,6 +217,7 @@ TEST(only_a_queries_of_class_in_go_upstream)
 	ask("denied.test", NET_DNS_TYPE_A);
 	CHECK_INT(answer(addrs, &n), NET_DNS_REFUSED);
 	CHECK_INT(h->denials, 1);
+	CHECK_INT(h->report.denied[NET_DENY_DNS_NAME], 1);
 	ask("not_a_host!.test", NET_DNS_TYPE_A);
 	CHECK_INT(answer(addrs, &n), NET_DNS_REFUSED);
 	/* class CH, and an inverse query (opcode 1) */
@@ -244,8 +246,10 @@ TEST(at_most_NET_RESOLVER_MAX_PENDING_queries_wait_the_next_is_servfail)
 	uint32_t addrs[32];
 	size_t n;
 	CHECK_INT(answer(addrs, &n), -1); /* nothing yet */
+	CHECK_INT(h->report.denied[NET_DENY_DNS_BUSY], 0);
 	ask("one-more.silent.test", NET_DNS_TYPE_A);
 	CHECK_INT(answer(addrs, &n), NET_DNS_SERVFAIL);
+	CHECK_INT(h->report.denied[NET_DENY_DNS_BUSY], 1);
 	CHECK_INT(h->dns_pending, NET_RESOLVER_MAX_PENDING);
 	/* stopping frees every waiting query (ASan: nothing leaks) */
 	net_resolver_free(h);
