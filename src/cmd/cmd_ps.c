@@ -19,7 +19,7 @@ static void usage(FILE *out)
 		     "STATE (creating, running, stopping), AGE, IDLE (since the last exec, fs call or\n"
 		     "network payload), CPUS, MEMORY (MiB of guest RAM), RSS (MiB its QEMU holds),\n"
 		     "NET (network on/off), PROCS (background processes running), TERMS (open\n"
-		     "terminals).\n\n"
+		     "terminals), PORTS (published ports: 127.0.0.1:41234->8000/tcp).\n\n"
 		     "  --processes ID  the background processes (running and exited) and open\n"
 		     "                  terminals of sandbox ID (an id, a unique id prefix or a name):\n"
 		     "                  KIND, ID, PID (in the guest), STATE, STARTED, COMMAND\n"
@@ -115,11 +115,33 @@ static void cell_terms(json_t *r, char *buf, size_t len)
 	snprintf(buf, len, "%lld", num(r, "terminals"));
 }
 
+/* As docker ps shows them: 127.0.0.1:41234->8000/tcp, ...; "-" without
+ * any; "+N" for those the cell has no room for. */
+static void cell_ports(json_t *r, char *buf, size_t len)
+{
+	json_t *ports = json_object_get(r, "ports");
+	size_t n = json_array_size(ports), used = 0, i;
+	json_t *p;
+	snprintf(buf, len, "-");
+	json_array_foreach(ports, i, p) {
+		char one[64];
+		snprintf(one, sizeof(one), "%s%.15s:%lld->%lld/tcp", i > 0 ? ", " : "", str(p, "address"),
+			 num(p, "host"), num(p, "guest"));
+		/* room for this one and a final " +N" */
+		if (used + strlen(one) + 8 >= len) {
+			snprintf(buf + used, len - used, " +%zu", n - i);
+			return;
+		}
+		used += (size_t)snprintf(buf + used, len - used, "%s", one);
+	}
+}
+
 static const struct column COLUMNS[] = {
 	{ "ID", -12, cell_id },	     { "NAME", -16, cell_name },    { "IMAGE", -10, cell_image },
 	{ "STATE", -9, cell_state }, { "AGE", -5, cell_age },	    { "IDLE", -5, cell_idle },
 	{ "CPUS", 4, cell_cpus },    { "MEMORY", 7, cell_memory }, { "RSS", 7, cell_rss },
 	{ "NET", -3, cell_net },     { "PROCS", 5, cell_procs },   { "TERMS", 5, cell_terms },
+	{ "PORTS", -5, cell_ports },
 };
 #define N_COLUMNS (sizeof(COLUMNS) / sizeof(COLUMNS[0]))
 

@@ -270,6 +270,14 @@ print(json.dumps(out))`;
 		const r = await run(BIN, ['port', '--socket', sock, a.sandbox_id]);
 		assert.equal(r.code, 0, r.stderr);
 		assert.equal(r.stdout, `8000/tcp -> 127.0.0.1:${a.ports[0].host}\n`);
+		const one = await run(BIN, ['port', '--socket', sock, a.sandbox_id, '8000']);
+		assert.equal(one.stdout, `127.0.0.1:${a.ports[0].host}\n`);
+		const none = await run(BIN, ['port', '--socket', sock, a.sandbox_id, '9']);
+		assert.equal(none.code, 1);
+		// ps's last column, as docker ps shows it
+		const ps = await run(BIN, ['ps', '--socket', sock]);
+		const row = ps.stdout.split('\n').find((l) => l.startsWith(a.sandbox_id.slice(0, 12)));
+		assert.ok(row?.endsWith(`127.0.0.1:${a.ports[0].host}->8000/tcp`), row);
 	});
 
 	test('after stop the host port refuses connections', async () => {
