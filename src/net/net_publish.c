@@ -33,12 +33,13 @@ static struct {
 	int fd[NET_MAX_PUBLISH];        /* slirp's listener, now the daemon's socket */
 	uint32_t open[NET_MAX_PUBLISH];
 	uint32_t max;
+	uint32_t total, total_max; /* open on all ports, and its sandbox-wide bound */
 	const char *sandbox;
 	int pending;   /* the port whose connection slirp accepts in this round, -1 = none */
 	int predicted; /* the descriptor that accept returns */
 	int64_t swept_ms;
 	uint64_t accepted, refused;
-} P = { .max = 256, .pending = -1 };
+} P = { .max = 256, .total_max = NET_PUBLISH_SANDBOX_MAX, .pending = -1 };
 
 static struct conn conns[NET_PUBLISH_FD_MAX];
 
@@ -66,6 +67,12 @@ int net_publish_arg(const char *opt, const char *val)
 		if (port_value(val, 1, NET_PUBLISH_FD_MAX, &v) < 0)
 			return -1;
 		P.max = (uint32_t)v;
+		return 1;
+	}
+	if (strcmp(opt, "--publish-sandbox-max") == 0) {
+		if (port_value(val, 1, NET_PUBLISH_SANDBOX_MAX, &v) < 0)
+			return -1;
+		P.total_max = (uint32_t)v;
 		return 1;
 	}
 	return 0;
@@ -138,6 +145,8 @@ static void release(int fd)
 {
 	if (P.open[conns[fd].port] > 0)
 		P.open[conns[fd].port]--;
+	if (P.total > 0)
+		P.total--;
 	conns[fd] = (struct conn){ 0 };
 }
 
@@ -171,19 +180,19 @@ static void sweep(int64_t now_ms)
 	}
 }
 
-static void refuse(size_t i)
+/* Accepts port i's waiting connection and resets it: 0, the caller logs;
+ * -1 when the caller went away first. */
+static int refuse(size_t i)
 {
 	int c = accept4(P.fd[i], NULL, NULL, SOCK_CLOEXEC);
 	if (c < 0)
-		return;
+		return -1;
 	struct linger rst = { 1, 0 };
 	setsockopt(c, SOL_SOCKET, SO_LINGER, &rst, sizeof(rst)); /* the caller sees a reset */
 	close(c);
 	P.refused++;
 	publish_totals();
-	sbx_warn_limited("net: sandbox %s: connection to published port %u (guest %u) refused: %u open, "
-			 "publish_max_connections is %u",
-			 P.sandbox, P.host[i], P.guest[i], P.open[i], P.max);
+	return 0;
 }
 
 int net_publish_revents(int fd, int r, int64_t now_ms)
@@ -199,10 +208,20 @@ int net_publish_revents(int fd, int r, int64_t now_ms)
 		 * be this port's; the others stay readable for the next. */
 		if (P.pending >= 0)
 			return r & ~SLIRP_POLL_IN;
-		if (P.open[i] >= P.max && now_ms - P.swept_ms >= SWEEP_WHEN_FULL_MS)
+		if ((P.open[i] >= P.max || P.total >= P.total_max) && now_ms - P.swept_ms >= SWEEP_WHEN_FULL_MS)
 			sweep(now_ms);
 		if (P.open[i] >= P.max) {
-			refuse(i);
+			if (refuse(i) == 0)
+				sbx_warn_limited("net: sandbox %s: connection to published port %u (guest %u) "
+						 "refused: %u open, publish_max_connections is %u",
+						 P.sandbox, P.host[i], P.guest[i], P.open[i], P.max);
+			return r & ~SLIRP_POLL_IN;
+		}
+		if (P.total >= P.total_max) {
+			if (refuse(i) == 0)
+				sbx_warn_limited("net: sandbox %s: connection to published port %u (guest %u) "
+						 "refused: %u open on all its ports, the sandbox-wide bound is %u",
+						 P.sandbox, P.host[i], P.guest[i], P.total, P.total_max);
 			return r & ~SLIRP_POLL_IN;
 		}
 		P.pending = (int)i;
@@ -234,6 +253,7 @@ static void record(int fd, size_t i, int64_t now_ms)
 		release(fd); /* closed, and its number taken again */
 	conns[fd] = (struct conn){ .used = true, .port = (uint8_t)i, .ino = st.st_ino, .active_ms = now_ms };
 	P.open[i]++;
+	P.total++;
 	P.accepted++;
 	publish_totals();
 }

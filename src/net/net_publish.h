@@ -8,8 +8,10 @@
  * replaced (dup2) by the daemon's, so slirp accepts the callers'
  * connections itself and relays them through its bounded socket buffers.
  * This file gates those accepts: at most --publish-max connections a port
- * are open at once (past it a caller's connection is accepted and closed
- * at once, counted and logged rate-limited), and a connection on which
+ * and NET_PUBLISH_SANDBOX_MAX on all ports together (the helper's memory
+ * room, proto/proto_net_addr.h; --publish-sandbox-max lowers it) are open
+ * at once (past either a caller's connection is accepted and reset at
+ * once, counted and logged rate-limited), and a connection on which
  * nothing moved for NET_PUBLISH_IDLE_MS is shut down, so that a slow or
  * half-open caller holds one slot only that long. */
 #ifndef SBX_NET_PUBLISH_H
@@ -26,7 +28,8 @@
  * RLIMIT_NOFILE); one above is shut down at once. */
 #define NET_PUBLISH_FD_MAX 4096
 
-/* Options: 1 when opt is --publish or --publish-max (val taken), 0 when it
+/* Options: 1 when opt is --publish, --publish-max or --publish-sandbox-max
+ * (val taken), 0 when it
  * is another option, -1 for a bad value. */
 int net_publish_arg(const char *opt, const char *val);
 /* Installs the forwards (before the helper drops privileges). */

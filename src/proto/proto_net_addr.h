@@ -31,4 +31,28 @@
  * in the beacon's bytes at this offset: two uint64_t, accepted then refused. */
 #define NET_BEACON_PUBLISH_AT 4096
 
+/* The helper's memory cgroup (vm/net_link_jail.c), and the sandbox-wide
+ * bound on its published ports' open connections derived from it: what
+ * is left past NET_HELPER_BASE_MIB (the helper itself, measured 3-4 MiB,
+ * and its guest's own connections) divided by what one connection can
+ * hold at worst: libslirp's two socket buffers of 128 KiB and the
+ * caller's socket's kernel buffers, 64 KiB a direction, which the cgroup
+ * charges too (256 callers stalled mid-download took 13 MiB, but a caller
+ * that sends while the guest does not read fills them), so that callers
+ * who fill every connection of every port cannot get the helper
+ * OOM-killed: 128 connections.
+ * In the ASan build a connection costs about 1 MiB and freed memory stays
+ * in ASan's quarantine (256 MiB by default): 256 idle connections took
+ * 260 MiB. */
+#ifdef __SANITIZE_ADDRESS__
+#define NET_HELPER_JAIL_MIB 1024
+#define NET_HELPER_BASE_MIB 320
+#define NET_PUBLISH_CONN_KIB 2048
+#else
+#define NET_HELPER_JAIL_MIB 64
+#define NET_HELPER_BASE_MIB 16
+#define NET_PUBLISH_CONN_KIB 384
+#endif
+#define NET_PUBLISH_SANDBOX_MAX ((NET_HELPER_JAIL_MIB - NET_HELPER_BASE_MIB) * 1024 / NET_PUBLISH_CONN_KIB)
+
 #endif

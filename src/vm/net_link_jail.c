@@ -20,17 +20,6 @@
 
 #include "proto/proto_net_addr.h"
 
-/* Measured 3-4 MiB; the rest is room for slirp's socket buffers under a
- * guest that opens many connections, or callers of its published ports
- * (256 connections stalled mid-download: 13 MiB).  In the ASan build a
- * connection costs about 1 MiB and freed memory stays in ASan's
- * quarantine (256 MiB by default): 256 idle connections took 260 MiB. */
-#ifdef __SANITIZE_ADDRESS__
-#define NET_JAIL_MIB 1024
-#else
-#define NET_JAIL_MIB 64
-#endif
-
 static const char *const resolv_conf = "/etc/resolv.conf";
 
 struct jail *net_link_jail_prepare(struct sbx_jail_host *h, const char *vm_dir, const char *helper,
@@ -47,7 +36,7 @@ struct jail *net_link_jail_prepare(struct sbx_jail_host *h, const char *vm_dir, 
 	int n_ro = stat(resolv_conf, &st) == 0 && S_ISREG(st.st_mode) ? 1 : 0;
 	struct jail_request r = {
 		.name = name,
-		.memory_mib = NET_JAIL_MIB,
+		.memory_mib = NET_HELPER_JAIL_MIB, /* proto/proto_net_addr.h */
 		.cpus = 1,
 		/* It writes no file; its stderr is the daemon's, which may be
 		 * a large log file: a limit would kill it there. */

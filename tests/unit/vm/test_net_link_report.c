@@ -5,15 +5,18 @@
  * and, with the real sandbox-net-helper (SANDBOX_NET_HELPER, unjailed)
  * behind net_link_spawn, a guest's denied connections counted live at a
  * collect and, for those not yet read, once the link is closed: every
- * denial exactly once. */
+ * denial exactly once; and its published ports' sandbox-wide bound on open
+ * connections across ports (--publish-sandbox-max), beside each port's. */
 #include <errno.h>
 #include <fcntl.h>
+#include <netinet/in.h>
 #include <poll.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <sys/prctl.h>
 #include <sys/socket.h>
+#include <time.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -170,22 +173,28 @@ static int report_waits(const struct net_link *l)
 	return poll(&p, 1, 30000) == 1;
 }
 
-TEST(the_real_helper_reports_live_and_its_last_counts_at_close)
+/* A stand-in keeper: gone with the test, never holding its output. */
+static pid_t stand_in_keeper(void)
 {
-	if (getenv("SANDBOX_NET_HELPER") == NULL) {
-		sbx_test_skip("SANDBOX_NET_HELPER is not set (meson test sets it)");
-		return;
-	}
 	pid_t keeper = fork();
-	CHECK(keeper >= 0);
 	if (keeper == 0) {
-		/* a stand-in keeper: gone with the test, never holding its output */
 		int null = open("/dev/null", O_WRONLY);
 		if (prctl(PR_SET_PDEATHSIG, SIGKILL) < 0 || null < 0 || dup2(null, 1) < 0 || dup2(null, 2) < 0)
 			_exit(1);
 		pause();
 		_exit(0);
 	}
+	return keeper;
+}
+
+TEST(the_real_helper_reports_live_and_its_last_counts_at_close)
+{
+	if (getenv("SANDBOX_NET_HELPER") == NULL) {
+		sbx_test_skip("SANDBOX_NET_HELPER is not set (meson test sets it)");
+		return;
+	}
+	pid_t keeper = stand_in_keeper();
+	CHECK(keeper >= 0);
 	struct net_link l;
 	net_link_init(&l);
 	sbx_error_t err = NULL;
@@ -214,6 +223,120 @@ TEST(the_real_helper_reports_live_and_its_last_counts_at_close)
 	net_link_report_collect();
 	CHECK(denials(NET_DENY_DENIED_RANGE) == before + 3);
 	close(guest);
+	kill(keeper, SIGKILL);
+	waitpid(keeper, NULL, 0);
+	sbx_error_free(&err);
+}
+
+/* A listening TCP socket on a loopback port the kernel picks. */
+static int loopback_listener(uint16_t *port)
+{
+	int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	struct sockaddr_in sa = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+	socklen_t len = sizeof(sa);
+	if (fd < 0 || bind(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0 || listen(fd, 16) < 0 ||
+	    getsockname(fd, (struct sockaddr *)&sa, &len) < 0) {
+		if (fd >= 0)
+			close(fd);
+		return -1;
+	}
+	*port = ntohs(sa.sin_port);
+	return fd;
+}
+
+/* A caller's connection to the published port; -1 when refused outright. */
+static int caller(uint16_t port)
+{
+	int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	struct sockaddr_in sa = { .sin_family = AF_INET, .sin_port = htons(port),
+				  .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+	if (fd >= 0 && connect(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0) {
+		close(fd);
+		return -1;
+	}
+	return fd;
+}
+
+/* Waits (hang bound) until the helper has judged n connections in all;
+ * adds its accepted and refused ones to total[]. */
+static int judged(struct net_link *l, uint64_t total[2], uint64_t n)
+{
+	for (int i = 0; i < 3000 && total[0] + total[1] < n; i++) {
+		uint64_t d[2];
+		net_link_publish_take(l, d);
+		total[0] += d[0];
+		total[1] += d[1];
+		if (total[0] + total[1] < n)
+			nanosleep(&(struct timespec){ .tv_nsec = 10 * 1000 * 1000 }, NULL);
+	}
+	return total[0] + total[1] == n;
+}
+
+/* A caller's connection was reset (it reads ECONNRESET; hang bound). */
+static int was_reset(int fd)
+{
+	struct pollfd p = { .fd = fd, .events = POLLIN };
+	char b;
+	return poll(&p, 1, 30000) == 1 && recv(fd, &b, 1, MSG_DONTWAIT) < 0 && errno == ECONNRESET;
+}
+
+/* Still open: nothing to read, no error (the guest never answers). */
+static int held(int fd)
+{
+	struct pollfd p = { .fd = fd, .events = POLLIN };
+	return poll(&p, 1, 0) == 0;
+}
+
+TEST(the_sandbox_wide_bound_resets_connections_past_it_on_any_port)
+{
+	if (getenv("SANDBOX_NET_HELPER") == NULL) {
+		sbx_test_skip("SANDBOX_NET_HELPER is not set (meson test sets it)");
+		return;
+	}
+	/* 3 a port, 4 in all: 3 held on the first port and its 4th reset
+	 * (its own cap, 3 open in all), then 1 held on the second, whose
+	 * next 2 are reset though it holds only 1 */
+	enum { N = 7 };
+	static const int to[N] = { 0, 0, 0, 0, 1, 1, 1 }, kept[N] = { 1, 1, 1, 0, 1, 0, 0 };
+	CHECK(NET_PUBLISH_SANDBOX_MAX >= 64); /* the default leaves room for a busy port */
+	pid_t keeper = stand_in_keeper();
+	CHECK(keeper >= 0);
+	uint16_t port[2] = { 0, 0 };
+	int listener[2] = { loopback_listener(&port[0]), loopback_listener(&port[1]) };
+	CHECK(listener[0] >= 0 && listener[1] >= 0);
+	struct net_link l;
+	net_link_init(&l);
+	sbx_error_t err = NULL;
+	CHECK(net_link_open(&l, &err) == 0);
+	int guest = dup(l.qemu_fd);
+	char *args[] = { "--sandbox", "unit", "--dns-servers", "", "--publish-max", "3", "--publish-sandbox-max", "4",
+			 "--publish", "8000", "--publish", "9000", NULL };
+	int rc = net_link_spawn(&l, args, listener, 2, keeper, NULL, "/nonexistent/unit-vm", &err);
+	if (rc < 0)
+		sbx_test_fail(__FILE__, __LINE__, "spawn: %s", sbx_error_msg(err));
+	int conn[N];
+	uint64_t total[2] = { 0, 0 };
+	for (int i = 0; i < N; i++) {
+		conn[i] = rc == 0 ? caller(port[to[i]]) : -1;
+		CHECK(conn[i] >= 0);
+		CHECK(judged(&l, total, (uint64_t)i + 1)); /* in order: one at a time */
+	}
+	CHECK(total[0] == 4);
+	CHECK(total[1] == 3);
+	for (int i = 0; i < N; i++) {
+		if (kept[i])
+			CHECK(held(conn[i]));
+		else
+			CHECK(was_reset(conn[i]));
+	}
+	for (int i = 0; i < N; i++) {
+		if (conn[i] >= 0)
+			close(conn[i]);
+	}
+	net_link_close(&l);
+	close(guest);
+	close(listener[0]);
+	close(listener[1]);
 	kill(keeper, SIGKILL);
 	waitpid(keeper, NULL, 0);
 	sbx_error_free(&err);
