@@ -12,7 +12,8 @@ KIND is the log's format:
          without counting in the summary).
   tap    plain TAP (tests/integration/*): the "ok" / "not ok" lines count; a
          plan "1..N" with fewer lines counts the missing ones as failed (the
-         script died on the way); "1..0 # SKIP" alone counts one skip.
+         script died on the way), with more lines one failure (a wrong
+         plan); "1..0 # SKIP" alone counts one skip.
 STATUS is the runner's exit status: non-zero with no failure seen is one
 failure (a crash before any report).
 
@@ -69,6 +70,9 @@ def count_tap(text, ci=False):
                 s += 1
         elif p + f + s < planned:
             f += planned - (p + f + s)
+        elif p + f + s > planned:
+            # More lines than the plan: the plan is wrong, whatever passed.
+            f += 1
     return p, f, s
 
 

@@ -67,6 +67,8 @@ case('tap: ok, not ok and skip lines', tc.count('tap', '1..3\nok 1 - a\nnot ok 2
      (1, 1, 1))
 case('tap: a plan longer than the lines counts the missing as failed',
      tc.count('tap', '1..5\nok 1 - a\nok 2 - b\nok 3 # SKIP x\n', 0), (2, 2, 1))
+case('tap: more lines than the plan count one failure more (the plan is wrong)',
+     tc.count('tap', '1..2\nok 1 - a\nok 2 - b\nok 3 - c\n', 0), (3, 1, 0))
 case('tap: a plan at the end counts the same', tc.count('tap', 'ok 1\nok 2\n1..2\n', 0), (2, 0, 0))
 case('tap: a plan of 0 with a skip directive alone is one skip', tc.count('tap', '1..0 # SKIP needs root\n', 0), (0, 0, 1))
 case('tap on CI: a plan of 0 skipped for what scripts/setup installs fails',
