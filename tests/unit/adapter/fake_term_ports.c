@@ -254,8 +254,12 @@ static int fexec(void *vm, const struct sbx_exec_request *req, struct sbx_exec_r
 	bool cancelled = false;
 	while (!cancelled && sbx_now_ms() < end) {
 		cancelled = req->cancelled != NULL && req->cancelled(req->cancel_ud);
-		if (!cancelled)
+		if (!cancelled) {
+			pthread_mutex_lock(&L);
+			S.exec_polls += req->cancelled != NULL;
+			pthread_mutex_unlock(&L);
 			usleep(5000);
+		}
 	}
 	pthread_mutex_lock(&L);
 	S.execs_live--;

@@ -18,6 +18,7 @@ struct fake_term_state {
 	int procs_live, procs_started, readers_open, writers_open;
 	int hups, kills, stdin_closed;
 	int execs_live, execs_cancelled; /* exec: running now; ended by cancelled() */
+	int exec_polls;                  /* cancelled() answers "no" seen by an exec */
 	bool ignore_hup;  /* the next processes ignore SIGHUP */
 	bool fail_start;  /* proc_start fails (S300) */
 	char last_argv2[256], last_env0[64];

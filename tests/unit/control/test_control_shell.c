@@ -214,6 +214,14 @@ static bool one_exec_live(const struct fake_term_state *s)
 	return s->execs_live == 1;
 }
 
+/* The exec asked whether its client went away 20 times since polls_before,
+ * and was told no. */
+static int polls_before;
+static bool polled_20_times(const struct fake_term_state *s)
+{
+	return s->exec_polls >= polls_before + 20;
+}
+
 static bool one_exec_cancelled(const struct fake_term_state *s)
 {
 	return s->execs_cancelled == 1 && s->execs_live == 0;
@@ -354,12 +362,15 @@ TEST(an_exec_ends_when_its_client_goes_away)
 	atomic_bool stopping = false;
 	struct server s;
 	int fd = start(&s, a, &stopping);
+	polls_before = fake_term_state().exec_polls;
 	send_line(fd, "{\"op\":\"exec\",\"sandbox\":\"" SB "\",\"argv\":[\"sleep\",\"600\"],\"timeout_ms\":600000}");
 	CHECK(fake_term_wait(one_exec_live, HANG_MS));
-	/* Not ended while the client is there (the fake polls cancelled()
-	 * every 5 ms: many polls in 200 ms). */
-	usleep(200 * 1000);
+	/* Not ended while the client is there: 20 polls of cancelled()
+	 * answered no (counted, not a sleep a loaded machine may fill with
+	 * none), and the exec still runs. */
+	CHECK(fake_term_wait(polled_20_times, HANG_MS));
 	CHECK_INT(fake_term_state().execs_cancelled, 0);
+	CHECK_INT(fake_term_state().execs_live, 1);
 	close(fd);
 	CHECK(fake_term_wait(one_exec_cancelled, HANG_MS));
 	pthread_join(s.th, NULL);
