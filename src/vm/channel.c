@@ -203,6 +203,14 @@ bool chan_dead(struct chan *c)
 	return d;
 }
 
+int64_t chan_dead_ms(struct chan *c)
+{
+	pthread_mutex_lock(&c->lock);
+	int64_t at = c->dead ? c->dead_ms : 0;
+	pthread_mutex_unlock(&c->lock);
+	return at;
+}
+
 bool chan_boot_failed(struct chan *c)
 {
 	pthread_mutex_lock(&c->lock);

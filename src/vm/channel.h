@@ -30,6 +30,9 @@ struct chan *chan_open(int fd, sbx_error_t *err);
 void chan_close(struct chan *c);
 /* True once the connection ended (EOF, I/O or protocol error). */
 bool chan_dead(struct chan *c);
+/* When the connection ended (sbx_now_ms()): the guest's death as the
+ * reader saw it, however late a caller looks; 0 while it lives. */
+int64_t chan_dead_ms(struct chan *c);
 /* True once the guest reported that applying CONFIG failed. */
 bool chan_boot_failed(struct chan *c);
 

@@ -62,6 +62,7 @@ struct chan {
 	pthread_cond_t cond;  /* broadcast on every state change */
 	pthread_mutex_t wlock; /* one frame at a time on the socket */
 	bool dead;
+	int64_t dead_ms; /* sbx_now_ms() when it ended */
 	char *dead_reason;
 	bool hello, ready;
 	char *boot_error;

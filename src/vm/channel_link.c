@@ -28,6 +28,7 @@ void chan_mark_dead(struct chan *c, const char *reason)
 	if (c->dead)
 		return;
 	c->dead = true;
+	c->dead_ms = sbx_now_ms();
 	c->dead_reason = strdup(reason);
 	for (struct chan_stream *s = c->streams; s != NULL; s = s->next) {
 		if (!s->ended)

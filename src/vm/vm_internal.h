@@ -122,7 +122,9 @@ int vm_save_template(struct sbx_vm *vm, sbx_error_t *err);
 int vm_restored_ready(struct sbx_vm *vm, int64_t deadline, sbx_error_t *err);
 void vm_drop_snapshot_fds(struct sbx_vm *vm);
 /* A VM restored from a template died on its own (found dead at its stop):
- * within SNAPSHOT_EARLY_DEATH_MS of ready, the template goes. */
+ * within SNAPSHOT_EARLY_DEATH_MS of ready, the template goes.  The death
+ * is dated when its control connection was lost (chan_dead_ms), else when
+ * QEMU was first seen gone, not when the stop came. */
 void vm_check_early_death(struct sbx_vm *vm);
 
 #endif

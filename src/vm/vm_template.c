@@ -340,7 +340,13 @@ void vm_check_early_death(struct sbx_vm *vm)
 {
 	if (!vm->t.restored || vm->t.saved || vm->t.ready == 0 || vm->snap_key[0] == '\0')
 		return;
-	int64_t lived = (vm->gone_ms != 0 ? vm->gone_ms : sbx_now_ms()) - (vm->t0 + vm->t.ready);
+	/* Dated by the death, not by whoever noticed it (the reaper scans
+	 * every 10 s, a pool's VM is looked at when claimed): the lost
+	 * connection, else QEMU seen gone, else now. */
+	int64_t died = vm->chan != NULL ? chan_dead_ms(vm->chan) : 0;
+	if (died == 0)
+		died = vm->gone_ms != 0 ? vm->gone_ms : sbx_now_ms();
+	int64_t lived = died - (vm->t0 + vm->t.ready);
 	if (lived >= SNAPSHOT_EARLY_DEATH_MS)
 		return;
 	sbx_warn("vm: a guest restored from snapshot %.12s died %lld ms after it was ready; template dropped",

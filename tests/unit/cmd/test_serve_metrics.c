@@ -229,3 +229,41 @@ TEST(scrape_answers_once_slow_clients_of_its_address_pass_the_deadline)
 	CHECK(answered);
 	CHECK_INT(dropped, SLOW);
 }
+
+/* The limit that remains (docs/metrics.md, docs/security.md): any local
+ * user may bind any 127.0.0.0/8 address, so eight of them, four connections
+ * each, hold all 32 slots and a scrape from a ninth gets no answer while
+ * they are held (until the deadline cuts them, or for as long as their
+ * owner reconnects). */
+TEST(slow_clients_of_eight_loopback_addresses_hold_every_slot)
+{
+	unsigned port = free_port();
+	struct sbx_metrics_listen l = { 0 };
+	struct serve_metrics *m = port != 0 ? start(port, &l) : NULL;
+	int fd[32];
+	int held = 0;
+	for (int i = 0; i < 32; i++) {
+		char src[16];
+		snprintf(src, sizeof(src), "127.0.0.%d", 2 + i / 4);
+		fd[i] = m != NULL ? connect_from(src, port) : -1;
+		held += fd[i] >= 0 && send_text(fd[i], "GET /metrics HTTP/1.1\r\nHost: x\r\n");
+	}
+	/* Well within the deadline (10 s) of the 32 held requests. */
+	bool answered = held == 32 && scrape_once("127.0.0.1", port, 3000);
+	/* None of the 32 was refused: each address holds its four. */
+	int refused = 0;
+	for (int i = 0; i < 32; i++)
+		refused += fd[i] >= 0 && ended(fd[i], 0);
+	for (int i = 0; i < 32; i++) {
+		if (fd[i] >= 0)
+			close(fd[i]);
+	}
+	if (m != NULL) {
+		serve_metrics_stop(m);
+		sbx_metrics_listen_free(&l);
+	}
+	CHECK(m != NULL);
+	CHECK_INT(held, 32);
+	CHECK_INT(refused, 0);
+	CHECK(!answered);
+}

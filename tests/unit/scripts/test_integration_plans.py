@@ -4,8 +4,8 @@ number, so that a path that cannot run (the binary not built, a fixture that
 failed, a missing tool) reports as many cases as the path that runs; prints
 TAP.
 
-Each bash suite sources tap.sh and states its count once in each place it
-reports: `echo "1..N"`, `plan_skip N REASON`, `plan_fail N REASON`, and the
+Each bash suite sources tap.sh and states its count (literally, or as
+`plan=N` once and `$plan`) in each place it reports: `echo "1..N"`, `plan_skip N REASON`, `plan_fail N REASON`, and the
 loops that fill the cases left with skips or failures
 (`while [ "$n" -lt N ]`).  Those numbers must be equal; a plan printed from
 the count (`echo "1..$n"`) must come after the last case; no suite prints a
@@ -36,6 +36,12 @@ CASE_RE = re.compile(r'(^|[;&|{]\s*|\bthen\s+|\belse\s+|\bdo\s+)(ok|not_ok|nok)\
 def problems(text):
     """What is wrong with one bash suite's plans (empty: nothing)."""
     out = []
+    # A suite may name its count once (plan=33) and plan with $plan.
+    named = re.findall(r'^\s*plan=(\d+)\s*$', text, re.M)
+    if len(named) == 1:
+        text = re.sub(r'\$\{?plan\}?(?!\w)', named[0], text)
+    elif named:
+        out.append('sets plan= more than once: ' + ', '.join(named))
     if not re.search(r'^\s*\.\s+"?\$repo/tests/integration/tap\.sh"?', text, re.M):
         out.append('does not source tests/integration/tap.sh')
     echoes = PLAN_ECHO_RE.findall(text)
@@ -93,6 +99,11 @@ CRAFTED = [
      GOOD.replace('while [ "$n" -lt 3 ]; do not_ok', 'for _ in 1 2; do n=$((n + 1)); echo "ok $n # SKIP x";'), True),
     ('a bare 1..0 is refused', GOOD.replace('echo "1..3"', 'echo "1..0 # SKIP no root"; exit 0\necho "1..3"'), True),
     ('a suite that does not source tap.sh is refused', GOOD.replace('. "$repo/tests/integration/tap.sh"\n', ''), True),
+    ('a count named once (plan=3) and planned with $plan passes',
+     GOOD.replace('[ -x', 'plan=3\n[ -x').replace('plan_fail 3', 'plan_fail $plan')
+     .replace('"1..3"', '"1..$plan"').replace('-lt 3', '-lt $plan'), False),
+    ('$plan with a fill loop to another number is refused',
+     GOOD.replace('[ -x', 'plan=3\n[ -x').replace('"1..3"', '"1..$plan"').replace('-lt 3', '-lt 2'), True),
     ('a plan from the count printed last passes',
      GOOD.replace('echo "1..3"\n', '').replace('-lt 3', '-lt 1') + 'echo "1..$n"\n', False),
     ('a plan from the count printed before a case is refused',
