@@ -164,8 +164,36 @@ int64_t sbx_vm_net_activity_ms(struct sbx_vm *vm);
 void sbx_vm_publish_take(struct sbx_vm *vm, uint64_t delta[2]);
 /* Asks the guest to power off, waits until `deadline` at most, then kills
  * QEMU; removes the VM's files and frees vm.  Release every process handle
- * first.  Returns QEMU's exit status (0 after a clean power-off). */
+ * first.  A paused VM's state is removed.  Returns QEMU's exit status (0
+ * after a clean power-off). */
 int sbx_vm_stop(struct sbx_vm *vm, int64_t deadline);
+
+/* Pause and resume (issue 40; vm_pause.c).  sbx_vm_pause holds the
+ * control channel at a frame boundary, waits until the guest has taken
+ * every byte sent, stops the vCPUs, migrates memory and device state into
+ * `dir` (made here, 0700; every file in it 0600: it holds the guest's
+ * memory) beside the scratch disk and console log, and ends QEMU, its
+ * helpers (network) and its jail.  The VM object stays: its process
+ * handles, their streams and flow-control windows carry on after
+ * sbx_vm_resume.  While paused, sbx_vm_alive stays true, reads wait and
+ * writes block (within their deadlines).  ENOTSUP for a VM with virtio-fs
+ * shares; on any failure before QEMU was ended the VM runs on unchanged. */
+struct sbx_vm_pause_info {
+	uint64_t size_bytes;  /* what the paused state holds on disk (blocks) */
+	int64_t duration_ms;  /* the whole pause */
+	int64_t stopped_ms;   /* how long the vCPUs stood still before QEMU ended */
+};
+int sbx_vm_pause(struct sbx_vm *vm, const char *dir, struct sbx_vm_pause_info *info, int64_t deadline,
+		 sbx_error_t *err);
+bool sbx_vm_paused(struct sbx_vm *vm);
+/* Starts QEMU (and its helpers, its jail) again from the paused state,
+ * swaps the channel onto it, and tells the guest (RESUMED) to set its
+ * clock to the host's and reseed its random pool before the held writes
+ * go out; then removes the state.  TCP connections the guest had are gone
+ * (a new network helper), listening sockets listen again.  On failure
+ * the VM is dead (sbx_vm_alive false, its cause says why) and its state
+ * is kept for sbx_vm_stop to remove. */
+int sbx_vm_resume(struct sbx_vm *vm, int64_t deadline, sbx_error_t *err);
 
 /* Processes.  argv[0] is looked up in the guest's PATH; env entries "K=V"
  * are layered over the boot environment; cwd NULL = "/".  With
