@@ -92,7 +92,8 @@ struct sbx_backend_ops {
 	 * a guest failure carries fs::write's S-code (fs/fs_errors.h). */
 	int (*write_file)(void *vm, const char *path, uint32_t mode, bool parents, const void *data, size_t len,
 			  sbx_error_t *err);
-	/* Tears the VM down (short grace, then kill) and removes its files. */
+	/* Tears the VM down (short grace, then kill) and removes its files
+	 * (a paused VM's state too). */
 	void (*stop)(void *vm);
 	/* False once the VM is gone (QEMU exited, killed, or its guest
 	 * stopped answering); calls on it then fail with S300 naming why.
@@ -119,6 +120,20 @@ struct sbx_backend_ops {
 	 * failure only when out of memory (optional: NULL reports no images,
 	 * no pool, no standby, no KVM). */
 	int (*capacity)(void *ctx, struct sbx_backend_capacity *c, sbx_error_t *err);
+
+	/* Pause (optional: NULL answers S300, not supported): the VM's
+	 * memory, devices and disk go to `dir` (made by it, files 0600), its
+	 * QEMU and helpers exit; the handle and its process handles stay
+	 * (their reads wait, writes block within their deadlines).  Fills
+	 * *size_bytes (on disk) and *duration_ms.  On failure the VM runs on,
+	 * unless alive() then says it is gone. */
+	int (*pause)(void *vm, const char *dir, uint64_t *size_bytes, int64_t *duration_ms, int64_t deadline,
+		     sbx_error_t *err);
+	/* Starts the paused VM again from its state (then removed): the guest's
+	 * clock is the host's, its random pool reseeded; its TCP connections
+	 * are gone.  On failure the VM is dead (alive() false) and stop()
+	 * removes the state. */
+	int (*resume)(void *vm, int64_t deadline, sbx_error_t *err);
 
 	/* Processes the caller drives (optional: NULL proc_start answers
 	 * S300).  Started once the guest reported its pid (*pid); S300 when

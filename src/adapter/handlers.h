@@ -39,7 +39,7 @@ int sbx_op_worker_stop(struct sbx_adapter *a, json_t *req, json_t **out);
 int sbx_op_worker_destroy(struct sbx_adapter *a, json_t *req, json_t **out);
 
 /* The extensions (ops_ext.c): process/handlers_process.c and
- * terminal/handlers_terminal.c. */
+ * terminal/handlers_terminal.c, pause/handlers_pause.c. */
 int sbx_op_process_list(struct sbx_adapter *a, json_t *req, json_t **out);
 int sbx_op_process_logs(struct sbx_adapter *a, json_t *req, json_t **out);
 int sbx_op_process_wait(struct sbx_adapter *a, json_t *req, json_t **out);
@@ -47,5 +47,8 @@ int sbx_op_process_signal(struct sbx_adapter *a, json_t *req, json_t **out);
 int sbx_op_terminal_open(struct sbx_adapter *a, json_t *req, json_t **out);
 int sbx_op_terminal_resize(struct sbx_adapter *a, json_t *req, json_t **out);
 int sbx_op_terminal_close(struct sbx_adapter *a, json_t *req, json_t **out);
+/* pause/handlers_pause.c (issue 40). */
+int sbx_op_pause(struct sbx_adapter *a, json_t *req, json_t **out);
+int sbx_op_resume(struct sbx_adapter *a, json_t *req, json_t **out);
 
 #endif

@@ -1,6 +1,6 @@
 /* The extensions: functions beyond the contract's 23 that an issue named
  * (process::* for background processes, terminal::* for interactive
- * terminals), registered beside them and listed by adapter::info under
+ * terminals, pause and resume), registered beside them and listed by adapter::info under
  * `extensions`.  A caller that uses none of them sees the 23 unchanged. */
 #include "adapter/adapter.h"
 
@@ -48,6 +48,15 @@ static const struct sbx_op extensions[] = {
 	  OBJ(ID "," TERM, Q("sandbox_id") "," Q("terminal_id")),
 	  OBJ(F("closed", T_BOOL), Q("closed")),
 	  sbx_op_terminal_close },
+	{ "pause", "Pause a sandbox: its memory and disk go to the host's disk and its VM stops until a resume (or the next call that needs it)",
+	  OBJ(ID, Q("sandbox_id")),
+	  OBJ(F("paused", T_BOOL) "," F("size_bytes", T_U64) "," F("duration_ms", T_U64),
+	      Q("paused") "," Q("size_bytes") "," Q("duration_ms")),
+	  sbx_op_pause },
+	{ "resume", "Resume a paused sandbox: its processes go on, its files are as they were",
+	  OBJ(ID, Q("sandbox_id")),
+	  OBJ(F("resumed", T_BOOL) "," F("ready_ms", T_U64), Q("resumed") "," Q("ready_ms")),
+	  sbx_op_resume },
 };
 
 const struct sbx_op *sbx_op_extensions(size_t *n)

@@ -5,9 +5,34 @@
 #include <time.h>
 
 #include "adapter/adapter_state.h"
+#include "adapter/pause/sandbox_pause.h"
 #include "adapter/sandbox/sandbox.h"
 #include "common/clock.h"
 #include "common/log.h"
+
+/* idle_action pause: pauses the sandboxes idle past their timeout, a few
+ * a scan; one that cannot be paused (a limit, a VM that cannot) is stopped
+ * as idle_action stop would. */
+static unsigned pause_idle(struct sbx_adapter *a, const struct reap_limits *lim)
+{
+	char ids[REAPER_PAUSES_PER_SCAN][SBX_UUID_STRLEN + 1];
+	size_t n = sbx_registry_idle_ids(a->reg, lim, ids, REAPER_PAUSES_PER_SCAN);
+	for (size_t i = 0; i < n; i++) {
+		uint64_t size_bytes;
+		int64_t duration_ms;
+		sbx_error_t err = NULL;
+		sbx_info("sandbox %s: idle past its timeout; pausing it", ids[i]);
+		if (sandbox_pause(a, ids[i], &size_bytes, &duration_ms, &err) == 0)
+			continue;
+		sbx_warn("sandbox %s: idle pause failed (%s); stopping it", ids[i], sbx_error_msg(err));
+		sbx_error_free(&err);
+		bool was_stopped;
+		if (sbx_registry_claim_stop(a->reg, ids[i], &was_stopped, &err) == 0 && !was_stopped)
+			sandbox_teardown(a, ids[i], SANDBOX_STOP_IDLE);
+		sbx_error_free(&err);
+	}
+	return (unsigned)n;
+}
 
 unsigned reaper_scan(struct sbx_adapter *a, bool all)
 {
@@ -23,12 +48,19 @@ unsigned reaper_scan(struct sbx_adapter *a, bool all)
 	}
 	if (!all && ops != NULL && ops->net_activity_ms != NULL)
 		sbx_registry_note_net_activity(a->reg, ops->net_activity_ms);
-	while (sbx_registry_claim_reapable(a->reg, all, a->cfg->max_exec_timeout_ms, id, &wedged)) {
+	const struct sbx_pause_config *pc = &a->cfg->pause;
+	struct reap_limits lim = { a->cfg->max_exec_timeout_ms, pc->idle_action == SBX_IDLE_PAUSE, pc->paused_ttl_secs };
+	if (!all && lim.pause_idle)
+		n += pause_idle(a, &lim);
+	bool expired;
+	while (sbx_registry_claim_reapable(a->reg, all, &lim, id, &wedged, &expired)) {
 		if (wedged)
 			sbx_warn("sandbox %s: execs still counted in flight past the busy grace; reaping it anyway", id);
+		else if (expired)
+			sbx_info("sandbox %s: paused past paused_ttl_secs; deleting it", id);
 		else if (!all)
 			sbx_info("sandbox %s: idle past its timeout; reaping it", id);
-		sandbox_teardown(a, id, all ? SANDBOX_STOP_SHUTDOWN : SANDBOX_STOP_IDLE);
+		sandbox_teardown(a, id, all ? SANDBOX_STOP_SHUTDOWN : expired ? SANDBOX_STOP_PAUSED_TTL : SANDBOX_STOP_IDLE);
 		n++;
 	}
 	return n;

@@ -1,5 +1,6 @@
 /* The idle reaper (contract §6.4): a thread that every REAPER_PERIOD_MS
- * claims the sandboxes reaper_decide() selects and tears them down.  It
+ * claims the sandboxes reaper_decide() selects and tears them down (or,
+ * with idle_action pause, pauses them: reaper_decide_paused()).  It
  * also stops the VMs handed over to it: run's own sandbox is out of the
  * registry before run replies, and its QEMU goes after the reply. */
 #ifndef SBX_ADAPTER_REAPER_H
@@ -12,6 +13,9 @@
 #include "common/error.h"
 
 #define REAPER_PERIOD_MS 10000
+/* idle_action pause: pauses one scan makes at most (each writes a guest's
+ * RAM out); the others wait for the next scan. */
+#define REAPER_PAUSES_PER_SCAN 4
 
 struct sbx_adapter;
 
@@ -23,8 +27,9 @@ void reaper_stop(struct reaper *r);
  * from the registry, and give back its `mem_mib`.  False when the thread
  * does not run or the handoff cannot be allocated: the caller stops it. */
 bool reaper_hand_over(struct reaper *r, void *vm, uint64_t mem_mib, const char *id);
-/* One scan: tears down every sandbox due (all of them with `all`);
- * returns how many. */
+/* One scan: tears down every sandbox due (all of them with `all`), or
+ * pauses it (idle_action pause), and stops the paused ones past
+ * paused_ttl_secs; returns how many. */
 unsigned reaper_scan(struct sbx_adapter *a, bool all);
 
 #endif

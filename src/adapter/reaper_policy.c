@@ -17,3 +17,15 @@ enum reap_decision reaper_decide(uint64_t idle_ms, uint64_t idle_timeout_secs, u
 	uint64_t grace = sat_add(max_exec_timeout_ms, REAPER_BUSY_EXTRA_MS);
 	return idle_ms > sat_add(limit, grace) ? REAP_WEDGED : REAP_KEEP;
 }
+
+enum reap_decision reaper_decide_paused(bool paused, bool moving, uint64_t paused_ms, uint64_t paused_ttl_secs,
+					bool pause_idle, enum reap_decision running)
+{
+	if (moving)
+		return REAP_KEEP;
+	if (paused) {
+		uint64_t ttl = paused_ttl_secs > UINT64_MAX / 1000 ? UINT64_MAX : paused_ttl_secs * 1000;
+		return paused_ttl_secs > 0 && paused_ms > ttl ? REAP_EXPIRED : REAP_KEEP;
+	}
+	return running == REAP_IDLE && pause_idle ? REAP_PAUSE : running;
+}

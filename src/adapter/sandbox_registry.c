@@ -8,9 +8,10 @@
 
 #include "adapter/reaper_policy.h"
 #include "adapter/sandbox_registry_internal.h"
+#include "adapter/scode.h"
 #include "common/scodes.h"
 
-static struct timespec now(void)
+struct timespec registry_now(void)
 {
 	struct timespec ts;
 	clock_gettime(CLOCK_MONOTONIC, &ts);
@@ -27,7 +28,7 @@ struct sbx_registry *sbx_registry_new(sbx_error_t *err)
 	return reg;
 }
 
-static void unref(struct sbx_sandbox *sb)
+void registry_unref_locked(struct sbx_sandbox *sb)
 {
 	if (--sb->refs > 0)
 		return;
@@ -42,7 +43,7 @@ void sbx_registry_free(struct sbx_registry *reg)
 	if (reg == NULL)
 		return;
 	for (size_t i = 0; i < reg->n; i++)
-		unref(reg->items[i]);
+		registry_unref_locked(reg->items[i]);
 	free(reg->items);
 	registry_creating_free(reg);
 	pthread_cond_destroy(&reg->exec_done);
@@ -53,7 +54,7 @@ void sbx_registry_free(struct sbx_registry *reg)
 int sbx_registry_reserve(struct sbx_registry *reg, uint32_t max, sbx_error_t *err)
 {
 	pthread_mutex_lock(&reg->lock);
-	bool full = reg->n + reg->reserved >= max;
+	bool full = registry_running_locked(reg) + reg->reserved >= max;
 	if (!full)
 		reg->reserved++;
 	pthread_mutex_unlock(&reg->lock);
@@ -85,13 +86,13 @@ int sbx_registry_insert_vm(struct sbx_registry *reg, const char *id, const char 
 	snprintf(sb->id, sizeof(sb->id), "%s", id);
 	sb->name = name != NULL ? strdup(name) : NULL;
 	sb->image = strdup(image);
-	sb->created_at = sb->last_exec_at = now();
+	sb->created_at = sb->last_exec_at = registry_now();
 	sb->idle_timeout_secs = idle_timeout_secs;
 	sb->vm = vm;
 	sb->mem_mib = mem_mib;
 	sb->refs = 1;
 	if ((name != NULL && sb->name == NULL) || sb->image == NULL) {
-		unref(sb);
+		registry_unref_locked(sb);
 		return sbx_error_errno(err, ENOMEM, "sandbox record");
 	}
 	pthread_mutex_lock(&reg->lock);
@@ -100,7 +101,7 @@ int sbx_registry_insert_vm(struct sbx_registry *reg, const char *id, const char 
 		struct sbx_sandbox **items = realloc(reg->items, ncap * sizeof(*items));
 		if (items == NULL) {
 			pthread_mutex_unlock(&reg->lock);
-			unref(sb);
+			registry_unref_locked(sb);
 			return sbx_error_errno(err, ENOMEM, "sandbox registry");
 		}
 		reg->items = items;
@@ -114,7 +115,7 @@ int sbx_registry_insert_vm(struct sbx_registry *reg, const char *id, const char 
 	return 0;
 }
 
-static struct sbx_sandbox *find_locked(struct sbx_registry *reg, const char *id, size_t *index)
+struct sbx_sandbox *registry_find_locked(struct sbx_registry *reg, const char *id, size_t *index)
 {
 	for (size_t i = 0; i < reg->n; i++) {
 		if (strcmp(reg->items[i]->id, id) == 0) {
@@ -128,12 +129,14 @@ static struct sbx_sandbox *find_locked(struct sbx_registry *reg, const char *id,
 
 static struct sbx_sandbox *acquire_locked(struct sbx_registry *reg, const char *id, sbx_error_t *err)
 {
-	struct sbx_sandbox *sb = find_locked(reg, id, NULL);
+	struct sbx_sandbox *sb = registry_find_locked(reg, id, NULL);
 	if (sb == NULL)
 		return sbx_error_scode(err, SBX_S_NOT_FOUND, "%s", id), NULL;
 	if (sb->stopped)
 		return sbx_error_scode(err, SBX_S_STOPPED, "%s", id), NULL;
-	sb->last_exec_at = now();
+	if (sb->pause_state != SBX_SB_RUNNING)
+		return sbx_error_scode(err, SBX_S_STOPPED, SBX_PAUSED_FMT, id), NULL;
+	sb->last_exec_at = registry_now();
 	sb->refs++;
 	return sb;
 }
@@ -152,7 +155,7 @@ struct sbx_sandbox *sbx_registry_exec_begin(struct sbx_registry *reg, const char
 	pthread_mutex_lock(&reg->lock);
 	struct sbx_sandbox *sb = acquire_locked(reg, id, err);
 	if (sb != NULL && sb->exec_in_flight >= (cap > 0 ? cap : 1)) {
-		unref(sb);
+		registry_unref_locked(sb);
 		sb = NULL;
 		sbx_error_scode(err, SBX_S_EXEC_CAP, "sandbox %s is at its exec concurrency cap (max_concurrent_exec_per_sandbox)",
 				id);
@@ -170,8 +173,8 @@ static void end_use(struct sbx_registry *reg, struct sbx_sandbox *sb, uint32_t *
 	if (*in_flight > 0)
 		(*in_flight)--;
 	if (touch)
-		sb->last_exec_at = now();
-	unref(sb);
+		sb->last_exec_at = registry_now();
+	registry_unref_locked(sb);
 	pthread_cond_broadcast(&reg->exec_done);
 	pthread_mutex_unlock(&reg->lock);
 }
@@ -199,14 +202,14 @@ void sbx_registry_fs_end(struct sbx_registry *reg, struct sbx_sandbox *sb)
 void sbx_registry_touch(struct sbx_registry *reg, struct sbx_sandbox *sb)
 {
 	pthread_mutex_lock(&reg->lock);
-	sb->last_exec_at = now();
+	sb->last_exec_at = registry_now();
 	pthread_mutex_unlock(&reg->lock);
 }
 
 void sbx_registry_release(struct sbx_registry *reg, struct sbx_sandbox *sb)
 {
 	pthread_mutex_lock(&reg->lock);
-	unref(sb);
+	registry_unref_locked(sb);
 	pthread_mutex_unlock(&reg->lock);
 }
 
@@ -222,7 +225,7 @@ int sbx_registry_check(struct sbx_registry *reg, const char *id, sbx_error_t *er
 int sbx_registry_claim_stop(struct sbx_registry *reg, const char *id, bool *was_stopped, sbx_error_t *err)
 {
 	pthread_mutex_lock(&reg->lock);
-	struct sbx_sandbox *sb = find_locked(reg, id, NULL);
+	struct sbx_sandbox *sb = registry_find_locked(reg, id, NULL);
 	if (sb != NULL) {
 		*was_stopped = sb->stopped;
 		sb->stopped = true;
@@ -237,12 +240,20 @@ void sbx_registry_remove(struct sbx_registry *reg, const char *id)
 {
 	pthread_mutex_lock(&reg->lock);
 	size_t i;
-	struct sbx_sandbox *sb = find_locked(reg, id, &i);
+	struct sbx_sandbox *sb = registry_find_locked(reg, id, &i);
 	if (sb != NULL) {
 		reg->items[i] = reg->items[--reg->n];
-		unref(sb);
+		registry_unref_locked(sb);
 	}
 	pthread_mutex_unlock(&reg->lock);
+}
+
+size_t registry_running_locked(struct sbx_registry *reg)
+{
+	size_t n = 0;
+	for (size_t i = 0; i < reg->n; i++)
+		n += reg->items[i]->pause_state == SBX_SB_RUNNING;
+	return n;
 }
 
 size_t sbx_registry_count(struct sbx_registry *reg)
@@ -256,7 +267,7 @@ size_t sbx_registry_count(struct sbx_registry *reg)
 size_t sbx_registry_used(struct sbx_registry *reg)
 {
 	pthread_mutex_lock(&reg->lock);
-	size_t n = reg->n + reg->reserved;
+	size_t n = registry_running_locked(reg) + reg->reserved;
 	pthread_mutex_unlock(&reg->lock);
 	return n;
 }
@@ -264,7 +275,7 @@ size_t sbx_registry_used(struct sbx_registry *reg)
 void sbx_registry_set_ports(struct sbx_registry *reg, const char *id, json_t *ports)
 {
 	pthread_mutex_lock(&reg->lock);
-	struct sbx_sandbox *sb = find_locked(reg, id, NULL);
+	struct sbx_sandbox *sb = registry_find_locked(reg, id, NULL);
 	if (sb != NULL && sb->ports == NULL) {
 		sb->ports = ports;
 		ports = NULL;
@@ -279,7 +290,7 @@ json_t *sbx_registry_list(struct sbx_registry *reg, uint32_t cap)
 	json_t *list = json_array();
 	if (list == NULL)
 		return NULL;
-	struct timespec t = now();
+	struct timespec t = registry_now();
 	pthread_mutex_lock(&reg->lock);
 	for (size_t i = 0; i < reg->n; i++) {
 		const struct sbx_sandbox *sb = reg->items[i];
@@ -290,6 +301,12 @@ json_t *sbx_registry_list(struct sbx_registry *reg, uint32_t cap)
 				      (json_int_t)sb->exec_in_flight, "exec_slots_free",
 				      (json_int_t)(sb->exec_in_flight >= slots ? 0 : slots - sb->exec_in_flight),
 				      "stopped", sb->stopped);
+		/* Only paused sandboxes have the field: others keep the contract's. */
+		bool paused = sb->pause_state == SBX_SB_PAUSED || sb->pause_state == SBX_SB_RESUMING;
+		if (e != NULL && paused && json_object_set_new(e, "state", json_string("paused")) < 0) {
+			json_decref(e);
+			e = NULL;
+		}
 		/* Only sandboxes with ports have the field: others keep the contract's. */
 		if (e != NULL && sb->ports != NULL && json_object_set_new(e, "ports", json_deep_copy(sb->ports)) < 0) {
 			json_decref(e);
@@ -308,20 +325,23 @@ json_t *sbx_registry_list(struct sbx_registry *reg, uint32_t cap)
 void *sbx_registry_detach(struct sbx_registry *reg, const char *id, uint64_t *mem_mib)
 {
 	pthread_mutex_lock(&reg->lock);
-	struct sbx_sandbox *sb = find_locked(reg, id, NULL);
-	while (sb != NULL && (sb->exec_in_flight > 0 || sb->fs_in_flight > 0)) {
+	struct sbx_sandbox *sb = registry_find_locked(reg, id, NULL);
+	/* A pause or resume in progress ends first: the VM is not stopped
+	 * under it. */
+	while (sb != NULL && (sb->exec_in_flight > 0 || sb->fs_in_flight > 0 || sb->pause_state == SBX_SB_PAUSING ||
+			      sb->pause_state == SBX_SB_RESUMING)) {
 		pthread_cond_wait(&reg->exec_done, &reg->lock);
-		sb = find_locked(reg, id, NULL);
+		sb = registry_find_locked(reg, id, NULL);
 	}
 	void *vm = NULL;
 	*mem_mib = 0;
 	size_t i;
-	if (sb != NULL && find_locked(reg, id, &i) == sb) {
+	if (sb != NULL && registry_find_locked(reg, id, &i) == sb) {
 		vm = sb->vm;
 		*mem_mib = sb->mem_mib;
 		sb->vm = NULL;
 		reg->items[i] = reg->items[--reg->n];
-		unref(sb);
+		registry_unref_locked(sb);
 	}
 	pthread_mutex_unlock(&reg->lock);
 	return vm;
@@ -343,7 +363,7 @@ static uint64_t elapsed_ms(struct timespec from, struct timespec to)
 
 void sbx_registry_note_net_activity(struct sbx_registry *reg, int64_t (*activity)(void *vm))
 {
-	struct timespec wall, t = now();
+	struct timespec wall, t = registry_now();
 	clock_gettime(CLOCK_REALTIME, &wall);
 	int64_t wall_ms = (int64_t)wall.tv_sec * 1000 + wall.tv_nsec / 1000000;
 	pthread_mutex_lock(&reg->lock);
@@ -374,20 +394,21 @@ static struct timespec later(struct timespec a, struct timespec b)
 /* Claims (marks stopped) the first record not yet stopped that `decide`
  * does not keep, copying its id; *wedged says why it was picked. */
 static bool claim_first(struct sbx_registry *reg, enum reap_decision (*decide)(const struct sbx_sandbox *, void *),
-			void *ctx, char id[SBX_UUID_STRLEN + 1], bool *wedged)
+			void *ctx, char id[SBX_UUID_STRLEN + 1], bool *wedged, bool *expired)
 {
 	bool found = false;
-	*wedged = false;
+	*wedged = *expired = false;
 	pthread_mutex_lock(&reg->lock);
 	for (size_t i = 0; i < reg->n && !found; i++) {
 		struct sbx_sandbox *sb = reg->items[i];
 		if (sb->stopped)
 			continue;
 		enum reap_decision d = decide(sb, ctx);
-		if (d == REAP_KEEP)
+		if (d == REAP_KEEP || d == REAP_PAUSE)
 			continue;
 		sb->stopped = true;
 		*wedged = d == REAP_WEDGED;
+		*expired = d == REAP_EXPIRED;
 		memcpy(id, sb->id, SBX_UUID_STRLEN + 1);
 		found = true;
 	}
@@ -397,7 +418,7 @@ static bool claim_first(struct sbx_registry *reg, enum reap_decision (*decide)(c
 
 struct reap_ctx {
 	bool all;
-	uint64_t max_exec_timeout_ms;
+	const struct reap_limits *lim;
 	struct timespec now;
 };
 
@@ -406,15 +427,35 @@ static enum reap_decision decide_idle(const struct sbx_sandbox *sb, void *arg)
 	const struct reap_ctx *c = arg;
 	if (c->all)
 		return REAP_IDLE;
-	return reaper_decide(elapsed_ms(later(sb->last_exec_at, sb->last_net_at), c->now), sb->idle_timeout_secs,
-			     sb->exec_in_flight, c->max_exec_timeout_ms);
+	enum reap_decision running = reaper_decide(elapsed_ms(later(sb->last_exec_at, sb->last_net_at), c->now),
+						   sb->idle_timeout_secs, sb->exec_in_flight,
+						   c->lim->max_exec_timeout_ms);
+	return reaper_decide_paused(sb->pause_state == SBX_SB_PAUSED,
+				    sb->pause_state == SBX_SB_PAUSING || sb->pause_state == SBX_SB_RESUMING,
+				    elapsed_ms(sb->paused_at, c->now), c->lim->paused_ttl_secs, c->lim->pause_idle,
+				    running);
 }
 
-bool sbx_registry_claim_reapable(struct sbx_registry *reg, bool all, uint64_t max_exec_timeout_ms,
-				 char id[SBX_UUID_STRLEN + 1], bool *wedged)
+bool sbx_registry_claim_reapable(struct sbx_registry *reg, bool all, const struct reap_limits *lim,
+				 char id[SBX_UUID_STRLEN + 1], bool *wedged, bool *expired)
 {
-	struct reap_ctx c = { all, max_exec_timeout_ms, now() };
-	return claim_first(reg, decide_idle, &c, id, wedged);
+	struct reap_ctx c = { all, lim, registry_now() };
+	return claim_first(reg, decide_idle, &c, id, wedged, expired);
+}
+
+size_t sbx_registry_idle_ids(struct sbx_registry *reg, const struct reap_limits *lim,
+			     char (*ids)[SBX_UUID_STRLEN + 1], size_t cap)
+{
+	struct reap_ctx c = { false, lim, registry_now() };
+	size_t n = 0;
+	pthread_mutex_lock(&reg->lock);
+	for (size_t i = 0; i < reg->n && n < cap; i++) {
+		struct sbx_sandbox *sb = reg->items[i];
+		if (!sb->stopped && decide_idle(sb, &c) == REAP_PAUSE)
+			memcpy(ids[n++], sb->id, SBX_UUID_STRLEN + 1);
+	}
+	pthread_mutex_unlock(&reg->lock);
+	return n;
 }
 
 static enum reap_decision decide_dead(const struct sbx_sandbox *sb, void *arg)
@@ -425,6 +466,6 @@ static enum reap_decision decide_dead(const struct sbx_sandbox *sb, void *arg)
 
 bool sbx_registry_claim_dead(struct sbx_registry *reg, bool (*alive)(void *vm), char id[SBX_UUID_STRLEN + 1])
 {
-	bool wedged;
-	return claim_first(reg, decide_dead, &alive, id, &wedged);
+	bool wedged, expired;
+	return claim_first(reg, decide_dead, &alive, id, &wedged, &expired);
 }

@@ -12,6 +12,10 @@
 #include "common/error.h"
 #include "common/uuid.h"
 
+/* Where a sandbox's VM is (issue 40): running, or being paused, paused
+ * (its QEMU gone, its state on disk), or being resumed. */
+enum sbx_pause_state { SBX_SB_RUNNING, SBX_SB_PAUSING, SBX_SB_PAUSED, SBX_SB_RESUMING };
+
 struct sbx_sandbox {
 	char id[SBX_UUID_STRLEN + 1];
 	char *name;  /* NULL when unset */
@@ -29,6 +33,10 @@ struct sbx_sandbox {
 	uint64_t mem_mib; /* committed to the memory budget for the VM */
 	unsigned refs; /* the registry's own plus one per acquire() */
 	json_t *ports; /* create's published ports [{guest, address, host}], NULL = none; set once */
+	enum sbx_pause_state pause_state;
+	uint64_t paused_bytes;      /* its state on disk while paused */
+	uint64_t resume_mib;        /* while paused: the budget its resume takes back */
+	struct timespec paused_at;  /* CLOCK_MONOTONIC: when it was paused */
 };
 
 struct sbx_registry;
@@ -38,7 +46,8 @@ void sbx_registry_free(struct sbx_registry *reg);
 
 /* Reserves a slot for a sandbox about to be created, so parallel creates
  * cannot overshoot `max` (S400 "max_concurrent_sandboxes (N) reached").
- * Stopped-but-unremoved records count. */
+ * Stopped-but-unremoved records count; paused ones do not (their QEMU is
+ * gone: they count against max_paused_sandboxes). */
 int sbx_registry_reserve(struct sbx_registry *reg, uint32_t max, sbx_error_t *err);
 void sbx_registry_unreserve(struct sbx_registry *reg);
 /* Turns a reservation into a record (owning `vm`, NULL without one, and the
@@ -52,7 +61,9 @@ int sbx_registry_insert(struct sbx_registry *reg, const char *id, const char *na
 			uint64_t idle_timeout_secs, sbx_error_t *err);
 
 /* The preamble of every per-sandbox call: S002 when `id` (canonical) is
- * unknown, S004 when it is marked stopped.  Bumps last_exec_at. */
+ * unknown, S004 when it is marked stopped, or paused (or being paused or
+ * resumed: auto_resume is the caller's, pause/sandbox_pause.h).  Bumps
+ * last_exec_at. */
 struct sbx_sandbox *sbx_registry_acquire(struct sbx_registry *reg, const char *id, sbx_error_t *err);
 /* Like acquire(), and admits one exec: S003 when `cap` (at least 1) execs
  * are already in flight.  Pair with sbx_registry_exec_end(). */
@@ -85,9 +96,21 @@ bool sbx_registry_stopped(struct sbx_registry *reg, const struct sbx_sandbox *sb
 /* Claims (marks stopped) one record the reaper policy says to reap, or any
  * record not yet stopped when `all` (shutdown); copies its id to `id`.
  * Returns false when there is none.  Decision and claim happen under the
- * lock, so an exec admitted meanwhile is never killed. */
-bool sbx_registry_claim_reapable(struct sbx_registry *reg, bool all, uint64_t max_exec_timeout_ms,
-				 char id[SBX_UUID_STRLEN + 1], bool *wedged);
+ * lock, so an exec admitted meanwhile is never killed.  With `pause_idle`
+ * (idle_action pause) idle running sandboxes are left to
+ * sbx_registry_idle_ids; paused ones are reaped past paused_ttl_secs
+ * (*expired then true). */
+struct reap_limits {
+	uint64_t max_exec_timeout_ms;
+	bool pause_idle;
+	uint64_t paused_ttl_secs;
+};
+bool sbx_registry_claim_reapable(struct sbx_registry *reg, bool all, const struct reap_limits *lim,
+				 char id[SBX_UUID_STRLEN + 1], bool *wedged, bool *expired);
+/* Under idle_action pause: copies to ids (up to cap) the running sandboxes
+ * the policy says to pause now, without claiming them; returns the count. */
+size_t sbx_registry_idle_ids(struct sbx_registry *reg, const struct reap_limits *lim,
+			     char (*ids)[SBX_UUID_STRLEN + 1], size_t cap);
 
 /* Claims one record not yet stopped whose VM `alive` says is gone. */
 bool sbx_registry_claim_dead(struct sbx_registry *reg, bool (*alive)(void *vm), char id[SBX_UUID_STRLEN + 1]);
@@ -104,7 +127,8 @@ int sbx_registry_creating_begin(struct sbx_registry *reg, const char *id, const 
 				uint32_t cpus, uint32_t memory_mb, bool network, sbx_error_t *err);
 void sbx_registry_creating_end(struct sbx_registry *reg, const char *id);
 /* The operator's view, creates in progress first: [{sandbox_id, name,
- * image, state ("creating", "running", "stopping"), age_secs, idle_secs,
+ * image, state ("creating", "running", "pausing", "paused", "resuming",
+ * "stopping"), age_secs, idle_secs,
  * cpus, memory_mb, network, exec_in_flight}].  facts(vm, row, ud) adds
  * what the backend knows of a live VM; it runs under the registry's lock
  * (the VM cannot go meanwhile), so it must not block. */
@@ -115,7 +139,39 @@ size_t sbx_registry_count(struct sbx_registry *reg);
  * but unremoved ones too) and the creates holding a reservation. */
 size_t sbx_registry_used(struct sbx_registry *reg);
 /* {sandboxes: [{sandbox_id, name, image, age_secs, exec_in_progress,
- * exec_in_flight, exec_slots_free, stopped}]} */
+ * exec_in_flight, exec_slots_free, stopped}]}; a paused sandbox's entry
+ * (and only its) adds state: "paused". */
 json_t *sbx_registry_list(struct sbx_registry *reg, uint32_t cap);
+
+/* Pause and resume (sandbox_registry_pause.c, issue 40).  pause_begin
+ * marks a running sandbox `id` pausing, after S002/S004 (stopped) as
+ * acquire(), S001 when it is paused already or being paused or resumed,
+ * and S400 when `max_paused` sandboxes are paused or being paused, or when
+ * their bytes plus its guest's RAM pass `store_bytes` (snapshot_store_mb).
+ * Execs in flight then see sbx_registry_pausing() and end; pause_drain
+ * waits for them.  pause_end(ok) makes it paused with `bytes` on disk and
+ * returns the MiB its VM had committed (given back to the budget by the
+ * caller), or (!ok) running again, returning 0.  Both drop the reference
+ * pause_begin took. */
+struct sbx_sandbox *sbx_registry_pause_begin(struct sbx_registry *reg, const char *id, uint32_t max_paused,
+					     uint64_t store_bytes, sbx_error_t *err);
+void sbx_registry_pause_drain(struct sbx_registry *reg, struct sbx_sandbox *sb);
+uint64_t sbx_registry_pause_end(struct sbx_registry *reg, struct sbx_sandbox *sb, bool ok, uint64_t bytes);
+/* Whether `sb` is being paused (polled by execs, terminals). */
+bool sbx_registry_pausing(struct sbx_registry *reg, const struct sbx_sandbox *sb);
+/* resume_begin waits while `id` is being paused or resumed, then: S002,
+ * S004 (stopped) as acquire(); a running sandbox returns NULL with *running
+ * true (no error); a paused one is marked resuming (S400 when
+ * `max_running` sandboxes already run: max_concurrent_sandboxes) and
+ * returned with *need_mib, the budget its resume must take.  resume_end(ok)
+ * makes it running with need_mib committed, or (!ok) leaves it paused; it
+ * drops the reference and wakes the waiters. */
+struct sbx_sandbox *sbx_registry_resume_begin(struct sbx_registry *reg, const char *id, uint32_t max_running,
+					      bool *running, uint64_t *need_mib, sbx_error_t *err);
+void sbx_registry_resume_end(struct sbx_registry *reg, struct sbx_sandbox *sb, bool ok);
+/* Whether `id` is paused, or being paused or resumed. */
+bool sbx_registry_is_paused(struct sbx_registry *reg, const char *id);
+/* Paused sandboxes now and their bytes on disk together. */
+size_t sbx_registry_paused(struct sbx_registry *reg, uint64_t *bytes);
 
 #endif

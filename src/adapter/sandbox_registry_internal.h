@@ -1,6 +1,7 @@
-/* The registry's insides, shared by sandbox_registry.c (the records) and
+/* The registry's insides, shared by sandbox_registry.c (the records),
  * sandbox_registry_view.c (creates in progress, the operator's rows),
- * which the first calls and which calls nothing of it. */
+ * which the first calls and which calls nothing of it, and
+ * sandbox_registry_pause.c (pause states), which calls the first. */
 #ifndef SBX_ADAPTER_SANDBOX_REGISTRY_INTERNAL_H
 #define SBX_ADAPTER_SANDBOX_REGISTRY_INTERNAL_H
 
@@ -10,7 +11,7 @@
 
 struct sbx_registry {
 	pthread_mutex_t lock;
-	pthread_cond_t exec_done; /* broadcast when an exec ends */
+	pthread_cond_t exec_done; /* broadcast when an exec ends or a pause state settles */
 	struct sbx_sandbox **items;
 	size_t n, cap;
 	uint32_t reserved;
@@ -22,5 +23,12 @@ struct sbx_registry {
  * and ends that create. */
 void registry_take_creating_locked(struct sbx_registry *reg, struct sbx_sandbox *sb);
 void registry_creating_free(struct sbx_registry *reg);
+/* sandbox_registry.c's, for sandbox_registry_pause.c. */
+struct sbx_sandbox *registry_find_locked(struct sbx_registry *reg, const char *id, size_t *index);
+void registry_unref_locked(struct sbx_sandbox *sb);
+struct timespec registry_now(void);
+/* Records not paused (nor being paused or resumed): what
+ * max_concurrent_sandboxes counts. */
+size_t registry_running_locked(struct sbx_registry *reg);
 
 #endif

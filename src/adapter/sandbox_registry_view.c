@@ -107,6 +107,13 @@ static json_t *row(const struct sbx_sandbox *sb, const char *state, struct times
 			 "exec_in_flight", (json_int_t)sb->exec_in_flight);
 }
 
+static const char *state_name(const struct sbx_sandbox *sb)
+{
+	static const char *const paused[] = { [SBX_SB_RUNNING] = "running", [SBX_SB_PAUSING] = "pausing",
+					      [SBX_SB_PAUSED] = "paused", [SBX_SB_RESUMING] = "resuming" };
+	return sb->stopped ? "stopping" : paused[sb->pause_state];
+}
+
 json_t *sbx_registry_rows(struct sbx_registry *reg, void (*facts)(void *vm, json_t *row, void *ud), void *ud)
 {
 	json_t *rows = json_array();
@@ -120,7 +127,7 @@ json_t *sbx_registry_rows(struct sbx_registry *reg, void (*facts)(void *vm, json
 		ok = json_array_append_new(rows, row(reg->creating[i], "creating", now)) == 0;
 	for (size_t i = 0; i < reg->n && ok; i++) {
 		const struct sbx_sandbox *sb = reg->items[i];
-		json_t *r = row(sb, sb->stopped ? "stopping" : "running", now);
+		json_t *r = row(sb, state_name(sb), now);
 		if (r != NULL && sb->ports != NULL && json_object_set_new(r, "ports", json_deep_copy(sb->ports)) < 0) {
 			json_decref(r);
 			r = NULL;

@@ -26,6 +26,9 @@
 	"sandbox::fs::read, or sandbox::stop + sandbox::create to reset. Retry-after-wait only helps for a short "  \
 	"command."
 
+#define NOTE_PAUSED                                                                                        \
+	"the sandbox is paused, not gone: call sandbox-libkrun::resume (or set auto_resume: true), then retry"
+
 static const struct sbx_scode table[] = {
 	{ SBX_S_INVALID_REQUEST, "validation", false, "invalid request: ", "see message: examples are inline" },
 	{ SBX_S_NOT_FOUND, "validation", false, "sandbox not found: ", NOTE_GONE },
@@ -93,6 +96,12 @@ json_t *sbx_envelope_new(const char *code, const char *detail)
 	const char *prefix = sc->prefix;
 	const char *note = sc->fix_note;
 	json_t *fix = json_null();
+	/* A paused sandbox is not gone: its message stands alone and the note
+	 * says how to get it back. */
+	if (strcmp(sc->code, SBX_S_STOPPED) == 0 && strstr(detail, SBX_PAUSED_MARK) != NULL) {
+		prefix = "";
+		note = NOTE_PAUSED;
+	}
 	if (strcmp(sc->code, SBX_S_FS_NOT_FOUND) == 0 && is_parent_missing(detail)) {
 		prefix = "parent directory not found: ";
 		note = NOTE_PARENTS;

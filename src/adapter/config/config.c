@@ -41,6 +41,7 @@ struct sbx_config *sbx_config_defaults(sbx_error_t *err)
 	cfg->max_guest_pids = 1024;
 	net_config_init(&cfg->net);
 	sbx_publish_config_init(&cfg->publish);
+	sbx_pause_config_init(&cfg->pause);
 	cfg->jail = SBX_JAIL_AUTO;
 	cfg->jail_uid_base = SBX_JAIL_UID_BASE_DEFAULT;
 	return cfg;
@@ -392,6 +393,9 @@ size_t sbx_config_key_names(const char **out, size_t cap)
 	for (size_t i = 0; sbx_publish_config_key(i) != NULL; i++, n++)
 		if (n < cap)
 			out[n] = sbx_publish_config_key(i);
+	for (size_t i = 0; sbx_pause_config_key(i) != NULL; i++, n++)
+		if (n < cap)
+			out[n] = sbx_pause_config_key(i);
 	for (size_t i = 0; i < N_CONFIG_KEYS; i++, n++)
 		if (n < cap)
 			out[n] = config_keys[i].name;
@@ -410,6 +414,8 @@ static int parse_key(struct sbx_config *cfg, const char *k, json_t *v, sbx_error
 	int rc = sbx_image_config_parse_key(&cfg->images, k, v, err);
 	if (rc == 0)
 		rc = sbx_publish_config_parse_key(&cfg->publish, k, v, err);
+	if (rc == 0)
+		rc = sbx_pause_config_parse_key(&cfg->pause, k, v, err);
 	if (rc != 0)
 		return rc < 0 ? -1 : 0;
 	for (size_t i = 0; i < N_CONFIG_KEYS; i++) {

@@ -16,6 +16,7 @@
 #include "common/error.h"
 #include "image/image_config.h"
 #include "net/net_config.h"
+#include "adapter/config/config_pause.h"
 #include "adapter/config/config_publish.h"
 #include "jail/jail.h"
 #include "vm/accel.h"
@@ -79,6 +80,7 @@ struct sbx_config {
 	uint64_t memory_budget_mb; /* 0: MemTotal less the host's reserve */
 	struct net_config net; /* network_policy */
 	struct sbx_publish_config publish; /* publish_* (create's `ports`) */
+	struct sbx_pause_config pause;     /* pause and resume (issue 40) */
 	enum sbx_jail_mode jail;   /* QEMU's confinement (jail/jail.h) */
 	uint32_t jail_uid_base;    /* first uid of the jails' range */
 	struct sbx_metrics_listen metrics_listen; /* GET /metrics; off by default */

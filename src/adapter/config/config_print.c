@@ -149,7 +149,8 @@ json_t *sbx_config_to_json(const struct sbx_config *cfg, sbx_error_t *err)
 			     json_object_set_new(rest, "max_follows_per_sandbox",
 						 json_integer(cfg->max_follows_per_sandbox)) < 0 ||
 			     json_object_set_new(rest, "max_follows", json_integer(cfg->max_follows)) < 0 ||
-			     sbx_publish_config_print(&cfg->publish, rest) < 0)) {
+			     sbx_publish_config_print(&cfg->publish, rest) < 0 ||
+			     sbx_pause_config_print(&cfg->pause, rest) < 0)) {
 		json_decref(rest);
 		rest = NULL;
 	}

@@ -7,6 +7,7 @@
 
 #include "adapter/exec_output.h"
 #include "adapter/handlers.h"
+#include "adapter/pause/sandbox_pause.h"
 #include "adapter/process/process_follow.h"
 #include "adapter/process/process_table.h"
 #include "adapter/request.h"
@@ -14,12 +15,13 @@
 #include "common/clock.h"
 #include "common/scodes.h"
 
-/* The sandbox of a request: canonical id, known and not stopped. */
+/* The sandbox of a request: canonical id, known and not stopped; resumed
+ * first when paused (auto_resume). */
 static int check_sandbox(struct sbx_adapter *a, const char *id, char uuid[SBX_UUID_STRLEN + 1], sbx_error_t *err)
 {
 	if (req_sandbox_uuid(id, uuid, err) < 0)
 		return -1;
-	return sbx_registry_check(a->reg, uuid, err);
+	return sandbox_wake_check(a, uuid, err);
 }
 
 /* The fields every call but list has, then the process they name (a new

@@ -5,6 +5,7 @@
 #include <stdlib.h>
 
 #include "adapter/handlers.h"
+#include "adapter/pause/sandbox_pause.h"
 #include "adapter/process/process_start.h"
 #include "adapter/process/process_table.h"
 #include "adapter/request.h"
@@ -134,7 +135,9 @@ int sbx_op_exec_live(struct sbx_adapter *a, json_t *req, const struct sbx_exec_l
 		return sbx_op_fail(&err, out);
 	x.env = env_resolve(f.env, &err);
 	cleanup_json json_t *printed = NULL;
-	if (x.env != NULL)
+	*out = NULL;
+	/* A paused sandbox is resumed first (auto_resume), or refused. */
+	if (x.env != NULL && sandbox_wake(a, uuid, &err) == 0)
 		*out = background ? process_exec_background(a, uuid, &x, &err) : sandbox_exec(a, uuid, &x, &printed, &err);
 	json_decref(x.argv);
 	json_decref(x.env);

@@ -78,6 +78,7 @@ void sandbox_remove_dead(struct sbx_adapter *a, const char *id);
 #define SANDBOX_STOP_IDLE "idle"         /* the reaper: idle past its timeout */
 #define SANDBOX_STOP_VM_DEATH "vm_death" /* its VM went away by itself */
 #define SANDBOX_STOP_SHUTDOWN "shutdown" /* the daemon stops */
+#define SANDBOX_STOP_PAUSED_TTL "paused_ttl" /* the reaper: paused past paused_ttl_secs */
 
 /* For a record already claimed stopped: waits for its execs, stops the VM
  * (removing its scratch disk and files) and drops the record. */

@@ -24,11 +24,11 @@ struct cancel_ctx {
 	atomic_bool gone; /* the caller went away (not a stop) */
 };
 
-/* The sandbox is being stopped, or the caller went away. */
+/* The sandbox is being stopped or paused, or the caller went away. */
 static bool cancelled(void *ud)
 {
 	struct cancel_ctx *c = ud;
-	if (sbx_registry_stopped(c->reg, c->sb))
+	if (sbx_registry_stopped(c->reg, c->sb) || sbx_registry_pausing(c->reg, c->sb))
 		return true;
 	if (!atomic_load(&c->gone) && c->caller_gone != NULL && c->caller_gone(c->caller_ud))
 		atomic_store(&c->gone, true);
@@ -153,6 +153,10 @@ static json_t *run_admitted(struct sbx_adapter *a, struct sbx_sandbox *sb, const
 	if (rc < 0 && atomic_load(&cc.gone) && *err != NULL && strcmp((*err)->scode, SBX_S_STOPPED) == 0) {
 		sbx_error_free(err);
 		sbx_error_scode(err, SBX_S_STOPPED, "the caller went away while the command ran: it was killed");
+	} else if (rc < 0 && *err != NULL && strcmp((*err)->scode, SBX_S_STOPPED) == 0 &&
+		   sbx_registry_pausing(a->reg, sb) && !sbx_registry_stopped(a->reg, sb)) {
+		sbx_error_free(err);
+		sbx_error_scode(err, SBX_S_STOPPED, "sandbox %s was paused while the command ran: it was killed", sb->id);
 	}
 	exec_stream_close(&st, rc == 0 ? NULL : sbx_error_msg(*err));
 	if (rc == 0) {

@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "adapter/handlers.h"
+#include "adapter/pause/sandbox_pause.h"
 #include "adapter/request.h"
 #include "adapter/sandbox/env.h"
 #include "adapter/terminal/terminal.h"
@@ -84,13 +85,14 @@ static int decode_size(json_t *req, uint16_t *rows, uint16_t *cols, sbx_error_t 
 	return 0;
 }
 
-/* The sandbox's S001/S002/S004 before the stream port's S300. */
+/* The sandbox's S001/S002/S004 before the stream port's S300; a paused
+ * one is resumed first (auto_resume). */
 static int check_sandbox(struct sbx_adapter *a, const char *id, sbx_error_t *err)
 {
 	char uuid[SBX_UUID_STRLEN + 1];
 	if (req_sandbox_uuid(id, uuid, err) < 0)
 		return -1;
-	return sbx_registry_check(a->reg, uuid, err);
+	return sandbox_wake_check(a, uuid, err);
 }
 
 /* The caller's env with TERM added when it has none. */

@@ -42,7 +42,9 @@ struct ending {
 
 static bool end_step(struct sbx_terminal *term, struct ending *e)
 {
-	if (sbx_registry_stopped(term->hold.a->reg, term->hold.sb)) {
+	/* A stop or a pause closes the terminal. */
+	if (sbx_registry_stopped(term->hold.a->reg, term->hold.sb) ||
+	    sbx_registry_pausing(term->hold.a->reg, term->hold.sb)) {
 		pthread_mutex_lock(&term->lock);
 		term->closing = true;
 		pthread_mutex_unlock(&term->lock);

@@ -1,6 +1,6 @@
 /* What the parts of the VM backend share: its context, a sandbox's VM, and
  * the ops that vm_backend.c's table takes from vm_backend_boot.c (boot),
- * vm_backend_exec.c (exec) and vm_backend_proc.c (proc_*).  Only files of this folder include it. */
+ * vm_backend_exec.c (exec), vm_backend_proc.c (proc_*) and vm_backend_pause.c (pause, resume).  Only files of this folder include it. */
 #ifndef SBX_ADAPTER_VM_BACKEND_INTERNAL_H
 #define SBX_ADAPTER_VM_BACKEND_INTERNAL_H
 
@@ -56,5 +56,8 @@ int vm_backend_proc_signal(void *proc, int sig, sbx_error_t *err);
 int vm_backend_proc_wait(void *proc, int64_t deadline, int *code, sbx_error_t *err);
 int vm_backend_proc_resize(void *proc, uint16_t rows, uint16_t cols, sbx_error_t *err);
 void vm_backend_proc_free(void *proc);
+int vm_backend_pause(void *vm, const char *dir, uint64_t *size_bytes, int64_t *duration_ms, int64_t deadline,
+		     sbx_error_t *err);
+int vm_backend_resume(void *vm, int64_t deadline, sbx_error_t *err);
 
 #endif

@@ -104,7 +104,7 @@ TEST(adapter_info_answers)
 		 "{\"adapter\":\"sandbox-libkrun\",\"adapter_version\":\"%s\",\"contract\":{\"major\":1,\"minor\":1},"
 		 "\"extensions\":[\"sandbox-libkrun::process::list\",\"sandbox-libkrun::process::logs\","
 		 "\"sandbox-libkrun::process::wait\",\"sandbox-libkrun::process::signal\",\"sandbox-libkrun::terminal::open\","
-		 "\"sandbox-libkrun::terminal::resize\",\"sandbox-libkrun::terminal::close\"]}",
+		 "\"sandbox-libkrun::terminal::resize\",\"sandbox-libkrun::terminal::close\",\"sandbox-libkrun::pause\",\"sandbox-libkrun::resume\"]}",
 		 SBX_VERSION);
 	CHECK_STR(s, want);
 	CHECK(strncmp(SBX_VERSION, "0.2.", 4) == 0);

@@ -1,0 +1,208 @@
+/* pause, resume and the auto-resume preamble (sandbox_pause.h). */
+#include "adapter/pause/sandbox_pause.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/statvfs.h>
+#include <unistd.h>
+
+#include "adapter/sandbox/sandbox.h"
+#include "adapter/scode.h"
+#include "adapter/terminal/terminal.h"
+#include "common/cleanup.h"
+#include "common/clock.h"
+#include "common/log.h"
+#include "common/scodes.h"
+#include "common/state_dir.h"
+#include "image/store_space.h"
+
+/* Terminals get SIGHUP, then SIGKILL after their grace (terminal.h). */
+#define TERMINALS_CLOSE_MS (2 * SBX_TERMINAL_GRACE_MS + 1000)
+#define TERMINALS_POLL_US 20000
+
+char *sandbox_paused_dir(const char *id, sbx_error_t *err)
+{
+	cleanup_free char *root = sbx_state_subdir("paused", err);
+	char *dir = NULL;
+	if (root == NULL)
+		return NULL;
+	if (asprintf(&dir, "%s/%s", root, id) < 0)
+		return sbx_error_errno(err, ENOMEM, "paused state directory"), NULL;
+	return dir;
+}
+
+/* The state directory's filesystem must hold a guest's RAM and keep what
+ * the image store keeps free for the host. */
+static int space_check(const char *dir, uint64_t need, sbx_error_t *err)
+{
+	cleanup_free char *parent = strdup(dir);
+	if (parent == NULL)
+		return sbx_error_errno(err, ENOMEM, "paused state directory");
+	char *slash = strrchr(parent, '/');
+	if (slash != NULL && slash != parent)
+		*slash = '\0';
+	struct statvfs st;
+	if (statvfs(parent, &st) < 0)
+		return sbx_error_errno(err, errno, "statvfs '%s'", parent);
+	uint64_t avail = (uint64_t)st.f_bavail * st.f_frsize;
+	if (avail >= need + SBX_STORE_SPACE_RESERVE)
+		return 0;
+	return sbx_error_scode(err, SBX_S_LIMIT,
+			       "not enough free space in '%s' to pause: %llu MiB free, %llu MiB needed (up to %llu "
+			       "MiB for the guest's memory, %llu MiB kept free for the host)",
+			       parent, (unsigned long long)(avail >> 20),
+			       (unsigned long long)((need + SBX_STORE_SPACE_RESERVE) >> 20),
+			       (unsigned long long)(need >> 20), (unsigned long long)(SBX_STORE_SPACE_RESERVE >> 20));
+}
+
+/* Open terminals close at a pause (they see sbx_registry_pausing); waits
+ * for them to leave the table, at most TERMINALS_CLOSE_MS. */
+static void close_terminals(struct sbx_adapter *a, const char *id)
+{
+	if (a->terminals == NULL)
+		return;
+	int64_t until = sbx_now_ms() + TERMINALS_CLOSE_MS;
+	for (;;) {
+		json_t *rows = sbx_terminal_rows(a->terminals, id);
+		size_t n = json_array_size(rows);
+		json_decref(rows);
+		if (n == 0)
+			return;
+		if (sbx_now_ms() >= until) {
+			sbx_warn("sandbox %s: %zu terminal(s) still open; pausing anyway", id, n);
+			return;
+		}
+		usleep(TERMINALS_POLL_US);
+	}
+}
+
+/* An error of the VM layer without an S-code is the platform's. */
+static void as_platform(const char *what, sbx_error_t *err)
+{
+	if (*err == NULL || (*err)->scode[0] != '\0')
+		return;
+	sbx_error_t e = *err;
+	*err = NULL;
+	sbx_error_scode(err, SBX_S_VM_BOOT, "%s failed: %s", what, sbx_error_msg(e));
+	sbx_error_free(&e);
+}
+
+static int pause_held(struct sbx_adapter *a, struct sbx_sandbox *sb, const char *dir, uint64_t *size_bytes,
+		      int64_t *duration_ms, sbx_error_t *err)
+{
+	const struct sbx_backend_ops *ops = a->backend.ops;
+	if (space_check(dir, (uint64_t)sb->memory_mb << 20, err) < 0)
+		return -1;
+	/* The execs in flight see the pause and end (S004); what they began
+	 * is not half-sent into the saved state. */
+	sbx_registry_pause_drain(a->reg, sb);
+	close_terminals(a, sb->id);
+	if (ops->pause(sb->vm, dir, size_bytes, duration_ms, sbx_now_ms() + SANDBOX_PAUSE_DEADLINE_MS, err) < 0) {
+		as_platform("pause", err);
+		return -1;
+	}
+	return 0;
+}
+
+int sandbox_pause(struct sbx_adapter *a, const char *id, uint64_t *size_bytes, int64_t *duration_ms,
+		  sbx_error_t *err)
+{
+	const struct sbx_backend_ops *ops = a->backend.ops;
+	const struct sbx_pause_config *pc = &a->cfg->pause;
+	struct sbx_sandbox *sb =
+		sbx_registry_pause_begin(a->reg, id, pc->max_paused_sandboxes, (uint64_t)pc->snapshot_store_mb << 20, err);
+	if (sb == NULL)
+		return -1;
+	int rc;
+	cleanup_free char *dir = NULL;
+	if (ops == NULL || ops->pause == NULL || sb->vm == NULL)
+		rc = sbx_error_scode(err, SBX_S_VM_BOOT, "pause is not supported by this sandbox-libkrun build");
+	else if ((dir = sandbox_paused_dir(id, err)) == NULL)
+		rc = -1;
+	else
+		rc = pause_held(a, sb, dir, size_bytes, duration_ms, err);
+	/* Asked while the pause state keeps the VM from being detached. */
+	bool dead = rc < 0 && sandbox_vm_dead(a, sb);
+	uint64_t given = sbx_registry_pause_end(a->reg, sb, rc == 0, rc == 0 ? *size_bytes : 0);
+	if (given > 0)
+		sbx_mem_budget_give(&a->mem, given);
+	if (dead)
+		sandbox_remove_dead(a, id);
+	if (rc == 0) {
+		struct sbx_log_field f[] = { SBX_LF_STR("event", "pause"), SBX_LF_STR("sandbox_id", id),
+					     SBX_LF_INT("size_bytes", *size_bytes),
+					     SBX_LF_INT("duration_ms", *duration_ms) };
+		sbx_log_kv(SBX_LOG_INFO, f, "sandbox %s paused (%llu MiB in %lld ms)", id,
+			   (unsigned long long)(*size_bytes >> 20), (long long)*duration_ms);
+	}
+	return rc;
+}
+
+/* `want_paused`: a running sandbox is an error (resume), else nothing to
+ * do (the auto-resume preamble). */
+static int resume(struct sbx_adapter *a, const char *id, bool want_paused, int64_t *ready_ms, sbx_error_t *err)
+{
+	int64_t t0 = sbx_now_ms();
+	bool running;
+	uint64_t need_mib;
+	*ready_ms = 0;
+	struct sbx_sandbox *sb = sbx_registry_resume_begin(a->reg, id, a->cfg->max_concurrent_sandboxes, &running,
+							   &need_mib, err);
+	if (sb == NULL) {
+		if (running && want_paused)
+			return sbx_error_scode(err, SBX_S_INVALID_REQUEST, "sandbox %s is not paused", id);
+		return running ? 0 : -1;
+	}
+	const struct sbx_backend_ops *ops = a->backend.ops;
+	uint32_t guest = sb->memory_mb > 0 ? sb->memory_mb : (uint32_t)need_mib;
+	/* Its memory comes back to the budget before its QEMU does. */
+	int rc = sbx_mem_budget_take(&a->mem, need_mib, guest, err);
+	bool taken = rc == 0, tried = false;
+	if (rc == 0 && (ops == NULL || ops->resume == NULL)) {
+		rc = sbx_error_scode(err, SBX_S_VM_BOOT, "resume is not supported by this sandbox-libkrun build");
+	} else if (rc == 0) {
+		tried = true;
+		if (ops->resume(sb->vm, sbx_now_ms() + SANDBOX_RESUME_DEADLINE_MS, err) < 0) {
+			as_platform("resume", err);
+			rc = -1;
+		}
+	}
+	if (rc < 0 && taken)
+		sbx_mem_budget_give(&a->mem, need_mib);
+	/* A VM that failed to start again is dead (vm.h): its sandbox goes,
+	 * and its stop removes the state. */
+	bool dead = rc < 0 && tried;
+	sbx_registry_resume_end(a->reg, sb, rc == 0);
+	if (dead)
+		sandbox_remove_dead(a, id);
+	if (rc == 0) {
+		*ready_ms = sbx_now_ms() - t0;
+		struct sbx_log_field f[] = { SBX_LF_STR("event", "resume"), SBX_LF_STR("sandbox_id", id),
+					     SBX_LF_INT("duration_ms", *ready_ms) };
+		sbx_log_kv(SBX_LOG_INFO, f, "sandbox %s resumed in %lld ms", id, (long long)*ready_ms);
+	}
+	return rc;
+}
+
+int sandbox_resume(struct sbx_adapter *a, const char *id, int64_t *ready_ms, sbx_error_t *err)
+{
+	return resume(a, id, true, ready_ms, err);
+}
+
+int sandbox_wake(struct sbx_adapter *a, const char *id, sbx_error_t *err)
+{
+	if (!sbx_registry_is_paused(a->reg, id))
+		return 0;
+	if (!a->cfg->pause.auto_resume)
+		return sbx_error_scode(err, SBX_S_STOPPED, SBX_PAUSED_FMT, id);
+	int64_t ready_ms;
+	return resume(a, id, false, &ready_ms, err);
+}
+
+int sandbox_wake_check(struct sbx_adapter *a, const char *id, sbx_error_t *err)
+{
+	if (sandbox_wake(a, id, err) < 0)
+		return -1;
+	return sbx_registry_check(a->reg, id, err);
+}

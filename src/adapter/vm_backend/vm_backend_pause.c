@@ -1,0 +1,27 @@
+/* The backend's pause and resume ops (backend.h) over the VM layer's
+ * sbx_vm_pause / sbx_vm_resume (vm/vm.h, issue 40). */
+#include "adapter/vm_backend/vm_backend_internal.h"
+
+int vm_backend_pause(void *vm, const char *dir, uint64_t *size_bytes, int64_t *duration_ms, int64_t deadline,
+		     sbx_error_t *err)
+{
+	struct sandbox_vm *s = vm;
+	struct sbx_vm_pause_info info = { 0 };
+	if (sbx_vm_pause(s->vm, dir, &info, deadline, err) < 0) {
+		vm_backend_blame_death(vm, err);
+		return -1;
+	}
+	*size_bytes = info.size_bytes;
+	*duration_ms = info.duration_ms;
+	return 0;
+}
+
+int vm_backend_resume(void *vm, int64_t deadline, sbx_error_t *err)
+{
+	struct sandbox_vm *s = vm;
+	if (sbx_vm_resume(s->vm, deadline, err) < 0) {
+		vm_backend_blame_death(vm, err);
+		return -1;
+	}
+	return 0;
+}
