@@ -8,7 +8,6 @@
 
 #include "adapter/reaper_policy.h"
 #include "adapter/sandbox_registry_internal.h"
-#include "adapter/scode.h"
 #include "common/scodes.h"
 
 struct timespec registry_now(void)

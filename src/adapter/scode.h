@@ -16,10 +16,6 @@
 #include "common/error.h"
 
 #define SBX_SCODE_DECODE "decode"
-/* S004 for a paused sandbox (issue 40): the envelope drops S004's "already
- * stopped" prefix for details holding SBX_PAUSED_MARK. */
-#define SBX_PAUSED_MARK "paused"
-#define SBX_PAUSED_FMT "sandbox %s is paused; call sandbox-libkrun::resume"
 #define SBX_DOCS_BASE "https://github.com/iii-hq/iii/blob/main/crates/iii-worker/src/sandbox_daemon/README.md"
 
 struct sbx_scode {

@@ -31,4 +31,9 @@
 #define SBX_S_AUTH "S505"              /* worker::*: the auth token does not match */
 #define SBX_S_WORKER_BOOT "S506"       /* worker::*: the worker VM did not boot */
 
+/* S004 for a paused sandbox (issue 40): adapter/scode.c's envelope drops S004's "already
+ * stopped" prefix for details holding SBX_PAUSED_MARK. */
+#define SBX_PAUSED_MARK "paused"
+#define SBX_PAUSED_FMT "sandbox %s is paused; call sandbox-libkrun::resume"
+
 #endif

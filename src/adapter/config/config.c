@@ -231,14 +231,11 @@ static int parse_background_log(struct sbx_config *cfg, const char *k, json_t *v
 	return parse_bounded(v, k, SBX_BACKGROUND_LOG_MIN, SBX_BACKGROUND_LOG_MAX, &cfg->background_log_bytes, err);
 }
 
-static int parse_follows_per_sandbox(struct sbx_config *cfg, const char *k, json_t *v, sbx_error_t *err)
-{
-	return parse_bounded(v, k, 1, SBX_FOLLOWS_MAX, &cfg->max_follows_per_sandbox, err);
-}
-
+/* max_follows_per_sandbox and max_follows. */
 static int parse_follows(struct sbx_config *cfg, const char *k, json_t *v, sbx_error_t *err)
 {
-	return parse_bounded(v, k, 1, SBX_FOLLOWS_MAX, &cfg->max_follows, err);
+	return parse_bounded(v, k, 1, SBX_FOLLOWS_MAX,
+			     strcmp(k, "max_follows") == 0 ? &cfg->max_follows : &cfg->max_follows_per_sandbox, err);
 }
 
 /* A disk size in MiB within the scratch disk's bounds. */
@@ -356,7 +353,7 @@ static const struct config_key {
 	U64(max_exec_timeout_ms),
 	FN("max_background_per_sandbox", parse_background_max),
 	FN("background_log_bytes", parse_background_log),
-	FN("max_follows_per_sandbox", parse_follows_per_sandbox),
+	FN("max_follows_per_sandbox", parse_follows),
 	FN("max_follows", parse_follows),
 	U32(default_cpus),
 	U32(default_memory_mb),
@@ -390,12 +387,11 @@ size_t sbx_config_key_names(const char **out, size_t cap)
 	for (const char *k; (k = sbx_image_config_key(n)) != NULL; n++)
 		if (n < cap)
 			out[n] = k;
-	for (size_t i = 0; sbx_publish_config_key(i) != NULL; i++, n++)
-		if (n < cap)
-			out[n] = sbx_publish_config_key(i);
-	for (size_t i = 0; sbx_pause_config_key(i) != NULL; i++, n++)
-		if (n < cap)
-			out[n] = sbx_pause_config_key(i);
+	const char *(*const more[])(size_t) = { sbx_publish_config_key, sbx_pause_config_key };
+	for (size_t m = 0; m < sizeof(more) / sizeof(more[0]); m++)
+		for (size_t i = 0; more[m](i) != NULL; i++, n++)
+			if (n < cap)
+				out[n] = more[m](i);
 	for (size_t i = 0; i < N_CONFIG_KEYS; i++, n++)
 		if (n < cap)
 			out[n] = config_keys[i].name;
