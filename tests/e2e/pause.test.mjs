@@ -1,0 +1,157 @@
+// Pause and resume (issue 40 items 1-3) through the stand-in engine with
+// iii-sdk, on ONE python sandbox shared by the checks: a file written and a
+// background process printing a numbered line every 100 ms; pause answers
+// {paused, size_bytes, duration_ms}, its QEMU is gone, list shows
+// state: "paused" and its state sits in <state>/paused/<id> (files 0600);
+// an exec resumes it (auto_resume) and sees the file; the background log
+// goes on with no number missing; explicit pause and resume, and their
+// S001s; stop of a paused sandbox deletes its state.  A second daemon with
+// auto_resume: false (config is the daemon's: one more boot) answers S004
+// naming sandbox-libkrun::resume.
+// While the VM layer's pause is the stub that refuses (ENOTSUP), the pause
+// test fails saying so: this file is not skipped for it.
+import { describe, test, before, after } from './lib/test-api.mjs';
+import assert from 'node:assert/strict';
+import { existsSync, readdirSync, statSync } from 'node:fs';
+import path from 'node:path';
+import { eventually } from './lib.mjs';
+import { registryUnavailable, startRegistry } from './lib/registry-fixture.mjs';
+import { assertNoVmLeft, assertScode, processesMentioning, startSandboxStack } from './lib/sandbox-stack.mjs';
+
+const skip = registryUnavailable();
+const LIST_KEYS = ['age_secs', 'exec_in_flight', 'exec_in_progress', 'exec_slots_free', 'image', 'name', 'sandbox_id',
+	'stopped'];
+const TICKER = 'import itertools, time\nfor i in itertools.count():\n    print(i, flush=True)\n    time.sleep(0.1)\n';
+
+// A pause that must work: the stub's refusal fails the test naming it.
+async function pause(s, id) {
+	const { ok, err } = await s.vmTry('pause', { sandbox_id: id }, 180000);
+	if (err) assert.fail(`sandbox-libkrun::pause was refused: ${err.envelope?.message ?? err.message} ` +
+		'(the VM layer\'s pause, vm/vm_pause.c, must be implemented for this test)');
+	assert.deepEqual(Object.keys(ok).sort(), ['duration_ms', 'paused', 'size_bytes']);
+	assert.equal(ok.paused, true);
+	assert.ok(Number.isInteger(ok.size_bytes) && ok.size_bytes > 0, `size_bytes ${ok.size_bytes}`);
+	assert.ok(Number.isInteger(ok.duration_ms) && ok.duration_ms >= 0, `duration_ms ${ok.duration_ms}`);
+	return ok;
+}
+
+const qemusOf = (dir) => processesMentioning(dir).filter((p) => /qemu-system/.test(p.cmdline));
+
+describe('pause and resume: one sandbox, its files and its background process', { skip: skip ?? false }, () => {
+	let reg, s, id, ticker, stopped = false;
+	const pausedDir = () => path.join(s.stateDir, 'paused', id);
+	// The ticker's numbers so far, asserted consecutive from 0.
+	const ticks = async () => {
+		const l = await s.vm('process::logs', { sandbox_id: id, process_id: ticker });
+		assert.equal(l.dropped, false);
+		const nums = l.data.split('\n').filter((x) => x !== '').map(Number);
+		nums.forEach((n, i) => assert.equal(n, i, `line ${i} of the background log is ${n}: a gap`));
+		return nums.length;
+	};
+	before(async () => {
+		reg = await startRegistry({ images: ['python'] });
+		s = await startSandboxStack({ registry: reg, config: { image_allowlist: ['python'] } });
+		id = (await s.vm('create', { image: 'python' })).sandbox_id;
+	});
+	after(async () => {
+		if (!stopped) await s?.stop();
+		await reg?.stop();
+		s?.cleanupState();
+	});
+
+	test('a file is written and a background process prints a numbered line every 100 ms', async () => {
+		await s.exec(id, { cmd: 'echo kept-across-pause > /root/note.txt' });
+		ticker = (await s.exec(id, { argv: ['python3', '-u', '-c', TICKER], background: true })).process_id;
+		await eventually(async () => assert.ok(await ticks() >= 5), 60000);
+		assert.equal(qemusOf(s.stateDir).length, 1, 'one QEMU while it runs');
+	});
+
+	test('pause: {paused, size_bytes, duration_ms}; list shows state paused; its QEMU is gone; its state is 0600', async () => {
+		const r = await pause(s, id);
+		const e = await s.listed(id);
+		assert.equal(e.state, 'paused');
+		assert.deepEqual(Object.keys(e).sort(), [...LIST_KEYS, 'state'].sort());
+		assert.deepEqual(qemusOf(s.stateDir), [], 'no QEMU while paused');
+		assert.ok(existsSync(pausedDir()), `${pausedDir()} exists`);
+		const files = readdirSync(pausedDir(), { recursive: true }).map((f) => path.join(pausedDir(), f))
+			.filter((f) => statSync(f).isFile());
+		assert.ok(files.length > 0, 'the paused state has files');
+		for (const f of files) assert.equal(statSync(f).mode & 0o777, 0o600, `${f} is 0600`);
+		assert.equal(statSync(pausedDir()).mode & 0o777, 0o700);
+		assert.ok(r.size_bytes >= 1 << 20, `size_bytes ${r.size_bytes}: the guest's memory`);
+	});
+
+	test('exec on the paused sandbox resumes it (auto_resume) and sees the file', async () => {
+		const r = await s.exec(id, { cmd: 'cat /root/note.txt' });
+		assert.equal(r.stdout, 'kept-across-pause\n');
+		const e = await s.listed(id);
+		assert.deepEqual(Object.keys(e).sort(), LIST_KEYS, 'a running sandbox has exactly the contract\'s fields');
+		assert.equal(qemusOf(s.stateDir).length, 1, 'its QEMU is back');
+		assert.ok(!existsSync(pausedDir()), 'the resume removed the paused state');
+	});
+
+	test('the background process went on: its log has every number, and grows', async () => {
+		const before = await ticks();
+		await eventually(async () => assert.ok(await ticks() >= before + 10), 30000);
+		const row = (await s.vm('process::list', { sandbox_id: id })).processes.find((p) => p.process_id === ticker);
+		assert.equal(row.state, 'running');
+	});
+
+	test('explicit pause then resume: {resumed, ready_ms}; pausing twice or resuming a running one is S001', async () => {
+		await pause(s, id);
+		assertScode(await s.vmError('pause', { sandbox_id: id }), 'S001', /is paused already/);
+		const r = await s.vm('resume', { sandbox_id: id }, 180000);
+		assert.deepEqual(Object.keys(r).sort(), ['ready_ms', 'resumed']);
+		assert.equal(r.resumed, true);
+		assert.ok(Number.isInteger(r.ready_ms) && r.ready_ms >= 0);
+		assertScode(await s.vmError('resume', { sandbox_id: id }), 'S001', /is not paused/);
+		assert.equal((await s.exec(id, { cmd: 'cat /root/note.txt' })).stdout, 'kept-across-pause\n');
+		await ticks();
+	});
+
+	test('unknown ids: S002', async () => {
+		for (const fn of ['pause', 'resume']) {
+			assertScode(await s.vmError(fn, { sandbox_id: '00000000-0000-4000-8000-000000000000' }), 'S002');
+		}
+	});
+
+	test('stop of a paused sandbox stops it and deletes <state>/paused/<id>', async () => {
+		await pause(s, id);
+		assert.ok(existsSync(pausedDir()));
+		assert.deepEqual(await s.vm('stop', { sandbox_id: id }), { sandbox_id: id, stopped: true });
+		assert.ok(!existsSync(pausedDir()), `${pausedDir()} is gone`);
+		assert.equal(await s.listed(id), undefined);
+		assertScode(await s.vmError('exec', { sandbox_id: id, cmd: 'true' }), 'S002');
+		assertNoVmLeft(s.stateDir, 'after the stop of a paused sandbox');
+		const code = await s.stop();
+		stopped = true;
+		assert.equal(code, 0);
+	});
+});
+
+describe('auto_resume: false', { skip: skip ?? false }, () => {
+	let reg, s, id;
+	before(async () => {
+		reg = await startRegistry({ images: ['python'] });
+		s = await startSandboxStack({ registry: reg, config: { image_allowlist: ['python'], auto_resume: false } });
+		id = (await s.vm('create', { image: 'python' })).sandbox_id;
+	});
+	after(async () => {
+		await s?.stop();
+		await reg?.stop();
+		s?.cleanupState();
+	});
+
+	test('exec, fs::ls and process::list on a paused sandbox get S004 naming resume; resume lets them run', async () => {
+		await pause(s, id);
+		const want = `sandbox ${id} is paused; call sandbox-libkrun::resume`;
+		for (const [fn, payload] of [['exec', { cmd: 'true' }], ['fs::ls', { path: '/' }], ['process::list', {}]]) {
+			const env = assertScode(await s.vmError(fn, { sandbox_id: id, ...payload }), 'S004');
+			assert.equal(env.message, want, fn);
+		}
+		assert.equal((await s.listed(id)).state, 'paused');
+		assert.equal((await s.vm('resume', { sandbox_id: id }, 180000)).resumed, true);
+		assert.equal((await s.exec(id, { cmd: 'echo back' })).stdout, 'back\n');
+		await s.vm('stop', { sandbox_id: id });
+	});
+});
