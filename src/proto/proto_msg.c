@@ -19,6 +19,7 @@ const char *proto_type_name(uint8_t type)
 	case PROTO_PONG: return "PONG";
 	case PROTO_SHUTDOWN: return "SHUTDOWN";
 	case PROTO_WARM_UP: return "WARM_UP";
+	case PROTO_RESUMED: return "RESUMED";
 	case PROTO_SPAWN: return "SPAWN";
 	case PROTO_STARTED: return "STARTED";
 	case PROTO_STDIN: return "STDIN";
@@ -42,7 +43,7 @@ const char *proto_type_name(uint8_t type)
  * failure is reported on stream 0). */
 static int vm_wide(uint8_t type)
 {
-	return type >= PROTO_HELLO && type <= PROTO_WARM_UP;
+	return type >= PROTO_HELLO && type <= PROTO_RESUMED;
 }
 
 static int check_stream(uint8_t type, uint32_t stream, sbx_error_t *err)
@@ -109,6 +110,19 @@ static int decode_shares(struct proto_rbuf *r, struct proto_config *c, sbx_error
 		if (decode_share(r, &c->shares[i], err) < 0)
 			return sbx_error_prefix(err, "share %u", i);
 	}
+	return 0;
+}
+
+static int decode_resumed(struct proto_rbuf *r, struct proto_resumed *m, sbx_error_t *err)
+{
+	if (proto_get_u64(r, &m->realtime_ns, err) < 0)
+		return -1;
+	if (proto_get_blob(r, &m->entropy, &m->entropy_len, PROTO_MAX_ENTROPY, err) < 0)
+		return sbx_error_prefix(err, "entropy");
+	/* Too little to reseed from would leave the restored CRNG state in use. */
+	if (m->entropy_len < PROTO_MIN_RESUMED_ENTROPY)
+		return sbx_error_set(err, 0, "entropy of %zu bytes, at least %u", m->entropy_len,
+				     PROTO_MIN_RESUMED_ENTROPY);
 	return 0;
 }
 
@@ -244,6 +258,8 @@ static int decode_body(struct proto_rbuf *r, struct proto_msg *m, sbx_error_t *e
 		return 0;
 	case PROTO_WARM_UP:
 		return decode_warm_up(r, &m->u.warm_up, err);
+	case PROTO_RESUMED:
+		return decode_resumed(r, &m->u.resumed, err);
 	case PROTO_PING:
 	case PROTO_PONG:
 		return proto_get_u64(r, &m->u.nonce, err);
@@ -329,6 +345,9 @@ void proto_msg_free(struct proto_msg *m)
 		break;
 	case PROTO_WARM_UP:
 		sbx_strv_free(m->u.warm_up);
+		break;
+	case PROTO_RESUMED:
+		free(m->u.resumed.entropy);
 		break;
 	case PROTO_FS_WRITE:
 		free(m->u.fs_write.path);
@@ -420,6 +439,16 @@ static int encode_body(struct proto_wbuf *b, const struct proto_msg *m, sbx_erro
 			return -1;
 		proto_put_strv(b, m->u.warm_up);
 		return 0;
+	case PROTO_RESUMED: {
+		const struct proto_resumed *rs = &m->u.resumed;
+		if (rs->entropy_len < PROTO_MIN_RESUMED_ENTROPY || rs->entropy_len > PROTO_MAX_ENTROPY)
+			return sbx_error_set(err, 0, "entropy of %zu bytes, must be %u..%u", rs->entropy_len,
+					     PROTO_MIN_RESUMED_ENTROPY, PROTO_MAX_ENTROPY);
+		proto_put_u64(b, rs->realtime_ns);
+		proto_put_u32(b, (uint32_t)rs->entropy_len);
+		proto_put_bytes(b, rs->entropy, rs->entropy_len);
+		return 0;
+	}
 	case PROTO_PING:
 	case PROTO_PONG:
 		proto_put_u64(b, m->u.nonce);
