@@ -3,42 +3,18 @@
 
 #include <errno.h>
 #include <fcntl.h>
-#include <linux/random.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/ioctl.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "common/cleanup.h"
 #include "guest/boot_net.h"
+#include "guest/clock_rng.h"
 #include "guest/spawn.h"
-
-static int seed_rng(const uint8_t *p, size_t n, sbx_error_t *err)
-{
-	if (n == 0)
-		return 0;
-	cleanup_free struct rand_pool_info *info = malloc(sizeof(*info) + n);
-	if (info == NULL)
-		return sbx_error_errno(err, ENOMEM, "entropy");
-	info->entropy_count = (int)(n * 8);
-	info->buf_size = (int)n;
-	memcpy(info->buf, p, n);
-	cleanup_close int fd = open("/dev/urandom", O_WRONLY | O_CLOEXEC);
-	if (fd < 0)
-		return sbx_error_errno(err, errno, "open /dev/urandom");
-	if (ioctl(fd, RNDADDENTROPY, info) < 0)
-		return sbx_error_errno(err, errno, "RNDADDENTROPY");
-	/* A VM restored from a snapshot shares its template's CRNG state:
-	 * reseed now, so nothing handed out from here on derives from it. */
-	if (ioctl(fd, RNDRESEEDCRNG) < 0)
-		return sbx_error_errno(err, errno, "RNDRESEEDCRNG");
-	return 0;
-}
 
 int boot_apply_config(const struct proto_config *c, sbx_error_t *err)
 {
@@ -49,15 +25,11 @@ int boot_apply_config(const struct proto_config *c, sbx_error_t *err)
 		if (setrlimit(RLIMIT_NOFILE, &rl) < 0)
 			return sbx_error_errno(err, errno, "setrlimit NOFILE %llu", (unsigned long long)c->nofile);
 	}
-	if (c->realtime_ns != 0) {
-		/* The VM has no RTC worth trusting: the host's clock wins. */
-		struct timespec ts = { (time_t)(c->realtime_ns / 1000000000u), (long)(c->realtime_ns % 1000000000u) };
-		if (clock_settime(CLOCK_REALTIME, &ts) < 0)
-			return sbx_error_errno(err, errno, "set clock");
-	}
+	if (guest_set_clock(c->realtime_ns, err) < 0)
+		return -1;
 	if (boot_net_configure(c, err) < 0)
 		return -1;
-	return seed_rng(c->entropy, c->entropy_len, err);
+	return guest_seed_rng(c->entropy, c->entropy_len, err);
 }
 
 /* Reads a whole text file of at most USER_MAX_FILE bytes; an absent file

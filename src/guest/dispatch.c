@@ -17,6 +17,7 @@
 
 #include "common/clock.h"
 #include "common/log.h"
+#include "guest/clock_rng.h"
 #include "guest/dispatch_internal.h"
 #include "guest/fs_child.h"
 
@@ -93,6 +94,14 @@ static void handle_vm_msg(struct server *s, struct proto_msg *m)
 		srv_push(s, &pong);
 	} else if (m->type == PROTO_SHUTDOWN) {
 		s->stop = STOP_SHUTDOWN;
+	} else if (m->type == PROTO_RESUMED) {
+		/* No reply: a failure costs the clock or the reseed, not the
+		 * VM, and is said on the console. */
+		sbx_error_t err = NULL;
+		if (guest_set_clock(m->u.resumed.realtime_ns, &err) < 0 ||
+		    guest_seed_rng(m->u.resumed.entropy, m->u.resumed.entropy_len, &err) < 0)
+			sbx_warn("resumed: %s", sbx_error_msg(err));
+		sbx_error_free(&err);
 	} else {
 		srv_push_error(s, 0, "unexpected message on stream 0");
 	}

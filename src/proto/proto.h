@@ -66,6 +66,16 @@
  *                       reply (a failure is the guest's to log): a PING
  *                       after it answers once it is done.
  *
+ *   host  -> RESUMED    {u64 realtime_ns, blob entropy (PROTO_MIN_RESUMED_
+ *                       ENTROPY..PROTO_MAX_ENTROPY bytes)}  after the VM
+ *                       was paused and resumed (vm.h sbx_vm_pause): its
+ *                       memory came back from a file, so its clock lags
+ *                       by the pause and its CRNG state was on the host's
+ *                       disk.  The guest sets CLOCK_REALTIME (0 = keep)
+ *                       and mixes the entropy in and reseeds, as at
+ *                       CONFIG.  Sent before any frame held over the
+ *                       pause; no reply.
+ *
  * Processes (host picks stream id S != 0):
  *   host  -> SPAWN      {strv argv, strv env (layered over the boot env),
  *                        str cwd ("" = /), u32 flags}
@@ -249,8 +259,8 @@
 #include "common/error.h"
 #include "common/strv.h"
 
-#define PROTO_VERSION 7 /* 2: CONFIG carries `user`; 3: and the network; 4: and shares; 5: WARM_UP; 6: its argv;
-                           7: SPAWN_PTY, RESIZE */
+#define PROTO_VERSION 8 /* 2: CONFIG carries `user`; 3: and the network; 4: and shares; 5: WARM_UP; 6: its argv;
+                           7: SPAWN_PTY, RESIZE; 8: RESUMED */
 #define PROTO_HEADER_SIZE 9u
 #define PROTO_MAX_PAYLOAD (1024u * 1024u)
 #define PROTO_MAX_CHUNK (64u * 1024u)
@@ -258,6 +268,7 @@
 #define PROTO_MAX_STR (64u * 1024u)
 #define PROTO_MAX_STRV 4096u
 #define PROTO_MAX_ENTROPY 512u
+#define PROTO_MIN_RESUMED_ENTROPY 32u /* RESUMED: what a reseed needs at least */
 #define PROTO_MAX_USER 256u /* CONFIG user: "name:group" */
 #define PROTO_MAX_SHARES 8u
 #define PROTO_MAX_SHARE_TAG 36u /* virtio-fs's tag field */
@@ -273,6 +284,7 @@ enum proto_type {
 	PROTO_PONG = 0x05,
 	PROTO_SHUTDOWN = 0x06,
 	PROTO_WARM_UP = 0x07,
+	PROTO_RESUMED = 0x08,
 
 	PROTO_SPAWN = 0x10,
 	PROTO_STARTED = 0x11,

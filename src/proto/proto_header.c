@@ -5,7 +5,7 @@
 
 static int type_known(uint8_t t)
 {
-	if (t >= PROTO_HELLO && t <= PROTO_WARM_UP)
+	if (t >= PROTO_HELLO && t <= PROTO_RESUMED)
 		return 1;
 	if (t >= PROTO_SPAWN && t <= PROTO_RESIZE)
 		return 1;

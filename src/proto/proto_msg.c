@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "proto/proto_msg_fs.h"
+#include "proto/proto_msg_vm.h"
 
 
 const char *proto_type_name(uint8_t type)
@@ -19,6 +20,7 @@ const char *proto_type_name(uint8_t type)
 	case PROTO_PONG: return "PONG";
 	case PROTO_SHUTDOWN: return "SHUTDOWN";
 	case PROTO_WARM_UP: return "WARM_UP";
+	case PROTO_RESUMED: return "RESUMED";
 	case PROTO_SPAWN: return "SPAWN";
 	case PROTO_STARTED: return "STARTED";
 	case PROTO_STDIN: return "STDIN";
@@ -42,7 +44,7 @@ const char *proto_type_name(uint8_t type)
  * failure is reported on stream 0). */
 static int vm_wide(uint8_t type)
 {
-	return type >= PROTO_HELLO && type <= PROTO_WARM_UP;
+	return type >= PROTO_HELLO && type <= PROTO_RESUMED;
 }
 
 static int check_stream(uint8_t type, uint32_t stream, sbx_error_t *err)
@@ -167,34 +169,6 @@ static int decode_spawn(struct proto_rbuf *r, struct proto_spawn *s, sbx_error_t
 }
 
 /* The same bounds on both sides: the encoder refuses what this rejects. */
-static int check_warm_up(char *const *argv, sbx_error_t *err)
-{
-	size_t n = 0;
-	for (; argv != NULL && argv[n] != NULL; n++) {
-		if (n >= PROTO_MAX_WARM_UP_ARGS)
-			return sbx_error_set(err, 0, "more than %u arguments", PROTO_MAX_WARM_UP_ARGS);
-		if (strlen(argv[n]) > PROTO_MAX_WARM_UP_ARG)
-			return sbx_error_set(err, 0, "argument %zu longer than %u bytes", n, PROTO_MAX_WARM_UP_ARG);
-	}
-	if (n > 0 && argv[0][0] == '\0')
-		return sbx_error_set(err, 0, "empty argv[0]");
-	return 0;
-}
-
-static int decode_warm_up(struct proto_rbuf *r, char ***argv, sbx_error_t *err)
-{
-	/* Peek the count: a long vector is refused before it is read. */
-	uint32_t n;
-	struct proto_rbuf peek = *r;
-	if (proto_get_u32(&peek, &n, err) < 0)
-		return sbx_error_prefix(err, "argv");
-	if (n > PROTO_MAX_WARM_UP_ARGS)
-		return sbx_error_set(err, 0, "argv of %u entries, at most %u", n, PROTO_MAX_WARM_UP_ARGS);
-	if (proto_get_strv(r, argv, err) < 0)
-		return sbx_error_prefix(err, "argv");
-	return check_warm_up(*argv, err);
-}
-
 static int decode_fs_write(struct proto_rbuf *r, struct proto_fs_write *w, sbx_error_t *err)
 {
 	if (proto_get_path(r, &w->path, "path", err) < 0)
@@ -243,7 +217,9 @@ static int decode_body(struct proto_rbuf *r, struct proto_msg *m, sbx_error_t *e
 	case PROTO_STDIN_EOF:
 		return 0;
 	case PROTO_WARM_UP:
-		return decode_warm_up(r, &m->u.warm_up, err);
+		return proto_warm_up_decode(r, &m->u.warm_up, err);
+	case PROTO_RESUMED:
+		return proto_resumed_decode(r, &m->u.resumed, err);
 	case PROTO_PING:
 	case PROTO_PONG:
 		return proto_get_u64(r, &m->u.nonce, err);
@@ -329,6 +305,9 @@ void proto_msg_free(struct proto_msg *m)
 		break;
 	case PROTO_WARM_UP:
 		sbx_strv_free(m->u.warm_up);
+		break;
+	case PROTO_RESUMED:
+		free(m->u.resumed.entropy);
 		break;
 	case PROTO_FS_WRITE:
 		free(m->u.fs_write.path);
@@ -416,10 +395,12 @@ static int encode_body(struct proto_wbuf *b, const struct proto_msg *m, sbx_erro
 	case PROTO_STDIN_EOF:
 		return 0;
 	case PROTO_WARM_UP:
-		if (check_warm_up(m->u.warm_up, err) < 0)
+		if (proto_warm_up_check(m->u.warm_up, err) < 0)
 			return -1;
 		proto_put_strv(b, m->u.warm_up);
 		return 0;
+	case PROTO_RESUMED:
+		return proto_resumed_encode(b, &m->u.resumed, err);
 	case PROTO_PING:
 	case PROTO_PONG:
 		proto_put_u64(b, m->u.nonce);

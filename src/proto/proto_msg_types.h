@@ -36,6 +36,12 @@ struct proto_config {
 	uint32_t n_shares; /* <= PROTO_MAX_SHARES */
 };
 
+struct proto_resumed {
+	uint64_t realtime_ns; /* 0 = keep the clock */
+	uint8_t *entropy;     /* PROTO_MIN_RESUMED_ENTROPY..PROTO_MAX_ENTROPY bytes */
+	size_t entropy_len;
+};
+
 struct proto_spawn {
 	char **argv; /* at least one entry, argv[0] non-empty */
 	char **env;  /* "KEY=VALUE" entries layered over the boot env */
@@ -166,6 +172,7 @@ struct proto_msg {
 		struct proto_config config; /* CONFIG */
 		uint64_t nonce;            /* PING, PONG */
 		char **warm_up;            /* WARM_UP: argv, empty = only `true` */
+		struct proto_resumed resumed; /* RESUMED */
 		struct proto_spawn spawn;  /* SPAWN */
 		struct proto_spawn_pty spawn_pty; /* SPAWN_PTY */
 		struct proto_winsize winsize;     /* RESIZE */

@@ -105,6 +105,9 @@ static void *reader_main(void *arg)
 		ssize_t n = read(c->fd, buf, bufsize);
 		if (n < 0 && errno == EINTR)
 			continue;
+		/* A pause ends QEMU: its EOF is not the guest's. */
+		if (n <= 0 && chan_take_next_fd(c))
+			continue;
 		if (n <= 0) {
 			reason = n == 0 ? "the VM closed it" : "read error";
 			break;
@@ -153,6 +156,7 @@ struct chan *chan_open(int fd, sbx_error_t *err)
 		return NULL;
 	}
 	c->fd = fd;
+	c->next_fd = -1;
 	c->next_id = 1;
 	/* A guest that stops reading its port must not hang a sender (or
 	 * sbx_vm_stop) forever: a send stuck this long kills the connection. */
@@ -179,9 +183,17 @@ void chan_close(struct chan *c)
 {
 	if (c == NULL)
 		return;
+	/* A reader waiting for a resume's socket must not wait for ever. */
+	pthread_mutex_lock(&c->lock);
+	c->closing = true;
+	pthread_cond_broadcast(&c->cond);
+	pthread_mutex_unlock(&c->lock);
 	shutdown(c->fd, SHUT_RDWR);
 	pthread_join(c->reader, NULL);
 	close(c->fd);
+	if (c->next_fd >= 0)
+		close(c->next_fd);
+	free(c->kills);
 	while (c->streams != NULL) {
 		struct chan_stream *s = c->streams;
 		c->streams = s->next;
@@ -263,7 +275,7 @@ int chan_ping(struct chan *c, int64_t deadline, sbx_error_t *err)
 	uint64_t nonce = ++c->ping_next;
 	pthread_mutex_unlock(&c->lock);
 	struct proto_msg m = { .stream = 0, .type = PROTO_PING, .u.nonce = nonce };
-	if (chan_send(c, &m, err) < 0)
+	if (chan_send_by(c, &m, deadline, err) < 0)
 		return -1;
 	int rc = 0;
 	pthread_mutex_lock(&c->lock);

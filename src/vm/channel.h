@@ -47,6 +47,21 @@ int chan_send_shutdown(struct chan *c, sbx_error_t *err);
 /* Waits for the connection to end (the VM powered off). */
 int chan_wait_dead(struct chan *c, int64_t deadline, sbx_error_t *err);
 
+/* Pause (channel_pause.c).  chan_hold holds every sender at a frame
+ * boundary (they wait, within their deadlines), waits until QEMU took
+ * every byte sent (SIOCOUTQ 0) and makes the reader survive the end of
+ * the socket: EALREADY when held already.  chan_release ends a hold
+ * whose QEMU still runs (a failed pause).  chan_resume hands the reader
+ * fd, the new QEMU's socket (owned), once it read the old one to its
+ * end, sends `first` (RESUMED) and the frames kept over the hold, then
+ * releases the senders; on failure the connection is dead.
+ * chan_abort_hold: a resume that never came so far: the connection is
+ * dead (reason), every waiter fails. */
+int chan_hold(struct chan *c, int64_t deadline, sbx_error_t *err);
+void chan_release(struct chan *c);
+int chan_resume(struct chan *c, int fd, const struct proto_msg *first, int64_t deadline, sbx_error_t *err);
+void chan_abort_hold(struct chan *c, const char *reason);
+
 /* Starts a process; with PROTO_SPAWN_STDIN in sp->flags, stdin stays open
  * for chan_stream_write. */
 struct chan_stream *chan_spawn(struct chan *c, const struct proto_spawn *sp, sbx_error_t *err);

@@ -2,7 +2,9 @@
  * calling only those below it: channel.c (the connection: reader thread,
  * framing, the boot handshake), channel_fs.c (assembling fs results),
  * channel_stream.c (streams: ids, output buffers and CREDIT both ways) and
- * channel_link.c (the wait, the lost connection, sending under one lock). */
+ * channel_link.c (the wait, the lost connection, sending under one lock);
+ * channel_pause.c (holding the host's frames over a pause and moving the
+ * connection onto a new socket) sits between channel.c and channel_link.c. */
 #ifndef SBX_VM_CHANNEL_INTERNAL_H
 #define SBX_VM_CHANNEL_INTERNAL_H
 
@@ -69,6 +71,16 @@ struct chan {
 	uint64_t ping_next, pong_max;
 	uint32_t next_id;
 	struct chan_stream *streams;
+	/* A pause (channel_pause.c).  held: senders wait at a frame
+	 * boundary (chan_send); sending: senders past that gate. */
+	bool held;
+	unsigned sending;
+	bool swapping;     /* an EOF is the old QEMU's end: wait for next_fd */
+	bool closing;      /* chan_close: a swapping reader gives up */
+	int next_fd;       /* the new socket for the reader, -1 = none yet */
+	bool swapped;      /* the reader took next_fd */
+	uint32_t *kills;   /* streams released while held: KILL at the resume */
+	size_t n_kills, cap_kills;
 };
 
 /* channel_link.c; "lock held" means c->lock. */
@@ -78,10 +90,26 @@ int chan_wait_until(struct chan *c, int64_t deadline);
 void chan_mark_dead(struct chan *c, const char *reason);
 /* The error of a lost connection (lock held). */
 int chan_dead_error(struct chan *c, sbx_error_t *err);
-/* Sends one frame (not under c->lock); a failed send kills the connection. */
+/* Sends one frame (not under c->lock); a failed send kills the connection.
+ * While the channel is held (a pause) it waits for the release, until
+ * the deadline (chan_send: none). */
 int chan_send(struct chan *c, const struct proto_msg *m, sbx_error_t *err);
+int chan_send_by(struct chan *c, const struct proto_msg *m, int64_t deadline, sbx_error_t *err);
+/* The holder's own frames (RESUMED): past the hold. */
+int chan_send_held(struct chan *c, const struct proto_msg *m, sbx_error_t *err);
 /* The open stream with this id, or NULL (lock held). */
 struct chan_stream *chan_find_stream(struct chan *c, uint32_t id);
+
+/* channel_pause.c */
+/* The reader at EOF or a read error: true when it goes on with a new
+ * socket (a resume), keeping its partial frame; false: the end. */
+bool chan_take_next_fd(struct chan *c);
+/* A released stream's KILL while the channel is held: true when it was
+ * queued for the resume (not sent now). */
+bool chan_defer_kill(struct chan *c, uint32_t id);
+/* A stream's CREDIT while the channel is held: true when it was added
+ * back to s->uncredited, for the resume to send. */
+bool chan_defer_credit(struct chan_stream *s, size_t credit);
 
 /* channel_stream.c */
 int chan_stream_output(struct chan_stream *s, const struct proto_msg *m, sbx_error_t *err);

@@ -43,7 +43,9 @@ int chan_dead_error(struct chan *c, sbx_error_t *err)
 			     c->dead_reason != NULL ? c->dead_reason : "closed");
 }
 
-int chan_send(struct chan *c, const struct proto_msg *m, sbx_error_t *err)
+/* One frame on the socket, whole: a partly written frame would
+ * desynchronize the stream. */
+static int send_frame(struct chan *c, const struct proto_msg *m, sbx_error_t *err)
 {
 	struct proto_wbuf out;
 	proto_wbuf_init(&out);
@@ -60,7 +62,6 @@ int chan_send(struct chan *c, const struct proto_msg *m, sbx_error_t *err)
 		if (n <= 0) {
 			int e = n < 0 ? errno : EPIPE;
 			rc = sbx_error_errno(err, e, "VM control connection: send");
-			/* A partly written frame desynchronizes the stream. */
 			pthread_mutex_lock(&c->lock);
 			chan_mark_dead(c, "send failed");
 			pthread_mutex_unlock(&c->lock);
@@ -71,6 +72,38 @@ int chan_send(struct chan *c, const struct proto_msg *m, sbx_error_t *err)
 	pthread_mutex_unlock(&c->wlock);
 	proto_wbuf_free(&out);
 	return rc;
+}
+
+int chan_send_by(struct chan *c, const struct proto_msg *m, int64_t deadline, sbx_error_t *err)
+{
+	/* A pause holds every sender here, between frames; a dead channel
+	 * lets them through to fail on the socket. */
+	pthread_mutex_lock(&c->lock);
+	int rc = 0;
+	while (c->held && !c->dead && rc == 0)
+		rc = chan_wait_until(c, deadline) == ETIMEDOUT ? -1 : 0;
+	if (c->held && !c->dead) {
+		pthread_mutex_unlock(&c->lock);
+		return sbx_error_set(err, ETIMEDOUT, "the VM is paused");
+	}
+	c->sending++;
+	pthread_mutex_unlock(&c->lock);
+	rc = send_frame(c, m, err);
+	pthread_mutex_lock(&c->lock);
+	if (--c->sending == 0)
+		pthread_cond_broadcast(&c->cond);
+	pthread_mutex_unlock(&c->lock);
+	return rc;
+}
+
+int chan_send(struct chan *c, const struct proto_msg *m, sbx_error_t *err)
+{
+	return chan_send_by(c, m, -1, err);
+}
+
+int chan_send_held(struct chan *c, const struct proto_msg *m, sbx_error_t *err)
+{
+	return send_frame(c, m, err);
 }
 
 struct chan_stream *chan_find_stream(struct chan *c, uint32_t id)

@@ -157,8 +157,13 @@ ssize_t chan_stream_write(struct chan_stream *s, const void *buf, size_t len, in
 	s->stdin_unacked += n;
 	pthread_mutex_unlock(&c->lock);
 	struct proto_msg m = { .stream = s->id, .type = PROTO_STDIN, .u.data = { buf, n } };
-	if (chan_send(c, &m, err) < 0)
+	if (chan_send_by(c, &m, deadline, err) < 0) {
+		/* Not sent (a pause outlasted the deadline): not in flight. */
+		pthread_mutex_lock(&c->lock);
+		s->stdin_unacked -= n;
+		pthread_mutex_unlock(&c->lock);
 		return -1;
+	}
 	return (ssize_t)n;
 }
 
@@ -200,10 +205,14 @@ static size_t take_output(struct chan_stream *s, enum chan_output *which, void *
 	return credit;
 }
 
+/* 0 sent (or nothing to send), 1 kept for a pause's resume, -1 failed. */
 static int send_credit(struct chan_stream *s, size_t credit, sbx_error_t *err)
 {
 	if (credit == 0)
 		return 0;
+	/* A reader must not wait out a pause for its acknowledgement. */
+	if (chan_defer_credit(s, credit))
+		return 1;
 	struct proto_msg m = { .stream = s->id, .type = PROTO_CREDIT, .u.credit = (uint32_t)credit };
 	return chan_send(s->c, &m, err);
 }
@@ -270,10 +279,13 @@ int chan_stream_wait(struct chan_stream *s, int64_t deadline, int *code, sbx_err
 		}
 		if (credit > 0) {
 			pthread_mutex_unlock(&c->lock);
-			if (send_credit(s, credit, err) < 0)
+			int sent = send_credit(s, credit, err);
+			if (sent < 0)
 				return -1;
 			pthread_mutex_lock(&c->lock);
-			continue;
+			if (sent == 0)
+				continue;
+			/* Kept for the resume: wait for it (or the exit). */
 		}
 		if (s->ended)
 			break;
@@ -336,7 +348,8 @@ void chan_stream_release(struct chan_stream *s)
 		*pp = s->next;
 	bool running = !s->ended;
 	pthread_mutex_unlock(&c->lock);
-	if (running) {
+	/* Held by a pause: the KILL waits for the resume, not the caller. */
+	if (running && !chan_defer_kill(c, s->id)) {
 		sbx_error_t err = NULL;
 		struct proto_msg m = { .stream = s->id, .type = PROTO_KILL, .u.signal = 9 };
 		if (chan_send(c, &m, &err) < 0)

@@ -192,6 +192,20 @@ static int wait_migration(struct qmp *q, int64_t deadline, sbx_error_t *err)
 	}
 }
 
+int snapshot_migrate(struct qmp *q, int fd, int64_t deadline, sbx_error_t *err)
+{
+	/* QEMU's default migration bandwidth (32 MiB/s) is meant for a
+	 * network; this goes to a local file. */
+	if (qmp_call(q, "{\"execute\": \"migrate-set-parameters\", \"arguments\": {\"max-bandwidth\": 68719476736}}",
+		     -1, NULL, 0, deadline, err) < 0 ||
+	    qmp_call(q, "{\"execute\": \"getfd\", \"arguments\": {\"fdname\": \"snapshot\"}}", fd, NULL, 0, deadline,
+		     err) < 0 ||
+	    qmp_call(q, "{\"execute\": \"migrate\", \"arguments\": {\"uri\": \"fd:snapshot\"}}", -1, NULL, 0, deadline,
+		     err) < 0)
+		return -1;
+	return wait_migration(q, deadline, err);
+}
+
 static int save_into(struct qmp *q, const char *tmp, const char *key_text, const char *scratch,
 		     const char *console, bool cow, int64_t deadline, sbx_error_t *err)
 {
@@ -201,16 +215,8 @@ static int save_into(struct qmp *q, const char *tmp, const char *key_text, const
 	cleanup_close int fd = open(state, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600);
 	if (fd < 0)
 		return sbx_error_errno(err, errno, "create %s", state);
-	/* QEMU's default migration bandwidth (32 MiB/s) is meant for a
-	 * network; this goes to a local file. */
-	if (qmp_call(q, "{\"execute\": \"migrate-set-parameters\", \"arguments\": {\"max-bandwidth\": 68719476736}}",
-		     -1, NULL, 0, deadline, err) < 0 ||
-	    (cow && qmp_call(q, SNAPSHOT_IGNORE_SHARED, -1, NULL, 0, deadline, err) < 0) ||
-	    qmp_call(q, "{\"execute\": \"getfd\", \"arguments\": {\"fdname\": \"snapshot\"}}", fd, NULL, 0, deadline,
-		     err) < 0 ||
-	    qmp_call(q, "{\"execute\": \"migrate\", \"arguments\": {\"uri\": \"fd:snapshot\"}}", -1, NULL, 0, deadline,
-		     err) < 0 ||
-	    wait_migration(q, deadline, err) < 0)
+	if ((cow && qmp_call(q, SNAPSHOT_IGNORE_SHARED, -1, NULL, 0, deadline, err) < 0) ||
+	    snapshot_migrate(q, fd, deadline, err) < 0)
 		return -1;
 	/* The disk is copied while the VM is stopped, so it matches the RAM
 	 * (QEMU flushed it when the migration completed). */

@@ -84,6 +84,11 @@ int snapshot_lock(const char *key, sbx_error_t *err);
  * snapshot_publish once QEMU is gone. */
 int snapshot_save(struct qmp *q, const char *key, const char *key_text, const char *scratch, const char *console,
 		  char **pending, int64_t deadline, sbx_error_t *err);
+/* Migrates the VM's state into fd (a file; QEMU gets a copy through
+ * getfd) and waits until QEMU reports the migration completed.  The VM
+ * is normally stopped first (QMP `stop`); the capabilities set before
+ * (x-ignore-shared) apply. */
+int snapshot_migrate(struct qmp *q, int fd, int64_t deadline, sbx_error_t *err);
 /* Seals the RAM memfd of a saved copy-on-write template (its QEMU gone),
  * writes it into the template as its "ram" file, publishes the template
  * and keeps the memfd for this process's clones.  On failure the pending

@@ -32,6 +32,10 @@
 
 static void vm_free(struct sbx_vm *vm)
 {
+	vm_drop_monitor(vm);
+	if (vm->ctl_next >= 0)
+		close(vm->ctl_next);
+	free(vm->pause_dir);
 	jail_release(vm->jail);
 	vm_free_files(vm);
 	vm_drop_snapshot_fds(vm);
@@ -80,7 +84,7 @@ static struct sbx_vm *vm_new(const struct sbx_vm_options *opt, sbx_error_t *err)
 	console_init(&vm->console);
 	vm->keeper.pid = -1;
 	vm->keeper.lifeline = -1;
-	vm->snap_lock = vm->qmp_fd = vm->ram_fd = -1;
+	vm->snap_lock = vm->qmp_fd = vm->ram_fd = vm->ctl_next = -1;
 	vm->template_cache_mib = opt->template_cache_mib;
 	vm->cpus = opt->cpus ? opt->cpus : 1;
 	vm->memory_mib = opt->memory_mib ? opt->memory_mib : 512;
@@ -307,6 +311,10 @@ static bool helper_gone(struct sbx_vm *vm)
 
 bool sbx_vm_alive(struct sbx_vm *vm)
 {
+	/* No QEMU while paused, and that is no death. */
+	int paused = vm_pause_alive(vm);
+	if (paused >= 0)
+		return paused > 0;
 	bool alive = !chan_dead(vm->chan) && !keeper_gone(vm) && !helper_gone(vm);
 	pthread_mutex_lock(&vm->lock);
 	if (!alive && vm->gone_ms == 0)
@@ -317,6 +325,8 @@ bool sbx_vm_alive(struct sbx_vm *vm)
 
 void sbx_vm_death_cause(struct sbx_vm *vm, int64_t wait_ms, char *buf, size_t len)
 {
+	if (vm_pause_death_cause(vm, buf, len))
+		return;
 	/* A helper exits when its VM does: give QEMU's exit a moment to show
 	 * before blaming the helper. */
 	int64_t until = sbx_now_ms() + (helper_gone(vm) && wait_ms > 500 ? 500 : wait_ms);
@@ -366,7 +376,7 @@ bool sbx_vm_kvm_refused(struct sbx_vm *vm, int64_t wait_ms, char *cause, size_t 
 
 int64_t sbx_vm_net_activity_ms(struct sbx_vm *vm)
 {
-	return net_link_activity_ms(&vm->net);
+	return vm_pause_net_activity(vm);
 }
 
 const struct sbx_vm_timings *sbx_vm_timings(struct sbx_vm *vm)
@@ -378,6 +388,12 @@ int sbx_vm_stop(struct sbx_vm *vm, int64_t deadline)
 {
 	if (vm == NULL)
 		return -1;
+	/* Paused: no QEMU, only its state to remove. */
+	if (vm_pause_stop(vm)) {
+		chan_close(vm->chan);
+		vm_free(vm);
+		return 0;
+	}
 	int64_t grace = sbx_now_ms() + SHUTDOWN_GRACE_MS;
 	if (deadline >= 0 && deadline < grace)
 		grace = deadline;
@@ -405,6 +421,15 @@ int sbx_vm_stop(struct sbx_vm *vm, int64_t deadline)
 void sbx_vm_publish_take(struct sbx_vm *vm, uint64_t delta[2])
 {
 	pthread_mutex_lock(&vm->lock);
-	net_link_publish_take(&vm->net, delta);
+	/* Between two helpers (a pause) there is nothing to take. */
+	if (vm->pause_state == VM_RUNNING)
+		net_link_publish_take(&vm->net, delta);
+	else
+		delta[0] = delta[1] = 0;
+	/* What the helper before the last pause counted and nobody took. */
+	for (int i = 0; i < 2; i++) {
+		delta[i] += vm->publish_kept[i];
+		vm->publish_kept[i] = 0;
+	}
 	pthread_mutex_unlock(&vm->lock);
 }

@@ -2,7 +2,8 @@
  * wait ready, stop, alive), vm_launch.c (QEMU under its keeper),
  * vm_identity.c (the guest's CONFIG), vm_park.c (parked VMs), vm_host.c (host files: QEMU, the boot disk, the
  * VM's directory), vm_template.c (snapshot templates: save, restore, cold
- * restart), vm_proc.c (process streams) and vm_fs.c (fs streams). */
+ * restart), vm_proc.c (process streams), vm_fs.c (fs streams),
+ * vm_pause.c and vm_resume.c (pause and resume). */
 #ifndef SBX_VM_VM_INTERNAL_H
 #define SBX_VM_VM_INTERNAL_H
 
@@ -19,6 +20,15 @@
 #include "vm/snapshot.h"
 #include "vm/virtiofs.h"
 #include "vm/vm.h"
+
+/* Pause and resume (vm_pause.c, vm_resume.c), under vm->lock. */
+enum vm_pause_state {
+	VM_RUNNING,       /* QEMU runs (or ran: alive says) */
+	VM_PAUSING,       /* sbx_vm_pause at work */
+	VM_PAUSED,        /* no QEMU: the state is in pause_dir */
+	VM_RESUMING,      /* sbx_vm_resume at work */
+	VM_RESUME_FAILED, /* dead: pause_error says why; pause_dir is kept */
+};
 
 struct sbx_vm {
 	char *dir;
@@ -39,6 +49,16 @@ struct sbx_vm {
 	char snap_key[SNAPSHOT_KEY_LEN + 1];
 	int snap_lock;          /* >= 0: this boot saves the key's template */
 	int qmp_fd;             /* our end of the monitor, -1 = none */
+	struct qmp *mon;        /* the monitor once opened (a restore, a save,
+				   a pause), kept for the next pause; NULL = none */
+	int ctl_next;           /* a resume's new control socket until the
+				   channel takes it, -1 = none */
+	enum vm_pause_state pause_state;
+	char *pause_dir;        /* while paused: the caller's directory */
+	unsigned pauses;        /* pauses so far (a planned end of QEMU each) */
+	int64_t net_activity_kept; /* the network's last activity before a pause */
+	uint64_t publish_kept[2];  /* its published ports' counts not yet taken */
+	char pause_error[256];  /* why a resume failed */
 	char *snap_text;        /* the key's text, for the template this VM saves */
 	char *log_lead;         /* a restored VM's console log starts with its
 				   template's console (vm/template_console.h) */
@@ -121,10 +141,31 @@ int vm_save_template(struct sbx_vm *vm, sbx_error_t *err);
  * for HELLO then), -1 with *err. */
 int vm_restored_ready(struct sbx_vm *vm, int64_t deadline, sbx_error_t *err);
 void vm_drop_snapshot_fds(struct sbx_vm *vm);
+/* Keeps an open monitor for the next pause (taking *q), or closes it
+ * when memory is short; vm_drop_monitor closes it (QEMU went). */
+void vm_keep_monitor(struct sbx_vm *vm, struct qmp *q);
+void vm_drop_monitor(struct sbx_vm *vm);
+/* QEMU started with -incoming (a restore, a resume) loads its state
+ * (a copy-on-write template's clone: started here over QMP), then runs
+ * the VM (`cont` when it was saved stopped); the monitor is kept. */
+int vm_wait_loaded(struct sbx_vm *vm, int64_t limit, sbx_error_t *err);
 /* A VM restored from a template died on its own (found dead at its stop):
  * within SNAPSHOT_EARLY_DEATH_MS of ready, the template goes.  The death
  * is dated when its control connection was lost (chan_dead_ms), else when
  * QEMU was first seen gone, not when the stop came. */
 void vm_check_early_death(struct sbx_vm *vm);
+
+/* vm_pause.c, for vm.c: while a pause or resume runs and while paused
+ * the VM is alive (1), after a failed resume dead (0), else -1: ask
+ * QEMU and the channel. */
+int vm_pause_alive(struct sbx_vm *vm);
+/* A resume that failed: its cause, for sbx_vm_death_cause. */
+bool vm_pause_death_cause(struct sbx_vm *vm, char *buf, size_t len);
+/* sbx_vm_stop of a paused VM (or one whose resume failed): no QEMU to
+ * stop, the state goes; true when it was one. */
+bool vm_pause_stop(struct sbx_vm *vm);
+/* The network's last activity, kept over pauses. */
+int64_t vm_pause_net_activity(struct sbx_vm *vm);
+bool vm_pause_running(struct sbx_vm *vm);
 
 #endif

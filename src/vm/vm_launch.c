@@ -75,7 +75,10 @@ int vm_launch(struct sbx_vm *vm, int state_fd, sbx_error_t *err)
 		return -1;
 	if (vm_socketpair(ctl, err) < 0)
 		return -1;
-	if ((vm->snap_lock >= 0 || state_fd >= 0) && vm_socketpair(qmp, err) < 0)
+	/* The monitor: a snapshot's save or restore and any later pause.
+	 * A VM with shares cannot be paused (nor snapshotted) and has
+	 * descriptors enough to pass. */
+	if (vm->fs.n == 0 && vm_socketpair(qmp, err) < 0)
 		return -1;
 	int fds[KEEPER_MAX_FDS] = { con[1], ctl[1] };
 	int nfds = 2, qmp_at = 0, state_at = 0, net_at = 0, ram_at = 0;
@@ -153,6 +156,12 @@ int vm_launch(struct sbx_vm *vm, int state_fd, sbx_error_t *err)
 		/* Not fatal: the VM runs without a console log. */
 		sbx_warn("vm: %s", sbx_error_msg(cerr));
 		sbx_error_free(&cerr);
+	}
+	/* A resume keeps its channel (vm_resume.c): the reader moves onto
+	 * the new socket. */
+	if (vm->chan != NULL) {
+		vm->ctl_next = sbx_steal_fd(ctl[0]);
+		return 0;
 	}
 	vm->chan = chan_open(sbx_steal_fd(ctl[0]), err);
 	return vm->chan != NULL ? 0 : -1;

@@ -32,6 +32,28 @@ void vm_drop_snapshot_fds(struct sbx_vm *vm)
 	vm->snap_lock = vm->qmp_fd = -1;
 }
 
+void vm_keep_monitor(struct sbx_vm *vm, struct qmp *q)
+{
+	vm_drop_monitor(vm);
+	vm->mon = malloc(sizeof(*q));
+	if (vm->mon == NULL) {
+		/* The VM runs on; it only cannot be paused. */
+		sbx_warn("vm: out of memory keeping QEMU's monitor: the VM cannot be paused");
+		qmp_close(q);
+		return;
+	}
+	*vm->mon = *q;
+}
+
+void vm_drop_monitor(struct sbx_vm *vm)
+{
+	if (vm->mon != NULL) {
+		qmp_close(vm->mon);
+		free(vm->mon);
+		vm->mon = NULL;
+	}
+}
+
 /* Starts from the template in `dir`: a copy of its scratch disk, its
  * state, and its sealed RAM memfd when it has one.  A RAM file that
  * changed since the save condemns the template. */
@@ -113,6 +135,7 @@ static int teardown(struct sbx_vm *vm, sbx_error_t *err)
 	console_init(&vm->console);
 	chan_close(vm->chan);
 	vm->chan = NULL;
+	vm_drop_monitor(vm);
 	vm->keeper.pid = -1;
 	vm->keeper.lifeline = -1;
 	vm->gone_ms = 0;
@@ -236,7 +259,11 @@ int vm_save_template(struct sbx_vm *vm, sbx_error_t *err)
 			sbx_log_kv(SBX_LOG_INFO, f, "vm: snapshot %s saved in %lld ms%s", key,
 				   (long long)(sbx_now_ms() - t), cow ? " (copy-on-write)" : "");
 		}
-		qmp_close(&q);
+		/* A streamed template's VM goes on: a pause may need it. */
+		if (cow)
+			qmp_close(&q);
+		else
+			vm_keep_monitor(vm, &q);
 	}
 	if (serr != NULL)
 		sbx_warn("vm: snapshot not saved: %s", sbx_error_msg(serr));
@@ -252,8 +279,7 @@ int vm_save_template(struct sbx_vm *vm, sbx_error_t *err)
 	return 0;
 }
 
-/* QEMU loads the saved state, then runs the VM. */
-static int wait_restored(struct sbx_vm *vm, int64_t limit, sbx_error_t *err)
+int vm_wait_loaded(struct sbx_vm *vm, int64_t limit, sbx_error_t *err)
 {
 	struct qmp q;
 	int fd = vm->qmp_fd;
@@ -291,7 +317,10 @@ static int wait_restored(struct sbx_vm *vm, int64_t limit, sbx_error_t *err)
 		}
 		usleep(RESTORE_POLL_US);
 	}
-	qmp_close(&q);
+	if (rc == 0)
+		vm_keep_monitor(vm, &q);
+	else
+		qmp_close(&q);
 	return rc;
 }
 
@@ -299,7 +328,7 @@ static int wait_restored(struct sbx_vm *vm, int64_t limit, sbx_error_t *err)
 static int try_restored(struct sbx_vm *vm, int64_t deadline, sbx_error_t *err)
 {
 	int64_t limit = sbx_now_ms() + snapshot_restore_limit_ms(vm->accel == SBX_ACCEL_KVM);
-	if (wait_restored(vm, limit, err) < 0)
+	if (vm_wait_loaded(vm, limit, err) < 0)
 		return -1;
 	vm->t.loaded = sbx_now_ms() - vm->t0;
 	if (vm->park)
@@ -338,6 +367,10 @@ int vm_restored_ready(struct sbx_vm *vm, int64_t deadline, sbx_error_t *err)
 
 void vm_check_early_death(struct sbx_vm *vm)
 {
+	/* A pause ends QEMU on purpose, and a resumed VM's life is not its
+	 * template's to answer for. */
+	if (vm->pauses > 0)
+		return;
 	if (!vm->t.restored || vm->t.saved || vm->t.ready == 0 || vm->snap_key[0] == '\0')
 		return;
 	/* Dated by the death, not by whoever noticed it (the reaper scans

@@ -48,7 +48,7 @@ TEST(header_rejects_unknown_type)
 	uint8_t b[PROTO_HEADER_SIZE] = { 0 };
 	struct proto_header d;
 	sbx_error_t err = NULL;
-	const uint8_t bad[] = { 0x00, 0x08, 0x0f, 0x1c, 0x3f, 0x60, 0xff };
+	const uint8_t bad[] = { 0x00, 0x09, 0x0f, 0x1c, 0x3f, 0x60, 0xff };
 	for (size_t i = 0; i < sizeof(bad); i++) {
 		b[8] = bad[i];
 		CHECK_INT(proto_header_decode(b, &d, &err), -1);

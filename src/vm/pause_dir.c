@@ -1,0 +1,142 @@
+/* A paused VM's directory (pause_dir.h). */
+#include "vm/pause_dir.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "common/cleanup.h"
+#include "common/path.h"
+#include "vm/disk.h"
+
+static const char *const names[] = { PAUSE_STATE, PAUSE_SCRATCH, PAUSE_IMAGE, PAUSE_CONSOLE };
+
+int pause_dir_create(const char *dir, sbx_error_t *err)
+{
+	if (mkdir(dir, 0700) < 0)
+		return sbx_error_errno(err, errno, "pause directory %s", dir);
+	/* The umask may have taken bits off, never added: 0700 exactly. */
+	if (chmod(dir, 0700) < 0) {
+		int e = errno;
+		rmdir(dir);
+		return sbx_error_errno(err, e, "pause directory %s", dir);
+	}
+	return 0;
+}
+
+int pause_dir_new_file(const char *dir, const char *name, sbx_error_t *err)
+{
+	cleanup_free char *path = sbx_path_join(dir, name);
+	if (path == NULL)
+		return sbx_error_errno(err, ENOMEM, "pause path");
+	int fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600);
+	if (fd < 0)
+		return sbx_error_errno(err, errno, "create %s", path);
+	return fd;
+}
+
+int pause_dir_open(const char *dir, const char *name, sbx_error_t *err)
+{
+	cleanup_free char *path = sbx_path_join(dir, name);
+	if (path == NULL)
+		return sbx_error_errno(err, ENOMEM, "pause path");
+	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+	if (fd < 0)
+		return sbx_error_errno(err, errno, "open %s", path);
+	return fd;
+}
+
+/* A second name for the file, else (another file system) a copy. */
+static int link_or_copy(const char *from, const char *to, sbx_error_t *err)
+{
+	if (link(from, to) == 0)
+		return 0;
+	if (errno != EXDEV && errno != EPERM)
+		return sbx_error_errno(err, errno, "link %s to %s", from, to);
+	return disk_clone(from, to, err);
+}
+
+int pause_dir_keep(const char *dir, const char *name, const char *from, sbx_error_t *err)
+{
+	cleanup_free char *path = sbx_path_join(dir, name);
+	if (path == NULL)
+		return sbx_error_errno(err, ENOMEM, "pause path");
+	if (link_or_copy(from, path, err) < 0)
+		return -1;
+	/* It holds what the guest wrote: the caller's alone. */
+	if (chmod(path, 0600) < 0)
+		return sbx_error_errno(err, errno, "chmod %s", path);
+	return 0;
+}
+
+int pause_dir_restore(const char *dir, const char *name, const char *to, sbx_error_t *err)
+{
+	cleanup_free char *path = sbx_path_join(dir, name);
+	if (path == NULL)
+		return sbx_error_errno(err, ENOMEM, "pause path");
+	return link_or_copy(path, to, err);
+}
+
+int pause_dir_write_text(const char *dir, const char *name, const char *text, sbx_error_t *err)
+{
+	cleanup_close int fd = pause_dir_new_file(dir, name, err);
+	if (fd < 0)
+		return -1;
+	for (size_t off = 0, len = strlen(text); off < len;) {
+		ssize_t n = write(fd, text + off, len - off);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			return sbx_error_errno(err, n < 0 ? errno : EIO, "write %s", name);
+		off += (size_t)n;
+	}
+	return 0;
+}
+
+char *pause_dir_read_text(const char *dir, const char *name, size_t max)
+{
+	sbx_error_t err = NULL;
+	cleanup_close int fd = pause_dir_open(dir, name, &err);
+	sbx_error_free(&err);
+	if (fd < 0)
+		return NULL;
+	char *text = malloc(max + 1);
+	if (text == NULL)
+		return NULL;
+	size_t len = 0;
+	while (len < max) {
+		ssize_t n = read(fd, text + len, max - len);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			break;
+		len += (size_t)n;
+	}
+	text[len] = '\0';
+	return text;
+}
+
+uint64_t pause_dir_size(const char *dir)
+{
+	uint64_t total = 0;
+	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
+		cleanup_free char *path = sbx_path_join(dir, names[i]);
+		struct stat st;
+		if (path != NULL && lstat(path, &st) == 0)
+			total += (uint64_t)st.st_blocks * 512;
+	}
+	return total;
+}
+
+void pause_dir_remove(const char *dir)
+{
+	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
+		cleanup_free char *path = sbx_path_join(dir, names[i]);
+		if (path != NULL)
+			unlink(path);
+	}
+	rmdir(dir);
+}

@@ -1,0 +1,39 @@
+/* A paused VM's directory (vm.h sbx_vm_pause): the caller's path, made
+ * 0700, holding the migrated state and what the VM's own directory held
+ * that the VM needs again (its scratch disk, a private image), each 0600,
+ * and its console so far.  The keeper deletes the VM's directory when
+ * QEMU ends, so the files are linked (or, across file systems, copied)
+ * out before, and back into the next VM directory at the resume. */
+#ifndef SBX_VM_PAUSE_DIR_H
+#define SBX_VM_PAUSE_DIR_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "common/error.h"
+
+#define PAUSE_STATE "state"
+#define PAUSE_SCRATCH "scratch.ext4"
+#define PAUSE_IMAGE "image.erofs"
+#define PAUSE_CONSOLE "console.txt"
+
+/* Makes dir (0700); it must not exist. */
+int pause_dir_create(const char *dir, sbx_error_t *err);
+/* Creates dir/name (0600, new) for writing: the fd, or -1. */
+int pause_dir_new_file(const char *dir, const char *name, sbx_error_t *err);
+/* Opens dir/name for reading: the fd, or -1. */
+int pause_dir_open(const char *dir, const char *name, sbx_error_t *err);
+/* Keeps `from` as dir/name (0600). */
+int pause_dir_keep(const char *dir, const char *name, const char *from, sbx_error_t *err);
+/* Puts dir/name back as `to` (new); dir/name stays until removed. */
+int pause_dir_restore(const char *dir, const char *name, const char *to, sbx_error_t *err);
+/* Writes text as dir/name (0600). */
+int pause_dir_write_text(const char *dir, const char *name, const char *text, sbx_error_t *err);
+/* dir/name's text (at most max bytes), or NULL when it has none. */
+char *pause_dir_read_text(const char *dir, const char *name, size_t max);
+/* What the files take on disk (allocated blocks). */
+uint64_t pause_dir_size(const char *dir);
+/* Removes the files named above and the directory. */
+void pause_dir_remove(const char *dir);
+
+#endif
