@@ -169,7 +169,10 @@ bool sbx_registry_pausing(struct sbx_registry *reg, const struct sbx_sandbox *sb
 struct sbx_sandbox *sbx_registry_resume_begin(struct sbx_registry *reg, const char *id, uint32_t max_running,
 					      bool *running, uint64_t *need_mib, sbx_error_t *err);
 void sbx_registry_resume_end(struct sbx_registry *reg, struct sbx_sandbox *sb, bool ok);
-/* Whether `id` is paused, or being paused or resumed. */
+/* Whether the VM of `sb` is paused or being paused or resumed (stopped or
+ * not): a signal sent to one of its processes would wait for a resume. */
+bool sbx_registry_vm_paused(struct sbx_registry *reg, const struct sbx_sandbox *sb);
+/* Whether `id` is paused, or being paused or resumed (and not stopped). */
 bool sbx_registry_is_paused(struct sbx_registry *reg, const char *id);
 /* Paused sandboxes now and their bytes on disk together. */
 size_t sbx_registry_paused(struct sbx_registry *reg, uint64_t *bytes);

@@ -158,6 +158,14 @@ size_t sbx_registry_paused(struct sbx_registry *reg, uint64_t *bytes)
 	return n;
 }
 
+bool sbx_registry_vm_paused(struct sbx_registry *reg, const struct sbx_sandbox *sb)
+{
+	pthread_mutex_lock(&reg->lock);
+	bool paused = sb->pause_state != SBX_SB_RUNNING;
+	pthread_mutex_unlock(&reg->lock);
+	return paused;
+}
+
 bool sbx_registry_is_paused(struct sbx_registry *reg, const char *id)
 {
 	pthread_mutex_lock(&reg->lock);

@@ -60,7 +60,7 @@ describe('pause and resume: one sandbox, its files and its background process', 
 	});
 
 	test('a file is written and a background process prints a numbered line every 100 ms', async () => {
-		await s.exec(id, { cmd: 'echo kept-across-pause > /root/note.txt' });
+		await s.exec(id, { argv: ['sh', '-c', 'echo kept-across-pause > /root/note.txt'] });
 		ticker = (await s.exec(id, { argv: ['python3', '-u', '-c', TICKER], background: true })).process_id;
 		await eventually(async () => assert.ok(await ticks() >= 5), 60000);
 		assert.equal(qemusOf(s.stateDir).length, 1, 'one QEMU while it runs');

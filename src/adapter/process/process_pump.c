@@ -56,6 +56,10 @@ static int drain(struct pump *u, void *h)
 	int64_t touched = 0;
 	for (;;) {
 		sbx_error_t e = NULL;
+		/* A paused VM takes no signal until a resume that will not come:
+		 * its stop ends the process with it. */
+		if (sbx_registry_stopped(u->reg, u->sb) && sbx_registry_vm_paused(u->reg, u->sb))
+			break;
 		if (sbx_registry_stopped(u->reg, u->sb)) {
 			if (ops->proc_signal(h, SIGKILL, &e) < 0)
 				sbx_error_free(&e);

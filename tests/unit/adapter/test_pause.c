@@ -25,7 +25,7 @@ struct fvm {
 static struct {
 	pthread_mutex_t lock;
 	int pauses, resumes, stops, exec_on_paused;
-	bool fail_pause, fail_resume, block, in_exec;
+	bool fail_pause, fail_resume, block, in_exec, unblock;
 	uint64_t size;
 	int resume_ms;
 	char dir[512];
@@ -35,7 +35,7 @@ static void fk_reset(void)
 {
 	pthread_mutex_lock(&F.lock);
 	F.pauses = F.resumes = F.stops = F.exec_on_paused = 0;
-	F.fail_pause = F.fail_resume = F.block = F.in_exec = false;
+	F.fail_pause = F.fail_resume = F.block = F.in_exec = F.unblock = false;
 	F.size = 200ull << 20;
 	F.resume_ms = 0;
 	F.dir[0] = '\0';
@@ -138,9 +138,70 @@ static int fk_resume(void *vm, int64_t deadline, sbx_error_t *err)
 	return fail ? sbx_error_set(err, EIO, "QEMU did not start again") : 0;
 }
 
+/* A background process that runs until killed; a signal to a paused VM
+ * waits for its resume, as the VM layer's does. */
+struct fproc {
+	struct fvm *vm;
+	bool killed;
+};
+
+static void *fk_start(void *vm, const struct sbx_proc_request *req, uint32_t *pid, sbx_error_t *err)
+{
+	struct fproc *p = calloc(1, sizeof(*p));
+	if (p == NULL)
+		return sbx_error_errno(err, ENOMEM, "fake process"), NULL;
+	p->vm = vm;
+	*pid = 42;
+	return p;
+}
+
+static ssize_t fk_read(void *proc, int *fd, void *buf, size_t len, int64_t deadline, sbx_error_t *err)
+{
+	struct fproc *p = proc;
+	pthread_mutex_lock(&F.lock);
+	bool killed = p->killed;
+	pthread_mutex_unlock(&F.lock);
+	if (killed)
+		return 0;
+	usleep(5000);
+	return sbx_error_set(err, ETIMEDOUT, "fake read deadline");
+}
+
+static int fk_signal(void *proc, int sig, sbx_error_t *err)
+{
+	struct fproc *p = proc;
+	pthread_mutex_lock(&F.lock);
+	while (p->vm->paused && !F.unblock) {
+		pthread_mutex_unlock(&F.lock);
+		usleep(1000);
+		pthread_mutex_lock(&F.lock);
+	}
+	p->killed = true;
+	pthread_mutex_unlock(&F.lock);
+	return 0;
+}
+
+static int fk_wait(void *proc, int64_t deadline, int *code, sbx_error_t *err)
+{
+	*code = 137;
+	return 0;
+}
+
+static int fk_close_stdin(void *proc, sbx_error_t *err)
+{
+	return 0;
+}
+
+static void fk_free(void *proc)
+{
+	free(proc);
+}
+
 static const struct sbx_backend_ops fk_ops = { .boot = fk_boot, .exec = fk_exec, .write_file = fk_write,
 					       .stop = fk_stop, .alive = fk_alive, .pause = fk_pause,
-					       .resume = fk_resume };
+					       .resume = fk_resume, .proc_start = fk_start, .proc_read = fk_read,
+					       .proc_close_stdin = fk_close_stdin, .proc_signal = fk_signal,
+					       .proc_wait = fk_wait, .proc_free = fk_free };
 
 /* ---- calls ---------------------------------------------------------------- */
 
@@ -508,6 +569,45 @@ TEST(stop_of_a_paused_sandbox_stops_its_vm_and_frees_nothing_twice)
 	r = on(a, "resume", id);
 	CHECK_STR(jstr(r, "code"), "S002");
 	json_decref(r);
+	free(id);
+	sbx_adapter_free(a);
+}
+
+static void *stop_thread(void *arg)
+{
+	struct call *c = arg;
+	c->reply = on(c->a, "stop", c->id);
+	return NULL;
+}
+
+TEST(stop_of_a_paused_sandbox_with_a_background_process_does_not_wait_for_a_resume)
+{
+	struct sbx_adapter *a = make(CFG "}");
+	CHECK(a != NULL);
+	char *id = create(a, "");
+	CHECK(id != NULL);
+	json_t *r = adapter_callf(a, "exec", "{\"sandbox_id\":\"%s\",\"argv\":[\"sleep\",\"inf\"],\"background\":true}",
+				  id);
+	CHECK(jstr(r, "process_id") != NULL);
+	json_decref(r);
+	json_decref(on(a, "pause", id));
+	struct call c = { a, id, NULL };
+	pthread_t t;
+	CHECK(pthread_create(&t, NULL, stop_thread, &c) == 0);
+	/* Its pump must not send the kill a paused VM would hold. */
+	for (int i = 0; i < 300 && fk_get(&F.stops) == 0; i++)
+		usleep(10000);
+	bool stopped = fk_get(&F.stops) == 1;
+	if (!stopped) {
+		/* Unblock the stop so the test ends. */
+		pthread_mutex_lock(&F.lock);
+		F.unblock = true;
+		pthread_mutex_unlock(&F.lock);
+	}
+	pthread_join(t, NULL);
+	CHECK(stopped);
+	CHECK(json_is_true(json_object_get(c.reply, "stopped")));
+	json_decref(c.reply);
 	free(id);
 	sbx_adapter_free(a);
 }
