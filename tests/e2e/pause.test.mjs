@@ -125,7 +125,7 @@ describe('pause and resume: one sandbox, its files and its background process', 
 		assertNoVmLeft(s.stateDir, 'after the stop of a paused sandbox');
 		const code = await s.stop();
 		stopped = true;
-		assert.equal(code, 0);
+		assert.deepEqual(code, { code: 0, signal: null }, "the daemon exits 0");
 	});
 });
 
