@@ -157,6 +157,13 @@ struct sbx_metric sbx_m_published_connections = {
 	.labels = { "outcome" },
 };
 
+struct sbx_metric sbx_m_pauses = {
+	.name = "sandbox_libkrun_pauses_total",
+	.help = "Pauses and resumes of sandboxes the registry admitted (calls, auto-resumes, idle pauses), by op and outcome",
+	.kind = SBX_METRIC_COUNTER,
+	.labels = { "op", "outcome" },
+};
+
 struct sbx_metric sbx_m_net_denials = {
 	.name = "sandbox_libkrun_network_denials_total",
 	.help = "Guest connections, DNS queries and frames the network helpers refused, by reason",
@@ -169,7 +176,7 @@ static struct sbx_metric *const families[] = {
 	&sbx_m_errors,    &sbx_m_memory_committed, &sbx_m_memory_budget, &sbx_m_vm_rss, &sbx_m_vms,
 	&sbx_m_warm_pool, &sbx_m_warm_pool_target, &sbx_m_standby, &sbx_m_engine_up, &sbx_m_engine_reconnects,
 	&sbx_m_engine_queued, &sbx_m_images_cached, &sbx_m_images_cached_bytes, &sbx_m_pulls, &sbx_m_pull_bytes,
-	&sbx_m_workers, &sbx_m_published_connections,
+	&sbx_m_workers, &sbx_m_published_connections, &sbx_m_pauses,
 	&sbx_m_net_denials,
 };
 

@@ -27,6 +27,7 @@ extern struct sbx_metric sbx_m_images_cached_bytes;
 extern struct sbx_metric sbx_m_pulls;              /* outcome (ok, error) */
 extern struct sbx_metric sbx_m_pull_bytes;
 extern struct sbx_metric sbx_m_published_connections; /* outcome (accepted, refused) */
+extern struct sbx_metric sbx_m_pauses; /* op (pause, resume), outcome (ok, failed) */
 extern struct sbx_metric sbx_m_workers;            /* state (prepared ... failed) */
 extern struct sbx_metric sbx_m_net_denials;        /* reason (net/net_report.h's names) */
 

@@ -13,6 +13,7 @@
 #include "common/cleanup.h"
 #include "common/clock.h"
 #include "common/log.h"
+#include "common/metrics_families.h"
 #include "common/scodes.h"
 #include "common/state_dir.h"
 #include "image/store_space.h"
@@ -77,6 +78,14 @@ static void close_terminals(struct sbx_adapter *a, const char *id)
 	}
 }
 
+/* The pauses and resumes the registry admitted (not the S001/S002/S004/
+ * limit refusals before them): `failed` is the VM layer's failures, the
+ * state directory's, and a resume's memory that did not fit. */
+static void count(const char *op, int rc)
+{
+	sbx_metric_add(&sbx_m_pauses, (const char *[]){ op, rc == 0 ? "ok" : "failed" }, 1);
+}
+
 /* An error of the VM layer without an S-code is the platform's. */
 static void as_platform(const char *what, sbx_error_t *err)
 {
@@ -129,6 +138,7 @@ int sandbox_pause(struct sbx_adapter *a, const char *id, uint64_t *size_bytes, i
 		sbx_mem_budget_give(&a->mem, given);
 	if (dead)
 		sandbox_remove_dead(a, id);
+	count("pause", rc);
 	if (rc == 0) {
 		struct sbx_log_field f[] = { SBX_LF_STR("event", "pause"), SBX_LF_STR("sandbox_id", id),
 					     SBX_LF_INT("size_bytes", *size_bytes),
@@ -176,6 +186,7 @@ static int resume(struct sbx_adapter *a, const char *id, bool want_paused, int64
 	sbx_registry_resume_end(a->reg, sb, rc == 0);
 	if (dead)
 		sandbox_remove_dead(a, id);
+	count("resume", rc);
 	if (rc == 0) {
 		*ready_ms = sbx_now_ms() - t0;
 		struct sbx_log_field f[] = { SBX_LF_STR("event", "resume"), SBX_LF_STR("sandbox_id", id),

@@ -13,6 +13,8 @@
 #include "adapter/adapter.h"
 #include "adapter/reaper.h"
 #include "adapter/reaper_policy.h"
+#include "common/metrics.h"
+#include "common/metrics_families.h"
 #include "harness.h"
 #include "adapter_call.h"
 
@@ -272,6 +274,22 @@ static uint64_t committed(struct sbx_adapter *a)
 	return c;
 }
 
+/* The value of sandbox_libkrun_pauses_total{op, outcome} as rendered. */
+static long long pauses_counted(const char *op, const char *outcome)
+{
+	struct sbx_metric *fams[] = { &sbx_m_pauses };
+	size_t len;
+	sbx_error_t err = NULL;
+	char *text = sbx_metrics_render(fams, 1, &len, &err);
+	sbx_error_free(&err);
+	char key[128];
+	snprintf(key, sizeof(key), "sandbox_libkrun_pauses_total{op=\"%s\",outcome=\"%s\"} ", op, outcome);
+	const char *at = text != NULL ? strstr(text, key) : NULL;
+	long long n = at != NULL ? atoll(at + strlen(key)) : 0;
+	free(text);
+	return n;
+}
+
 /* ---- tests ------------------------------------------------------------------ */
 
 TEST(pause_and_resume_reply_and_list_shows_state_only_when_paused)
@@ -325,6 +343,26 @@ TEST(pause_and_resume_reply_and_list_shows_state_only_when_paused)
 	CHECK_INT(fk_get(&F.resumes), 1);
 	free(id);
 	free(other);
+	sbx_adapter_free(a);
+}
+
+TEST(pauses_and_resumes_are_counted_by_outcome)
+{
+	struct sbx_adapter *a = make(CFG "}");
+	CHECK(a != NULL);
+	char *id = create(a, "");
+	CHECK(id != NULL);
+	long long p0 = pauses_counted("pause", "ok"), f0 = pauses_counted("pause", "failed");
+	long long r0 = pauses_counted("resume", "ok");
+	json_decref(on(a, "pause", id));
+	json_decref(on(a, "pause", id)); /* S001: not counted */
+	json_decref(exec_on(a, id));     /* the auto-resume */
+	F.fail_pause = true;
+	json_decref(on(a, "pause", id));
+	CHECK_INT(pauses_counted("pause", "ok"), p0 + 1);
+	CHECK_INT(pauses_counted("pause", "failed"), f0 + 1);
+	CHECK_INT(pauses_counted("resume", "ok"), r0 + 1);
+	free(id);
 	sbx_adapter_free(a);
 }
 
