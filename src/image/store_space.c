@@ -5,12 +5,20 @@
 
 #include "common/scodes.h"
 
-int sbx_store_space_check(int fd, const char *dir, uint64_t need, sbx_error_t *err)
+int sbx_store_space_avail(int fd, const char *dir, uint64_t *avail, sbx_error_t *err)
 {
 	struct statvfs st;
 	if (fstatvfs(fd, &st) < 0)
 		return sbx_error_errno(err, errno, "statvfs '%s'", dir);
-	uint64_t avail = (uint64_t)st.f_bavail * st.f_frsize;
+	*avail = (uint64_t)st.f_bavail * st.f_frsize;
+	return 0;
+}
+
+int sbx_store_space_check(int fd, const char *dir, uint64_t need, sbx_error_t *err)
+{
+	uint64_t avail;
+	if (sbx_store_space_avail(fd, dir, &avail, err) < 0)
+		return -1;
 	if (avail >= need + SBX_STORE_SPACE_RESERVE)
 		return 0;
 	return sbx_error_scode(err, SBX_S_TRANSIENT,

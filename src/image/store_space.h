@@ -14,5 +14,8 @@
 /* Fails with S102 naming dir unless the file system of fd (open on dir)
  * has need + SBX_STORE_SPACE_RESERVE bytes free for an unprivileged writer. */
 int sbx_store_space_check(int fd, const char *dir, uint64_t need, sbx_error_t *err);
+/* The bytes an unprivileged writer may still write in the file system of
+ * fd (open on dir; named in the error). */
+int sbx_store_space_avail(int fd, const char *dir, uint64_t *avail, sbx_error_t *err);
 
 #endif

@@ -4,7 +4,7 @@
 #include <errno.h>
 #include <stdio.h>
 #include <string.h>
-#include <sys/statvfs.h>
+#include <fcntl.h>
 #include <unistd.h>
 
 #include "adapter/sandbox/sandbox.h"
@@ -43,10 +43,12 @@ static int space_check(const char *dir, uint64_t need, sbx_error_t *err)
 	char *slash = strrchr(parent, '/');
 	if (slash != NULL && slash != parent)
 		*slash = '\0';
-	struct statvfs st;
-	if (statvfs(parent, &st) < 0)
-		return sbx_error_errno(err, errno, "statvfs '%s'", parent);
-	uint64_t avail = (uint64_t)st.f_bavail * st.f_frsize;
+	cleanup_close int fd = open(parent, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	uint64_t avail;
+	if (fd < 0)
+		return sbx_error_errno(err, errno, "open '%s'", parent);
+	if (sbx_store_space_avail(fd, parent, &avail, err) < 0)
+		return -1;
 	if (avail >= need + SBX_STORE_SPACE_RESERVE)
 		return 0;
 	return sbx_error_scode(err, SBX_S_LIMIT,
