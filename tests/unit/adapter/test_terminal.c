@@ -396,3 +396,66 @@ TEST(a_stopped_sandbox_refuses_and_its_terminals_end)
 	CHECK(fake_term_wait(none_live, 0));
 	sbx_adapter_free(a);
 }
+
+/* ---- pause (issue 40): open terminals are closed first ------------------ */
+
+static int fk_pause(void *vm, const char *dir, uint64_t *size_bytes, int64_t *duration_ms, int64_t deadline,
+		    sbx_error_t *err)
+{
+	*size_bytes = 4096;
+	*duration_ms = 1;
+	return 0;
+}
+
+static int fk_resume(void *vm, int64_t deadline, sbx_error_t *err)
+{
+	return 0;
+}
+
+TEST(a_pause_closes_the_open_terminals_and_open_resumes)
+{
+	static char state[] = "/tmp/sbx-test-term-pause-XXXXXX";
+	CHECK(mkdtemp(state) != NULL);
+	CHECK(setenv("III_SANDBOX_STATE_DIR", state, 1) == 0);
+	static struct sbx_backend_ops with_pause;
+	with_pause = fake_term_backend;
+	with_pause.pause = fk_pause;
+	with_pause.resume = fk_resume;
+	struct sbx_adapter *a = make();
+	CHECK(a != NULL);
+	/* The same fakes, with pause and resume (the reaper runs already). */
+	a->backend.ops = &with_pause;
+	sbx_error_t err = NULL;
+	struct cb c = { .lock = PTHREAD_MUTEX_INITIALIZER };
+	char *argv[] = { "/bin/sh", NULL };
+	struct sbx_terminal_spec spec = { argv, NULL, 24, 80 };
+	struct sbx_terminal_io io = { cb_keys, cb_screen, cb_ended, cb_wake, cb_release, &c };
+	char id[SBX_UUID_STRLEN + 1];
+	CHECK_INT(sbx_terminal_open(a, SB, &spec, &io, id, &err), 0);
+	int hups = fake_term_state().hups;
+	json_t *r = adapter_callf(a, "pause", "{\"sandbox_id\":\"%s\"}", SB);
+	CHECK(json_is_true(json_object_get(r, "paused")));
+	json_decref(r);
+	/* Its command got SIGHUP and left the table before the pause answered
+	 * (its callbacks are let go of just after). */
+	CHECK_INT(fake_term_state().hups, hups + 1);
+	json_t *rows = sbx_terminal_rows(a->terminals, SB);
+	CHECK_INT(json_array_size(rows), 0);
+	json_decref(rows);
+	CHECK(cb_released(&c, 2000));
+	CHECK_INT(c.exit_code, 128 + SIGHUP);
+	/* terminal::open resumes the sandbox (auto_resume) and opens. */
+	r = open_term(a);
+	CHECK(jstr(r, "terminal_id") != NULL);
+	json_t *l = adapter_call_json(a, "list", "{}");
+	CHECK(json_object_get(json_array_get(json_object_get(l, "sandboxes"), 0), "state") == NULL);
+	json_decref(l);
+	json_decref(adapter_callf(a, "stop", "{\"sandbox_id\":\"%s\"}", SB));
+	CHECK(fake_chan_wait_closed(json_object_get(r, "output"), 3000, NULL, 0));
+	/* The caller closing its writer lets the input pump go. */
+	fake_chan_close(json_object_get(r, "input"));
+	json_decref(r);
+	CHECK(fake_term_wait(none_live, 3000));
+	sbx_adapter_free(a);
+	rmdir(state);
+}
