@@ -1,0 +1,397 @@
+/* Pause and resume of a running VM (vm.h sbx_vm_pause, sbx_vm_resume),
+ * on one booted VM: a background writer's output stays continuous over
+ * three pause/resume cycles (no line lost, cut or doubled), a process
+ * started before the pause still runs after it (its stdin and stdout
+ * work), an exec in flight over a pause completes, a file written before
+ * the pause is there after, the guest's clock is the host's again after
+ * a pause of more than 3 s (RESUMED), the pause directory is 0700 with
+ * 0600 files and goes at the resume, the VM counts as alive while paused
+ * and a ping then fails by its deadline, a second pause and the resume of
+ * a running VM fail, and a paused VM's stop removes its state.  Prints
+ * TAP.  Usage: vm_pause_test IMAGE.erofs   (uses a private state
+ * directory) */
+#include <dirent.h>
+#include <errno.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "vm/vm.h"
+
+#define READY_MS 180000
+#define OP_MS 60000
+#define CYCLES 3
+
+static int test_no, failures;
+
+static void result(bool ok, const char *name, const char *why)
+{
+	printf("%s %d - %s\n", ok ? "ok" : "not ok", ++test_no, name);
+	if (!ok) {
+		printf("# %s\n", why != NULL ? why : "");
+		failures++;
+	}
+	fflush(stdout);
+}
+
+/* Runs `sh -c cmd`; returns its stdout (malloc'd) or NULL. */
+static char *sh(struct sbx_vm *vm, const char *cmd)
+{
+	char *argv[] = { "sh", "-c", (char *)cmd, NULL };
+	sbx_error_t err = NULL;
+	struct sbx_vm_proc *p = sbx_vm_spawn(vm, argv, NULL, NULL, false, &err);
+	char *out = calloc(1, 4096);
+	size_t len = 0;
+	int64_t deadline = sbx_now_ms() + OP_MS;
+	while (p != NULL && out != NULL && len < 4095) {
+		int fd;
+		ssize_t n = sbx_vm_proc_read(p, &fd, out + len, 4095 - len, deadline, &err);
+		if (n <= 0)
+			break;
+		if (fd == 1)
+			len += (size_t)n;
+	}
+	int status = -1;
+	if (p == NULL || sbx_vm_proc_wait(p, deadline, &status, &err) < 0 || status != 0) {
+		fprintf(stderr, "sh %s: %s (status %d)\n", cmd, sbx_error_msg(err), status);
+		free(out);
+		out = NULL;
+	}
+	sbx_vm_proc_free(p);
+	sbx_error_free(&err);
+	return out;
+}
+
+/* The background writer's output, read on a thread of its own all along. */
+struct collector {
+	struct sbx_vm_proc *p;
+	char *buf;
+	size_t len, cap;
+	int status;
+	char error[256];
+};
+
+static void *collect(void *arg)
+{
+	struct collector *c = arg;
+	sbx_error_t err = NULL;
+	for (;;) {
+		if (c->cap - c->len < 4096) {
+			char *nb = realloc(c->buf, c->cap * 2);
+			if (nb == NULL)
+				break;
+			c->buf = nb;
+			c->cap *= 2;
+		}
+		int fd;
+		/* Generous: a pause stops the output for seconds. */
+		ssize_t n = sbx_vm_proc_read(c->p, &fd, c->buf + c->len, c->cap - c->len - 1, sbx_now_ms() + 300000,
+					     &err);
+		if (n <= 0)
+			break;
+		if (fd == 1)
+			c->len += (size_t)n;
+	}
+	c->buf[c->len] = '\0';
+	if (err != NULL)
+		snprintf(c->error, sizeof(c->error), "%s", sbx_error_msg(err));
+	sbx_error_free(&err);
+	c->status = -1;
+	if (sbx_vm_proc_wait(c->p, sbx_now_ms() + OP_MS, &c->status, &err) < 0)
+		snprintf(c->error, sizeof(c->error), "wait: %s", sbx_error_msg(err));
+	sbx_error_free(&err);
+	return NULL;
+}
+
+/* Lines "0".."n-1" then "end", each once and whole: *n, or a reason. */
+static bool continuous(const char *text, long *n, char *why, size_t cap)
+{
+	*n = 0;
+	for (const char *p = text; *p != '\0';) {
+		const char *nl = strchr(p, '\n');
+		if (nl == NULL) {
+			snprintf(why, cap, "a cut line at %ld: \"%.40s\"", *n, p);
+			return false;
+		}
+		if ((size_t)(nl - p) == 3 && strncmp(p, "end", 3) == 0)
+			return nl[1] == '\0' || (snprintf(why, cap, "output after end"), false);
+		char *e;
+		long v = strtol(p, &e, 10);
+		if (e != nl || v != *n) {
+			snprintf(why, cap, "line %ld reads \"%.*s\"", *n, (int)(nl - p < 40 ? nl - p : 40), p);
+			return false;
+		}
+		(*n)++;
+		p = nl + 1;
+	}
+	snprintf(why, cap, "no end line after %ld lines", *n);
+	return false;
+}
+
+/* The pause directory is 0700, and every file in it 0600. */
+static bool modes_private(const char *dir, char *why, size_t cap)
+{
+	struct stat st;
+	if (stat(dir, &st) < 0 || (st.st_mode & 0777) != 0700) {
+		snprintf(why, cap, "%.400s: mode %o", dir, (unsigned)(st.st_mode & 0777));
+		return false;
+	}
+	DIR *d = opendir(dir);
+	struct dirent *e;
+	int files = 0;
+	bool ok = d != NULL;
+	while (ok && (e = readdir(d)) != NULL) {
+		if (e->d_name[0] == '.')
+			continue;
+		char p[700];
+		snprintf(p, sizeof(p), "%.400s/%.255s", dir, e->d_name);
+		if (lstat(p, &st) < 0 || !S_ISREG(st.st_mode) || (st.st_mode & 0777) != 0600) {
+			snprintf(why, cap, "%.400s: mode %o", p, (unsigned)(st.st_mode & 0777));
+			ok = false;
+		}
+		files++;
+	}
+	if (d != NULL)
+		closedir(d);
+	if (ok && files < 2) {
+		snprintf(why, cap, "%d files in %.300s (state and scratch disk expected)", files, dir);
+		ok = false;
+	}
+	return ok;
+}
+
+static bool gone(const char *path)
+{
+	return access(path, F_OK) < 0 && errno == ENOENT;
+}
+
+/* Reads a line of the stdin echo process's output. */
+static bool echo_roundtrip(struct sbx_vm_proc *p, const char *word, char *why, size_t cap)
+{
+	sbx_error_t err = NULL;
+	char line[64], out[128] = "";
+	snprintf(line, sizeof(line), "%s\n", word);
+	bool ok = sbx_vm_proc_write(p, line, strlen(line), sbx_now_ms() + OP_MS, &err) == (ssize_t)strlen(line);
+	size_t len = 0;
+	int64_t deadline = sbx_now_ms() + OP_MS;
+	while (ok && strchr(out, '\n') == NULL && len < sizeof(out) - 1) {
+		int fd;
+		ssize_t n = sbx_vm_proc_read(p, &fd, out + len, sizeof(out) - 1 - len, deadline, &err);
+		if (n <= 0) {
+			ok = false;
+			break;
+		}
+		len += (size_t)n;
+		out[len] = '\0';
+	}
+	char want[80];
+	snprintf(want, sizeof(want), "got %s\n", word);
+	if (!ok || strcmp(out, want) != 0) {
+		snprintf(why, cap, "wanted \"%s\", read \"%s\" (%s)", word, out, sbx_error_msg(err));
+		ok = false;
+	}
+	sbx_error_free(&err);
+	return ok;
+}
+
+int main(int argc, char **argv)
+{
+	if (argc < 2) {
+		fprintf(stderr, "usage: vm_pause_test IMAGE.erofs\n");
+		return 2;
+	}
+	char state[] = "/tmp/sbx-pause-test-XXXXXX";
+	if (mkdtemp(state) == NULL)
+		return 2;
+	setenv("III_SANDBOX_STATE_DIR", state, 1);
+	char why[512] = "";
+	sbx_error_t err = NULL;
+
+	struct sbx_vm_options opt = { .cpus = 1, .memory_mib = 256, .image = argv[1], .hostname = "paused" };
+	struct sbx_vm *vm = sbx_vm_start(&opt, &err);
+	if (vm != NULL && sbx_vm_wait_ready(vm, sbx_now_ms() + READY_MS, &err) < 0) {
+		sbx_vm_stop(vm, 0);
+		vm = NULL;
+	}
+	result(vm != NULL, "the VM boots", sbx_error_msg(err));
+	sbx_error_free(&err);
+	if (vm == NULL) {
+		printf("1..%d\n", test_no);
+		return 1;
+	}
+
+	/* Before the first pause: a file, a writer, an echo process. */
+	static const char before[] = "written before the pause\n";
+	int wrote = sbx_vm_write_file(vm, "/root/before.txt", 0644, false, before, sizeof(before) - 1,
+				      sbx_now_ms() + OP_MS, &err);
+	result(wrote == 0, "a file is written before the pause", sbx_error_msg(err));
+	sbx_error_free(&err);
+	char *writer_argv[] = { "sh", "-c",
+				"i=0; while [ ! -e /tmp/stop-writer ]; do echo $i; i=$((i+1)); sleep 0.05; done; echo end",
+				NULL };
+	struct collector col = { .cap = 1 << 16 };
+	col.buf = malloc(col.cap);
+	col.p = sbx_vm_spawn(vm, writer_argv, NULL, NULL, false, &err);
+	pthread_t reader;
+	bool reading = col.buf != NULL && col.p != NULL && pthread_create(&reader, NULL, collect, &col) == 0;
+	result(reading, "a background writer runs", sbx_error_msg(err));
+	sbx_error_free(&err);
+	char *echo_argv[] = { "sh", "-c", "while read w; do echo \"got $w\"; done", NULL };
+	struct sbx_vm_proc *echo = sbx_vm_spawn(vm, echo_argv, NULL, NULL, true, &err);
+	result(echo != NULL && echo_roundtrip(echo, "first", why, sizeof(why)), "an echo process answers before the pause",
+	       echo == NULL ? sbx_error_msg(err) : why);
+	sbx_error_free(&err);
+	sleep(1);
+
+	char dirs[CYCLES + 1][600];
+	bool cycles_ok = true, modes_ok = true, removed_ok = true, alive_ok = true, again_ok = true, ping_ok = true;
+	bool inflight_ok = true;
+	char cycle_why[512] = "", mode_why[512] = "", misc_why[512] = "";
+	int64_t clock_skew_ms = 0;
+	for (int i = 0; i < CYCLES; i++) {
+		snprintf(dirs[i], sizeof(dirs[i]), "%s/pause-%d", state, i);
+		/* An exec in flight over the pause: it completes after. */
+		char *sl_argv[] = { "sh", "-c", "sleep 2; echo slept", NULL };
+		struct sbx_vm_proc *sl = sbx_vm_spawn(vm, sl_argv, NULL, NULL, false, &err);
+		sbx_error_free(&err);
+		usleep(300000);
+		struct sbx_vm_pause_info info;
+		int rc = sbx_vm_pause(vm, dirs[i], &info, sbx_now_ms() + OP_MS, &err);
+		if (rc < 0) {
+			cycles_ok = false;
+			snprintf(cycle_why, sizeof(cycle_why), "pause %d: %s", i, sbx_error_msg(err));
+			sbx_error_free(&err);
+			sbx_vm_proc_free(sl);
+			break;
+		}
+		printf("# pause %d: %lld ms (vCPUs stopped %lld ms), %llu bytes\n", i, (long long)info.duration_ms,
+		       (long long)info.stopped_ms, (unsigned long long)info.size_bytes);
+		if (info.size_bytes == 0 || info.duration_ms <= 0 || info.stopped_ms <= 0) {
+			cycles_ok = false;
+			snprintf(cycle_why, sizeof(cycle_why), "pause %d: info not filled", i);
+		}
+		if (modes_ok && !modes_private(dirs[i], mode_why, sizeof(mode_why)))
+			modes_ok = false;
+		if (!sbx_vm_paused(vm) || !sbx_vm_alive(vm)) {
+			alive_ok = false;
+			snprintf(misc_why, sizeof(misc_why), "cycle %d: paused %d alive %d", i, sbx_vm_paused(vm),
+				 sbx_vm_alive(vm));
+		}
+		/* A second pause fails (EALREADY); a ping fails by its deadline. */
+		char other[700];
+		snprintf(other, sizeof(other), "%.600s-again", dirs[i]);
+		struct sbx_vm_pause_info info2;
+		if (sbx_vm_pause(vm, other, &info2, sbx_now_ms() + 2000, &err) == 0 || err == NULL ||
+		    err->errnum != EALREADY || !gone(other))
+			again_ok = false;
+		sbx_error_free(&err);
+		int64_t t = sbx_now_ms();
+		if (sbx_vm_ping(vm, t + 300, &err) == 0 || err == NULL || err->errnum != ETIMEDOUT ||
+		    sbx_now_ms() - t > 3000)
+			ping_ok = false;
+		sbx_error_free(&err);
+		/* The second pause stands still for more than 3 s: the clock. */
+		sleep(i == 1 ? 4 : 1);
+		int64_t r0 = sbx_now_ms();
+		rc = sbx_vm_resume(vm, sbx_now_ms() + OP_MS, &err);
+		printf("# resume %d: %lld ms\n", i, (long long)(sbx_now_ms() - r0));
+		if (rc < 0) {
+			cycles_ok = false;
+			snprintf(cycle_why, sizeof(cycle_why), "resume %d: %s", i, sbx_error_msg(err));
+			sbx_error_free(&err);
+			sbx_vm_proc_free(sl);
+			break;
+		}
+		if (i == 1) {
+			char *out = sh(vm, "date +%s%N");
+			struct timespec now;
+			clock_gettime(CLOCK_REALTIME, &now);
+			if (out != NULL)
+				clock_skew_ms = (int64_t)(strtoll(out, NULL, 10) / 1000000) -
+						((int64_t)now.tv_sec * 1000 + now.tv_nsec / 1000000);
+			else
+				clock_skew_ms = INT64_MAX;
+			free(out);
+		}
+		if (!gone(dirs[i])) {
+			removed_ok = false;
+			snprintf(misc_why, sizeof(misc_why), "%.400s still there after the resume", dirs[i]);
+		}
+		if (sbx_vm_paused(vm) || !sbx_vm_alive(vm))
+			alive_ok = false;
+		/* The exec in flight finishes. */
+		char out[64] = "";
+		int fd, status = -1;
+		ssize_t n = sl != NULL ? sbx_vm_proc_read(sl, &fd, out, sizeof(out) - 1, sbx_now_ms() + OP_MS, &err) : -1;
+		if (n < 0 || strncmp(out, "slept", 5) != 0 || sbx_vm_proc_wait(sl, sbx_now_ms() + OP_MS, &status, &err) < 0 ||
+		    status != 0) {
+			inflight_ok = false;
+			snprintf(misc_why, sizeof(misc_why), "cycle %d: in-flight exec read \"%s\", status %d (%s)", i, out,
+				 status, sbx_error_msg(err));
+		}
+		sbx_error_free(&err);
+		sbx_vm_proc_free(sl);
+		/* The echo process answers on every cycle. */
+		char word[16];
+		snprintf(word, sizeof(word), "cycle%d", i);
+		if (echo != NULL && !echo_roundtrip(echo, word, cycle_why, sizeof(cycle_why)))
+			cycles_ok = false;
+	}
+	result(cycles_ok, "3 pause/resume cycles succeed and the echo process answers after each", cycle_why);
+	result(modes_ok, "the pause directory is 0700 and its files 0600", mode_why);
+	result(removed_ok, "the pause directory is removed by the resume", misc_why);
+	result(alive_ok, "a paused VM is alive and paused; a resumed one alive and not paused", misc_why);
+	result(again_ok, "a second pause of a paused VM fails with EALREADY and makes nothing", NULL);
+	result(ping_ok, "a ping while paused fails with ETIMEDOUT by its deadline", NULL);
+	result(inflight_ok, "an exec in flight over each pause completes", misc_why);
+	snprintf(why, sizeof(why), "guest - host = %lld ms", (long long)clock_skew_ms);
+	result(clock_skew_ms > -2000 && clock_skew_ms < 2000,
+	       "after a pause of 4 s the guest's clock is within 2 s of the host's", why);
+
+	char *kept = sh(vm, "cat /root/before.txt");
+	result(kept != NULL && strcmp(kept, before) == 0, "a file written before the pauses is there after", kept);
+	free(kept);
+	int resumed = sbx_vm_resume(vm, sbx_now_ms() + 2000, &err);
+	result(resumed < 0 && err != NULL && err->errnum == EINVAL, "resuming a running VM fails with EINVAL",
+	       sbx_error_msg(err));
+	sbx_error_free(&err);
+
+	/* The writer ends: its output is whole. */
+	char *stopped = sh(vm, "touch /tmp/stop-writer");
+	free(stopped);
+	if (reading)
+		pthread_join(reader, NULL);
+	long lines = 0;
+	bool whole = reading && continuous(col.buf, &lines, why, sizeof(why));
+	if (whole && lines < 40) {
+		snprintf(why, sizeof(why), "only %ld lines", lines);
+		whole = false;
+	}
+	printf("# the writer wrote %ld lines; %s\n", lines, col.error);
+	result(whole && col.status == 0,
+	       "the background writer's output is continuous over the pauses (no line lost, cut or doubled)", why);
+	sbx_vm_proc_free(col.p);
+	free(col.buf);
+	sbx_vm_proc_free(echo);
+
+	/* A paused VM's stop removes its state. */
+	snprintf(dirs[CYCLES], sizeof(dirs[CYCLES]), "%s/pause-last", state);
+	struct sbx_vm_pause_info info;
+	int paused = sbx_vm_pause(vm, dirs[CYCLES], &info, sbx_now_ms() + OP_MS, &err);
+	bool was_there = paused == 0 && !gone(dirs[CYCLES]);
+	result(paused == 0 && was_there, "the VM pauses once more", sbx_error_msg(err));
+	sbx_error_free(&err);
+	sbx_vm_stop(vm, sbx_now_ms() + 10000);
+	result(gone(dirs[CYCLES]), "stopping a paused VM removes its pause directory", dirs[CYCLES]);
+
+	char cmd[700];
+	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", state);
+	if (system(cmd) != 0)
+		fprintf(stderr, "could not remove %s\n", state);
+	printf("1..%d\n", test_no);
+	return failures ? 1 : 0;
+}
