@@ -27,6 +27,16 @@
 /* The next VM directory with the paused VM's files in it. */
 static int restore_files(struct sbx_vm *vm, const char *dir, sbx_error_t *err)
 {
+	/* The old console log's path may be held by a caller: it stays
+	 * allocated (its file went with the old VM directory). */
+	if (vm->files[F_CONSOLE] != NULL) {
+		char **r = realloc(vm->retired, (vm->n_retired + 1) * sizeof(*r));
+		if (r == NULL)
+			return sbx_error_errno(err, ENOMEM, "vm paths");
+		vm->retired = r;
+		vm->retired[vm->n_retired++] = vm->files[F_CONSOLE];
+		vm->files[F_CONSOLE] = NULL;
+	}
 	vm_free_files(vm);
 	if (vm_make_files(vm, err) < 0)
 		return -1;
