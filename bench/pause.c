@@ -11,6 +11,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "common/log.h"
 #include "vm/vm.h"
 
 #define OP_MS 120000
@@ -68,6 +69,8 @@ int main(int argc, char **argv)
 	unsigned mib = argc > 3 ? (unsigned)atoi(argv[3]) : 256;
 	if (runs < 1 || runs > 100)
 		runs = 3;
+	if (sbx_log_init_from_env() < 0)
+		fprintf(stderr, "pause_bench: SANDBOX_LOG not understood\n");
 	char dir_base[] = "/tmp/sbx-pause-bench-XXXXXX";
 	if (mkdtemp(dir_base) == NULL)
 		return 2;

@@ -85,6 +85,7 @@ static int resumed_msg(struct proto_msg *m, uint8_t *entropy, sbx_error_t *err)
 
 static int start(struct sbx_vm *vm, int64_t limit, sbx_error_t *err)
 {
+	int64_t t0 = sbx_now_ms();
 	const char *dir = vm->pause_dir;
 	if (restore_files(vm, dir, err) < 0) {
 		/* Nothing owns the new directory yet. */
@@ -101,8 +102,11 @@ static int start(struct sbx_vm *vm, int64_t limit, sbx_error_t *err)
 			vm_remove_files(vm);
 		return -1;
 	}
+	int64_t launched = sbx_now_ms();
 	if (vm_wait_loaded(vm, limit, err) < 0)
 		return -1;
+	sbx_debug("vm: resume: QEMU launched in %lld ms, state loaded and running %lld ms later",
+		  (long long)(launched - t0), (long long)(sbx_now_ms() - launched));
 	uint8_t entropy[RESUMED_ENTROPY];
 	struct proto_msg m;
 	if (resumed_msg(&m, entropy, err) < 0)
