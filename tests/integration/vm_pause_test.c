@@ -164,6 +164,45 @@ static bool modes_private(const char *dir, char *why, size_t cap)
 	return ok;
 }
 
+/* Another thread's calls all through the pauses: pings (by a short
+ * deadline), execs and file writes, each succeeding or timing out. */
+struct hammer {
+	struct sbx_vm *vm;
+	volatile bool stop;
+	int pings, pings_timed_out, execs, writes;
+	char error[256];
+};
+
+static void *hammer_main(void *arg)
+{
+	struct hammer *h = arg;
+	while (!h->stop && h->error[0] == '\0') {
+		sbx_error_t err = NULL;
+		if (sbx_vm_ping(h->vm, sbx_now_ms() + 200, &err) == 0)
+			h->pings++;
+		else if (err != NULL && err->errnum == ETIMEDOUT)
+			h->pings_timed_out++;
+		else
+			snprintf(h->error, sizeof(h->error), "ping: %s", sbx_error_msg(err));
+		sbx_error_free(&err);
+		char *out = sh(h->vm, "echo hammer");
+		if (out != NULL && strcmp(out, "hammer\n") == 0)
+			h->execs++;
+		else
+			snprintf(h->error, sizeof(h->error), "exec read \"%s\"", out != NULL ? out : "(failed)");
+		free(out);
+		char data[32];
+		int n = snprintf(data, sizeof(data), "%d\n", h->writes);
+		if (sbx_vm_write_file(h->vm, "/tmp/hammer", 0600, false, data, (size_t)n, sbx_now_ms() + OP_MS, &err) == 0)
+			h->writes++;
+		else
+			snprintf(h->error, sizeof(h->error), "write: %s", sbx_error_msg(err));
+		sbx_error_free(&err);
+		usleep(50000);
+	}
+	return NULL;
+}
+
 static bool gone(const char *path)
 {
 	return access(path, F_OK) < 0 && errno == ENOENT;
@@ -247,6 +286,9 @@ int main(int argc, char **argv)
 	sbx_error_free(&err);
 	sleep(1);
 
+	struct hammer ham = { .vm = vm };
+	pthread_t hammer_thread;
+	bool hammering = pthread_create(&hammer_thread, NULL, hammer_main, &ham) == 0;
 	char dirs[CYCLES + 1][600];
 	bool cycles_ok = true, modes_ok = true, removed_ok = true, alive_ok = true, again_ok = true, ping_ok = true;
 	bool inflight_ok = true;
@@ -342,6 +384,14 @@ int main(int argc, char **argv)
 		if (echo != NULL && !echo_roundtrip(echo, word, cycle_why, sizeof(cycle_why)))
 			cycles_ok = false;
 	}
+	ham.stop = true;
+	if (hammering)
+		pthread_join(hammer_thread, NULL);
+	snprintf(why, sizeof(why), "%s (%d pings, %d timed out, %d execs, %d writes)", ham.error, ham.pings,
+		 ham.pings_timed_out, ham.execs, ham.writes);
+	printf("# another thread: %s\n", why);
+	result(hammering && ham.error[0] == '\0' && ham.execs > CYCLES,
+	       "another thread's pings, execs and file writes through the pauses succeed or time out", why);
 	result(cycles_ok, "3 pause/resume cycles succeed and the echo process answers after each", cycle_why);
 	result(modes_ok, "the pause directory is 0700 and its files 0600", mode_why);
 	result(removed_ok, "the pause directory is removed by the resume", misc_why);
