@@ -213,6 +213,8 @@ static void end_qemu(struct sbx_vm *vm)
 	vm->keeper.lifeline = -1;
 	vm->gone_ms = 0;
 	net_link_close(&vm->net);
+	/* The next helper reports its counts from 0. */
+	net_link_init(&vm->net);
 	pthread_mutex_unlock(&vm->lock);
 	vm_drop_monitor(vm);
 	jail_release(vm->jail);

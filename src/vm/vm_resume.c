@@ -126,6 +126,7 @@ static void failed(struct sbx_vm *vm, sbx_error_t *err)
 	vm->keeper.pid = vm->keeper.qemu_pid = -1;
 	vm->keeper.lifeline = -1;
 	net_link_close(&vm->net);
+	net_link_init(&vm->net);
 	snprintf(vm->pause_error, sizeof(vm->pause_error), "%s", sbx_error_msg(*err));
 	pthread_mutex_unlock(&vm->lock);
 	vm_drop_monitor(vm);

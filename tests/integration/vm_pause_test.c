@@ -19,6 +19,10 @@
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <sys/time.h>
 
 #include "vm/vm.h"
 
@@ -201,6 +205,86 @@ static void *hammer_main(void *arg)
 		usleep(50000);
 	}
 	return NULL;
+}
+
+/* Connects to 127.0.0.1:port and reads what the guest's server says
+ * (up to 63 bytes, 10 s at most). */
+static bool fetch(uint16_t port, char *out, size_t cap)
+{
+	out[0] = '\0';
+	int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	struct sockaddr_in sa = { .sin_family = AF_INET, .sin_port = htons(port) };
+	sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	struct timeval tv = { .tv_sec = 10 };
+	bool ok = fd >= 0 && setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv)) == 0 &&
+		  connect(fd, (struct sockaddr *)&sa, sizeof(sa)) == 0;
+	size_t len = 0;
+	while (ok && len < cap - 1) {
+		ssize_t n = read(fd, out + len, cap - 1 - len);
+		if (n <= 0)
+			break;
+		len += (size_t)n;
+	}
+	out[len] = '\0';
+	if (fd >= 0)
+		close(fd);
+	return ok && len > 0;
+}
+
+/* A networked VM whose published port's server started before the
+ * pause answers through the new network helper after the resume. */
+static void networked(const char *image, const char *state)
+{
+	sbx_error_t err = NULL;
+	int lfd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	struct sockaddr_in sa = { .sin_family = AF_INET };
+	sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	socklen_t sl = sizeof(sa);
+	if (lfd < 0 || bind(lfd, (struct sockaddr *)&sa, sizeof(sa)) < 0 || listen(lfd, 16) < 0 ||
+	    getsockname(lfd, (struct sockaddr *)&sa, &sl) < 0) {
+		result(false, "a networked VM's published port answers before and after a pause", "host listener");
+		return;
+	}
+	uint16_t port = ntohs(sa.sin_port);
+	char *net_args[] = { "--sandbox", "pause-test", "--publish", "8080", NULL };
+	struct sbx_vm_options opt = { .cpus = 1, .memory_mib = 256, .image = image, .hostname = "paused",
+				      .net_args = net_args, .publish_fds = &lfd, .n_publish = 1 };
+	struct sbx_vm *vm = sbx_vm_start(&opt, &err);
+	close(lfd); /* the VM keeps its own copy */
+	if (vm != NULL && sbx_vm_wait_ready(vm, sbx_now_ms() + READY_MS, &err) < 0) {
+		sbx_vm_stop(vm, 0);
+		vm = NULL;
+	}
+	char *srv_argv[] = { "sh", "-c", "while true; do echo served | nc -l -p 8080; done", NULL };
+	struct sbx_vm_proc *srv = vm != NULL ? sbx_vm_spawn(vm, srv_argv, NULL, NULL, false, &err) : NULL;
+	char before[64] = "", after[64] = "", dir[600];
+	snprintf(dir, sizeof(dir), "%.500s/pause-net", state);
+	usleep(500000);
+	bool ok = srv != NULL && fetch(port, before, sizeof(before));
+	struct sbx_vm_pause_info info;
+	ok = ok && sbx_vm_pause(vm, dir, &info, sbx_now_ms() + OP_MS, &err) == 0 &&
+	     sbx_vm_resume(vm, sbx_now_ms() + OP_MS, &err) == 0;
+	/* The new helper's first connection may take the 4-tuple of the
+	 * old one's, still in TIME_WAIT in the guest: a few tries. */
+	int tries = 0;
+	while (ok && tries < 6 && !fetch(port, after, sizeof(after))) {
+		tries++;
+		usleep(500000);
+	}
+	printf("# published port after the resume: %d failed connection(s) before one answered\n", tries);
+	ok = ok && after[0] != '\0';
+	/* The helper started by the resume lives on: so does the VM. */
+	sleep(1);
+	bool alive = vm != NULL && sbx_vm_alive(vm);
+	char why[300];
+	snprintf(why, sizeof(why), "before \"%s\", after \"%s\", alive %d: %s", before, after, alive,
+		 sbx_error_msg(err));
+	result(ok && alive && strcmp(before, "served\n") == 0 && strcmp(after, "served\n") == 0,
+	       "a networked VM's published port answers before and after a pause", why);
+	sbx_error_free(&err);
+	sbx_vm_proc_free(srv);
+	if (vm != NULL)
+		sbx_vm_stop(vm, sbx_now_ms() + 10000);
 }
 
 static bool gone(const char *path)
@@ -406,6 +490,14 @@ int main(int argc, char **argv)
 	char *kept = sh(vm, "cat /root/before.txt");
 	result(kept != NULL && strcmp(kept, before) == 0, "a file written before the pauses is there after", kept);
 	free(kept);
+	/* A pause that cannot make its directory leaves the VM running. */
+	struct sbx_vm_pause_info failed_info;
+	int failed_pause = sbx_vm_pause(vm, "/nonexistent-sbx-dir/pause", &failed_info, sbx_now_ms() + 5000, &err);
+	sbx_error_free(&err);
+	char *still = sh(vm, "echo still");
+	result(failed_pause < 0 && !sbx_vm_paused(vm) && still != NULL && strcmp(still, "still\n") == 0,
+	       "a failed pause leaves the VM running", still);
+	free(still);
 	int resumed = sbx_vm_resume(vm, sbx_now_ms() + 2000, &err);
 	result(resumed < 0 && err != NULL && err->errnum == EINVAL, "resuming a running VM fails with EINVAL",
 	       sbx_error_msg(err));
@@ -459,6 +551,8 @@ int main(int argc, char **argv)
 	sbx_error_free(&err);
 	if (vm != NULL)
 		sbx_vm_stop(vm, sbx_now_ms() + 10000);
+
+	networked(argv[1], state);
 
 	char cmd[700];
 	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", state);
