@@ -148,6 +148,8 @@ static int keep_files(struct sbx_vm *vm, const char *dir, sbx_error_t *err)
 		return -1;
 	if (vm->files[F_IMAGE] != NULL && pause_dir_keep(dir, PAUSE_IMAGE, vm->files[F_IMAGE], err) < 0)
 		return -1;
+	if (vm->console_log != NULL)
+		return 0; /* the caller's log stays, and is appended to */
 	cleanup_free char *console = malloc(CONSOLE_RING_SIZE + 1);
 	if (console == NULL)
 		return 0; /* out of memory: the next log lacks the old lines */

@@ -56,8 +56,12 @@ static int restore_files(struct sbx_vm *vm, const char *dir, sbx_error_t *err)
 		if (pause_dir_restore(dir, PAUSE_IMAGE, vm->files[F_IMAGE], err) < 0)
 			return -1;
 	}
-	free(vm->log_lead);
-	vm->log_lead = pause_dir_read_text(dir, PAUSE_CONSOLE, CONSOLE_RING_SIZE);
+	/* The VM's own log starts again with what it held; a caller's log
+	 * is appended to and holds it already. */
+	if (vm->console_log == NULL) {
+		free(vm->log_lead);
+		vm->log_lead = pause_dir_read_text(dir, PAUSE_CONSOLE, CONSOLE_RING_SIZE);
+	}
 	return 0;
 }
 
