@@ -261,25 +261,36 @@ static void networked(const char *image, const char *state)
 	snprintf(dir, sizeof(dir), "%.500s/pause-net", state);
 	usleep(500000);
 	bool ok = srv != NULL && fetch(port, before, sizeof(before));
+	/* The server's loop listens again before the pause (else a first
+	 * connection after the resume finds nobody listening yet). */
+	char *listening = ok ? sh(vm, "i=0; while ! netstat -tln | grep -q ':8080 '; do sleep 0.1; i=$((i+1)); "
+				      "[ $i -gt 100 ] && exit 1; done; echo listening") : NULL;
+	ok = listening != NULL;
+	free(listening);
 	struct sbx_vm_pause_info info;
 	ok = ok && sbx_vm_pause(vm, dir, &info, sbx_now_ms() + OP_MS, &err) == 0 &&
 	     sbx_vm_resume(vm, sbx_now_ms() + OP_MS, &err) == 0;
-	/* The new helper's first connection may take the 4-tuple of the
-	 * old one's, still in TIME_WAIT in the guest: a few tries. */
 	int tries = 0;
-	while (ok && tries < 6 && !fetch(port, after, sizeof(after))) {
+	for (int64_t t = sbx_now_ms(); ok && tries < 6 && !fetch(port, after, sizeof(after)); t = sbx_now_ms()) {
+		printf("# attempt %d failed after %lld ms: %s\n", tries, (long long)(sbx_now_ms() - t), strerror(errno));
 		tries++;
 		usleep(500000);
 	}
-	printf("# published port after the resume: %d failed connection(s) before one answered\n", tries);
+	if (tries > 0)
+		printf("# published port after the resume: %d failed connection(s) before one answered\n", tries);
 	ok = ok && after[0] != '\0';
+	if (!ok && vm != NULL) {
+		char *diag = sh(vm, "netstat -tan; ip neigh; ip -s link show eth0; ps");
+		printf("# guest after the resume:\n# %s\n", diag != NULL ? diag : "(no answer)");
+		free(diag);
+	}
 	/* The helper started by the resume lives on: so does the VM. */
 	sleep(1);
 	bool alive = vm != NULL && sbx_vm_alive(vm);
 	char why[300];
 	snprintf(why, sizeof(why), "before \"%s\", after \"%s\", alive %d: %s", before, after, alive,
 		 sbx_error_msg(err));
-	result(ok && alive && strcmp(before, "served\n") == 0 && strcmp(after, "served\n") == 0,
+	result(ok && tries == 0 && alive && strcmp(before, "served\n") == 0 && strcmp(after, "served\n") == 0,
 	       "a networked VM's published port answers before and after a pause", why);
 	sbx_error_free(&err);
 	sbx_vm_proc_free(srv);
@@ -334,6 +345,11 @@ int main(int argc, char **argv)
 	char why[512] = "";
 	sbx_error_t err = NULL;
 
+	if (getenv("PAUSE_TEST_ONLY_NET") != NULL) { /* for debugging the network's part */
+		networked(argv[1], state);
+		printf("1..%d\n", test_no);
+		return failures ? 1 : 0;
+	}
 	struct sbx_vm_options opt = { .cpus = 1, .memory_mib = 256, .image = argv[1], .hostname = "paused" };
 	struct sbx_vm *vm = sbx_vm_start(&opt, &err);
 	if (vm != NULL && sbx_vm_wait_ready(vm, sbx_now_ms() + READY_MS, &err) < 0) {
