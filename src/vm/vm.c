@@ -36,6 +36,9 @@ static void vm_free(struct sbx_vm *vm)
 	if (vm->ctl_next >= 0)
 		close(vm->ctl_next);
 	free(vm->pause_dir);
+	for (size_t i = 0; i < vm->n_retired; i++)
+		free(vm->retired[i]);
+	free(vm->retired);
 	jail_release(vm->jail);
 	vm_free_files(vm);
 	vm_drop_snapshot_fds(vm);

@@ -135,9 +135,13 @@ struct sbx_vm *sbx_vm_start(const struct sbx_vm_options *opt, sbx_error_t *err);
  * error includes the tail of the guest console. */
 int sbx_vm_wait_ready(struct sbx_vm *vm, int64_t deadline, sbx_error_t *err);
 int sbx_vm_ping(struct sbx_vm *vm, int64_t deadline, sbx_error_t *err);
-/* QEMU's pid (under its keeper), or -1 when it did not start. */
+/* QEMU's pid (under its keeper), or -1 when it did not start or the VM
+ * is paused (a resume starts another). */
 pid_t sbx_vm_pid(struct sbx_vm *vm);
-/* The file the guest console is logged to (gone after sbx_vm_stop). */
+/* The file the guest console is logged to (gone after sbx_vm_stop).  A
+ * resume moves the VM's own log into a new directory: ask again after
+ * sbx_vm_resume (the old pointer stays valid until the stop, its file
+ * gone). */
 const char *sbx_vm_console_log(struct sbx_vm *vm);
 /* The key of the template the VM was restored from or saved (hex,
  * vm/snapshot.h), NULL when it has neither. */
@@ -164,11 +168,11 @@ int64_t sbx_vm_net_activity_ms(struct sbx_vm *vm);
 void sbx_vm_publish_take(struct sbx_vm *vm, uint64_t delta[2]);
 /* Asks the guest to power off, waits until `deadline` at most, then kills
  * QEMU; removes the VM's files and frees vm.  Release every process handle
- * first.  A paused VM's state is removed.  Returns QEMU's exit status (0
- * after a clean power-off). */
+ * first.  A paused VM's state is removed (and 0 returned: it has no
+ * QEMU).  Returns QEMU's exit status (0 after a clean power-off). */
 int sbx_vm_stop(struct sbx_vm *vm, int64_t deadline);
 
-/* Pause and resume (issue 40; vm_pause.c).  sbx_vm_pause holds the
+/* Pause and resume (issue 40; vm_pause.c, vm_resume.c).  sbx_vm_pause holds the
  * control channel at a frame boundary, waits until the guest has taken
  * every byte sent, stops the vCPUs, migrates memory and device state into
  * `dir` (made here, 0700; every file in it 0600: it holds the guest's
@@ -177,7 +181,14 @@ int sbx_vm_stop(struct sbx_vm *vm, int64_t deadline);
  * handles, their streams and flow-control windows carry on after
  * sbx_vm_resume.  While paused, sbx_vm_alive stays true, reads wait and
  * writes block (within their deadlines).  ENOTSUP for a VM with virtio-fs
- * shares; on any failure before QEMU was ended the VM runs on unchanged. */
+ * shares; on any failure before QEMU was ended the VM runs on unchanged.
+ * A second pause (or one during a resume) fails with EALREADY (EBUSY),
+ * a pause of a VM not ready or not running with EINVAL or EPIPE.  While
+ * paused, senders without a deadline (spawns, fs operations, a kill,
+ * closing stdin) wait for the resume; a process handle freed meanwhile
+ * does not wait (its KILL goes after RESUMED); the VM's own files (its
+ * console log, sbx_vm_pid) are those of the next QEMU after the resume.
+ * Not while another thread stops the VM. */
 struct sbx_vm_pause_info {
 	uint64_t size_bytes;  /* what the paused state holds on disk (blocks) */
 	int64_t duration_ms;  /* the whole pause */
@@ -192,7 +203,8 @@ bool sbx_vm_paused(struct sbx_vm *vm);
  * go out; then removes the state.  TCP connections the guest had are gone
  * (a new network helper), listening sockets listen again.  On failure
  * the VM is dead (sbx_vm_alive false, its cause says why) and its state
- * is kept for sbx_vm_stop to remove. */
+ * is kept for sbx_vm_stop to remove.  EINVAL for a VM that is not
+ * paused; errors are S300 unless a lower layer named one. */
 int sbx_vm_resume(struct sbx_vm *vm, int64_t deadline, sbx_error_t *err);
 
 /* Processes.  argv[0] is looked up in the guest's PATH; env entries "K=V"

@@ -59,6 +59,9 @@ struct sbx_vm {
 	int64_t net_activity_kept; /* the network's last activity before a pause */
 	uint64_t publish_kept[2];  /* its published ports' counts not yet taken */
 	char pause_error[256];  /* why a resume failed */
+	char **retired;         /* console log paths of earlier QEMUs, freed with
+				   the VM: a caller may hold one (sbx_vm_console_log) */
+	size_t n_retired;
 	char *snap_text;        /* the key's text, for the template this VM saves */
 	char *log_lead;         /* a restored VM's console log starts with its
 				   template's console (vm/template_console.h) */

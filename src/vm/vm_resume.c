@@ -27,6 +27,16 @@
 /* The next VM directory with the paused VM's files in it. */
 static int restore_files(struct sbx_vm *vm, const char *dir, sbx_error_t *err)
 {
+	/* The old console log's path may be held by a caller: it stays
+	 * allocated (its file went with the old VM directory). */
+	if (vm->files[F_CONSOLE] != NULL) {
+		char **r = realloc(vm->retired, (vm->n_retired + 1) * sizeof(*r));
+		if (r == NULL)
+			return sbx_error_errno(err, ENOMEM, "vm paths");
+		vm->retired = r;
+		vm->retired[vm->n_retired++] = vm->files[F_CONSOLE];
+		vm->files[F_CONSOLE] = NULL;
+	}
 	vm_free_files(vm);
 	if (vm_make_files(vm, err) < 0)
 		return -1;
@@ -46,8 +56,12 @@ static int restore_files(struct sbx_vm *vm, const char *dir, sbx_error_t *err)
 		if (pause_dir_restore(dir, PAUSE_IMAGE, vm->files[F_IMAGE], err) < 0)
 			return -1;
 	}
-	free(vm->log_lead);
-	vm->log_lead = pause_dir_read_text(dir, PAUSE_CONSOLE, CONSOLE_RING_SIZE);
+	/* The VM's own log starts again with what it held; a caller's log
+	 * is appended to and holds it already. */
+	if (vm->console_log == NULL) {
+		free(vm->log_lead);
+		vm->log_lead = pause_dir_read_text(dir, PAUSE_CONSOLE, CONSOLE_RING_SIZE);
+	}
 	return 0;
 }
 
@@ -75,6 +89,7 @@ static int resumed_msg(struct proto_msg *m, uint8_t *entropy, sbx_error_t *err)
 
 static int start(struct sbx_vm *vm, int64_t limit, sbx_error_t *err)
 {
+	int64_t t0 = sbx_now_ms();
 	const char *dir = vm->pause_dir;
 	if (restore_files(vm, dir, err) < 0) {
 		/* Nothing owns the new directory yet. */
@@ -91,8 +106,11 @@ static int start(struct sbx_vm *vm, int64_t limit, sbx_error_t *err)
 			vm_remove_files(vm);
 		return -1;
 	}
+	int64_t launched = sbx_now_ms();
 	if (vm_wait_loaded(vm, limit, err) < 0)
 		return -1;
+	sbx_debug("vm: resume: QEMU launched in %lld ms, state loaded and running %lld ms later",
+		  (long long)(launched - t0), (long long)(sbx_now_ms() - launched));
 	uint8_t entropy[RESUMED_ENTROPY];
 	struct proto_msg m;
 	if (resumed_msg(&m, entropy, err) < 0)
@@ -112,6 +130,7 @@ static void failed(struct sbx_vm *vm, sbx_error_t *err)
 	vm->keeper.pid = vm->keeper.qemu_pid = -1;
 	vm->keeper.lifeline = -1;
 	net_link_close(&vm->net);
+	net_link_init(&vm->net);
 	snprintf(vm->pause_error, sizeof(vm->pause_error), "%s", sbx_error_msg(*err));
 	pthread_mutex_unlock(&vm->lock);
 	vm_drop_monitor(vm);

@@ -1,8 +1,9 @@
 /* Writes seeds of terminal streams (SPAWN_PTY, RESIZE and what travels on
- * them) made by the protocol's own encoder: into argv[1] for fuzz_frame
+ * them) and of RESUMED (a pause's end) made by the protocol's own encoder: into argv[1] for fuzz_frame
  * (a first byte choosing the feed size, then frames) and argv[2] for
  * fuzz_request (frames only).  Also frames the encoder refuses, sizes just
- * outside 1..PROTO_MAX_TTY_DIM, so the decoder's bounds are the first
+ * outside 1..PROTO_MAX_TTY_DIM and RESUMED entropy just outside
+ * PROTO_MIN_RESUMED_ENTROPY..PROTO_MAX_ENTROPY, so the decoder's bounds are the first
  * thing the fuzzer mutates around. */
 #include <stdio.h>
 #include <stdlib.h>
@@ -50,6 +51,25 @@ static void raw_dims(uint8_t type, uint32_t stream, uint32_t rows, uint32_t cols
 	proto_put_u32(&p, rows);
 	proto_put_u32(&p, cols);
 	if (proto_frame(&f, stream, type, &p, &err) < 0)
+		exit(1);
+	put(f.data, f.len);
+	proto_wbuf_free(&p);
+	proto_wbuf_free(&f);
+}
+
+/* RESUMED with n bytes of entropy, bypassing the encoder. */
+static void raw_resumed(uint32_t stream, size_t n)
+{
+	static uint8_t entropy[PROTO_MAX_ENTROPY + 1];
+	struct proto_wbuf p, f;
+	sbx_error_t err = NULL;
+	proto_wbuf_init(&p);
+	proto_wbuf_init(&f);
+	memset(entropy, 0x5a, sizeof(entropy));
+	proto_put_u64(&p, 1764806400000000000ull);
+	proto_put_u32(&p, (uint32_t)n);
+	proto_put_bytes(&p, entropy, n);
+	if (proto_frame(&f, stream, PROTO_RESUMED, &p, &err) < 0)
 		exit(1);
 	put(f.data, f.len);
 	proto_wbuf_free(&p);
@@ -116,5 +136,19 @@ int main(int argc, char **argv)
 	raw_dims(PROTO_RESIZE, 4, 24, 0);
 	raw_dims(PROTO_RESIZE, 0, 24, 80); /* on stream 0 */
 	save(argv, "pty-sizes-out-of-range");
+
+	/* A resume: RESUMED, then the frames held over the pause. */
+	static uint8_t entropy[64];
+	memset(entropy, 0xa5, sizeof(entropy));
+	frame(MSG(PROTO_RESUMED, 0, .u.resumed = { 1764806400123456789ull, entropy, sizeof(entropy) }));
+	frame(MSG(PROTO_STDIN, 2, .u.data = { keys, sizeof(keys) - 1 }));
+	frame(MSG(PROTO_CREDIT, 2, .u.credit = sizeof(screen) - 1));
+	save(argv, "resumed");
+
+	raw_resumed(0, PROTO_MIN_RESUMED_ENTROPY - 1);
+	raw_resumed(0, PROTO_MAX_ENTROPY + 1);
+	raw_resumed(0, PROTO_MIN_RESUMED_ENTROPY);
+	raw_resumed(3, PROTO_MAX_ENTROPY); /* on a stream */
+	save(argv, "resumed-entropy-out-of-range");
 	return 0;
 }

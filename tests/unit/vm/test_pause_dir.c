@@ -1,0 +1,87 @@
+/* A paused VM's directory (vm/pause_dir.h): 0700 whatever the umask,
+ * a new one only; kept files are 0600 links of the VM's (the same
+ * inode), restored ones links back; text round-trips bounded; the size
+ * counts allocated blocks; removal leaves nothing. */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "harness.h"
+#include "vm/pause_dir.h"
+
+static char base[] = "/tmp/sbx-pause-dir-test-XXXXXX";
+
+static void path(char *out, size_t cap, const char *a, const char *b)
+{
+	snprintf(out, cap, "%s/%s%s%s", base, a, b[0] ? "/" : "", b);
+}
+
+TEST(create_keep_restore_remove)
+{
+	CHECK(mkdtemp(base) != NULL);
+	char dir[256], src[256], kept[256], back[256];
+	path(dir, sizeof(dir), "paused", "");
+	path(src, sizeof(src), "scratch.src", "");
+	path(kept, sizeof(kept), "paused", PAUSE_SCRATCH);
+	path(back, sizeof(back), "scratch.back", "");
+	sbx_error_t err = NULL;
+	mode_t old = umask(0);
+	CHECK_INT(pause_dir_create(dir, &err), 0);
+	umask(old);
+	struct stat st;
+	CHECK(stat(dir, &st) == 0 && (st.st_mode & 0777) == 0700);
+	/* Made here, never an existing one. */
+	CHECK_INT(pause_dir_create(dir, &err), -1);
+	CHECK_INT(err->errnum, EEXIST);
+	sbx_error_free(&err);
+
+	int fd = open(src, O_WRONLY | O_CREAT | O_EXCL, 0644);
+	CHECK(fd >= 0);
+	static char block[65536];
+	memset(block, 'x', sizeof(block));
+	CHECK(write(fd, block, sizeof(block)) == (ssize_t)sizeof(block));
+	close(fd);
+	CHECK_INT(pause_dir_keep(dir, PAUSE_SCRATCH, src, &err), 0);
+	struct stat a, b;
+	CHECK(stat(src, &a) == 0 && stat(kept, &b) == 0);
+	CHECK(a.st_ino == b.st_ino);             /* a link, no copy */
+	CHECK_INT(b.st_mode & 0777, 0600);
+	unlink(src);                              /* what the keeper does */
+	CHECK(access(kept, F_OK) == 0);
+
+	int sfd = pause_dir_new_file(dir, PAUSE_STATE, &err);
+	CHECK(sfd >= 0);
+	CHECK(write(sfd, block, 4096) == 4096);
+	close(sfd);
+	CHECK(stat(kept, &b) == 0);
+	char st_path[256];
+	path(st_path, sizeof(st_path), "paused", PAUSE_STATE);
+	CHECK(stat(st_path, &a) == 0 && (a.st_mode & 0777) == 0600);
+	CHECK_INT(pause_dir_new_file(dir, PAUSE_STATE, &err), -1); /* new only */
+	sbx_error_free(&err);
+
+	CHECK_INT(pause_dir_write_text(dir, PAUSE_CONSOLE, "boot line 1\nline 2\n", &err), 0);
+	char *text = pause_dir_read_text(dir, PAUSE_CONSOLE, 1024);
+	CHECK_STR(text, "boot line 1\nline 2\n");
+	free(text);
+	text = pause_dir_read_text(dir, PAUSE_CONSOLE, 4); /* bounded */
+	CHECK_STR(text, "boot");
+	free(text);
+	CHECK(pause_dir_read_text(dir, PAUSE_IMAGE, 16) == NULL);
+
+	CHECK(pause_dir_size(dir) >= 65536 + 4096);
+	CHECK_INT(pause_dir_restore(dir, PAUSE_SCRATCH, back, &err), 0);
+	CHECK(stat(back, &a) == 0 && a.st_ino == b.st_ino);
+	CHECK_INT(pause_dir_restore(dir, PAUSE_SCRATCH, back, &err), -1); /* new only */
+	sbx_error_free(&err);
+
+	pause_dir_remove(dir);
+	CHECK(access(dir, F_OK) < 0 && errno == ENOENT);
+	CHECK(access(back, F_OK) == 0); /* the restored link stays */
+	unlink(back);
+	rmdir(base);
+}
