@@ -5,9 +5,10 @@
 // state: "paused" and its state sits in <state>/paused/<id> (files 0600);
 // an exec resumes it (auto_resume) and sees the file; the background log
 // goes on with no number missing; explicit pause and resume, and their
-// S001s; stop of a paused sandbox deletes its state.  A second daemon with
-// auto_resume: false (config is the daemon's: one more boot) answers S004
-// naming sandbox-libkrun::resume.
+// S001s; stop of a paused sandbox deletes its state.  A second daemon (its
+// config is its own: one more boot) with auto_resume: false answers S004
+// naming sandbox-libkrun::resume, and with idle_action: pause its reaper
+// pauses the idle sandbox, then deletes it paused_ttl_secs later.
 // While the VM layer's pause is the stub that refuses (ENOTSUP), the pause
 // test fails saying so: this file is not skipped for it.
 import { describe, test, before, after } from './lib/test-api.mjs';
@@ -129,12 +130,14 @@ describe('pause and resume: one sandbox, its files and its background process', 
 	});
 });
 
-describe('auto_resume: false', { skip: skip ?? false }, () => {
+describe('auto_resume: false, idle_action: pause, paused_ttl_secs: 3', { skip: skip ?? false }, () => {
 	let reg, s, id;
+	const pausedDir = () => path.join(s.stateDir, 'paused', id);
 	before(async () => {
 		reg = await startRegistry({ images: ['python'] });
-		s = await startSandboxStack({ registry: reg, config: { image_allowlist: ['python'], auto_resume: false } });
-		id = (await s.vm('create', { image: 'python' })).sandbox_id;
+		s = await startSandboxStack({ registry: reg, config: { image_allowlist: ['python'], auto_resume: false,
+			idle_action: 'pause', paused_ttl_secs: 3 } });
+		id = (await s.vm('create', { image: 'python', idle_timeout_secs: 3 })).sandbox_id;
 	});
 	after(async () => {
 		await s?.stop();
@@ -142,8 +145,13 @@ describe('auto_resume: false', { skip: skip ?? false }, () => {
 		s?.cleanupState();
 	});
 
-	test('exec, fs::ls and process::list on a paused sandbox get S004 naming resume; resume lets them run', async () => {
-		await pause(s, id);
+	test('idle past its timeout, the reaper (every 10 s) pauses it instead of stopping it', async () => {
+		await eventually(async () => assert.equal((await s.listed(id))?.state, 'paused'), 30000);
+		assert.ok(existsSync(pausedDir()), `${pausedDir()} exists`);
+		assert.deepEqual(qemusOf(s.stateDir), [], 'no QEMU while paused');
+	});
+
+	test('exec, fs::ls and process::list on it get S004 naming resume; resume lets them run', async () => {
 		const want = `sandbox ${id} is paused; call sandbox-libkrun::resume`;
 		for (const [fn, payload] of [['exec', { cmd: 'true' }], ['fs::ls', { path: '/' }], ['process::list', {}]]) {
 			const env = assertScode(await s.vmError(fn, { sandbox_id: id, ...payload }), 'S004');
@@ -152,6 +160,17 @@ describe('auto_resume: false', { skip: skip ?? false }, () => {
 		assert.equal((await s.listed(id)).state, 'paused');
 		assert.equal((await s.vm('resume', { sandbox_id: id }, 180000)).resumed, true);
 		assert.equal((await s.exec(id, { cmd: 'echo back' })).stdout, 'back\n');
-		await s.vm('stop', { sandbox_id: id });
+	});
+
+	test('idle again, it is paused again, and deleted paused_ttl_secs after: S002, its state gone', async () => {
+		await eventually(async () => assert.equal(await s.listed(id), undefined), 45000);
+		// Paused twice by the reaper, then deleted by the TTL: never stopped as idle.
+		const log = s.daemon.output();
+		assert.equal(log.split(`sandbox ${id}: idle past its timeout; pausing it`).length - 1, 2, log);
+		assert.match(log, new RegExp(`sandbox ${id}: paused past paused_ttl_secs; deleting it`));
+		assert.ok(!log.includes(`sandbox ${id}: idle past its timeout; reaping it`), 'stopped as idle');
+		assert.ok(!existsSync(pausedDir()), `${pausedDir()} is gone`);
+		assertScode(await s.vmError('resume', { sandbox_id: id }), 'S002');
+		assertNoVmLeft(s.stateDir, 'after the paused sandbox expired');
 	});
 });
