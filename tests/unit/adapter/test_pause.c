@@ -52,6 +52,14 @@ static int fk_get(int *v)
 	return n;
 }
 
+static bool fk_in_exec(void)
+{
+	pthread_mutex_lock(&F.lock);
+	bool in = F.in_exec;
+	pthread_mutex_unlock(&F.lock);
+	return in;
+}
+
 static void *fk_boot(void *ctx, const struct sbx_boot_request *req, sbx_error_t *err)
 {
 	return calloc(1, sizeof(struct fvm));
@@ -577,7 +585,7 @@ TEST(exec_in_flight_at_pause_ends_with_s004_saying_paused)
 	snprintf(b.req, sizeof(b.req), "{\"sandbox_id\":\"%s\",\"argv\":[\"sleep\",\"9\"]}", id);
 	pthread_t t;
 	CHECK(pthread_create(&t, NULL, bg_exec, &b) == 0);
-	for (int i = 0; i < 2000 && !fk_get((int *)&F.in_exec); i++)
+	for (int i = 0; i < 2000 && !fk_in_exec(); i++)
 		usleep(1000);
 	json_t *r = on(a, "pause", id);
 	pthread_join(t, NULL);
@@ -699,7 +707,9 @@ TEST(idle_pause_then_paused_ttl_deletes)
 	json_decref(e);
 	/* Not before its TTL. */
 	CHECK_INT(reaper_scan(a, false), 0);
-	CHECK(entry_of(a, id) != NULL);
+	e = entry_of(a, id);
+	CHECK(e != NULL);
+	json_decref(e);
 	usleep(1100000);
 	CHECK_INT(reaper_scan(a, false), 1);
 	CHECK(entry_of(a, id) == NULL);
