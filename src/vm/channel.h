@@ -53,8 +53,8 @@ int chan_wait_dead(struct chan *c, int64_t deadline, sbx_error_t *err);
  * the socket: EALREADY when held already.  chan_release ends a hold
  * whose QEMU still runs (a failed pause).  chan_resume hands the reader
  * fd, the new QEMU's socket (owned), once it read the old one to its
- * end, sends `first` (RESUMED) and the frames kept over the hold, then
- * releases the senders; on failure the connection is dead.
+ * end, sends `first` (RESUMED), releases the senders, then sends the
+ * frames kept over the hold; on failure the connection is dead.
  * chan_abort_hold: a resume that never came so far: the connection is
  * dead (reason), every waiter fails. */
 int chan_hold(struct chan *c, int64_t deadline, sbx_error_t *err);

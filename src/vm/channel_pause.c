@@ -131,8 +131,11 @@ int chan_hold(struct chan *c, int64_t deadline, sbx_error_t *err)
 	return 0;
 }
 
-/* The frames kept over the hold: KILLs of released streams, then the
- * CREDIT readers took meanwhile.  As the holder, past the gate. */
+/* The frames kept over the hold, once it ended: KILLs of released
+ * streams, then the CREDIT readers took meanwhile (a reader sending its
+ * own now takes s->uncredited under the same lock: none is sent twice).
+ * Past the gate: a new hold cannot start before the pause or resume that
+ * calls this returned. */
 static int flush_deferred(struct chan *c, sbx_error_t *err)
 {
 	pthread_mutex_lock(&c->lock);
@@ -171,11 +174,13 @@ static int flush_deferred(struct chan *c, sbx_error_t *err)
 
 void chan_release(struct chan *c)
 {
+	/* Released first: nothing is deferred any more once the list is
+	 * taken (a KILL queued between the two would be lost). */
+	unhold(c);
 	sbx_error_t err = NULL;
 	if (flush_deferred(c, &err) < 0)
 		sbx_warn("vm: after a pause that did not happen: %s", sbx_error_msg(err));
 	sbx_error_free(&err);
-	unhold(c);
 }
 
 void chan_abort_hold(struct chan *c, const char *reason)
@@ -211,10 +216,11 @@ int chan_resume(struct chan *c, int fd, const struct proto_msg *first, int64_t d
 				     "the control channel did not move onto the resumed VM");
 	}
 	/* The guest hears of the resume before any frame held over it. */
-	if (chan_send_held(c, first, err) < 0 || flush_deferred(c, err) < 0) {
+	if (chan_send_held(c, first, err) < 0) {
 		chan_abort_hold(c, "send failed after a resume");
 		return -1;
 	}
 	unhold(c);
-	return 0;
+	/* A failed send killed the connection: every waiter fails with it. */
+	return flush_deferred(c, err);
 }

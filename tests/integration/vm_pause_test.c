@@ -298,6 +298,41 @@ static void networked(const char *image, const char *state)
 		sbx_vm_stop(vm, sbx_now_ms() + 10000);
 }
 
+/* Lines "0\n", "1\n"... into a process's stdin, a batch per write,
+ * through the pauses (held writes block), then "end" and EOF. */
+struct feeder {
+	struct sbx_vm_proc *p;
+	volatile bool stop;
+	long lines;
+	char error[256];
+};
+
+static void *feed_main(void *arg)
+{
+	struct feeder *f = arg;
+	char buf[8192];
+	sbx_error_t err = NULL;
+	while (!f->stop && f->error[0] == '\0') {
+		size_t len = 0;
+		for (int k = 0; k < 200; k++)
+			len += (size_t)snprintf(buf + len, sizeof(buf) - len, "%ld\n", f->lines++);
+		for (size_t off = 0; off < len && f->error[0] == '\0';) {
+			ssize_t n = sbx_vm_proc_write(f->p, buf + off, len - off, sbx_now_ms() + OP_MS, &err);
+			if (n <= 0)
+				snprintf(f->error, sizeof(f->error), "write: %s", sbx_error_msg(err));
+			else
+				off += (size_t)n;
+			sbx_error_free(&err);
+		}
+		usleep(20000);
+	}
+	if (f->error[0] == '\0' && (sbx_vm_proc_write(f->p, "end\n", 4, sbx_now_ms() + OP_MS, &err) != 4 ||
+				      sbx_vm_proc_close_stdin(f->p, &err) < 0))
+		snprintf(f->error, sizeof(f->error), "end: %s", sbx_error_msg(err));
+	sbx_error_free(&err);
+	return NULL;
+}
+
 static bool gone(const char *path)
 {
 	return access(path, F_OK) < 0 && errno == ENOENT;
@@ -386,6 +421,21 @@ int main(int argc, char **argv)
 	sbx_error_free(&err);
 	sleep(1);
 
+	/* Host to guest: a stdin stream fed all along, echoed back by cat. */
+	char *cat_argv[] = { "cat", NULL };
+	struct feeder feed = { 0 };
+	struct collector cat_out = { .cap = 1 << 16 };
+	cat_out.buf = malloc(cat_out.cap);
+	feed.p = cat_out.p = sbx_vm_spawn(vm, cat_argv, NULL, NULL, true, &err);
+	sbx_error_free(&err);
+	pthread_t feeder_thread, cat_reader;
+	bool feeding = feed.p != NULL && cat_out.buf != NULL && pthread_create(&cat_reader, NULL, collect, &cat_out) == 0;
+	if (feeding && pthread_create(&feeder_thread, NULL, feed_main, &feed) != 0) {
+		sbx_vm_proc_close_stdin(feed.p, &err);
+		sbx_error_free(&err);
+		pthread_join(cat_reader, NULL);
+		feeding = false;
+	}
 	struct hammer ham = { .vm = vm };
 	pthread_t hammer_thread;
 	bool hammering = pthread_create(&hammer_thread, NULL, hammer_main, &ham) == 0;
@@ -487,6 +537,21 @@ int main(int argc, char **argv)
 	ham.stop = true;
 	if (hammering)
 		pthread_join(hammer_thread, NULL);
+	feed.stop = true;
+	if (feeding) {
+		pthread_join(feeder_thread, NULL);
+		pthread_join(cat_reader, NULL);
+	}
+	long echoed = 0;
+	bool fed_whole = feeding && feed.error[0] == '\0' && continuous(cat_out.buf, &echoed, why, sizeof(why)) &&
+			 echoed == feed.lines && cat_out.status == 0;
+	if (feeding && feed.error[0] != '\0')
+		snprintf(why, sizeof(why), "%s", feed.error);
+	printf("# host to guest: %ld lines fed, %ld echoed\n", feed.lines, echoed);
+	result(fed_whole, "a stdin stream fed through the pauses reaches the guest whole (cat echoes every line once)",
+	       why);
+	free(cat_out.buf);
+	sbx_vm_proc_free(feed.p);
 	snprintf(why, sizeof(why), "%s (%d pings, %d timed out, %d execs, %d writes)", ham.error, ham.pings,
 		 ham.pings_timed_out, ham.execs, ham.writes);
 	printf("# another thread: %s\n", why);

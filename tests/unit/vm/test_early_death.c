@@ -116,6 +116,21 @@ TEST(a_connection_lost_late_keeps_the_template)
 	CHECK(template_present());
 }
 
+/* A VM that was paused and resumed: its QEMU ended on purpose, and one
+ * dying early after a resume is not its template's fault. */
+TEST(a_paused_vm_keeps_the_template)
+{
+	CHECK_INT(put_template(), 0);
+	struct chan *c = lost_channel();
+	CHECK(c != NULL && chan_dead(c));
+	struct sbx_vm vm;
+	restored_vm(&vm, c, SNAPSHOT_EARLY_DEATH_MS - 300);
+	vm.pauses = 1;
+	vm_check_early_death(&vm);
+	chan_close(c);
+	CHECK(template_present());
+}
+
 /* QEMU seen gone (gone_ms) while the connection still looked alive: that
  * moment dates the death. */
 TEST(qemu_seen_gone_early_drops_the_template)
