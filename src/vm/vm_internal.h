@@ -170,5 +170,7 @@ bool vm_pause_stop(struct sbx_vm *vm);
 /* The network's last activity, kept over pauses. */
 int64_t vm_pause_net_activity(struct sbx_vm *vm);
 bool vm_pause_running(struct sbx_vm *vm);
+/* "running", "paused", ...: for messages. */
+const char *vm_pause_state_name(enum vm_pause_state s);
 
 #endif

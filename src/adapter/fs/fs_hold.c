@@ -6,7 +6,6 @@
 
 #include "adapter/fs/fs_errors.h"
 #include "adapter/fs/octal.h"
-#include "adapter/pause/sandbox_pause.h"
 #include "adapter/request.h"
 #include "adapter/sandbox/sandbox.h"
 #include "adapter/scode.h"
@@ -52,8 +51,8 @@ void fs_hold_release(struct fs_hold *h)
 struct fs_hold fs_hold_take(struct sbx_adapter *a, const char *id, sbx_error_t *err)
 {
 	struct fs_hold h = { .a = a };
-	/* A paused sandbox is resumed first (auto_resume), or refused. */
-	if (req_sandbox_uuid(id, h.id, err) == 0 && sandbox_wake(a, h.id, err) == 0)
+	/* Not woken here: a paused sandbox is its caller's (fs_wake.h). */
+	if (req_sandbox_uuid(id, h.id, err) == 0)
 		h.sb = sbx_registry_fs_begin(a->reg, h.id, err);
 	return h;
 }

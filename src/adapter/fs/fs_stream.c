@@ -2,6 +2,7 @@
 #include "adapter/fs/fs_stream.h"
 
 #include "adapter/fs/fs_hold.h"
+#include "adapter/fs/fs_wake.h"
 #include "adapter/scode.h"
 #include "common/scodes.h"
 
@@ -10,7 +11,7 @@ int sbx_fs_write_from(struct sbx_adapter *a, const char *id, const char *path, c
 {
 	sbx_error_t err = NULL;
 	struct sbx_fs_write_req w = { .path = path, .source = source, .source_ud = ud };
-	cleanup_fs_hold struct fs_hold h = fs_hold_take(a, id, &err);
+	cleanup_fs_hold struct fs_hold h = fs_hold_wake(a, id, &err);
 	if (h.sb == NULL)
 		return sbx_op_fail(&err, out);
 	if (fs_parse_mode(mode != NULL ? mode : "0644", &w.mode, &err) < 0 || fs_check_path(path, &err) < 0 ||
@@ -27,7 +28,7 @@ int sbx_fs_read_into(struct sbx_adapter *a, const char *id, const char *path, sb
 		     json_t **out)
 {
 	sbx_error_t err = NULL;
-	cleanup_fs_hold struct fs_hold h = fs_hold_take(a, id, &err);
+	cleanup_fs_hold struct fs_hold h = fs_hold_wake(a, id, &err);
 	if (h.sb == NULL)
 		return sbx_op_fail(&err, out);
 	if (fs_check_path(path, &err) < 0 || fs_need_vm(&h, &err) < 0)

@@ -10,6 +10,7 @@
 
 #include "adapter/fs/fs_errors.h"
 #include "adapter/fs/fs_hold.h"
+#include "adapter/fs/fs_wake.h"
 #include "adapter/handlers.h"
 #include "adapter/request.h"
 #include "adapter/sandbox/sandbox.h"
@@ -44,7 +45,7 @@ static int path_op(struct sbx_adapter *a, json_t *req, uint8_t type, json_t **ou
 	const char *id, *path;
 	if (decode_id_and(req, "path", &id, &path, &err) < 0)
 		return sbx_op_fail(&err, out);
-	cleanup_fs_hold struct fs_hold h = fs_hold_take(a, id, &err);
+	cleanup_fs_hold struct fs_hold h = fs_hold_wake(a, id, &err);
 	if (h.sb == NULL || fs_check_path(path, &err) < 0)
 		return sbx_op_fail(&err, out);
 	struct proto_msg m = { .type = type, .u.fs_path = { (char *)path } };
@@ -75,7 +76,7 @@ int sbx_op_fs_read(struct sbx_adapter *a, json_t *req, json_t **out)
 	const char *id, *path;
 	if (decode_id_and(req, "path", &id, &path, &err) < 0)
 		return sbx_op_fail(&err, out);
-	cleanup_fs_hold struct fs_hold h = fs_hold_take(a, id, &err);
+	cleanup_fs_hold struct fs_hold h = fs_hold_wake(a, id, &err);
 	if (h.sb == NULL || fs_check_path(path, &err) < 0 || fs_need_vm(&h, &err) < 0)
 		return sbx_op_fail(&err, out);
 	struct fs_hold *pumped = malloc(sizeof(*pumped));
@@ -100,7 +101,7 @@ int sbx_op_fs_mkdir(struct sbx_adapter *a, json_t *req, json_t **out)
 	    req_string(req, "mode", false, &mode, &err) < 0 ||
 	    req_bool(req, "parents", false, &parents, &err) < 0)
 		return sbx_op_fail(&err, out);
-	cleanup_fs_hold struct fs_hold h = fs_hold_take(a, id, &err);
+	cleanup_fs_hold struct fs_hold h = fs_hold_wake(a, id, &err);
 	struct proto_msg m = { .type = PROTO_FS_MKDIR };
 	if (h.sb == NULL ||
 	    fs_parse_mode(mode != NULL ? mode : "0755", &m.u.fs_mkdir.mode, &err) < 0 ||
@@ -119,7 +120,7 @@ int sbx_op_fs_rm(struct sbx_adapter *a, json_t *req, json_t **out)
 	if (decode_id_and(req, "path", &id, &path, &err) < 0 ||
 	    req_bool(req, "recursive", false, &recursive, &err) < 0)
 		return sbx_op_fail(&err, out);
-	cleanup_fs_hold struct fs_hold h = fs_hold_take(a, id, &err);
+	cleanup_fs_hold struct fs_hold h = fs_hold_wake(a, id, &err);
 	if (h.sb == NULL || fs_check_path(path, &err) < 0)
 		return sbx_op_fail(&err, out);
 	struct proto_msg m = { .type = PROTO_FS_RM, .u.fs_rm = { (char *)path, recursive ? PROTO_FS_RECURSIVE : 0 } };
@@ -138,7 +139,7 @@ int sbx_op_fs_chmod(struct sbx_adapter *a, json_t *req, json_t **out)
 	    req_u32_opt(req, "gid", &has_gid, &gid, &err) < 0 ||
 	    req_bool(req, "recursive", false, &recursive, &err) < 0)
 		return sbx_op_fail(&err, out);
-	cleanup_fs_hold struct fs_hold h = fs_hold_take(a, id, &err);
+	cleanup_fs_hold struct fs_hold h = fs_hold_wake(a, id, &err);
 	struct proto_msg m = { .type = PROTO_FS_CHMOD };
 	if (h.sb == NULL || fs_parse_mode(mode, &m.u.fs_chmod.mode, &err) < 0 || fs_check_path(path, &err) < 0)
 		return sbx_op_fail(&err, out);
@@ -159,7 +160,7 @@ int sbx_op_fs_mv(struct sbx_adapter *a, json_t *req, json_t **out)
 	    req_string(req, "dst", true, &dst, &err) < 0 ||
 	    req_bool(req, "overwrite", false, &overwrite, &err) < 0)
 		return sbx_op_fail(&err, out);
-	cleanup_fs_hold struct fs_hold h = fs_hold_take(a, id, &err);
+	cleanup_fs_hold struct fs_hold h = fs_hold_wake(a, id, &err);
 	if (h.sb == NULL || fs_check_path(src, &err) < 0 || fs_check_path(dst, &err) < 0)
 		return sbx_op_fail(&err, out);
 	struct proto_msg m = { .type = PROTO_FS_MV,
@@ -230,7 +231,7 @@ int sbx_op_fs_grep(struct sbx_adapter *a, json_t *req, json_t **out)
 	    req_u64(req, "max_line_bytes", 4096, &max_line_bytes, &err) < 0 ||
 	    decode_walk(req, &w, &err) < 0)
 		return sbx_op_fail(&err, out);
-	cleanup_fs_hold struct fs_hold h = fs_hold_take(a, id, &err);
+	cleanup_fs_hold struct fs_hold h = fs_hold_wake(a, id, &err);
 	if (h.sb == NULL || fs_check_path(path, &err) < 0)
 		return sbx_op_fail(&err, out);
 	struct proto_msg m = { .type = PROTO_FS_GREP,
@@ -273,7 +274,7 @@ int sbx_op_fs_sed(struct sbx_adapter *a, json_t *req, json_t **out)
 	    decode_walk(req, &w, &err) < 0 ||
 	    check_sed_target(id, files, path, &err) < 0)
 		return sbx_op_fail(&err, out);
-	cleanup_fs_hold struct fs_hold h = fs_hold_take(a, id, &err);
+	cleanup_fs_hold struct fs_hold h = fs_hold_wake(a, id, &err);
 	if (h.sb == NULL || (path != NULL && fs_check_path(path, &err) < 0))
 		return sbx_op_fail(&err, out);
 	cleanup_free char **fv = req_strv_view(files, "sed files", &err);
@@ -349,7 +350,7 @@ int sbx_op_fs_write(struct sbx_adapter *a, json_t *req, json_t **out)
 	} else {
 		w.channel = content;
 	}
-	cleanup_fs_hold struct fs_hold h = fs_hold_take(a, id, &err);
+	cleanup_fs_hold struct fs_hold h = fs_hold_wake(a, id, &err);
 	if (h.sb == NULL)
 		return sbx_op_fail(&err, out);
 	if (fs_parse_mode(mode != NULL ? mode : "0644", &w.mode, &err) < 0)
