@@ -341,6 +341,11 @@ int sbx_cmd_serve(int argc, char **argv)
 	unsigned stale = sbx_vm_remove_leftovers();
 	if (stale > 0)
 		sbx_info("removed %u VM director%s left by an earlier run", stale, stale == 1 ? "y" : "ies");
+	/* A paused sandbox's state serves only the daemon that paused it. */
+	unsigned paused = sbx_vm_remove_leftovers_of("paused");
+	if (paused > 0)
+		sbx_info("removed the paused state of %u sandbox%s whose daemon is gone: a paused sandbox lives as long "
+			 "as the serve that paused it", paused, paused == 1 ? "" : "es");
 	sbx_jail_remove_leftovers(jail);
 	unsigned old = template_cache_sweep() + template_cache_trim(cfg->template_cache_mb);
 	if (old > 0)

@@ -117,16 +117,16 @@ static bool remove_vm_dir(int vms_fd, const char *name, const char *path)
 	return true;
 }
 
-unsigned sbx_vm_remove_leftovers(void)
+unsigned sbx_vm_remove_leftovers_of(const char *subdir)
 {
 	sbx_error_t err = NULL;
-	cleanup_free char *vms = sbx_state_subdir("vms", &err);
-	if (vms == NULL) {
+	cleanup_free char *root = sbx_state_subdir(subdir, &err);
+	if (root == NULL) {
 		sbx_warn("leftovers: %s", sbx_error_msg(err));
 		sbx_error_free(&err);
 		return 0;
 	}
-	cleanup_dir DIR *d = opendir(vms);
+	cleanup_dir DIR *d = opendir(root);
 	if (d == NULL)
 		return 0;
 	unsigned removed = 0;
@@ -135,7 +135,7 @@ unsigned sbx_vm_remove_leftovers(void)
 		pid_t owner;
 		if (!leftover_owner(de->d_name, &owner) || pid_alive(owner))
 			continue;
-		cleanup_free char *path = sbx_path_join(vms, de->d_name);
+		cleanup_free char *path = sbx_path_join(root, de->d_name);
 		if (path == NULL)
 			continue;
 		kill_vm_processes(path);
@@ -145,4 +145,9 @@ unsigned sbx_vm_remove_leftovers(void)
 		}
 	}
 	return removed;
+}
+
+unsigned sbx_vm_remove_leftovers(void)
+{
+	return sbx_vm_remove_leftovers_of("vms");
 }

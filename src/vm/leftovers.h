@@ -21,5 +21,10 @@ bool leftover_is_vm_process(const char *cmdline, size_t len, const char *vmdir);
  * is gone; logs what it removed.  Never fails (what cannot be removed is
  * logged and left).  Returns the number of VM directories removed. */
 unsigned sbx_vm_remove_leftovers(void);
+/* The same for another subdirectory of the state directory whose entries
+ * are named "<pid>-..." after the daemon that made them (the adapter's
+ * paused/): an entry whose daemon is gone is removed, files and all (only
+ * plain files: a VM directory holds nothing else). */
+unsigned sbx_vm_remove_leftovers_of(const char *subdir);
 
 #endif

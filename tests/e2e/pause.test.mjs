@@ -2,18 +2,23 @@
 // iii-sdk, on ONE python sandbox shared by the checks: a file written and a
 // background process printing a numbered line every 100 ms; pause answers
 // {paused, size_bytes, duration_ms}, its QEMU is gone, list shows
-// state: "paused" and its state sits in <state>/paused/<id> (files 0600);
+// state: "paused" and its state sits in <state>/paused/<daemon pid>-<id>
+// (files 0600);
 // an exec resumes it (auto_resume) and sees the file; the background log
 // goes on with no number missing; explicit pause and resume, and their
 // S001s; stop of a paused sandbox deletes its state.  A second daemon (its
 // config is its own: one more boot) with auto_resume: false answers S004
 // naming sandbox-libkrun::resume, and with idle_action: pause its reaper
-// pauses the idle sandbox, then deletes it paused_ttl_secs later.
+// pauses the idle sandbox, then deletes it paused_ttl_secs later; at its
+// start it removed the paused state a gone daemon left in its state
+// directory (planted), and kept a live one's.
 // While the VM layer's pause is the stub that refuses (ENOTSUP), the pause
 // test fails saying so: this file is not skipped for it.
 import { describe, test, before, after } from './lib/test-api.mjs';
 import assert from 'node:assert/strict';
-import { existsSync, readdirSync, statSync } from 'node:fs';
+import { spawnSync } from 'node:child_process';
+import { existsSync, mkdirSync, mkdtempSync, readdirSync, statSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { eventually } from './lib.mjs';
 import { registryUnavailable, startRegistry } from './lib/registry-fixture.mjs';
@@ -40,7 +45,7 @@ const qemusOf = (dir) => processesMentioning(dir).filter((p) => /qemu-system/.te
 
 describe('pause and resume: one sandbox, its files and its background process', { skip: skip ?? false }, () => {
 	let reg, s, id, ticker, stopped = false;
-	const pausedDir = () => path.join(s.stateDir, 'paused', id);
+	const pausedDir = () => path.join(s.stateDir, 'paused', `${s.daemon.proc.pid}-${id}`);
 	// The ticker's numbers so far, asserted consecutive from 0.
 	const ticks = async () => {
 		const l = await s.vm('process::logs', { sandbox_id: id, process_id: ticker });
@@ -131,18 +136,34 @@ describe('pause and resume: one sandbox, its files and its background process', 
 });
 
 describe('auto_resume: false, idle_action: pause, paused_ttl_secs: 3', { skip: skip ?? false }, () => {
-	let reg, s, id;
-	const pausedDir = () => path.join(s.stateDir, 'paused', id);
+	let reg, s, id, planted;
+	const pausedDir = () => path.join(s.stateDir, 'paused', `${s.daemon.proc.pid}-${id}`);
 	before(async () => {
 		reg = await startRegistry({ images: ['python'] });
-		s = await startSandboxStack({ registry: reg, config: { image_allowlist: ['python'], auto_resume: false,
-			idle_action: 'pause', paused_ttl_secs: 3 } });
+		// What a daemon killed with a sandbox paused leaves (its pid is
+		// gone), and what a live daemon (this test's pid) holds.
+		const stateDir = mkdtempSync(path.join(tmpdir(), 'sbx-e2e-vmstate-'));
+		const gonePid = spawnSync('true').pid;
+		planted = { gone: path.join(stateDir, 'paused', `${gonePid}-0f8fad5b-d9cb-469f-a165-70867728950e`),
+			live: path.join(stateDir, 'paused', `${process.pid}-7c9e6679-7425-40de-944b-e07fc1f90ae7`) };
+		for (const d of Object.values(planted)) {
+			mkdirSync(d, { recursive: true, mode: 0o700 });
+			writeFileSync(path.join(d, 'state'), 'guest memory', { mode: 0o600 });
+		}
+		s = await startSandboxStack({ registry: reg, stateDir, config: { image_allowlist: ['python'],
+			auto_resume: false, idle_action: 'pause', paused_ttl_secs: 3 } });
 		id = (await s.vm('create', { image: 'python', idle_timeout_secs: 3 })).sandbox_id;
 	});
 	after(async () => {
 		await s?.stop();
 		await reg?.stop();
 		s?.cleanupState();
+	});
+
+	test('at its start it removed the paused state of a gone daemon, not a live one\'s', () => {
+		assert.ok(!existsSync(planted.gone), `${planted.gone} is gone`);
+		assert.ok(existsSync(path.join(planted.live, 'state')), `${planted.live} is kept`);
+		assert.match(s.daemon.output(), /removed the paused state of 1 sandbox whose daemon is gone/);
 	});
 
 	test('idle past its timeout, the reaper (every 10 s) pauses it instead of stopping it', async () => {

@@ -28,7 +28,11 @@ char *sandbox_paused_dir(const char *id, sbx_error_t *err)
 	char *dir = NULL;
 	if (root == NULL)
 		return NULL;
-	if (asprintf(&dir, "%s/%s", root, id) < 0)
+	/* Named after this daemon, as its VM directories are: a paused VM
+	 * lives in this process's memory too (its channel, its process
+	 * handles), so a later daemon removes what a crashed one left
+	 * (vm/leftovers.h) rather than keep guest memory it cannot resume. */
+	if (asprintf(&dir, "%s/%d-%s", root, (int)getpid(), id) < 0)
 		return sbx_error_errno(err, ENOMEM, "paused state directory"), NULL;
 	return dir;
 }

@@ -1,5 +1,5 @@
 /* Pause and resume of a sandbox (issue 40): its VM's memory, devices and
- * disk go to `<state dir>/paused/<id>` and its QEMU exits; the record, its
+ * disk go to `<state dir>/paused/<daemon pid>-<id>` and its QEMU exits; the record, its
  * background processes and their logs stay.  Paused, it holds no memory
  * of the budget and no slot of max_concurrent_sandboxes; it counts against
  * max_paused_sandboxes and its bytes against snapshot_store_mb.  A call
