@@ -7,12 +7,15 @@
  * a pause of more than 3 s (RESUMED), the pause directory is 0700 with
  * 0600 files and goes at the resume, the VM counts as alive while paused
  * and a ping then fails by its deadline, a second pause and the resume of
- * a running VM fail, and a paused VM's stop removes its state.  Prints
+ * a running VM fail, a kill of a paused VM's process returns at once
+ * (the signal arrives after the resume), and a paused VM's stop removes
+ * its state.  Prints
  * TAP.  Usage: vm_pause_test IMAGE.erofs   (uses a private state
  * directory) */
 #include <dirent.h>
 #include <errno.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -333,6 +336,23 @@ static void *feed_main(void *arg)
 	return NULL;
 }
 
+/* sbx_vm_proc_kill in a thread of its own, saying when it returned. */
+struct killer {
+	struct sbx_vm_proc *p;
+	int sig, rc;
+	atomic_bool done;
+};
+
+static void *kill_main(void *arg)
+{
+	struct killer *k = arg;
+	sbx_error_t err = NULL;
+	k->rc = sbx_vm_proc_kill(k->p, k->sig, &err);
+	sbx_error_free(&err);
+	atomic_store(&k->done, true);
+	return NULL;
+}
+
 static bool gone(const char *path)
 {
 	return access(path, F_OK) < 0 && errno == ENOENT;
@@ -585,6 +605,7 @@ int main(int argc, char **argv)
 	sbx_error_free(&err);
 
 	/* The writer ends: its output is whole. */
+	struct sbx_vm_pause_info info;
 	char *stopped = sh(vm, "touch /tmp/stop-writer");
 	free(stopped);
 	if (reading)
@@ -602,9 +623,36 @@ int main(int argc, char **argv)
 	free(col.buf);
 	sbx_vm_proc_free(echo);
 
+	/* A signal to a process of a paused VM does not wait for the resume:
+	 * it goes after RESUMED.  (In a thread: one that waited would wait
+	 * for this thread's resume.) */
+	char *sleeper_argv[] = { "sleep", "1000", NULL };
+	struct killer kl = { .p = sbx_vm_spawn(vm, sleeper_argv, NULL, NULL, false, &err), .sig = 15 };
+	sbx_error_free(&err);
+	char kill_dir[600];
+	snprintf(kill_dir, sizeof(kill_dir), "%s/pause-kill", state);
+	uint32_t sleeper_pid = 0;
+	bool kill_ok = kl.p != NULL && sbx_vm_proc_pid(kl.p, sbx_now_ms() + OP_MS, &sleeper_pid, &err) == 0 &&
+		       sbx_vm_pause(vm, kill_dir, &info, sbx_now_ms() + OP_MS, &err) == 0;
+	pthread_t kill_thread;
+	bool killing = kill_ok && pthread_create(&kill_thread, NULL, kill_main, &kl) == 0;
+	for (int i = 0; killing && i < 200 && !atomic_load(&kl.done); i++)
+		usleep(10000);
+	bool returned = killing && atomic_load(&kl.done);
+	int kill_status = -1;
+	kill_ok = kill_ok && sbx_vm_resume(vm, sbx_now_ms() + OP_MS, &err) == 0;
+	if (killing)
+		pthread_join(kill_thread, NULL);
+	kill_ok = kill_ok && killing && kl.rc == 0 && sbx_vm_proc_wait(kl.p, sbx_now_ms() + OP_MS, &kill_status, &err) == 0;
+	snprintf(why, sizeof(why), "returned while paused %d, kill %d, status %d (%s)", returned, kl.rc, kill_status,
+		 sbx_error_msg(err));
+	result(kill_ok && returned && kill_status == 128 + 15,
+	       "a kill of a paused VM's process returns at once and the signal arrives after the resume", why);
+	sbx_error_free(&err);
+	sbx_vm_proc_free(kl.p);
+
 	/* A paused VM's stop removes its state. */
 	snprintf(dirs[CYCLES], sizeof(dirs[CYCLES]), "%s/pause-last", state);
-	struct sbx_vm_pause_info info;
 	int paused = sbx_vm_pause(vm, dirs[CYCLES], &info, sbx_now_ms() + OP_MS, &err);
 	bool was_there = paused == 0 && !gone(dirs[CYCLES]);
 	result(paused == 0 && was_there, "the VM pauses once more", sbx_error_msg(err));
