@@ -7,7 +7,8 @@
  * a pause of more than 3 s (RESUMED), the pause directory is 0700 with
  * 0600 files and goes at the resume, the VM counts as alive while paused
  * and a ping then fails by its deadline, a second pause and the resume of
- * a running VM fail, a kill of a paused VM's process returns at once
+ * a running VM fail, pauses whose deadline passes part way leave the VM
+ * running, a kill of a paused VM's process returns at once
  * (the signal arrives after the resume), and a paused VM's stop removes
  * its state.  Prints
  * TAP.  Usage: vm_pause_test IMAGE.erofs   (uses a private state
@@ -359,6 +360,43 @@ static bool gone(const char *path)
 }
 
 /* Reads a line of the stdin echo process's output. */
+/* Pauses whose deadline passes part way (before the vCPUs stop, while
+ * they stand still, while the migration runs) fail and leave the VM
+ * running: it answers a ping, also well after the migration such a pause
+ * started would have ended (QEMU stops a VM whose migration completed). */
+static void late_deadlines(struct sbx_vm *vm, const char *state)
+{
+	char why[512] = "";
+	int failed = 0;
+	bool ok = true;
+	for (int ms = 2; ms <= 2000 && ok; ms += ms < 60 ? 8 : 60) {
+		char dir[600];
+		snprintf(dir, sizeof(dir), "%s/pause-late-%d", state, ms);
+		struct sbx_vm_pause_info info;
+		sbx_error_t err = NULL;
+		int rc = sbx_vm_pause(vm, dir, &info, sbx_now_ms() + ms, &err);
+		if (rc == 0) { /* in time: later deadlines would be too */
+			rc = sbx_vm_resume(vm, sbx_now_ms() + OP_MS, &err);
+			ok = rc == 0;
+			snprintf(why, sizeof(why), "a pause in %d ms: resume %s", ms, sbx_error_msg(err));
+			sbx_error_free(&err);
+			break;
+		}
+		printf("# a pause with %d ms: %s\n", ms, sbx_error_msg(err));
+		sbx_error_free(&err);
+		failed++;
+		usleep(1500000);
+		if (sbx_vm_paused(vm) || !gone(dir) || sbx_vm_ping(vm, sbx_now_ms() + 10000, &err) < 0) {
+			ok = false;
+			snprintf(why, sizeof(why), "after a pause with %d ms: paused %d, dir gone %d, ping: %s", ms,
+				 sbx_vm_paused(vm), gone(dir), sbx_error_msg(err));
+		}
+		sbx_error_free(&err);
+	}
+	printf("# %d pauses failed by their deadline\n", failed);
+	result(ok && failed > 0, "pauses that fail by their deadline part way leave the VM running", why);
+}
+
 static bool echo_roundtrip(struct sbx_vm_proc *p, const char *word, char *why, size_t cap)
 {
 	sbx_error_t err = NULL;
@@ -599,6 +637,7 @@ int main(int argc, char **argv)
 	result(failed_pause < 0 && !sbx_vm_paused(vm) && still != NULL && strcmp(still, "still\n") == 0,
 	       "a failed pause leaves the VM running", still);
 	free(still);
+	late_deadlines(vm, state);
 	int resumed = sbx_vm_resume(vm, sbx_now_ms() + 2000, &err);
 	result(resumed < 0 && err != NULL && err->errnum == EINVAL, "resuming a running VM fails with EINVAL",
 	       sbx_error_msg(err));
