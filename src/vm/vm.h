@@ -225,8 +225,8 @@ ssize_t sbx_vm_proc_read(struct sbx_vm_proc *p, int *fd, void *buf, size_t len, 
  * the VM is paused (or being paused) the signal is kept and sent after
  * RESUMED, and 0 returned; a
  * signal already kept for the process is kept once (as the kernel keeps a
- * standard signal pending once).  ENOMEM when it could not be kept; the
- * connection's error (EPIPE) once the VM is dead (a resume that failed). */
+ * standard signal pending once).  ENOMEM when it could not be kept; 0
+ * (nothing sent) once the process ended, or its VM died. */
 int sbx_vm_proc_kill(struct sbx_vm_proc *p, int sig, sbx_error_t *err);
 /* Waits for the exit status (0-255, or 128+signal), discarding output not
  * read yet. */
