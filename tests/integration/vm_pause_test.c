@@ -9,8 +9,9 @@
  * and a ping then fails by its deadline, a second pause and the resume of
  * a running VM fail, pauses whose deadline passes part way leave the VM
  * running, a kill of a paused VM's process returns at once
- * (the signal arrives after the resume), and a paused VM's stop removes
- * its state.  Prints
+ * (the signal arrives after the resume), a paused VM's stop removes
+ * its state, and a resume from a broken state leaves the VM dead with
+ * its cause (its stop removes the state too).  Prints
  * TAP.  Usage: vm_pause_test IMAGE.erofs   (uses a private state
  * directory) */
 #include <dirent.h>
@@ -397,6 +398,39 @@ static void late_deadlines(struct sbx_vm *vm, const char *state)
 	result(ok && failed > 0, "pauses that fail by their deadline part way leave the VM running", why);
 }
 
+/* A resume from a state QEMU cannot load fails and leaves the VM dead,
+ * with a cause that says so; its processes' calls fail at once (not by
+ * their deadlines); its stop removes the pause directory. */
+static void broken_state(struct sbx_vm *vm, const char *state)
+{
+	char dir[600], file[700], why[512] = "";
+	snprintf(dir, sizeof(dir), "%s/pause-broken", state);
+	snprintf(file, sizeof(file), "%s/state", dir);
+	sbx_error_t err = NULL;
+	char *argv[] = { "sleep", "1000", NULL };
+	struct sbx_vm_proc *p = sbx_vm_spawn(vm, argv, NULL, NULL, false, &err);
+	struct sbx_vm_pause_info info;
+	bool ok = p != NULL && sbx_vm_pause(vm, dir, &info, sbx_now_ms() + OP_MS, &err) == 0 &&
+		  truncate(file, 4096) == 0;
+	int resumed = ok ? sbx_vm_resume(vm, sbx_now_ms() + OP_MS, &err) : 0;
+	char cause[300] = "";
+	sbx_vm_death_cause(vm, 0, cause, sizeof(cause));
+	snprintf(why, sizeof(why), "setup %d, resume %d (%s), alive %d, paused %d, cause \"%s\"", ok, resumed,
+		 sbx_error_msg(err), sbx_vm_alive(vm), sbx_vm_paused(vm), cause);
+	ok = ok && resumed < 0 && !sbx_vm_alive(vm) && !sbx_vm_paused(vm) && strstr(cause, "did not resume") != NULL;
+	sbx_error_free(&err);
+	int64_t t = sbx_now_ms();
+	int status = -1;
+	bool waited = p != NULL && sbx_vm_proc_wait(p, t + 20000, &status, &err) == 0;
+	bool fast = sbx_now_ms() - t < 5000;
+	sbx_error_free(&err);
+	result(ok && !waited && fast && !gone(dir),
+	       "a resume QEMU cannot load leaves the VM dead with its cause, its processes failing at once", why);
+	sbx_vm_proc_free(p);
+	sbx_vm_stop(vm, sbx_now_ms() + 10000);
+	result(gone(dir), "stopping a VM whose resume failed removes its pause directory", dir);
+}
+
 static bool echo_roundtrip(struct sbx_vm_proc *p, const char *word, char *why, size_t cap)
 {
 	sbx_error_t err = NULL;
@@ -718,7 +752,7 @@ int main(int argc, char **argv)
 	free(host);
 	sbx_error_free(&err);
 	if (vm != NULL)
-		sbx_vm_stop(vm, sbx_now_ms() + 10000);
+		broken_state(vm, state); /* and stops it */
 
 	networked(argv[1], state);
 
