@@ -264,12 +264,16 @@ static void networked(const char *image, const char *state)
 	struct sbx_vm_proc *srv = vm != NULL ? sbx_vm_spawn(vm, srv_argv, NULL, NULL, false, &err) : NULL;
 	char before[64] = "", after[64] = "", dir[600];
 	snprintf(dir, sizeof(dir), "%.500s/pause-net", state);
-	usleep(500000);
-	bool ok = srv != NULL && fetch(port, before, sizeof(before));
-	/* The server's loop listens again before the pause (else a first
-	 * connection after the resume finds nobody listening yet). */
-	char *listening = ok ? sh(vm, "i=0; while ! netstat -tln | grep -q ':8080 '; do sleep 0.1; i=$((i+1)); "
-				      "[ $i -gt 100 ] && exit 1; done; echo listening") : NULL;
+	/* The server listens before the first fetch (a fixed sleep lost the
+	 * race on a loaded host: the helper accepted, nobody in the guest
+	 * did), and again before the pause (else a first connection after
+	 * the resume finds nobody listening yet). */
+	static const char wait_listening[] = "i=0; while ! netstat -tln | grep -q ':8080 '; do sleep 0.1; "
+					     "i=$((i+1)); [ $i -gt 100 ] && exit 1; done; echo listening";
+	char *listening = srv != NULL ? sh(vm, wait_listening) : NULL;
+	bool ok = listening != NULL && fetch(port, before, sizeof(before));
+	free(listening);
+	listening = ok ? sh(vm, wait_listening) : NULL;
 	ok = listening != NULL;
 	free(listening);
 	struct sbx_vm_pause_info info;
