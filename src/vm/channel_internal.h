@@ -57,6 +57,11 @@ struct chan_stream {
 	struct proto_fs_done done;
 };
 
+/* A KILL kept over a pause (channel_pause.c chan_defer_kill). */
+struct chan_kill {
+	uint32_t id, sig;
+};
+
 struct chan {
 	int fd;
 	pthread_t reader;
@@ -79,7 +84,7 @@ struct chan {
 	bool closing;      /* chan_close: a swapping reader gives up */
 	int next_fd;       /* the new socket for the reader, -1 = none yet */
 	bool swapped;      /* the reader took next_fd */
-	uint32_t *kills;   /* streams released while held: KILL at the resume */
+	struct chan_kill *kills; /* KILLs while held: sent at the resume */
 	size_t n_kills, cap_kills;
 };
 
@@ -104,9 +109,14 @@ struct chan_stream *chan_find_stream(struct chan *c, uint32_t id);
 /* The reader at EOF or a read error: true when it goes on with a new
  * socket (a resume), keeping its partial frame; false: the end. */
 bool chan_take_next_fd(struct chan *c);
-/* A released stream's KILL while the channel is held: true when it was
- * queued for the resume (not sent now). */
-bool chan_defer_kill(struct chan *c, uint32_t id);
+/* A KILL (a released stream's, or a caller's signal) while the channel is
+ * held: 1 when it was queued for the resume (not sent now; a signal
+ * already queued for the stream is not queued twice), 0 when the channel
+ * is not held (send it now), -1 (ENOMEM) when it could not be kept. */
+int chan_defer_kill(struct chan *c, uint32_t id, uint32_t sig, sbx_error_t *err);
+/* Sends KILL now, or keeps it for the resume while the channel is held:
+ * never waits for a pause to end. */
+int chan_send_kill(struct chan *c, uint32_t id, uint32_t sig, sbx_error_t *err);
 /* A stream's CREDIT while the channel is held: true when it was added
  * back to s->uncredited, for the resume to send. */
 bool chan_defer_credit(struct chan_stream *s, size_t credit);

@@ -42,25 +42,54 @@ bool chan_take_next_fd(struct chan *c)
 	return go;
 }
 
-bool chan_defer_kill(struct chan *c, uint32_t id)
+int chan_defer_kill(struct chan *c, uint32_t id, uint32_t sig, sbx_error_t *err)
 {
 	pthread_mutex_lock(&c->lock);
 	bool held = c->held && !c->dead;
+	/* A signal already queued for the stream is pending once more, as
+	 * the kernel keeps a standard signal pending once: the list stays
+	 * within the streams times the signals however often a caller asks. */
+	for (size_t i = 0; held && i < c->n_kills; i++) {
+		if (c->kills[i].id == id && c->kills[i].sig == sig) {
+			pthread_mutex_unlock(&c->lock);
+			return 1;
+		}
+	}
 	if (held && c->n_kills == c->cap_kills) {
 		size_t cap = c->cap_kills ? c->cap_kills * 2 : 8;
-		uint32_t *k = realloc(c->kills, cap * sizeof(*k));
+		struct chan_kill *k = realloc(c->kills, cap * sizeof(*k));
 		if (k == NULL) {
-			/* Then the release waits for the resume after all. */
 			pthread_mutex_unlock(&c->lock);
-			return false;
+			return sbx_error_set(err, ENOMEM, "a signal kept for the resume");
 		}
 		c->kills = k;
 		c->cap_kills = cap;
 	}
 	if (held)
-		c->kills[c->n_kills++] = id;
+		c->kills[c->n_kills++] = (struct chan_kill){ .id = id, .sig = sig };
 	pthread_mutex_unlock(&c->lock);
-	return held;
+	return held ? 1 : 0;
+}
+
+int chan_send_kill(struct chan *c, uint32_t id, uint32_t sig, sbx_error_t *err)
+{
+	struct proto_msg m = { .stream = id, .type = PROTO_KILL, .u.signal = sig };
+	for (;;) {
+		int kept = chan_defer_kill(c, id, sig, err);
+		if (kept != 0)
+			return kept < 0 ? -1 : 0;
+		/* Not held: sent now, with a deadline already past, so that a
+		 * hold begun meanwhile turns it back (the frame not sent, the
+		 * channel alive) to be kept instead of waited out. */
+		if (chan_send_by(c, &m, 0, err) == 0)
+			return 0;
+		pthread_mutex_lock(&c->lock);
+		bool held = c->held && !c->dead;
+		pthread_mutex_unlock(&c->lock);
+		if (!held)
+			return -1;
+		sbx_error_free(err);
+	}
 }
 
 bool chan_defer_credit(struct chan_stream *s, size_t credit)
@@ -131,22 +160,22 @@ int chan_hold(struct chan *c, int64_t deadline, sbx_error_t *err)
 	return 0;
 }
 
-/* The frames kept over the hold, once it ended: KILLs of released
- * streams, then the CREDIT readers took meanwhile (a reader sending its
+/* The frames kept over the hold, once it ended: KILLs (of released
+ * streams, and the signals callers sent meanwhile) in their order, then the CREDIT readers took meanwhile (a reader sending its
  * own now takes s->uncredited under the same lock: none is sent twice).
  * Past the gate: a new hold cannot start before the pause or resume that
  * calls this returned. */
 static int flush_deferred(struct chan *c, sbx_error_t *err)
 {
 	pthread_mutex_lock(&c->lock);
-	uint32_t *kills = c->kills;
+	struct chan_kill *kills = c->kills;
 	size_t n_kills = c->n_kills;
 	c->kills = NULL;
 	c->n_kills = c->cap_kills = 0;
 	pthread_mutex_unlock(&c->lock);
 	int rc = 0;
 	for (size_t i = 0; i < n_kills && rc == 0; i++) {
-		struct proto_msg m = { .stream = kills[i], .type = PROTO_KILL, .u.signal = 9 };
+		struct proto_msg m = { .stream = kills[i].id, .type = PROTO_KILL, .u.signal = kills[i].sig };
 		rc = chan_send_held(c, &m, err);
 	}
 	free(kills);

@@ -254,8 +254,9 @@ int chan_stream_kill(struct chan_stream *s, int sig, sbx_error_t *err)
 	pthread_mutex_unlock(&c->lock);
 	if (ended)
 		return 0;
-	struct proto_msg m = { .stream = s->id, .type = PROTO_KILL, .u.signal = (uint32_t)sig };
-	return chan_send(c, &m, err);
+	/* Held by a pause: the signal goes after RESUMED, the caller does
+	 * not wait for the resume. */
+	return chan_send_kill(c, s->id, (uint32_t)sig, err);
 }
 
 int chan_stream_wait(struct chan_stream *s, int64_t deadline, int *code, sbx_error_t *err)
@@ -348,12 +349,15 @@ void chan_stream_release(struct chan_stream *s)
 		*pp = s->next;
 	bool running = !s->ended;
 	pthread_mutex_unlock(&c->lock);
-	/* Held by a pause: the KILL waits for the resume, not the caller. */
-	if (running && !chan_defer_kill(c, s->id)) {
-		sbx_error_t err = NULL;
+	/* Held by a pause: the KILL waits for the resume, not the caller
+	 * (out of memory: the caller waits for the resume after all). */
+	sbx_error_t err = NULL;
+	if (running && chan_send_kill(c, s->id, 9, &err) < 0 && err->errnum == ENOMEM) {
+		sbx_error_free(&err);
 		struct proto_msg m = { .stream = s->id, .type = PROTO_KILL, .u.signal = 9 };
 		if (chan_send(c, &m, &err) < 0)
 			sbx_error_free(&err);
 	}
+	sbx_error_free(&err);
 	chan_stream_free(s);
 }

@@ -18,12 +18,17 @@ int pause_dir_create(const char *dir, sbx_error_t *err)
 {
 	if (mkdir(dir, 0700) < 0)
 		return sbx_error_errno(err, errno, "pause directory %s", dir);
-	/* The umask may have taken bits off, never added: 0700 exactly. */
-	if (chmod(dir, 0700) < 0) {
+	/* The umask may have taken bits off, never added: 0700 exactly, on
+	 * the directory made here (not on a link put in its place). */
+	int fd = open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (fd < 0 || fchmod(fd, 0700) < 0) {
 		int e = errno;
+		if (fd >= 0)
+			close(fd);
 		rmdir(dir);
 		return sbx_error_errno(err, e, "pause directory %s", dir);
 	}
+	close(fd);
 	return 0;
 }
 
@@ -49,9 +54,15 @@ int pause_dir_open(const char *dir, const char *name, sbx_error_t *err)
 	return fd;
 }
 
-/* A second name for the file, else (another file system) a copy. */
+/* A second name for the file, else (another file system) a copy.  A
+ * regular file only: a link in its place is refused, never followed. */
 static int link_or_copy(const char *from, const char *to, sbx_error_t *err)
 {
+	struct stat st;
+	if (lstat(from, &st) < 0)
+		return sbx_error_errno(err, errno, "%s", from);
+	if (!S_ISREG(st.st_mode))
+		return sbx_error_set(err, EINVAL, "%s is not a regular file", from);
 	if (link(from, to) == 0)
 		return 0;
 	if (errno != EXDEV && errno != EPERM)
@@ -66,9 +77,14 @@ int pause_dir_keep(const char *dir, const char *name, const char *from, sbx_erro
 		return sbx_error_errno(err, ENOMEM, "pause path");
 	if (link_or_copy(from, path, err) < 0)
 		return -1;
-	/* It holds what the guest wrote: the caller's alone. */
-	if (chmod(path, 0600) < 0)
-		return sbx_error_errno(err, errno, "chmod %s", path);
+	/* It holds what the guest wrote: the caller's alone.  Through the
+	 * name made here, not a link that took the file's place meanwhile. */
+	cleanup_close int fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+	if (fd < 0 || fchmod(fd, 0600) < 0) {
+		int e = errno;
+		unlink(path);
+		return sbx_error_errno(err, e, "chmod %s", path);
+	}
 	return 0;
 }
 

@@ -4,6 +4,8 @@
 
 #include <errno.h>
 #include <poll.h>
+#include <stdatomic.h>
+#include <stdio.h>
 #include <stdbool.h>
 #include <string.h>
 #include <sys/socket.h>
@@ -103,6 +105,24 @@ int qmp_call(struct qmp *q, const char *cmd, int pass_fd, char *reply, size_t ca
 			return sbx_error_set(err, EIO, "qmp: %.*s", dl > 200 ? 200 : dl, end != NULL ? d + 9 : "error");
 		}
 		/* Anything else is an event: skip it. */
+	}
+}
+
+int qmp_sync(struct qmp *q, int64_t deadline, sbx_error_t *err)
+{
+	static atomic_uint next;
+	char tag[40], cmd[96];
+	snprintf(tag, sizeof(tag), "\"sbx-sync-%d-%u\"", (int)getpid(), atomic_fetch_add(&next, 1));
+	snprintf(cmd, sizeof(cmd), "{\"execute\": \"query-status\", \"id\": %s}", tag);
+	if (send_cmd(q, cmd, -1, err) < 0)
+		return -1;
+	char line[QMP_LINE_MAX];
+	for (;;) {
+		if (read_line(q, line, sizeof(line), deadline, err) < 0)
+			return -1;
+		/* Its answer (QEMU echoes the id): what came before is stale. */
+		if (strstr(line, tag) != NULL)
+			return 0;
 	}
 }
 

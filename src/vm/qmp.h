@@ -27,6 +27,9 @@ int qmp_open(struct qmp *q, int fd, int64_t deadline, sbx_error_t *err);
  * an "error" answer fails with QEMU's description. */
 int qmp_call(struct qmp *q, const char *cmd, int pass_fd, char *reply, size_t cap, int64_t deadline,
 	     sbx_error_t *err);
+/* Reads past every answer still due (of a call that timed out): sends a
+ * command with an id of its own and skips lines up to its answer. */
+int qmp_sync(struct qmp *q, int64_t deadline, sbx_error_t *err);
 void qmp_close(struct qmp *q);
 
 #endif

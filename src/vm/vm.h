@@ -184,10 +184,11 @@ int sbx_vm_stop(struct sbx_vm *vm, int64_t deadline);
  * shares; on any failure before QEMU was ended the VM runs on unchanged.
  * A second pause (or one during a resume) fails with EALREADY (EBUSY),
  * a pause of a VM not ready or not running with EINVAL or EPIPE.  While
- * paused, senders without a deadline (spawns, fs operations, a kill,
- * closing stdin) wait for the resume; a process handle freed meanwhile
- * does not wait (its KILL goes after RESUMED); the VM's own files (its
- * console log, sbx_vm_pid) are those of the next QEMU after the resume.
+ * paused, senders without a deadline (spawns, fs operations, closing
+ * stdin, a resize) wait for the resume; a signal (sbx_vm_proc_kill) and
+ * a process handle freed meanwhile do not wait (their KILL goes after
+ * RESUMED); the VM's own files (its console log, sbx_vm_pid) are those
+ * of the next QEMU after the resume.
  * Not while another thread stops the VM. */
 struct sbx_vm_pause_info {
 	uint64_t size_bytes;  /* what the paused state holds on disk (blocks) */
@@ -220,7 +221,12 @@ int sbx_vm_proc_close_stdin(struct sbx_vm_proc *p, sbx_error_t *err);
  * the end of the output (the process exited). */
 ssize_t sbx_vm_proc_read(struct sbx_vm_proc *p, int *fd, void *buf, size_t len, int64_t deadline,
 			 sbx_error_t *err);
-/* Sends a signal to the process's group. */
+/* Sends a signal to the process's group.  Never waits for a pause: while
+ * the VM is paused (or being paused) the signal is kept and sent after
+ * RESUMED, and 0 returned; a signal already kept for the process is kept
+ * once (as the kernel keeps a standard signal pending once).  ENOMEM when
+ * it could not be kept; 0 (nothing sent) once the process ended, or its
+ * VM died. */
 int sbx_vm_proc_kill(struct sbx_vm_proc *p, int sig, sbx_error_t *err);
 /* Waits for the exit status (0-255, or 128+signal), discarding output not
  * read yet. */

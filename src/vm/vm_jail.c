@@ -13,17 +13,22 @@ uint64_t vm_jail_memory_mib(const struct vm_jail_args *a)
 	return a->memory_limit_mib + (holes + (1u << 20) - 1) / (1u << 20);
 }
 
+uint64_t vm_jail_fsize_bytes(const struct vm_jail_args *a)
+{
+	/* Writes go to the scratch disk, and the guest's RAM to a file: the
+	 * template's state when this boot saves one, a pause's state (any
+	 * VM may be paused: vm.h sbx_vm_pause); a RAM memfd's size counts as
+	 * a file's too.  Past the limit a write is SIGXFSZ, which ends QEMU. */
+	uint64_t state = (a->guest_mib << 20) + (64ull << 20);
+	return a->scratch_bytes > state ? a->scratch_bytes : state;
+}
+
 struct jail *vm_jail_prepare(struct sbx_jail_host *h, const struct vm_jail_args *a, sbx_error_t *err)
 {
 	const char *slash = strrchr(a->dir, '/');
 	const char *ro[] = { a->qemu, a->kernel, a->boot, a->image };
 	const char *rw[] = { a->scratch };
-	/* Writes go to the scratch disk and, when this boot saves a template,
-	 * the guest's RAM goes to the template's state file; a RAM memfd's
-	 * size counts as a file's too. */
-	uint64_t fsize = a->scratch_bytes;
-	if ((a->saves_template || a->ram_memfd) && (a->guest_mib << 20) + (64ull << 20) > fsize)
-		fsize = (a->guest_mib << 20) + (64ull << 20);
+	uint64_t fsize = vm_jail_fsize_bytes(a);
 	struct jail_request r = {
 		.name = slash != NULL ? slash + 1 : a->dir,
 		.memory_mib = vm_jail_memory_mib(a),

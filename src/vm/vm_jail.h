@@ -36,6 +36,11 @@ struct vm_jail_args {
  * copy: up to twice the guest's RAM for one that fills it. */
 uint64_t vm_jail_memory_mib(const struct vm_jail_args *a);
 
+/* The largest file QEMU may write (RLIMIT_FSIZE): the scratch disk, or
+ * the guest's RAM and its devices' state (+64 MiB) where QEMU writes
+ * them to a file. */
+uint64_t vm_jail_fsize_bytes(const struct vm_jail_args *a);
+
 /* S300 on failure: the VM must not run unconfined when a jail is in force. */
 struct jail *vm_jail_prepare(struct sbx_jail_host *h, const struct vm_jail_args *a, sbx_error_t *err);
 

@@ -7,12 +7,17 @@
  * a pause of more than 3 s (RESUMED), the pause directory is 0700 with
  * 0600 files and goes at the resume, the VM counts as alive while paused
  * and a ping then fails by its deadline, a second pause and the resume of
- * a running VM fail, and a paused VM's stop removes its state.  Prints
+ * a running VM fail, pauses whose deadline passes part way leave the VM
+ * running, a kill of a paused VM's process returns at once
+ * (the signal arrives after the resume), a paused VM's stop removes
+ * its state, and a resume from a broken state leaves the VM dead with
+ * its cause (its stop removes the state too).  Prints
  * TAP.  Usage: vm_pause_test IMAGE.erofs   (uses a private state
  * directory) */
 #include <dirent.h>
 #include <errno.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -259,12 +264,16 @@ static void networked(const char *image, const char *state)
 	struct sbx_vm_proc *srv = vm != NULL ? sbx_vm_spawn(vm, srv_argv, NULL, NULL, false, &err) : NULL;
 	char before[64] = "", after[64] = "", dir[600];
 	snprintf(dir, sizeof(dir), "%.500s/pause-net", state);
-	usleep(500000);
-	bool ok = srv != NULL && fetch(port, before, sizeof(before));
-	/* The server's loop listens again before the pause (else a first
-	 * connection after the resume finds nobody listening yet). */
-	char *listening = ok ? sh(vm, "i=0; while ! netstat -tln | grep -q ':8080 '; do sleep 0.1; i=$((i+1)); "
-				      "[ $i -gt 100 ] && exit 1; done; echo listening") : NULL;
+	/* The server listens before the first fetch (a fixed sleep lost the
+	 * race on a loaded host: the helper accepted, nobody in the guest
+	 * did), and again before the pause (else a first connection after
+	 * the resume finds nobody listening yet). */
+	static const char wait_listening[] = "i=0; while ! netstat -tln | grep -q ':8080 '; do sleep 0.1; "
+					     "i=$((i+1)); [ $i -gt 100 ] && exit 1; done; echo listening";
+	char *listening = srv != NULL ? sh(vm, wait_listening) : NULL;
+	bool ok = listening != NULL && fetch(port, before, sizeof(before));
+	free(listening);
+	listening = ok ? sh(vm, wait_listening) : NULL;
 	ok = listening != NULL;
 	free(listening);
 	struct sbx_vm_pause_info info;
@@ -333,12 +342,99 @@ static void *feed_main(void *arg)
 	return NULL;
 }
 
+/* sbx_vm_proc_kill in a thread of its own, saying when it returned. */
+struct killer {
+	struct sbx_vm_proc *p;
+	int sig, rc;
+	atomic_bool done;
+};
+
+static void *kill_main(void *arg)
+{
+	struct killer *k = arg;
+	sbx_error_t err = NULL;
+	k->rc = sbx_vm_proc_kill(k->p, k->sig, &err);
+	sbx_error_free(&err);
+	atomic_store(&k->done, true);
+	return NULL;
+}
+
 static bool gone(const char *path)
 {
 	return access(path, F_OK) < 0 && errno == ENOENT;
 }
 
 /* Reads a line of the stdin echo process's output. */
+/* Pauses whose deadline passes part way (before the vCPUs stop, while
+ * they stand still, while the migration runs) fail and leave the VM
+ * running: it answers a ping, also well after the migration such a pause
+ * started would have ended (QEMU stops a VM whose migration completed). */
+static void late_deadlines(struct sbx_vm *vm, const char *state)
+{
+	char why[512] = "";
+	int failed = 0;
+	bool ok = true;
+	for (int ms = 2; ms <= 2000 && ok; ms += ms < 60 ? 8 : 60) {
+		char dir[600];
+		snprintf(dir, sizeof(dir), "%s/pause-late-%d", state, ms);
+		struct sbx_vm_pause_info info;
+		sbx_error_t err = NULL;
+		int rc = sbx_vm_pause(vm, dir, &info, sbx_now_ms() + ms, &err);
+		if (rc == 0) { /* in time: later deadlines would be too */
+			rc = sbx_vm_resume(vm, sbx_now_ms() + OP_MS, &err);
+			ok = rc == 0;
+			snprintf(why, sizeof(why), "a pause in %d ms: resume %s", ms, sbx_error_msg(err));
+			sbx_error_free(&err);
+			break;
+		}
+		printf("# a pause with %d ms: %s\n", ms, sbx_error_msg(err));
+		sbx_error_free(&err);
+		failed++;
+		usleep(1500000);
+		if (sbx_vm_paused(vm) || !gone(dir) || sbx_vm_ping(vm, sbx_now_ms() + 10000, &err) < 0) {
+			ok = false;
+			snprintf(why, sizeof(why), "after a pause with %d ms: paused %d, dir gone %d, ping: %s", ms,
+				 sbx_vm_paused(vm), gone(dir), sbx_error_msg(err));
+		}
+		sbx_error_free(&err);
+	}
+	printf("# %d pauses failed by their deadline\n", failed);
+	result(ok && failed > 0, "pauses that fail by their deadline part way leave the VM running", why);
+}
+
+/* A resume from a state QEMU cannot load fails and leaves the VM dead,
+ * with a cause that says so; its processes' calls fail at once (not by
+ * their deadlines); its stop removes the pause directory. */
+static void broken_state(struct sbx_vm *vm, const char *state)
+{
+	char dir[600], file[700], why[512] = "";
+	snprintf(dir, sizeof(dir), "%s/pause-broken", state);
+	snprintf(file, sizeof(file), "%s/state", dir);
+	sbx_error_t err = NULL;
+	char *argv[] = { "sleep", "1000", NULL };
+	struct sbx_vm_proc *p = sbx_vm_spawn(vm, argv, NULL, NULL, false, &err);
+	struct sbx_vm_pause_info info;
+	bool ok = p != NULL && sbx_vm_pause(vm, dir, &info, sbx_now_ms() + OP_MS, &err) == 0 &&
+		  truncate(file, 4096) == 0;
+	int resumed = ok ? sbx_vm_resume(vm, sbx_now_ms() + OP_MS, &err) : 0;
+	char cause[300] = "";
+	sbx_vm_death_cause(vm, 0, cause, sizeof(cause));
+	snprintf(why, sizeof(why), "setup %d, resume %d (%s), alive %d, paused %d, cause \"%s\"", ok, resumed,
+		 sbx_error_msg(err), sbx_vm_alive(vm), sbx_vm_paused(vm), cause);
+	ok = ok && resumed < 0 && !sbx_vm_alive(vm) && !sbx_vm_paused(vm) && strstr(cause, "did not resume") != NULL;
+	sbx_error_free(&err);
+	int64_t t = sbx_now_ms();
+	int status = -1;
+	bool waited = p != NULL && sbx_vm_proc_wait(p, t + 20000, &status, &err) == 0;
+	bool fast = sbx_now_ms() - t < 5000;
+	sbx_error_free(&err);
+	result(ok && !waited && fast && !gone(dir),
+	       "a resume QEMU cannot load leaves the VM dead with its cause, its processes failing at once", why);
+	sbx_vm_proc_free(p);
+	sbx_vm_stop(vm, sbx_now_ms() + 10000);
+	result(gone(dir), "stopping a VM whose resume failed removes its pause directory", dir);
+}
+
 static bool echo_roundtrip(struct sbx_vm_proc *p, const char *word, char *why, size_t cap)
 {
 	sbx_error_t err = NULL;
@@ -579,12 +675,14 @@ int main(int argc, char **argv)
 	result(failed_pause < 0 && !sbx_vm_paused(vm) && still != NULL && strcmp(still, "still\n") == 0,
 	       "a failed pause leaves the VM running", still);
 	free(still);
+	late_deadlines(vm, state);
 	int resumed = sbx_vm_resume(vm, sbx_now_ms() + 2000, &err);
 	result(resumed < 0 && err != NULL && err->errnum == EINVAL, "resuming a running VM fails with EINVAL",
 	       sbx_error_msg(err));
 	sbx_error_free(&err);
 
 	/* The writer ends: its output is whole. */
+	struct sbx_vm_pause_info info;
 	char *stopped = sh(vm, "touch /tmp/stop-writer");
 	free(stopped);
 	if (reading)
@@ -602,9 +700,36 @@ int main(int argc, char **argv)
 	free(col.buf);
 	sbx_vm_proc_free(echo);
 
+	/* A signal to a process of a paused VM does not wait for the resume:
+	 * it goes after RESUMED.  (In a thread: one that waited would wait
+	 * for this thread's resume.) */
+	char *sleeper_argv[] = { "sleep", "1000", NULL };
+	struct killer kl = { .p = sbx_vm_spawn(vm, sleeper_argv, NULL, NULL, false, &err), .sig = 15 };
+	sbx_error_free(&err);
+	char kill_dir[600];
+	snprintf(kill_dir, sizeof(kill_dir), "%s/pause-kill", state);
+	uint32_t sleeper_pid = 0;
+	bool kill_ok = kl.p != NULL && sbx_vm_proc_pid(kl.p, sbx_now_ms() + OP_MS, &sleeper_pid, &err) == 0 &&
+		       sbx_vm_pause(vm, kill_dir, &info, sbx_now_ms() + OP_MS, &err) == 0;
+	pthread_t kill_thread;
+	bool killing = kill_ok && pthread_create(&kill_thread, NULL, kill_main, &kl) == 0;
+	for (int i = 0; killing && i < 200 && !atomic_load(&kl.done); i++)
+		usleep(10000);
+	bool returned = killing && atomic_load(&kl.done);
+	int kill_status = -1;
+	kill_ok = kill_ok && sbx_vm_resume(vm, sbx_now_ms() + OP_MS, &err) == 0;
+	if (killing)
+		pthread_join(kill_thread, NULL);
+	kill_ok = kill_ok && killing && kl.rc == 0 && sbx_vm_proc_wait(kl.p, sbx_now_ms() + OP_MS, &kill_status, &err) == 0;
+	snprintf(why, sizeof(why), "returned while paused %d, kill %d, status %d (%s)", returned, kl.rc, kill_status,
+		 sbx_error_msg(err));
+	result(kill_ok && returned && kill_status == 128 + 15,
+	       "a kill of a paused VM's process returns at once and the signal arrives after the resume", why);
+	sbx_error_free(&err);
+	sbx_vm_proc_free(kl.p);
+
 	/* A paused VM's stop removes its state. */
 	snprintf(dirs[CYCLES], sizeof(dirs[CYCLES]), "%s/pause-last", state);
-	struct sbx_vm_pause_info info;
 	int paused = sbx_vm_pause(vm, dirs[CYCLES], &info, sbx_now_ms() + OP_MS, &err);
 	bool was_there = paused == 0 && !gone(dirs[CYCLES]);
 	result(paused == 0 && was_there, "the VM pauses once more", sbx_error_msg(err));
@@ -631,7 +756,7 @@ int main(int argc, char **argv)
 	free(host);
 	sbx_error_free(&err);
 	if (vm != NULL)
-		sbx_vm_stop(vm, sbx_now_ms() + 10000);
+		broken_state(vm, state); /* and stops it */
 
 	networked(argv[1], state);
 

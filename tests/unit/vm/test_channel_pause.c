@@ -3,9 +3,13 @@
  * every byte (SIOCOUTQ), senders wait within their deadlines, the old
  * socket's EOF is no death, the reader goes on on the new socket with
  * the partial frame it had, RESUMED goes first, a stream released while
- * held gets its KILL at the resume, and chan_close does not hang. */
+ * held gets its KILL at the resume, a signal sent while held does not
+ * wait for the resume (it follows RESUMED, once however often it was
+ * sent), and chan_close does not hang. */
 #include <errno.h>
 #include <poll.h>
+#include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -244,6 +248,74 @@ TEST(a_stream_released_while_held_is_killed_after_resumed)
 	CHECK_INT(in.stream, id);
 	CHECK_INT(in.u.signal, 9);
 	proto_msg_free(&in);
+	guest_free(&g2);
+	chan_close(c);
+}
+
+struct killer {
+	struct chan_stream *s;
+	int sig, times, rc;
+	atomic_bool done;
+};
+
+static void *kill_main(void *arg)
+{
+	struct killer *k = arg;
+	sbx_error_t err = NULL;
+	for (int i = 0; i < k->times && k->rc == 0; i++)
+		k->rc = chan_stream_kill(k->s, k->sig, &err);
+	sbx_error_free(&err);
+	k->done = true;
+	return NULL;
+}
+
+TEST(a_signal_sent_while_held_does_not_wait_and_follows_resumed)
+{
+	struct guest g;
+	struct chan *c = setup(&g);
+	CHECK(c != NULL);
+	uint32_t id = 0;
+	struct chan_stream *s = spawn(c, &g, &id);
+	CHECK(s != NULL);
+	sbx_error_t err = NULL;
+	CHECK_INT(chan_hold(c, soon(), &err), 0);
+	/* In a thread: a kill that waited for the resume would wait here for
+	 * ever, the resume being this thread's. */
+	struct killer k = { .s = s, .sig = 15, .times = 100 };
+	pthread_t t;
+	CHECK_INT(pthread_create(&t, NULL, kill_main, &k), 0);
+	for (int i = 0; i < 100 && !k.done; i++)
+		usleep(10000);
+	CHECK(k.done);
+	CHECK_INT(k.rc, 0);
+	CHECK(!readable(g.fd, 0)); /* nothing went to the old QEMU */
+	guest_free(&g);
+	int sv[2];
+	CHECK(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) == 0);
+	struct guest g2;
+	guest_init(&g2, sv[1]);
+	uint8_t entropy[32];
+	struct proto_msg r = resumed(entropy);
+	CHECK_INT(chan_resume(c, sv[0], &r, soon(), &err), 0);
+	CHECK_INT(pthread_join(t, NULL), 0);
+	struct proto_msg in;
+	CHECK_INT(guest_recv(&g2, &in), 0);
+	CHECK_INT(in.type, PROTO_RESUMED);
+	proto_msg_free(&in);
+	CHECK_INT(guest_recv(&g2, &in), 0);
+	CHECK_INT(in.type, PROTO_KILL);
+	CHECK_INT(in.stream, id);
+	CHECK_INT(in.u.signal, 15);
+	proto_msg_free(&in);
+	/* A hundred kills kept as one. */
+	CHECK(!readable(g2.fd, 100));
+	/* Unheld, a signal goes at once. */
+	CHECK_INT(chan_stream_kill(s, 2, &err), 0);
+	CHECK_INT(guest_recv(&g2, &in), 0);
+	CHECK_INT(in.type, PROTO_KILL);
+	CHECK_INT(in.u.signal, 2);
+	proto_msg_free(&in);
+	chan_stream_release(s);
 	guest_free(&g2);
 	chan_close(c);
 }

@@ -1,6 +1,7 @@
 /* The memory limit of a VM's cgroup (vm/vm_jail.h): the caller's worst
  * case, and for a clone of a copy-on-write template the holes of the
- * template's memfd besides. */
+ * template's memfd besides.  The largest file QEMU may write holds a
+ * pause's state: the guest's RAM, whatever the scratch disk's size. */
 #include <stdint.h>
 #include <stdlib.h>
 
@@ -76,4 +77,18 @@ TEST(the_decision_passed_in_is_followed_not_a_probe)
 	CHECK_INT(a, SBX_ACCEL_KVM);
 	unsetenv(SBX_ACCEL_PROBE_ENV);
 	sbx_error_free(&err);
+}
+
+TEST(a_pause_may_write_the_guests_ram_past_a_small_scratch_disk)
+{
+	/* Any VM may be paused (vm.h sbx_vm_pause): QEMU then migrates its
+	 * RAM into a file, and a write past RLIMIT_FSIZE is SIGXFSZ, which
+	 * ends QEMU (and the VM) in the middle of the pause. */
+	struct vm_jail_args a = { .guest_mib = 4096, .memory_limit_mib = 4224, .scratch_bytes = 1ull << 30 };
+	CHECK(vm_jail_fsize_bytes(&a) >= (4096ull + 64) << 20);
+	a.ram_fd = true; /* a clone's private RAM is in the file all the same */
+	CHECK(vm_jail_fsize_bytes(&a) >= (4096ull + 64) << 20);
+	/* A scratch disk larger than that stays the bound. */
+	a.scratch_bytes = 8ull << 30;
+	CHECK(vm_jail_fsize_bytes(&a) == 8ull << 30);
 }

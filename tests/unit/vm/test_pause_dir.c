@@ -1,7 +1,9 @@
 /* A paused VM's directory (vm/pause_dir.h): 0700 whatever the umask,
  * a new one only; kept files are 0600 links of the VM's (the same
  * inode), restored ones links back; text round-trips bounded; the size
- * counts allocated blocks; removal leaves nothing. */
+ * counts allocated blocks; removal leaves nothing; a symbolic link in
+ * place of a file to keep or restore is refused, and what it points to
+ * keeps its mode. */
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -84,4 +86,39 @@ TEST(create_keep_restore_remove)
 	CHECK(access(back, F_OK) == 0); /* the restored link stays */
 	unlink(back);
 	rmdir(base);
+}
+
+TEST(a_link_in_place_of_a_file_is_not_followed)
+{
+	char tmp[] = "/tmp/sbx-pause-link-test-XXXXXX";
+	CHECK(mkdtemp(tmp) != NULL);
+	char dir[64], target[64], link_[64], planted[128], back[64];
+	snprintf(dir, sizeof(dir), "%s/paused", tmp);
+	snprintf(target, sizeof(target), "%s/host-file", tmp);
+	snprintf(link_, sizeof(link_), "%s/scratch.link", tmp);
+	snprintf(planted, sizeof(planted), "%s/%s", dir, PAUSE_IMAGE);
+	snprintf(back, sizeof(back), "%s/image.back", tmp);
+	int fd = open(target, O_WRONLY | O_CREAT | O_EXCL, 0644);
+	CHECK(fd >= 0);
+	close(fd);
+	CHECK(chmod(target, 0644) == 0);
+	CHECK(symlink(target, link_) == 0);
+	sbx_error_t err = NULL;
+	CHECK_INT(pause_dir_create(dir, &err), 0);
+	/* Kept: refused, and the host's file keeps its mode. */
+	CHECK_INT(pause_dir_keep(dir, PAUSE_SCRATCH, link_, &err), -1);
+	sbx_error_free(&err);
+	struct stat st;
+	CHECK(stat(target, &st) == 0);
+	CHECK_INT(st.st_mode & 0777, 0644);
+	/* Restored: a link planted in the directory is not put back. */
+	CHECK(symlink(target, planted) == 0);
+	CHECK_INT(pause_dir_restore(dir, PAUSE_IMAGE, back, &err), -1);
+	sbx_error_free(&err);
+	CHECK(lstat(back, &st) < 0 && errno == ENOENT);
+	pause_dir_remove(dir);
+	CHECK(access(dir, F_OK) < 0);
+	unlink(link_);
+	unlink(target);
+	rmdir(tmp);
 }
