@@ -174,6 +174,14 @@ void sbx_registry_resume_end(struct sbx_registry *reg, struct sbx_sandbox *sb, b
 bool sbx_registry_vm_paused(struct sbx_registry *reg, const struct sbx_sandbox *sb);
 /* Whether `id` is paused, or being paused or resumed (and not stopped). */
 bool sbx_registry_is_paused(struct sbx_registry *reg, const char *id);
+/* For the stop of `id` (claimed stopped): waits while it is being paused
+ * or resumed, then returns its VM when it is paused (calls may wait on it
+ * for a resume that will not come), else NULL.  The VM stays the record's
+ * until sbx_registry_detach. */
+void *sbx_registry_paused_vm(struct sbx_registry *reg, const char *id);
+/* Whether `sb` was stopped while paused: a call that failed on it failed
+ * for the stop. */
+bool sbx_registry_stopped_paused(struct sbx_registry *reg, const struct sbx_sandbox *sb);
 /* Paused sandboxes now and their bytes on disk together. */
 size_t sbx_registry_paused(struct sbx_registry *reg, uint64_t *bytes);
 

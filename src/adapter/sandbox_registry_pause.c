@@ -150,6 +150,27 @@ void sbx_registry_resume_end(struct sbx_registry *reg, struct sbx_sandbox *sb, b
 	pthread_mutex_unlock(&reg->lock);
 }
 
+void *sbx_registry_paused_vm(struct sbx_registry *reg, const char *id)
+{
+	pthread_mutex_lock(&reg->lock);
+	struct sbx_sandbox *sb = registry_find_locked(reg, id, NULL);
+	while (sb != NULL && (sb->pause_state == SBX_SB_PAUSING || sb->pause_state == SBX_SB_RESUMING)) {
+		pthread_cond_wait(&reg->exec_done, &reg->lock);
+		sb = registry_find_locked(reg, id, NULL);
+	}
+	void *vm = sb != NULL && sb->stopped && sb->pause_state == SBX_SB_PAUSED ? sb->vm : NULL;
+	pthread_mutex_unlock(&reg->lock);
+	return vm;
+}
+
+bool sbx_registry_stopped_paused(struct sbx_registry *reg, const struct sbx_sandbox *sb)
+{
+	pthread_mutex_lock(&reg->lock);
+	bool stopped_paused = sb->stopped && sb->pause_state == SBX_SB_PAUSED;
+	pthread_mutex_unlock(&reg->lock);
+	return stopped_paused;
+}
+
 size_t sbx_registry_paused(struct sbx_registry *reg, uint64_t *bytes)
 {
 	pthread_mutex_lock(&reg->lock);

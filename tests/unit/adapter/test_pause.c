@@ -11,6 +11,8 @@
 #include <unistd.h>
 
 #include "adapter/adapter.h"
+#include "adapter/adapter_state.h"
+#include "common/clock.h"
 #include "adapter/reaper.h"
 #include "adapter/reaper_policy.h"
 #include "common/metrics.h"
@@ -21,13 +23,13 @@
 /* ---- the fake backend ------------------------------------------------- */
 
 struct fvm {
-	bool paused, dead;
+	bool paused, dead, aborted;
 };
 
 static struct {
 	pthread_mutex_t lock;
-	int pauses, resumes, stops, exec_on_paused;
-	bool fail_pause, fail_resume, block, in_exec, unblock;
+	int pauses, resumes, stops, exec_on_paused, aborts;
+	bool fail_pause, fail_resume, block, in_exec, unblock, fs_gate, in_fs;
 	uint64_t size;
 	int resume_ms;
 	char dir[512];
@@ -36,8 +38,8 @@ static struct {
 static void fk_reset(void)
 {
 	pthread_mutex_lock(&F.lock);
-	F.pauses = F.resumes = F.stops = F.exec_on_paused = 0;
-	F.fail_pause = F.fail_resume = F.block = F.in_exec = F.unblock = false;
+	F.pauses = F.resumes = F.stops = F.exec_on_paused = F.aborts = 0;
+	F.fail_pause = F.fail_resume = F.block = F.in_exec = F.unblock = F.fs_gate = F.in_fs = false;
 	F.size = 200ull << 20;
 	F.resume_ms = 0;
 	F.dir[0] = '\0';
@@ -148,6 +150,43 @@ static int fk_resume(void *vm, int64_t deadline, sbx_error_t *err)
 	return fail ? sbx_error_set(err, EIO, "QEMU did not start again") : 0;
 }
 
+/* The VM layer's abort of a paused VM's waiters (backend.h). */
+static void fk_abort_paused(void *vm)
+{
+	pthread_mutex_lock(&F.lock);
+	((struct fvm *)vm)->aborted = true;
+	F.aborts++;
+	pthread_mutex_unlock(&F.lock);
+}
+
+/* An fs call that, as the VM layer's, waits while its VM is paused: for
+ * the resume, for an abort, or for its deadline (FS_WAIT_MS here, a
+ * minute there).  F.fs_gate keeps it in flight until the test opens it. */
+#define FS_WAIT_MS 3000
+
+static json_t *fk_fs_call(void *ctx, void *vm, const struct proto_msg *req, sbx_error_t *err)
+{
+	struct fvm *v = vm;
+	int64_t until = sbx_now_ms() + FS_WAIT_MS;
+	pthread_mutex_lock(&F.lock);
+	F.in_fs = true;
+	while ((F.fs_gate || v->paused) && !v->aborted && sbx_now_ms() < until) {
+		pthread_mutex_unlock(&F.lock);
+		usleep(1000);
+		pthread_mutex_lock(&F.lock);
+	}
+	bool aborted = v->aborted, waited = v->paused;
+	F.in_fs = false;
+	pthread_mutex_unlock(&F.lock);
+	if (aborted)
+		return sbx_error_scode(err, "S216", "the VM was stopped while paused"), NULL;
+	if (waited)
+		return sbx_error_set(err, ETIMEDOUT, "fake fs deadline"), NULL;
+	return json_pack("{s:[]}", "entries");
+}
+
+static const struct sbx_fs_ops fk_fs_ops = { .call = fk_fs_call };
+
 /* A background process that runs until killed; a signal to a paused VM
  * waits for its resume, as the VM layer's does. */
 struct fproc {
@@ -209,7 +248,8 @@ static void fk_free(void *proc)
 
 static const struct sbx_backend_ops fk_ops = { .boot = fk_boot, .exec = fk_exec, .write_file = fk_write,
 					       .stop = fk_stop, .alive = fk_alive, .pause = fk_pause,
-					       .resume = fk_resume, .proc_start = fk_start, .proc_read = fk_read,
+					       .resume = fk_resume, .abort_paused = fk_abort_paused,
+					       .proc_start = fk_start, .proc_read = fk_read,
 					       .proc_close_stdin = fk_close_stdin, .proc_signal = fk_signal,
 					       .proc_wait = fk_wait, .proc_free = fk_free };
 
@@ -654,6 +694,66 @@ TEST(stop_of_a_paused_sandbox_with_a_background_process_does_not_wait_for_a_resu
 	CHECK(stopped);
 	CHECK(json_is_true(json_object_get(c.reply, "stopped")));
 	json_decref(c.reply);
+	free(id);
+	sbx_adapter_free(a);
+}
+
+static bool fk_in_fs(void)
+{
+	pthread_mutex_lock(&F.lock);
+	bool in = F.in_fs;
+	pthread_mutex_unlock(&F.lock);
+	return in;
+}
+
+static void *ls_thread(void *arg)
+{
+	struct call *c = arg;
+	c->reply = adapter_callf(c->a, "fs::ls", "{\"sandbox_id\":\"%s\",\"path\":\"/\"}", c->id);
+	return NULL;
+}
+
+TEST(stop_of_a_paused_sandbox_ends_an_fs_call_waiting_for_its_resume)
+{
+	struct sbx_adapter *a = make(CFG "}");
+	CHECK(a != NULL);
+	a->fs = (struct sbx_fs_host){ &fk_fs_ops, NULL };
+	char *id = create(a, "");
+	CHECK(id != NULL);
+	/* An fs call in flight when the pause comes: it waits for the resume. */
+	F.fs_gate = true;
+	struct call c = { a, id, NULL };
+	pthread_t t;
+	CHECK(pthread_create(&t, NULL, ls_thread, &c) == 0);
+	for (int i = 0; i < 2000 && !fk_in_fs(); i++)
+		usleep(1000);
+	json_t *r = on(a, "pause", id);
+	CHECK(json_is_true(json_object_get(r, "paused")));
+	json_decref(r);
+	pthread_mutex_lock(&F.lock);
+	F.fs_gate = false;
+	pthread_mutex_unlock(&F.lock);
+	/* The stop ends it at once, not at its deadline. */
+	int64_t t0 = sbx_now_ms();
+	r = on(a, "stop", id);
+	int64_t took = sbx_now_ms() - t0;
+	pthread_join(t, NULL);
+	CHECK(json_is_true(json_object_get(r, "stopped")));
+	json_decref(r);
+	CHECK(took < FS_WAIT_MS / 2);
+	CHECK_INT(fk_get(&F.aborts), 1);
+	CHECK_INT(fk_get(&F.stops), 1);
+	char want[160];
+	snprintf(want, sizeof(want), "sandbox %s was stopped while the call waited for its resume", id);
+	CHECK_STR(jstr(c.reply, "code"), "S004");
+	CHECK(strstr(jstr(c.reply, "message"), want) != NULL);
+	json_decref(c.reply);
+	/* A running sandbox's stop aborts nothing. */
+	char *other = create(a, "");
+	CHECK(other != NULL);
+	json_decref(on(a, "stop", other));
+	CHECK_INT(fk_get(&F.aborts), 1);
+	free(other);
 	free(id);
 	sbx_adapter_free(a);
 }
