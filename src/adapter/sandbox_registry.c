@@ -251,7 +251,7 @@ size_t registry_running_locked(struct sbx_registry *reg)
 {
 	size_t n = 0;
 	for (size_t i = 0; i < reg->n; i++)
-		n += reg->items[i]->pause_state == SBX_SB_RUNNING;
+		n += reg->items[i]->pause_state != SBX_SB_PAUSED;
 	return n;
 }
 

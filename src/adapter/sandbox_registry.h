@@ -46,8 +46,9 @@ void sbx_registry_free(struct sbx_registry *reg);
 
 /* Reserves a slot for a sandbox about to be created, so parallel creates
  * cannot overshoot `max` (S400 "max_concurrent_sandboxes (N) reached").
- * Stopped-but-unremoved records count; paused ones do not (their QEMU is
- * gone: they count against max_paused_sandboxes). */
+ * Stopped-but-unremoved records count, and those being paused or resumed;
+ * paused ones do not (their QEMU is gone: they count against
+ * max_paused_sandboxes). */
 int sbx_registry_reserve(struct sbx_registry *reg, uint32_t max, sbx_error_t *err);
 void sbx_registry_unreserve(struct sbx_registry *reg);
 /* Turns a reservation into a record (owning `vm`, NULL without one, and the

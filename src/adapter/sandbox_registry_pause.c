@@ -6,8 +6,9 @@
 #include "adapter/sandbox_registry_internal.h"
 #include "common/scodes.h"
 
-/* Paused sandboxes and those being paused: what max_paused_sandboxes and
- * snapshot_store_mb count. */
+/* Paused sandboxes and those being paused or resumed: what
+ * max_paused_sandboxes and snapshot_store_mb count (a pause in progress
+ * with the bytes it may write, pause_begin). */
 static size_t paused_locked(struct sbx_registry *reg, uint64_t *bytes)
 {
 	size_t n = 0;
@@ -52,6 +53,9 @@ struct sbx_sandbox *sbx_registry_pause_begin(struct sbx_registry *reg, const cha
 				(unsigned long long)((need_bytes + (1u << 20) - 1) >> 20));
 	} else {
 		sb->pause_state = SBX_SB_PAUSING;
+		/* Held for it until pause_end, so that pauses at the same
+		 * time cannot pass snapshot_store_mb together. */
+		sb->paused_bytes = need_bytes;
 		sb->refs++;
 		pthread_mutex_unlock(&reg->lock);
 		return sb;
@@ -83,6 +87,7 @@ uint64_t sbx_registry_pause_end(struct sbx_registry *reg, struct sbx_sandbox *sb
 		sb->mem_mib = 0;
 	} else {
 		sb->pause_state = SBX_SB_RUNNING;
+		sb->paused_bytes = 0;
 	}
 	registry_unref_locked(sb);
 	pthread_cond_broadcast(&reg->exec_done);

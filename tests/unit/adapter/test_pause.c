@@ -29,9 +29,9 @@ struct fvm {
 static struct {
 	pthread_mutex_t lock;
 	int pauses, resumes, stops, exec_on_paused, aborts;
-	bool fail_pause, fail_resume, block, in_exec, unblock, fs_gate, in_fs;
+	bool fail_pause, fail_resume, block, in_exec, unblock, fs_gate, in_fs, in_pause, in_resume;
 	uint64_t size;
-	int resume_ms;
+	int resume_ms, pause_ms;
 	char dir[512];
 } F = { .lock = PTHREAD_MUTEX_INITIALIZER };
 
@@ -41,7 +41,8 @@ static void fk_reset(void)
 	F.pauses = F.resumes = F.stops = F.exec_on_paused = F.aborts = 0;
 	F.fail_pause = F.fail_resume = F.block = F.in_exec = F.unblock = F.fs_gate = F.in_fs = false;
 	F.size = 200ull << 20;
-	F.resume_ms = 0;
+	F.resume_ms = F.pause_ms = 0;
+	F.in_pause = F.in_resume = false;
 	F.dir[0] = '\0';
 	pthread_mutex_unlock(&F.lock);
 }
@@ -118,6 +119,12 @@ static int fk_pause(void *vm, const char *dir, uint64_t *size_bytes, int64_t *du
 {
 	struct fvm *v = vm;
 	pthread_mutex_lock(&F.lock);
+	F.in_pause = true;
+	int ms = F.pause_ms;
+	pthread_mutex_unlock(&F.lock);
+	usleep((useconds_t)ms * 1000);
+	pthread_mutex_lock(&F.lock);
+	F.in_pause = false;
 	bool fail = F.fail_pause;
 	if (!fail) {
 		v->paused = true;
@@ -137,11 +144,13 @@ static int fk_resume(void *vm, int64_t deadline, sbx_error_t *err)
 	pthread_mutex_lock(&F.lock);
 	int ms = F.resume_ms;
 	bool fail = F.fail_resume;
+	F.in_resume = true;
 	pthread_mutex_unlock(&F.lock);
 	/* Slow enough for concurrent callers to meet it in progress. */
 	usleep((useconds_t)ms * 1000);
 	pthread_mutex_lock(&F.lock);
 	F.resumes++;
+	F.in_resume = false;
 	if (fail)
 		v->dead = true;
 	else
@@ -567,6 +576,86 @@ TEST(limits_max_paused_and_snapshot_store)
 	json_decref(r);
 	free(x);
 	free(y);
+	sbx_adapter_free(a);
+}
+
+static bool fk_flag(bool *f)
+{
+	pthread_mutex_lock(&F.lock);
+	bool v = *f;
+	pthread_mutex_unlock(&F.lock);
+	return v;
+}
+
+static void *pause_thread(void *arg)
+{
+	struct call *c = arg;
+	c->reply = on(c->a, "pause", c->id);
+	return NULL;
+}
+
+static void *resume_thread(void *arg)
+{
+	struct call *c = arg;
+	c->reply = on(c->a, "resume", c->id);
+	return NULL;
+}
+
+TEST(snapshot_store_counts_a_pause_in_progress)
+{
+	/* Two 256 MiB guests do not fit 400 MiB, paused one after the other
+	 * or both at once. */
+	struct sbx_adapter *a = make(CFG ",\"snapshot_store_mb\":400}");
+	CHECK(a != NULL);
+	char *x = create(a, ""), *y = create(a, "");
+	CHECK(x != NULL && y != NULL);
+	F.pause_ms = 300;
+	struct call c = { a, x, NULL };
+	pthread_t t;
+	CHECK(pthread_create(&t, NULL, pause_thread, &c) == 0);
+	for (int i = 0; i < 2000 && !fk_flag(&F.in_pause); i++)
+		usleep(1000);
+	F.pause_ms = 0;
+	json_t *r = on(a, "pause", y);
+	pthread_join(t, NULL);
+	CHECK(json_is_true(json_object_get(c.reply, "paused")));
+	json_decref(c.reply);
+	CHECK_STR(jstr(r, "code"), "S400");
+	CHECK(strstr(jstr(r, "message"), "snapshot_store_mb (400 MiB)") != NULL);
+	json_decref(r);
+	free(x);
+	free(y);
+	sbx_adapter_free(a);
+}
+
+TEST(max_concurrent_counts_a_resume_in_progress)
+{
+	struct sbx_adapter *a = make(CFG ",\"max_concurrent_sandboxes\":2}");
+	CHECK(a != NULL);
+	char *x = create(a, ""), *y = create(a, "");
+	CHECK(x != NULL && y != NULL);
+	json_decref(on(a, "pause", x));
+	/* x's slot is free while it is paused ... */
+	char *z = create(a, "");
+	CHECK(z != NULL);
+	json_decref(on(a, "stop", z));
+	/* ... and taken again from the start of its resume. */
+	F.resume_ms = 300;
+	struct call c = { a, x, NULL };
+	pthread_t t;
+	CHECK(pthread_create(&t, NULL, resume_thread, &c) == 0);
+	for (int i = 0; i < 2000 && !fk_flag(&F.in_resume); i++)
+		usleep(1000);
+	json_t *r = adapter_call_json(a, "create", "{\"image\":\"python\"}");
+	pthread_join(t, NULL);
+	CHECK(json_is_true(json_object_get(c.reply, "resumed")));
+	json_decref(c.reply);
+	CHECK_STR(jstr(r, "code"), "S400");
+	CHECK(strstr(jstr(r, "message"), "max_concurrent_sandboxes (2)") != NULL);
+	json_decref(r);
+	free(x);
+	free(y);
+	free(z);
 	sbx_adapter_free(a);
 }
 
