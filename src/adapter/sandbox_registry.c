@@ -442,6 +442,12 @@ bool sbx_registry_claim_reapable(struct sbx_registry *reg, bool all, const struc
 	return claim_first(reg, decide_idle, &c, id, wedged, expired);
 }
 
+bool registry_idle_pause_locked(const struct sbx_sandbox *sb, const struct reap_limits *lim)
+{
+	struct reap_ctx c = { false, lim, registry_now() };
+	return !sb->stopped && decide_idle(sb, &c) == REAP_PAUSE;
+}
+
 size_t sbx_registry_idle_ids(struct sbx_registry *reg, const struct reap_limits *lim,
 			     char (*ids)[SBX_UUID_STRLEN + 1], size_t cap)
 {

@@ -153,9 +153,12 @@ json_t *sbx_registry_list(struct sbx_registry *reg, uint32_t cap);
  * waits for them.  pause_end(ok) makes it paused with `bytes` on disk and
  * returns the MiB its VM had committed (given back to the budget by the
  * caller), or (!ok) running again, returning 0.  Both drop the reference
- * pause_begin took. */
+ * pause_begin took.  With `if_idle` (the reaper's pause), a running
+ * sandbox the policy no longer says to pause (a call came since the scan)
+ * is left alone: NULL without an error. */
 struct sbx_sandbox *sbx_registry_pause_begin(struct sbx_registry *reg, const char *id, uint32_t max_paused,
-					     uint64_t store_bytes, sbx_error_t *err);
+					     uint64_t store_bytes, const struct reap_limits *if_idle,
+					     sbx_error_t *err);
 void sbx_registry_pause_drain(struct sbx_registry *reg, struct sbx_sandbox *sb);
 uint64_t sbx_registry_pause_end(struct sbx_registry *reg, struct sbx_sandbox *sb, bool ok, uint64_t bytes);
 /* Whether `sb` is being paused (polled by execs, terminals). */

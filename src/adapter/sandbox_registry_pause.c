@@ -24,10 +24,17 @@ static size_t paused_locked(struct sbx_registry *reg, uint64_t *bytes)
 }
 
 struct sbx_sandbox *sbx_registry_pause_begin(struct sbx_registry *reg, const char *id, uint32_t max_paused,
-					     uint64_t store_bytes, sbx_error_t *err)
+					     uint64_t store_bytes, const struct reap_limits *if_idle, sbx_error_t *err)
 {
 	pthread_mutex_lock(&reg->lock);
 	struct sbx_sandbox *sb = registry_find_locked(reg, id, NULL);
+	/* The reaper's pause: a call since its scan keeps the sandbox
+	 * running (an exec admitted meanwhile is never killed). */
+	if (if_idle != NULL && sb != NULL && sb->pause_state == SBX_SB_RUNNING &&
+	    !registry_idle_pause_locked(sb, if_idle)) {
+		pthread_mutex_unlock(&reg->lock);
+		return NULL;
+	}
 	uint64_t bytes = 0;
 	size_t n = paused_locked(reg, &bytes);
 	/* Its state is at most its guest's RAM (what the guest touched) and

@@ -120,6 +120,7 @@ static int fk_pause(void *vm, const char *dir, uint64_t *size_bytes, int64_t *du
 	struct fvm *v = vm;
 	pthread_mutex_lock(&F.lock);
 	F.in_pause = true;
+	snprintf(F.dir, sizeof(F.dir), "%s", dir);
 	int ms = F.pause_ms;
 	pthread_mutex_unlock(&F.lock);
 	usleep((useconds_t)ms * 1000);
@@ -904,6 +905,49 @@ TEST(idle_pause_then_paused_ttl_deletes)
 	CHECK(entry_of(a, id) == NULL);
 	CHECK_INT(fk_get(&F.stops), 1);
 	free(id);
+	sbx_adapter_free(a);
+}
+
+static void *scan_thread(void *arg)
+{
+	struct call *c = arg;
+	c->reply = json_integer(reaper_scan(c->a, false));
+	return NULL;
+}
+
+TEST(idle_pause_leaves_a_sandbox_called_during_the_scan_running)
+{
+	struct sbx_adapter *a = make(CFG ",\"idle_action\":\"pause\"}");
+	CHECK(a != NULL);
+	char *x = create(a, ",\"idle_timeout_secs\":1"), *y = create(a, ",\"idle_timeout_secs\":1");
+	CHECK(x != NULL && y != NULL);
+	usleep(1100000);
+	/* Both are idle when the scan starts; one is called while the other
+	 * is being paused. */
+	F.pause_ms = 300;
+	struct call c = { a, NULL, NULL };
+	pthread_t t;
+	CHECK(pthread_create(&t, NULL, scan_thread, &c) == 0);
+	for (int i = 0; i < 2000 && !fk_flag(&F.in_pause); i++)
+		usleep(1000);
+	pthread_mutex_lock(&F.lock);
+	const char *first = strstr(F.dir, x) != NULL ? x : y, *called = first == x ? y : x;
+	F.pause_ms = 0;
+	pthread_mutex_unlock(&F.lock);
+	json_t *r = exec_on(a, called);
+	CHECK_STR(jstr(r, "stdout"), "ok\n");
+	json_decref(r);
+	pthread_join(t, NULL);
+	CHECK_INT(json_integer_value(c.reply), 1);
+	json_decref(c.reply);
+	CHECK_INT(fk_get(&F.pauses), 1);
+	json_t *e = entry_of(a, first), *o = entry_of(a, called);
+	CHECK_STR(jstr(e, "state"), "paused");
+	CHECK(o != NULL && json_object_get(o, "state") == NULL);
+	json_decref(e);
+	json_decref(o);
+	free(x);
+	free(y);
 	sbx_adapter_free(a);
 }
 
