@@ -25,10 +25,8 @@ static unsigned pause_idle(struct sbx_adapter *a, const struct reap_limits *lim)
 		if (rc > 0)
 			continue;
 		done++;
-		if (rc == 0) {
-			sbx_info("sandbox %s: idle past its timeout; paused it", ids[i]);
+		if (rc == 0)
 			continue;
-		}
 		sbx_warn("sandbox %s: idle pause failed (%s); stopping it", ids[i], sbx_error_msg(err));
 		sbx_error_free(&err);
 		bool was_stopped;

@@ -126,6 +126,8 @@ static int pause_one(struct sbx_adapter *a, const char *id, const struct reap_li
 							  (uint64_t)pc->snapshot_store_mb << 20, if_idle, err);
 	if (sb == NULL)
 		return *err != NULL ? -1 : 1;
+	if (if_idle != NULL)
+		sbx_info("sandbox %s: idle past its timeout; pausing it", id);
 	int rc;
 	cleanup_free char *dir = NULL;
 	if (ops == NULL || ops->pause == NULL || sb->vm == NULL)
