@@ -49,6 +49,8 @@ struct sbx_sandbox *sbx_registry_pause_begin(struct sbx_registry *reg, const cha
 				sb->pause_state == SBX_SB_PAUSED    ? "paused already"
 				: sb->pause_state == SBX_SB_PAUSING ? "being paused"
 								    : "being resumed");
+	} else if (max_paused == 0) {
+		sbx_error_scode(err, SBX_S_LIMIT, "pausing is turned off (max_paused_sandboxes is 0)");
 	} else if (n >= max_paused) {
 		sbx_error_scode(err, SBX_S_LIMIT, "max_paused_sandboxes (%u) reached: resume or stop a paused sandbox",
 				max_paused);

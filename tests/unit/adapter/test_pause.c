@@ -562,6 +562,18 @@ TEST(limits_max_paused_and_snapshot_store)
 	free(y);
 	sbx_adapter_free(a);
 
+	/* 0 turns pausing off, and says so rather than "reached". */
+	a = make(CFG ",\"max_paused_sandboxes\":0}");
+	CHECK(a != NULL);
+	x = create(a, "");
+	CHECK(x != NULL);
+	r = on(a, "pause", x);
+	CHECK_STR(jstr(r, "code"), "S400");
+	CHECK(strstr(jstr(r, "message"), "pausing is turned off (max_paused_sandboxes is 0)") != NULL);
+	json_decref(r);
+	free(x);
+	sbx_adapter_free(a);
+
 	/* 200 MiB paused + 256 MiB of the next guest's RAM > 400 MiB. */
 	a = make(CFG ",\"snapshot_store_mb\":400}");
 	CHECK(a != NULL);
