@@ -134,6 +134,10 @@ struct sbx_backend_ops {
 	 * are gone.  On failure the VM is dead (alive() false) and stop()
 	 * removes the state. */
 	int (*resume)(void *vm, int64_t deadline, sbx_error_t *err);
+	/* A paused VM about to be stopped (optional): the calls waiting for
+	 * its resume (fs operations, spawns, signals) fail now rather than at
+	 * their deadlines.  A running VM is left alone. */
+	void (*abort_paused)(void *vm);
 
 	/* Processes the caller drives (optional: NULL proc_start answers
 	 * S300).  Started once the guest reported its pid (*pid); S300 when

@@ -17,12 +17,15 @@ static unsigned pause_idle(struct sbx_adapter *a, const struct reap_limits *lim)
 {
 	char ids[REAPER_PAUSES_PER_SCAN][SBX_UUID_STRLEN + 1];
 	size_t n = sbx_registry_idle_ids(a->reg, lim, ids, REAPER_PAUSES_PER_SCAN);
+	unsigned done = 0;
 	for (size_t i = 0; i < n; i++) {
-		uint64_t size_bytes;
-		int64_t duration_ms;
 		sbx_error_t err = NULL;
-		sbx_info("sandbox %s: idle past its timeout; pausing it", ids[i]);
-		if (sandbox_pause(a, ids[i], &size_bytes, &duration_ms, &err) == 0)
+		/* Each pause takes a while: the others' idleness is asked again. */
+		int rc = sandbox_pause_idle(a, ids[i], lim, &err);
+		if (rc > 0)
+			continue;
+		done++;
+		if (rc == 0)
 			continue;
 		sbx_warn("sandbox %s: idle pause failed (%s); stopping it", ids[i], sbx_error_msg(err));
 		sbx_error_free(&err);
@@ -31,7 +34,7 @@ static unsigned pause_idle(struct sbx_adapter *a, const struct reap_limits *lim)
 			sandbox_teardown(a, ids[i], SANDBOX_STOP_IDLE);
 		sbx_error_free(&err);
 	}
-	return (unsigned)n;
+	return done;
 }
 
 unsigned reaper_scan(struct sbx_adapter *a, bool all)

@@ -251,7 +251,7 @@ size_t registry_running_locked(struct sbx_registry *reg)
 {
 	size_t n = 0;
 	for (size_t i = 0; i < reg->n; i++)
-		n += reg->items[i]->pause_state == SBX_SB_RUNNING;
+		n += reg->items[i]->pause_state != SBX_SB_PAUSED;
 	return n;
 }
 
@@ -440,6 +440,12 @@ bool sbx_registry_claim_reapable(struct sbx_registry *reg, bool all, const struc
 {
 	struct reap_ctx c = { all, lim, registry_now() };
 	return claim_first(reg, decide_idle, &c, id, wedged, expired);
+}
+
+bool registry_idle_pause_locked(const struct sbx_sandbox *sb, const struct reap_limits *lim)
+{
+	struct reap_ctx c = { false, lim, registry_now() };
+	return !sb->stopped && decide_idle(sb, &c) == REAP_PAUSE;
 }
 
 size_t sbx_registry_idle_ids(struct sbx_registry *reg, const struct reap_limits *lim,

@@ -46,8 +46,9 @@ void sbx_registry_free(struct sbx_registry *reg);
 
 /* Reserves a slot for a sandbox about to be created, so parallel creates
  * cannot overshoot `max` (S400 "max_concurrent_sandboxes (N) reached").
- * Stopped-but-unremoved records count; paused ones do not (their QEMU is
- * gone: they count against max_paused_sandboxes). */
+ * Stopped-but-unremoved records count, and those being paused or resumed;
+ * paused ones do not (their QEMU is gone: they count against
+ * max_paused_sandboxes). */
 int sbx_registry_reserve(struct sbx_registry *reg, uint32_t max, sbx_error_t *err);
 void sbx_registry_unreserve(struct sbx_registry *reg);
 /* Turns a reservation into a record (owning `vm`, NULL without one, and the
@@ -152,9 +153,12 @@ json_t *sbx_registry_list(struct sbx_registry *reg, uint32_t cap);
  * waits for them.  pause_end(ok) makes it paused with `bytes` on disk and
  * returns the MiB its VM had committed (given back to the budget by the
  * caller), or (!ok) running again, returning 0.  Both drop the reference
- * pause_begin took. */
+ * pause_begin took.  With `if_idle` (the reaper's pause), a running
+ * sandbox the policy no longer says to pause (a call came since the scan)
+ * is left alone: NULL without an error. */
 struct sbx_sandbox *sbx_registry_pause_begin(struct sbx_registry *reg, const char *id, uint32_t max_paused,
-					     uint64_t store_bytes, sbx_error_t *err);
+					     uint64_t store_bytes, const struct reap_limits *if_idle,
+					     sbx_error_t *err);
 void sbx_registry_pause_drain(struct sbx_registry *reg, struct sbx_sandbox *sb);
 uint64_t sbx_registry_pause_end(struct sbx_registry *reg, struct sbx_sandbox *sb, bool ok, uint64_t bytes);
 /* Whether `sb` is being paused (polled by execs, terminals). */
@@ -174,6 +178,14 @@ void sbx_registry_resume_end(struct sbx_registry *reg, struct sbx_sandbox *sb, b
 bool sbx_registry_vm_paused(struct sbx_registry *reg, const struct sbx_sandbox *sb);
 /* Whether `id` is paused, or being paused or resumed (and not stopped). */
 bool sbx_registry_is_paused(struct sbx_registry *reg, const char *id);
+/* For the stop of `id` (claimed stopped): waits while it is being paused
+ * or resumed, then returns its VM when it is paused (calls may wait on it
+ * for a resume that will not come), else NULL.  The VM stays the record's
+ * until sbx_registry_detach. */
+void *sbx_registry_paused_vm(struct sbx_registry *reg, const char *id);
+/* Whether `sb` was stopped while paused: a call that failed on it failed
+ * for the stop. */
+bool sbx_registry_stopped_paused(struct sbx_registry *reg, const struct sbx_sandbox *sb);
 /* Paused sandboxes now and their bytes on disk together. */
 size_t sbx_registry_paused(struct sbx_registry *reg, uint64_t *bytes);
 

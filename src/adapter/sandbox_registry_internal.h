@@ -27,8 +27,10 @@ void registry_creating_free(struct sbx_registry *reg);
 struct sbx_sandbox *registry_find_locked(struct sbx_registry *reg, const char *id, size_t *index);
 void registry_unref_locked(struct sbx_sandbox *sb);
 struct timespec registry_now(void);
-/* Records not paused (nor being paused or resumed): what
- * max_concurrent_sandboxes counts. */
+/* Whether the reaper's policy says to pause `sb` now (idle_action pause). */
+bool registry_idle_pause_locked(const struct sbx_sandbox *sb, const struct reap_limits *lim);
+/* Records not paused (those being paused or resumed have a QEMU, or are
+ * about to): what max_concurrent_sandboxes counts. */
 size_t registry_running_locked(struct sbx_registry *reg);
 
 #endif

@@ -6,8 +6,9 @@
 #include "adapter/sandbox_registry_internal.h"
 #include "common/scodes.h"
 
-/* Paused sandboxes and those being paused: what max_paused_sandboxes and
- * snapshot_store_mb count. */
+/* Paused sandboxes and those being paused or resumed: what
+ * max_paused_sandboxes and snapshot_store_mb count (a pause in progress
+ * with the bytes it may write, pause_begin). */
 static size_t paused_locked(struct sbx_registry *reg, uint64_t *bytes)
 {
 	size_t n = 0;
@@ -23,10 +24,17 @@ static size_t paused_locked(struct sbx_registry *reg, uint64_t *bytes)
 }
 
 struct sbx_sandbox *sbx_registry_pause_begin(struct sbx_registry *reg, const char *id, uint32_t max_paused,
-					     uint64_t store_bytes, sbx_error_t *err)
+					     uint64_t store_bytes, const struct reap_limits *if_idle, sbx_error_t *err)
 {
 	pthread_mutex_lock(&reg->lock);
 	struct sbx_sandbox *sb = registry_find_locked(reg, id, NULL);
+	/* The reaper's pause: a call since its scan keeps the sandbox
+	 * running (an exec admitted meanwhile is never killed). */
+	if (if_idle != NULL && sb != NULL && sb->pause_state == SBX_SB_RUNNING &&
+	    !registry_idle_pause_locked(sb, if_idle)) {
+		pthread_mutex_unlock(&reg->lock);
+		return NULL;
+	}
 	uint64_t bytes = 0;
 	size_t n = paused_locked(reg, &bytes);
 	/* Its state is at most its guest's RAM (what the guest touched) and
@@ -41,6 +49,8 @@ struct sbx_sandbox *sbx_registry_pause_begin(struct sbx_registry *reg, const cha
 				sb->pause_state == SBX_SB_PAUSED    ? "paused already"
 				: sb->pause_state == SBX_SB_PAUSING ? "being paused"
 								    : "being resumed");
+	} else if (max_paused == 0) {
+		sbx_error_scode(err, SBX_S_LIMIT, "pausing is turned off (max_paused_sandboxes is 0)");
 	} else if (n >= max_paused) {
 		sbx_error_scode(err, SBX_S_LIMIT, "max_paused_sandboxes (%u) reached: resume or stop a paused sandbox",
 				max_paused);
@@ -52,6 +62,9 @@ struct sbx_sandbox *sbx_registry_pause_begin(struct sbx_registry *reg, const cha
 				(unsigned long long)((need_bytes + (1u << 20) - 1) >> 20));
 	} else {
 		sb->pause_state = SBX_SB_PAUSING;
+		/* Held for it until pause_end, so that pauses at the same
+		 * time cannot pass snapshot_store_mb together. */
+		sb->paused_bytes = need_bytes;
 		sb->refs++;
 		pthread_mutex_unlock(&reg->lock);
 		return sb;
@@ -83,6 +96,7 @@ uint64_t sbx_registry_pause_end(struct sbx_registry *reg, struct sbx_sandbox *sb
 		sb->mem_mib = 0;
 	} else {
 		sb->pause_state = SBX_SB_RUNNING;
+		sb->paused_bytes = 0;
 	}
 	registry_unref_locked(sb);
 	pthread_cond_broadcast(&reg->exec_done);
@@ -148,6 +162,27 @@ void sbx_registry_resume_end(struct sbx_registry *reg, struct sbx_sandbox *sb, b
 	registry_unref_locked(sb);
 	pthread_cond_broadcast(&reg->exec_done);
 	pthread_mutex_unlock(&reg->lock);
+}
+
+void *sbx_registry_paused_vm(struct sbx_registry *reg, const char *id)
+{
+	pthread_mutex_lock(&reg->lock);
+	struct sbx_sandbox *sb = registry_find_locked(reg, id, NULL);
+	while (sb != NULL && (sb->pause_state == SBX_SB_PAUSING || sb->pause_state == SBX_SB_RESUMING)) {
+		pthread_cond_wait(&reg->exec_done, &reg->lock);
+		sb = registry_find_locked(reg, id, NULL);
+	}
+	void *vm = sb != NULL && sb->stopped && sb->pause_state == SBX_SB_PAUSED ? sb->vm : NULL;
+	pthread_mutex_unlock(&reg->lock);
+	return vm;
+}
+
+bool sbx_registry_stopped_paused(struct sbx_registry *reg, const struct sbx_sandbox *sb)
+{
+	pthread_mutex_lock(&reg->lock);
+	bool stopped_paused = sb->stopped && sb->pause_state == SBX_SB_PAUSED;
+	pthread_mutex_unlock(&reg->lock);
+	return stopped_paused;
 }
 
 size_t sbx_registry_paused(struct sbx_registry *reg, uint64_t *bytes)

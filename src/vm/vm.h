@@ -207,6 +207,12 @@ bool sbx_vm_paused(struct sbx_vm *vm);
  * is kept for sbx_vm_stop to remove.  EINVAL for a VM that is not
  * paused; errors are S300 unless a lower layer named one. */
 int sbx_vm_resume(struct sbx_vm *vm, int64_t deadline, sbx_error_t *err);
+/* A paused VM (or one whose resume failed) about to be stopped: whoever
+ * waits for its resume on the control channel fails now, the error saying
+ * `reason`; no resume is possible afterwards.  A VM not paused is left
+ * alone.  sbx_vm_stop does this too; calling it first lets the caller wait
+ * for those calls before the stop. */
+void sbx_vm_pause_abort(struct sbx_vm *vm, const char *reason);
 
 /* Processes.  argv[0] is looked up in the guest's PATH; env entries "K=V"
  * are layered over the boot environment; cwd NULL = "/".  With

@@ -52,12 +52,24 @@ bool vm_pause_death_cause(struct sbx_vm *vm, char *buf, size_t len)
 	return failed;
 }
 
-bool vm_pause_stop(struct sbx_vm *vm)
+/* Paused, or its resume failed: no QEMU, the channel held or dead. */
+static bool held_paused(struct sbx_vm *vm)
 {
 	pthread_mutex_lock(&vm->lock);
 	bool paused = vm->pause_state == VM_PAUSED || vm->pause_state == VM_RESUME_FAILED;
 	pthread_mutex_unlock(&vm->lock);
-	if (!paused)
+	return paused;
+}
+
+void sbx_vm_pause_abort(struct sbx_vm *vm, const char *reason)
+{
+	if (held_paused(vm))
+		chan_abort_hold(vm->chan, reason);
+}
+
+bool vm_pause_stop(struct sbx_vm *vm)
+{
+	if (!held_paused(vm))
 		return false;
 	/* Whoever still waits on the channel fails now. */
 	chan_abort_hold(vm->chan, "the VM was stopped while paused");

@@ -6,7 +6,8 @@
 // (files 0600);
 // an exec resumes it (auto_resume) and sees the file; the background log
 // goes on with no number missing; explicit pause and resume, and their
-// S001s; stop of a paused sandbox deletes its state.  A second daemon (its
+// S001s; stop of a paused sandbox deletes its state, and ends at once an
+// fs::write that was feeding the guest at the pause (S004 naming the stop).  A second daemon (its
 // config is its own: one more boot) with auto_resume: false answers S004
 // naming sandbox-libkrun::resume, and with idle_action: pause its reaper
 // pauses the idle sandbox, then deletes it paused_ttl_secs later; at its
@@ -21,6 +22,7 @@ import { existsSync, mkdirSync, mkdtempSync, readdirSync, statSync, writeFileSyn
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { eventually } from './lib.mjs';
+import { ChannelWriter } from 'iii-sdk/channel';
 import { registryUnavailable, startRegistry } from './lib/registry-fixture.mjs';
 import { assertNoVmLeft, assertScode, processesMentioning, startSandboxStack } from './lib/sandbox-stack.mjs';
 
@@ -121,10 +123,34 @@ describe('pause and resume: one sandbox, its files and its background process', 
 		}
 	});
 
-	test('stop of a paused sandbox stops it and deletes <state>/paused/<id>', async () => {
+	test('stop of a paused sandbox stops it, deletes <state>/paused/<id>, and ends an fs::write waiting for the resume', async () => {
+		// An fs::write fed from a channel, 4 KiB every 20 ms, in flight at
+		// the pause: its next chunk waits for the resume (a minute at most).
+		const ch = await s.caller.trigger({ function_id: 'engine::channels::create', payload: { buffer_size: 64 } });
+		const writer = new ChannelWriter(s.engine.url, ch.writer);
+		// The channel goes with the call: its socket's reset is expected.
+		writer.stream.on('error', () => {});
+		let feeding = true;
+		(async () => {
+			const chunk = Buffer.alloc(4096, 0x61);
+			while (feeding && !writer.stream.destroyed) {
+				if (!writer.stream.write(chunk)) await new Promise((r) => writer.stream.once('drain', r));
+				await new Promise((r) => setTimeout(r, 20));
+			}
+		})().catch(() => {});
+		const write = s.vmTry('fs::write', { sandbox_id: id, path: '/tmp/fed.bin', content: ch.reader }, 180000);
+		await new Promise((r) => setTimeout(r, 1000));
 		await pause(s, id);
 		assert.ok(existsSync(pausedDir()));
+		const t0 = Date.now();
 		assert.deepEqual(await s.vm('stop', { sandbox_id: id }), { sandbox_id: id, stopped: true });
+		const took = Date.now() - t0;
+		const { ok, err } = await write;
+		feeding = false;
+		writer.stream.destroy();
+		assert.ok(took < 20000, `the stop took ${took} ms: it waited for the fs::write's deadline`);
+		assert.equal(ok, undefined, 'the fs::write did not complete');
+		assertScode(err, 'S004', /was stopped while the call waited for its resume/);
 		assert.ok(!existsSync(pausedDir()), `${pausedDir()} is gone`);
 		assert.equal(await s.listed(id), undefined);
 		assertScode(await s.vmError('exec', { sandbox_id: id, cmd: 'true' }), 'S002');

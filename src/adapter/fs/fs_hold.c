@@ -65,6 +65,14 @@ int fs_need_vm(const struct fs_hold *h, sbx_error_t *err)
 	return 0;
 }
 
+void fs_hold_blame_stop(const struct fs_hold *h, sbx_error_t *err)
+{
+	if (*err == NULL || h->sb == NULL || !sbx_registry_stopped_paused(h->a->reg, h->sb))
+		return;
+	sbx_error_free(err);
+	sbx_error_scode(err, SBX_S_STOPPED, "sandbox %s was stopped while the call waited for its resume", h->sb->id);
+}
+
 /* Fails an fs operation with the S-code of what went wrong. */
 int fs_fail(sbx_error_t *err, uint8_t type, json_t **out)
 {

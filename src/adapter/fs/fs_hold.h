@@ -32,6 +32,10 @@ int fs_check_path(const char *path, sbx_error_t *err);
 int fs_parse_mode(const char *mode, uint32_t *out, sbx_error_t *err);
 /* After the request checks: a VM to talk to (S300 without one). */
 int fs_need_vm(const struct fs_hold *h, sbx_error_t *err);
+/* After a failed guest call: when the sandbox was stopped while paused,
+ * the call failed for the stop (its VM's waiters were aborted): S004
+ * saying so replaces *err. */
+void fs_hold_blame_stop(const struct fs_hold *h, sbx_error_t *err);
 /* Fails an fs operation with the S-code of what went wrong. */
 int fs_fail(sbx_error_t *err, uint8_t type, json_t **out);
 

@@ -18,8 +18,10 @@ int sbx_fs_write_from(struct sbx_adapter *a, const char *id, const char *path, c
 	    fs_need_vm(&h, &err) < 0)
 		return fs_fail(&err, PROTO_FS_WRITE, out);
 	uint64_t written = 0;
-	if (a->fs.ops->write(a->fs.ctx, h.sb->vm, &w, &written, &err) < 0)
+	if (a->fs.ops->write(a->fs.ctx, h.sb->vm, &w, &written, &err) < 0) {
+		fs_hold_blame_stop(&h, &err);
 		return fs_fail(&err, PROTO_FS_WRITE, out);
+	}
 	*out = json_pack("{s:I, s:s}", "bytes_written", (json_int_t)written, "path", path);
 	return 0;
 }
@@ -38,8 +40,10 @@ int sbx_fs_read_into(struct sbx_adapter *a, const char *id, const char *path, sb
 		return fs_fail(&err, PROTO_FS_READ, out);
 	}
 	uint64_t size = 0;
-	if (a->fs.ops->read_to(a->fs.ctx, h.sb->vm, path, sink, ud, &size, &err) < 0)
+	if (a->fs.ops->read_to(a->fs.ctx, h.sb->vm, path, sink, ud, &size, &err) < 0) {
+		fs_hold_blame_stop(&h, &err);
 		return fs_fail(&err, PROTO_FS_READ, out);
+	}
 	*out = json_pack("{s:I, s:s}", "size", (json_int_t)size, "path", path);
 	return 0;
 }

@@ -26,7 +26,10 @@ static int run_call(const struct fs_hold *h, const struct proto_msg *req, json_t
 	if (fs_need_vm(h, &err) < 0)
 		return fs_fail(&err, req->type, out);
 	*out = h->a->fs.ops->call(h->a->fs.ctx, h->sb->vm, req, &err);
-	return *out != NULL ? 0 : fs_fail(&err, req->type, out);
+	if (*out != NULL)
+		return 0;
+	fs_hold_blame_stop(h, &err);
+	return fs_fail(&err, req->type, out);
 }
 
 /* Decodes `sandbox_id` and the required string `field`. */
@@ -88,6 +91,7 @@ int sbx_op_fs_read(struct sbx_adapter *a, json_t *req, json_t **out)
 	*out = a->fs.ops->read(a->fs.ctx, pumped->sb->vm, path, read_done, pumped, &err);
 	if (*out != NULL)
 		return 0;
+	fs_hold_blame_stop(pumped, &err);
 	read_done(pumped);
 	return fs_fail(&err, PROTO_FS_READ, out);
 }
@@ -360,8 +364,10 @@ int sbx_op_fs_write(struct sbx_adapter *a, json_t *req, json_t **out)
 	if (fs_need_vm(&h, &err) < 0)
 		return fs_fail(&err, PROTO_FS_WRITE, out);
 	uint64_t written = 0;
-	if (a->fs.ops->write(a->fs.ctx, h.sb->vm, &w, &written, &err) < 0)
+	if (a->fs.ops->write(a->fs.ctx, h.sb->vm, &w, &written, &err) < 0) {
+		fs_hold_blame_stop(&h, &err);
 		return fs_fail(&err, PROTO_FS_WRITE, out);
+	}
 	*out = json_pack("{s:I, s:s}", "bytes_written", (json_int_t)written, "path", path);
 	return 0;
 }

@@ -120,15 +120,18 @@ static int pause_held(struct sbx_adapter *a, struct sbx_sandbox *sb, const char 
 	return 0;
 }
 
-int sandbox_pause(struct sbx_adapter *a, const char *id, uint64_t *size_bytes, int64_t *duration_ms,
-		  sbx_error_t *err)
+/* sandbox_pause; with `if_idle`, 1 when the sandbox is no longer idle. */
+static int pause_one(struct sbx_adapter *a, const char *id, const struct reap_limits *if_idle, uint64_t *size_bytes,
+		     int64_t *duration_ms, sbx_error_t *err)
 {
 	const struct sbx_backend_ops *ops = a->backend.ops;
 	const struct sbx_pause_config *pc = &a->cfg->pause;
-	struct sbx_sandbox *sb =
-		sbx_registry_pause_begin(a->reg, id, pc->max_paused_sandboxes, (uint64_t)pc->snapshot_store_mb << 20, err);
+	struct sbx_sandbox *sb = sbx_registry_pause_begin(a->reg, id, pc->max_paused_sandboxes,
+							  (uint64_t)pc->snapshot_store_mb << 20, if_idle, err);
 	if (sb == NULL)
-		return -1;
+		return *err != NULL ? -1 : 1;
+	if (if_idle != NULL)
+		sbx_info("sandbox %s: idle past its timeout; pausing it", id);
 	int rc;
 	cleanup_free char *dir = NULL;
 	if (ops == NULL || ops->pause == NULL || sb->vm == NULL)
@@ -153,6 +156,19 @@ int sandbox_pause(struct sbx_adapter *a, const char *id, uint64_t *size_bytes, i
 			   (unsigned long long)(*size_bytes >> 20), (long long)*duration_ms);
 	}
 	return rc;
+}
+
+int sandbox_pause(struct sbx_adapter *a, const char *id, uint64_t *size_bytes, int64_t *duration_ms,
+		  sbx_error_t *err)
+{
+	return pause_one(a, id, NULL, size_bytes, duration_ms, err);
+}
+
+int sandbox_pause_idle(struct sbx_adapter *a, const char *id, const struct reap_limits *lim, sbx_error_t *err)
+{
+	uint64_t size_bytes;
+	int64_t duration_ms;
+	return pause_one(a, id, lim, &size_bytes, &duration_ms, err);
 }
 
 /* `want_paused`: a running sandbox is an error (resume), else nothing to

@@ -26,6 +26,10 @@
  * paused; open terminals are closed first. */
 int sandbox_pause(struct sbx_adapter *a, const char *id, uint64_t *size_bytes, int64_t *duration_ms,
 		  sbx_error_t *err);
+/* The reaper's pause of sandbox `id` (idle_action pause): sandbox_pause,
+ * after the policy `lim` said again, under the registry's lock, that it is
+ * idle; 1 (nothing done) when a call came since the reaper's scan. */
+int sandbox_pause_idle(struct sbx_adapter *a, const char *id, const struct reap_limits *lim, sbx_error_t *err);
 /* Resumes paused sandbox `id` (canonical), waiting for a pause or resume
  * in progress first: S002/S004 as exec, S001 when it is not paused, S400
  * when its memory does not fit the budget or max_concurrent_sandboxes is

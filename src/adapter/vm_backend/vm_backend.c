@@ -112,6 +112,7 @@ const struct sbx_backend_ops vm_backend_ops = {
 	.capacity = vm_backend_capacity,
 	.pause = vm_backend_pause,
 	.resume = vm_backend_resume,
+	.abort_paused = vm_backend_abort_paused,
 	.proc_start = vm_backend_proc_start,
 	.proc_read = vm_backend_proc_read,
 	.proc_write = vm_backend_proc_write,

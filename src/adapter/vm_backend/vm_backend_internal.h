@@ -59,5 +59,6 @@ void vm_backend_proc_free(void *proc);
 int vm_backend_pause(void *vm, const char *dir, uint64_t *size_bytes, int64_t *duration_ms, int64_t deadline,
 		     sbx_error_t *err);
 int vm_backend_resume(void *vm, int64_t deadline, sbx_error_t *err);
+void vm_backend_abort_paused(void *vm);
 
 #endif

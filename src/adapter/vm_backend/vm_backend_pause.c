@@ -1,5 +1,6 @@
-/* The backend's pause and resume ops (backend.h) over the VM layer's
- * sbx_vm_pause / sbx_vm_resume (vm/vm.h, issue 40). */
+/* The backend's pause, resume and abort_paused ops (backend.h) over the
+ * VM layer's sbx_vm_pause / sbx_vm_resume / sbx_vm_pause_abort (vm/vm.h,
+ * issue 40). */
 #include "adapter/vm_backend/vm_backend_internal.h"
 
 int vm_backend_pause(void *vm, const char *dir, uint64_t *size_bytes, int64_t *duration_ms, int64_t deadline,
@@ -14,6 +15,12 @@ int vm_backend_pause(void *vm, const char *dir, uint64_t *size_bytes, int64_t *d
 	*size_bytes = info.size_bytes;
 	*duration_ms = info.duration_ms;
 	return 0;
+}
+
+void vm_backend_abort_paused(void *vm)
+{
+	struct sandbox_vm *s = vm;
+	sbx_vm_pause_abort(s->vm, "the sandbox was stopped while paused");
 }
 
 int vm_backend_resume(void *vm, int64_t deadline, sbx_error_t *err)

@@ -11,6 +11,8 @@
 #include <unistd.h>
 
 #include "adapter/adapter.h"
+#include "adapter/adapter_state.h"
+#include "common/clock.h"
 #include "adapter/reaper.h"
 #include "adapter/reaper_policy.h"
 #include "common/metrics.h"
@@ -21,25 +23,26 @@
 /* ---- the fake backend ------------------------------------------------- */
 
 struct fvm {
-	bool paused, dead;
+	bool paused, dead, aborted;
 };
 
 static struct {
 	pthread_mutex_t lock;
-	int pauses, resumes, stops, exec_on_paused;
-	bool fail_pause, fail_resume, block, in_exec, unblock;
+	int pauses, resumes, stops, exec_on_paused, aborts;
+	bool fail_pause, fail_resume, block, in_exec, unblock, fs_gate, in_fs, in_pause, in_resume;
 	uint64_t size;
-	int resume_ms;
+	int resume_ms, pause_ms;
 	char dir[512];
 } F = { .lock = PTHREAD_MUTEX_INITIALIZER };
 
 static void fk_reset(void)
 {
 	pthread_mutex_lock(&F.lock);
-	F.pauses = F.resumes = F.stops = F.exec_on_paused = 0;
-	F.fail_pause = F.fail_resume = F.block = F.in_exec = F.unblock = false;
+	F.pauses = F.resumes = F.stops = F.exec_on_paused = F.aborts = 0;
+	F.fail_pause = F.fail_resume = F.block = F.in_exec = F.unblock = F.fs_gate = F.in_fs = false;
 	F.size = 200ull << 20;
-	F.resume_ms = 0;
+	F.resume_ms = F.pause_ms = 0;
+	F.in_pause = F.in_resume = false;
 	F.dir[0] = '\0';
 	pthread_mutex_unlock(&F.lock);
 }
@@ -116,6 +119,13 @@ static int fk_pause(void *vm, const char *dir, uint64_t *size_bytes, int64_t *du
 {
 	struct fvm *v = vm;
 	pthread_mutex_lock(&F.lock);
+	F.in_pause = true;
+	snprintf(F.dir, sizeof(F.dir), "%s", dir);
+	int ms = F.pause_ms;
+	pthread_mutex_unlock(&F.lock);
+	usleep((useconds_t)ms * 1000);
+	pthread_mutex_lock(&F.lock);
+	F.in_pause = false;
 	bool fail = F.fail_pause;
 	if (!fail) {
 		v->paused = true;
@@ -135,11 +145,13 @@ static int fk_resume(void *vm, int64_t deadline, sbx_error_t *err)
 	pthread_mutex_lock(&F.lock);
 	int ms = F.resume_ms;
 	bool fail = F.fail_resume;
+	F.in_resume = true;
 	pthread_mutex_unlock(&F.lock);
 	/* Slow enough for concurrent callers to meet it in progress. */
 	usleep((useconds_t)ms * 1000);
 	pthread_mutex_lock(&F.lock);
 	F.resumes++;
+	F.in_resume = false;
 	if (fail)
 		v->dead = true;
 	else
@@ -147,6 +159,43 @@ static int fk_resume(void *vm, int64_t deadline, sbx_error_t *err)
 	pthread_mutex_unlock(&F.lock);
 	return fail ? sbx_error_set(err, EIO, "QEMU did not start again") : 0;
 }
+
+/* The VM layer's abort of a paused VM's waiters (backend.h). */
+static void fk_abort_paused(void *vm)
+{
+	pthread_mutex_lock(&F.lock);
+	((struct fvm *)vm)->aborted = true;
+	F.aborts++;
+	pthread_mutex_unlock(&F.lock);
+}
+
+/* An fs call that, as the VM layer's, waits while its VM is paused: for
+ * the resume, for an abort, or for its deadline (FS_WAIT_MS here, a
+ * minute there).  F.fs_gate keeps it in flight until the test opens it. */
+#define FS_WAIT_MS 3000
+
+static json_t *fk_fs_call(void *ctx, void *vm, const struct proto_msg *req, sbx_error_t *err)
+{
+	struct fvm *v = vm;
+	int64_t until = sbx_now_ms() + FS_WAIT_MS;
+	pthread_mutex_lock(&F.lock);
+	F.in_fs = true;
+	while ((F.fs_gate || v->paused) && !v->aborted && sbx_now_ms() < until) {
+		pthread_mutex_unlock(&F.lock);
+		usleep(1000);
+		pthread_mutex_lock(&F.lock);
+	}
+	bool aborted = v->aborted, waited = v->paused;
+	F.in_fs = false;
+	pthread_mutex_unlock(&F.lock);
+	if (aborted)
+		return sbx_error_scode(err, "S216", "the VM was stopped while paused"), NULL;
+	if (waited)
+		return sbx_error_set(err, ETIMEDOUT, "fake fs deadline"), NULL;
+	return json_pack("{s:[]}", "entries");
+}
+
+static const struct sbx_fs_ops fk_fs_ops = { .call = fk_fs_call };
 
 /* A background process that runs until killed; a signal to a paused VM
  * waits for its resume, as the VM layer's does. */
@@ -209,7 +258,8 @@ static void fk_free(void *proc)
 
 static const struct sbx_backend_ops fk_ops = { .boot = fk_boot, .exec = fk_exec, .write_file = fk_write,
 					       .stop = fk_stop, .alive = fk_alive, .pause = fk_pause,
-					       .resume = fk_resume, .proc_start = fk_start, .proc_read = fk_read,
+					       .resume = fk_resume, .abort_paused = fk_abort_paused,
+					       .proc_start = fk_start, .proc_read = fk_read,
 					       .proc_close_stdin = fk_close_stdin, .proc_signal = fk_signal,
 					       .proc_wait = fk_wait, .proc_free = fk_free };
 
@@ -513,6 +563,18 @@ TEST(limits_max_paused_and_snapshot_store)
 	free(y);
 	sbx_adapter_free(a);
 
+	/* 0 turns pausing off, and says so rather than "reached". */
+	a = make(CFG ",\"max_paused_sandboxes\":0}");
+	CHECK(a != NULL);
+	x = create(a, "");
+	CHECK(x != NULL);
+	r = on(a, "pause", x);
+	CHECK_STR(jstr(r, "code"), "S400");
+	CHECK(strstr(jstr(r, "message"), "pausing is turned off (max_paused_sandboxes is 0)") != NULL);
+	json_decref(r);
+	free(x);
+	sbx_adapter_free(a);
+
 	/* 200 MiB paused + 256 MiB of the next guest's RAM > 400 MiB. */
 	a = make(CFG ",\"snapshot_store_mb\":400}");
 	CHECK(a != NULL);
@@ -528,6 +590,86 @@ TEST(limits_max_paused_and_snapshot_store)
 	json_decref(r);
 	free(x);
 	free(y);
+	sbx_adapter_free(a);
+}
+
+static bool fk_flag(bool *f)
+{
+	pthread_mutex_lock(&F.lock);
+	bool v = *f;
+	pthread_mutex_unlock(&F.lock);
+	return v;
+}
+
+static void *pause_thread(void *arg)
+{
+	struct call *c = arg;
+	c->reply = on(c->a, "pause", c->id);
+	return NULL;
+}
+
+static void *resume_thread(void *arg)
+{
+	struct call *c = arg;
+	c->reply = on(c->a, "resume", c->id);
+	return NULL;
+}
+
+TEST(snapshot_store_counts_a_pause_in_progress)
+{
+	/* Two 256 MiB guests do not fit 400 MiB, paused one after the other
+	 * or both at once. */
+	struct sbx_adapter *a = make(CFG ",\"snapshot_store_mb\":400}");
+	CHECK(a != NULL);
+	char *x = create(a, ""), *y = create(a, "");
+	CHECK(x != NULL && y != NULL);
+	F.pause_ms = 300;
+	struct call c = { a, x, NULL };
+	pthread_t t;
+	CHECK(pthread_create(&t, NULL, pause_thread, &c) == 0);
+	for (int i = 0; i < 2000 && !fk_flag(&F.in_pause); i++)
+		usleep(1000);
+	F.pause_ms = 0;
+	json_t *r = on(a, "pause", y);
+	pthread_join(t, NULL);
+	CHECK(json_is_true(json_object_get(c.reply, "paused")));
+	json_decref(c.reply);
+	CHECK_STR(jstr(r, "code"), "S400");
+	CHECK(strstr(jstr(r, "message"), "snapshot_store_mb (400 MiB)") != NULL);
+	json_decref(r);
+	free(x);
+	free(y);
+	sbx_adapter_free(a);
+}
+
+TEST(max_concurrent_counts_a_resume_in_progress)
+{
+	struct sbx_adapter *a = make(CFG ",\"max_concurrent_sandboxes\":2}");
+	CHECK(a != NULL);
+	char *x = create(a, ""), *y = create(a, "");
+	CHECK(x != NULL && y != NULL);
+	json_decref(on(a, "pause", x));
+	/* x's slot is free while it is paused ... */
+	char *z = create(a, "");
+	CHECK(z != NULL);
+	json_decref(on(a, "stop", z));
+	/* ... and taken again from the start of its resume. */
+	F.resume_ms = 300;
+	struct call c = { a, x, NULL };
+	pthread_t t;
+	CHECK(pthread_create(&t, NULL, resume_thread, &c) == 0);
+	for (int i = 0; i < 2000 && !fk_flag(&F.in_resume); i++)
+		usleep(1000);
+	json_t *r = adapter_call_json(a, "create", "{\"image\":\"python\"}");
+	pthread_join(t, NULL);
+	CHECK(json_is_true(json_object_get(c.reply, "resumed")));
+	json_decref(c.reply);
+	CHECK_STR(jstr(r, "code"), "S400");
+	CHECK(strstr(jstr(r, "message"), "max_concurrent_sandboxes (2)") != NULL);
+	json_decref(r);
+	free(x);
+	free(y);
+	free(z);
 	sbx_adapter_free(a);
 }
 
@@ -659,6 +801,66 @@ TEST(stop_of_a_paused_sandbox_with_a_background_process_does_not_wait_for_a_resu
 	sbx_adapter_free(a);
 }
 
+static bool fk_in_fs(void)
+{
+	pthread_mutex_lock(&F.lock);
+	bool in = F.in_fs;
+	pthread_mutex_unlock(&F.lock);
+	return in;
+}
+
+static void *ls_thread(void *arg)
+{
+	struct call *c = arg;
+	c->reply = adapter_callf(c->a, "fs::ls", "{\"sandbox_id\":\"%s\",\"path\":\"/\"}", c->id);
+	return NULL;
+}
+
+TEST(stop_of_a_paused_sandbox_ends_an_fs_call_waiting_for_its_resume)
+{
+	struct sbx_adapter *a = make(CFG "}");
+	CHECK(a != NULL);
+	a->fs = (struct sbx_fs_host){ &fk_fs_ops, NULL };
+	char *id = create(a, "");
+	CHECK(id != NULL);
+	/* An fs call in flight when the pause comes: it waits for the resume. */
+	F.fs_gate = true;
+	struct call c = { a, id, NULL };
+	pthread_t t;
+	CHECK(pthread_create(&t, NULL, ls_thread, &c) == 0);
+	for (int i = 0; i < 2000 && !fk_in_fs(); i++)
+		usleep(1000);
+	json_t *r = on(a, "pause", id);
+	CHECK(json_is_true(json_object_get(r, "paused")));
+	json_decref(r);
+	pthread_mutex_lock(&F.lock);
+	F.fs_gate = false;
+	pthread_mutex_unlock(&F.lock);
+	/* The stop ends it at once, not at its deadline. */
+	int64_t t0 = sbx_now_ms();
+	r = on(a, "stop", id);
+	int64_t took = sbx_now_ms() - t0;
+	pthread_join(t, NULL);
+	CHECK(json_is_true(json_object_get(r, "stopped")));
+	json_decref(r);
+	CHECK(took < FS_WAIT_MS / 2);
+	CHECK_INT(fk_get(&F.aborts), 1);
+	CHECK_INT(fk_get(&F.stops), 1);
+	char want[160];
+	snprintf(want, sizeof(want), "sandbox %s was stopped while the call waited for its resume", id);
+	CHECK_STR(jstr(c.reply, "code"), "S004");
+	CHECK(strstr(jstr(c.reply, "message"), want) != NULL);
+	json_decref(c.reply);
+	/* A running sandbox's stop aborts nothing. */
+	char *other = create(a, "");
+	CHECK(other != NULL);
+	json_decref(on(a, "stop", other));
+	CHECK_INT(fk_get(&F.aborts), 1);
+	free(other);
+	free(id);
+	sbx_adapter_free(a);
+}
+
 TEST(failed_pause_leaves_it_running_and_failed_resume_removes_it)
 {
 	struct sbx_adapter *a = make(CFG "}");
@@ -716,6 +918,49 @@ TEST(idle_pause_then_paused_ttl_deletes)
 	CHECK(entry_of(a, id) == NULL);
 	CHECK_INT(fk_get(&F.stops), 1);
 	free(id);
+	sbx_adapter_free(a);
+}
+
+static void *scan_thread(void *arg)
+{
+	struct call *c = arg;
+	c->reply = json_integer(reaper_scan(c->a, false));
+	return NULL;
+}
+
+TEST(idle_pause_leaves_a_sandbox_called_during_the_scan_running)
+{
+	struct sbx_adapter *a = make(CFG ",\"idle_action\":\"pause\"}");
+	CHECK(a != NULL);
+	char *x = create(a, ",\"idle_timeout_secs\":1"), *y = create(a, ",\"idle_timeout_secs\":1");
+	CHECK(x != NULL && y != NULL);
+	usleep(1100000);
+	/* Both are idle when the scan starts; one is called while the other
+	 * is being paused. */
+	F.pause_ms = 300;
+	struct call c = { a, NULL, NULL };
+	pthread_t t;
+	CHECK(pthread_create(&t, NULL, scan_thread, &c) == 0);
+	for (int i = 0; i < 2000 && !fk_flag(&F.in_pause); i++)
+		usleep(1000);
+	pthread_mutex_lock(&F.lock);
+	const char *first = strstr(F.dir, x) != NULL ? x : y, *called = first == x ? y : x;
+	F.pause_ms = 0;
+	pthread_mutex_unlock(&F.lock);
+	json_t *r = exec_on(a, called);
+	CHECK_STR(jstr(r, "stdout"), "ok\n");
+	json_decref(r);
+	pthread_join(t, NULL);
+	CHECK_INT(json_integer_value(c.reply), 1);
+	json_decref(c.reply);
+	CHECK_INT(fk_get(&F.pauses), 1);
+	json_t *e = entry_of(a, first), *o = entry_of(a, called);
+	CHECK_STR(jstr(e, "state"), "paused");
+	CHECK(o != NULL && json_object_get(o, "state") == NULL);
+	json_decref(e);
+	json_decref(o);
+	free(x);
+	free(y);
 	sbx_adapter_free(a);
 }
 
