@@ -297,6 +297,11 @@ export class StandinEngine extends EventEmitter {
 	}
 
 	onUpgrade(req, socket, head) {
+		// A peer that goes (a daemon stopped or killed) may reset its
+		// connection: node leaves an upgraded socket without an 'error'
+		// listener, and the reset would end the test process as an
+		// uncaught exception.  Logged, as the engine would.
+		socket.on('error', (e) => this.log(`upgrade socket error: ${e.message}`));
 		const url = new URL(req.url, 'http://standin');
 		// A test's outage: new worker connections fail as an engine that is
 		// unreachable would; the open ones stay.
@@ -313,7 +318,7 @@ export class StandinEngine extends EventEmitter {
 		} else if (url.pathname === '/') {
 			this.wss.handleUpgrade(req, socket, head, (ws) => this.onWorker(ws));
 		} else if (url.pathname === '/otel') {
-			this.wss.handleUpgrade(req, socket, head, (ws) => ws.on('message', () => {}));
+			this.wss.handleUpgrade(req, socket, head, (ws) => ws.on('message', () => {}).on('error', () => {}));
 		} else if (url.pathname.startsWith('/ws/channels/')) {
 			this.onChannelUpgrade(url, req, socket, head);
 		} else {

@@ -3,6 +3,7 @@
 // a misreading of the protocol with our C worker unnoticed.
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
+import net from 'node:net';
 import WebSocket from 'ws';
 import { StandinEngine, parseUuid, requireHeader } from './standin-engine.mjs';
 import { sdkClient, eventually, rawPeer, probeUpgrade, sleep, InvocationError } from './lib.mjs';
@@ -135,6 +136,26 @@ test('channels refuse unknown ids and wrong keys, and each end is taken once', a
 	assert.equal(await probeUpgrade(`${base}?key=${ch.readerRef.access_key}&dir=read`), 'closed');
 	ch.writer.stream.end(Buffer.from('ok'));
 	assert.equal((await firstDone).toString(), 'ok');
+});
+
+test('a peer that resets its upgrade connection does not end the engine (an uncaught socket error)', async () => {
+	// As a daemon killed while it connects: the request is refused (404)
+	// and the connection reset under the answer.
+	const { port } = new URL(engine.url);
+	for (let i = 0; i < 20; i++) {
+		await new Promise((resolve, reject) => {
+			const c = net.connect(Number(port), '127.0.0.1', () => {
+				c.write(`GET /ws/channels/${crypto.randomUUID()}?key=x&dir=read HTTP/1.1\r\nHost: x\r\n` +
+					'Connection: Upgrade\r\nUpgrade: websocket\r\nSec-WebSocket-Version: 13\r\n' +
+					'Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n\r\n');
+				setTimeout(() => { c.resetAndDestroy(); resolve(); }, i % 3);
+			});
+			c.on('error', reject);
+		});
+	}
+	await sleep(300);
+	// Still serving.
+	assert.equal(await probeUpgrade(`${engine.url}/elsewhere`), 404);
 });
 
 test('a worker that disconnects mid-call makes the engine answer invocation_stopped', async () => {
