@@ -212,7 +212,13 @@ describe('auto_resume: false, idle_action: pause, paused_ttl_secs: 3', { skip: s
 	test('idle again, it is paused again, and deleted paused_ttl_secs after: S002, its state gone', async () => {
 		// Up to two reaper periods (10 s) after the idle timeout, a pause, then
 		// two more after paused_ttl_secs: 90 s leaves room for a loaded host.
-		await eventually(async () => assert.equal(await s.listed(id), undefined), 90000);
+		// The reaper takes the sandbox off the list first, then stops it:
+		// its state is gone once the stop's line is logged (an ASan build
+		// showed the list empty while the removal was still under way).
+		await eventually(async () => {
+			assert.equal(await s.listed(id), undefined);
+			assert.match(s.daemon.output(), new RegExp(`sandbox ${id} stopped \\(paused_ttl\\)`));
+		}, 90000);
 		// Paused twice by the reaper, then deleted by the TTL: never stopped as idle.
 		const log = s.daemon.output();
 		assert.equal(log.split(`sandbox ${id}: idle past its timeout; pausing it`).length - 1, 2, log);
