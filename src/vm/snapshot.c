@@ -17,6 +17,7 @@
 #include "common/path.h"
 #include "common/state_dir.h"
 #include "vm/disk.h"
+#include "vm/qmp_restart.h"
 #include "vm/template_console.h"
 #include "vm/template_memfd.h"
 
@@ -246,11 +247,9 @@ int snapshot_save(struct qmp *q, const char *key, const char *key_text, const ch
 	/* A copy-on-write template is saved running: the migration stops it
 	 * for its last step (RAM is not copied), and its clones then start
 	 * running without a `cont`. */
-	if (!cow && qmp_call(q, "{\"execute\": \"stop\"}", -1, NULL, 0, deadline, err) < 0) {
-		rmdir(tmp);
-		return sbx_error_prefix(err, "snapshot");
-	}
-	int rc = save_into(q, tmp, key_text, scratch, console, cow, deadline, err);
+	int rc = !cow ? qmp_call(q, "{\"execute\": \"stop\"}", -1, NULL, 0, deadline, err) : 0;
+	if (rc == 0)
+		rc = save_into(q, tmp, key_text, scratch, console, cow, deadline, err);
 	if (rc == 0 && cow) {
 		*pending = sbx_steal_ptr(tmp);
 		return 0;
@@ -261,15 +260,17 @@ int snapshot_save(struct qmp *q, const char *key, const char *key_text, const ch
 		snapshot_remove_dir(tmp);
 	if (cow)
 		return sbx_error_prefix(err, "snapshot");
-	/* The VM goes on either way: after a completed migration `cont`
-	 * takes its disks back. */
+	/* The VM goes on either way, also after a `stop` or a migration that
+	 * timed out and goes on in QEMU (qmp_restart.h). */
 	sbx_error_t cerr = NULL;
-	if (qmp_call(q, "{\"execute\": \"cont\"}", -1, NULL, 0, sbx_now_ms() + 10000, &cerr) < 0) {
+	if (qmp_restart_vcpus(q, sbx_now_ms() + QMP_RESTART_MS, &cerr) < 0) {
 		if (rc == 0) {
 			sbx_error_free(err);
 			*err = cerr;
 			cerr = NULL;
 			rc = -1;
+		} else {
+			sbx_warn("vm: the VM of a snapshot that failed could not run on: %s", sbx_error_msg(cerr));
 		}
 		sbx_error_free(&cerr);
 	}

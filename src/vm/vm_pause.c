@@ -18,14 +18,11 @@
 #include "vm/console_ring.h"
 #include "vm/pause_dir.h"
 #include "vm/qmp.h"
+#include "vm/qmp_restart.h"
 #include "vm/vm_internal.h"
 
 /* A pause without a deadline still ends: a stuck QEMU fails it. */
 #define PAUSE_LIMIT_MS 120000
-/* The `cont` of a pause that failed gets its own time, past the
- * caller's deadline: the VM must run on. */
-#define UNDO_MS 10000
-#define UNDO_POLL_US 20000
 
 /* Moves the state from `from` to `to`; else fails with why not. */
 static int move_state(struct sbx_vm *vm, enum vm_pause_state from, enum vm_pause_state to, sbx_error_t *err)
@@ -115,49 +112,13 @@ static int save(struct sbx_vm *vm, const char *dir, int64_t limit, int64_t *stop
 	return keep_files(vm, dir, err);
 }
 
-/* Waits until no migration is under way: cancelled, failed, completed
- * or never started. */
-static int migration_settled(struct qmp *q, int64_t limit, sbx_error_t *err)
-{
-	char reply[QMP_LINE_MAX];
-	for (;;) {
-		if (qmp_call(q, "{\"execute\": \"query-migrate\"}", -1, reply, sizeof(reply), limit, err) < 0)
-			return -1;
-		const char *status = strstr(reply, "\"status\": \"");
-		if (status == NULL || strncmp(status + 11, "cancelled\"", 10) == 0 ||
-		    strncmp(status + 11, "completed\"", 10) == 0 || strncmp(status + 11, "failed\"", 7) == 0)
-			return 0;
-		if (sbx_now_ms() >= limit)
-			return sbx_error_set(err, ETIMEDOUT, "the migration did not end");
-		usleep(UNDO_POLL_US);
-	}
-}
-
-/* Restarts the vCPUs after a failed pause.  Whatever was sent goes on
- * after a call timed out: a `stop` whose answer did not come in time
- * still stops the vCPUs, and a migration still under way stops them
- * again at its end (QEMU's post-migrate state).  So: past the answers
- * still due, the migration cancelled and waited out, then `cont` (after
- * a completed migration too: it takes the disks back). */
-static int restart_vcpus(struct qmp *q, sbx_error_t *err)
-{
-	int64_t limit = sbx_now_ms() + UNDO_MS;
-	if (qmp_sync(q, limit, err) < 0)
-		return -1;
-	if (qmp_call(q, "{\"execute\": \"migrate_cancel\"}", -1, NULL, 0, limit, err) < 0)
-		return -1;
-	if (migration_settled(q, limit, err) < 0)
-		return -1;
-	return qmp_call(q, "{\"execute\": \"cont\"}", -1, NULL, 0, limit, err);
-}
-
 /* The pause did not happen: the VM runs on. */
 static void undo(struct sbx_vm *vm, const char *dir)
 {
 	/* No monitor: no command went to QEMU. */
 	if (vm->mon != NULL) {
 		sbx_error_t err = NULL;
-		if (restart_vcpus(vm->mon, &err) < 0)
+		if (qmp_restart_vcpus(vm->mon, sbx_now_ms() + QMP_RESTART_MS, &err) < 0)
 			sbx_warn("vm: a failed pause could not restart the VM: %s", sbx_error_msg(err));
 		sbx_error_free(&err);
 	}

@@ -80,6 +80,10 @@ void sandbox_remove_dead(struct sbx_adapter *a, const char *id);
 #define SANDBOX_STOP_SHUTDOWN "shutdown" /* the daemon stops */
 #define SANDBOX_STOP_PAUSED_TTL "paused_ttl" /* the reaper: paused past paused_ttl_secs */
 
+/* For a record already claimed stopped, before its detach (which waits
+ * for its calls): the calls its paused VM holds for a resume end now,
+ * with S004 saying it was stopped. */
+void sandbox_abort_paused(struct sbx_adapter *a, const char *id);
 /* For a record already claimed stopped: waits for its execs, stops the VM
  * (removing its scratch disk and files) and drops the record. */
 void sandbox_teardown(struct sbx_adapter *a, const char *id, const char *reason);

@@ -21,6 +21,9 @@ int sandbox_stop_soon(struct sbx_adapter *a, const char *id, sbx_error_t *err)
 		return -1;
 	if (!was_stopped) {
 		uint64_t mem_mib;
+		/* Paused by a caller meanwhile: the detach must not wait out
+		 * the calls held for its resume. */
+		sandbox_abort_paused(a, id);
 		sbx_mem_budget_release_begin(&a->mem);
 		void *vm = sbx_registry_detach(a->reg, id, &mem_mib);
 		if (!reaper_hand_over(&a->reaper, vm, mem_mib, id))

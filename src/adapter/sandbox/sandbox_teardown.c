@@ -25,9 +25,7 @@ void sandbox_release(struct sbx_adapter *a, const char *id, void *vm, uint64_t m
 	sbx_log_kv(SBX_LOG_INFO, f, "sandbox %s stopped (%s)", id, reason);
 }
 
-/* The calls a paused sandbox's VM holds for its resume end now: the
- * detach below waits for them. */
-static void abort_paused(struct sbx_adapter *a, const char *id)
+void sandbox_abort_paused(struct sbx_adapter *a, const char *id)
 {
 	const struct sbx_backend_ops *ops = a->backend.ops;
 	void *vm = sbx_registry_paused_vm(a->reg, id);
@@ -38,7 +36,7 @@ static void abort_paused(struct sbx_adapter *a, const char *id)
 void sandbox_teardown(struct sbx_adapter *a, const char *id, const char *reason)
 {
 	uint64_t mem_mib;
-	abort_paused(a, id);
+	sandbox_abort_paused(a, id);
 	sbx_mem_budget_release_begin(&a->mem);
 	void *vm = sbx_registry_detach(a->reg, id, &mem_mib);
 	sandbox_release(a, id, vm, mem_mib, reason);

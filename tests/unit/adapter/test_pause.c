@@ -15,6 +15,7 @@
 #include "common/clock.h"
 #include "adapter/reaper.h"
 #include "adapter/reaper_policy.h"
+#include "adapter/sandbox/sandbox.h"
 #include "common/metrics.h"
 #include "common/metrics_families.h"
 #include "harness.h"
@@ -816,7 +817,9 @@ static void *ls_thread(void *arg)
 	return NULL;
 }
 
-TEST(stop_of_a_paused_sandbox_ends_an_fs_call_waiting_for_its_resume)
+/* stop, or run's own stop (sandbox_stop_soon), of a sandbox paused with
+ * an fs call waiting for its resume: the call ends at once with S004. */
+static void stop_ends_the_fs_call_waiting_for_a_resume(bool run_stop)
 {
 	struct sbx_adapter *a = make(CFG "}");
 	CHECK(a != NULL);
@@ -838,13 +841,21 @@ TEST(stop_of_a_paused_sandbox_ends_an_fs_call_waiting_for_its_resume)
 	pthread_mutex_unlock(&F.lock);
 	/* The stop ends it at once, not at its deadline. */
 	int64_t t0 = sbx_now_ms();
-	r = on(a, "stop", id);
+	sbx_error_t err = NULL;
+	if (run_stop) {
+		CHECK_INT(sandbox_stop_soon(a, id, &err), 0);
+	} else {
+		r = on(a, "stop", id);
+		CHECK(json_is_true(json_object_get(r, "stopped")));
+		json_decref(r);
+	}
 	int64_t took = sbx_now_ms() - t0;
 	pthread_join(t, NULL);
-	CHECK(json_is_true(json_object_get(r, "stopped")));
-	json_decref(r);
 	CHECK(took < FS_WAIT_MS / 2);
 	CHECK_INT(fk_get(&F.aborts), 1);
+	/* run's VM is stopped by the reaper's thread. */
+	for (int i = 0; i < 300 && fk_get(&F.stops) == 0; i++)
+		usleep(10000);
 	CHECK_INT(fk_get(&F.stops), 1);
 	char want[160];
 	snprintf(want, sizeof(want), "sandbox %s was stopped while the call waited for its resume", id);
@@ -854,11 +865,24 @@ TEST(stop_of_a_paused_sandbox_ends_an_fs_call_waiting_for_its_resume)
 	/* A running sandbox's stop aborts nothing. */
 	char *other = create(a, "");
 	CHECK(other != NULL);
-	json_decref(on(a, "stop", other));
+	if (run_stop)
+		CHECK_INT(sandbox_stop_soon(a, other, &err), 0);
+	else
+		json_decref(on(a, "stop", other));
 	CHECK_INT(fk_get(&F.aborts), 1);
 	free(other);
 	free(id);
 	sbx_adapter_free(a);
+}
+
+TEST(stop_of_a_paused_sandbox_ends_an_fs_call_waiting_for_its_resume)
+{
+	stop_ends_the_fs_call_waiting_for_a_resume(false);
+}
+
+TEST(runs_own_stop_of_a_paused_sandbox_ends_an_fs_call_waiting_for_its_resume)
+{
+	stop_ends_the_fs_call_waiting_for_a_resume(true);
 }
 
 TEST(failed_pause_leaves_it_running_and_failed_resume_removes_it)
