@@ -16,6 +16,9 @@
 #define PAUSE_SCRATCH "scratch.ext4"
 #define PAUSE_IMAGE "image.erofs"
 #define PAUSE_CONSOLE "console.txt"
+#define PAUSE_VM "vm.json"
+/* The adapter's own record of the paused sandbox (adapter/pause). */
+#define PAUSE_SANDBOX "sandbox.json"
 
 /* Makes dir (0700); it must not exist. */
 int pause_dir_create(const char *dir, sbx_error_t *err);

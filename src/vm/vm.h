@@ -214,6 +214,40 @@ int sbx_vm_resume(struct sbx_vm *vm, int64_t deadline, sbx_error_t *err);
  * for those calls before the stop. */
 void sbx_vm_pause_abort(struct sbx_vm *vm, const char *reason);
 
+/* A paused VM kept across processes (issue 40: paused sandboxes outlive
+ * the daemon; vm_adopt.c).  sbx_vm_pause_save, after sbx_vm_pause:
+ * waits (until `deadline`) for the readers of its process streams to
+ * take what the guest sent before the pause, then writes PAUSE_VM
+ * (vm/pause_dir.h, 0600) into its pause directory: what a later process
+ * needs to start it again (QEMU, kernel and boot disk it ran, its shape,
+ * network helper arguments, boot identity, the control channel's open
+ * process streams and a partly read guest frame), and links the store
+ * image it ran into the directory (PAUSE_IMAGE) so that a removal from
+ * the image store does not take it.  EINVAL when the VM is not paused.
+ * sbx_vm_forget frees a paused VM's object and keeps its state (a daemon
+ * that exits with paused VMs); it fails no caller: release every process
+ * handle first.  sbx_vm_adopt makes a VM object from a directory saved
+ * so (an earlier process's), paused (sbx_vm_paused true), started again
+ * by sbx_vm_resume, removed by sbx_vm_stop; `jail` and the published
+ * ports' listeners (in the saved order, duplicated here) are this
+ * process's.  S300 with why when the directory cannot be resumed by this
+ * build (another control protocol, QEMU, kernel or boot disk gone, a
+ * damaged or oversized description); EINVAL for a description that is
+ * not one.  sbx_vm_adopted_proc hands out, once each, a handle on the
+ * process stream whose guest pid is `pid` (NULL: none): its output goes
+ * on after the resume; streams nobody took by the resume are killed
+ * then. */
+int sbx_vm_pause_save(struct sbx_vm *vm, int64_t deadline, sbx_error_t *err);
+void sbx_vm_forget(struct sbx_vm *vm);
+struct sbx_vm_adopt_options {
+	struct sbx_jail_host *jail;
+	const int *publish_fds;
+	size_t n_publish;
+	unsigned template_cache_mib;
+};
+struct sbx_vm *sbx_vm_adopt(const char *dir, const struct sbx_vm_adopt_options *opt, sbx_error_t *err);
+struct sbx_vm_proc *sbx_vm_adopted_proc(struct sbx_vm *vm, uint32_t pid);
+
 /* Processes.  argv[0] is looked up in the guest's PATH; env entries "K=V"
  * are layered over the boot environment; cwd NULL = "/".  With
  * with_stdin false the process's stdin is at EOF. */
