@@ -138,6 +138,26 @@ struct sbx_backend_ops {
 	 * its resume (fs operations, spawns, signals) fail now rather than at
 	 * their deadlines.  A running VM is left alone. */
 	void (*abort_paused)(void *vm);
+	/* Paused sandboxes that outlive the daemon (optional, all or none;
+	 * issue 40 item 4).  pause_keep, after a pause: the VM's part of
+	 * what a later daemon needs goes beside the state, the backend's own
+	 * part ({workdir}) to *state for the caller's record.  forget: frees
+	 * a paused VM's handle and keeps its state (a daemon that exits;
+	 * process handles freed first).  adopt: a handle on the paused VM an
+	 * earlier daemon left in `dir`, with `state` as pause_keep gave it
+	 * and this daemon's listeners for its published ports (in their
+	 * order); errnum EWOULDBLOCK when another daemon holds it, S300 when
+	 * this build cannot resume it.  adopted_proc: a process handle (as
+	 * proc_start's) on its background process of guest pid `pid`, once;
+	 * NULL when it has none.  discard_paused: removes a paused state no
+	 * daemon can use (its pause never finished) unless another daemon
+	 * holds it; true when removed. */
+	int (*pause_keep)(void *vm, int64_t deadline, json_t **state, sbx_error_t *err);
+	void (*forget)(void *vm);
+	void *(*adopt)(void *ctx, const char *dir, json_t *state, const int *publish_fds, size_t n_publish,
+		       sbx_error_t *err);
+	void *(*adopted_proc)(void *vm, uint32_t pid);
+	bool (*discard_paused)(void *ctx, const char *dir);
 
 	/* Processes the caller drives (optional: NULL proc_start answers
 	 * S300).  Started once the guest reported its pid (*pid); S300 when

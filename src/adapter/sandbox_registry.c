@@ -76,6 +76,20 @@ int sbx_registry_insert(struct sbx_registry *reg, const char *id, const char *na
 	return sbx_registry_insert_vm(reg, id, name, image, idle_timeout_secs, NULL, 0, err);
 }
 
+int registry_append_locked(struct sbx_registry *reg, struct sbx_sandbox *sb, sbx_error_t *err)
+{
+	if (reg->n == reg->cap) {
+		size_t ncap = reg->cap ? reg->cap * 2 : 8;
+		struct sbx_sandbox **items = realloc(reg->items, ncap * sizeof(*items));
+		if (items == NULL)
+			return sbx_error_errno(err, ENOMEM, "sandbox registry");
+		reg->items = items;
+		reg->cap = ncap;
+	}
+	reg->items[reg->n++] = sb;
+	return 0;
+}
+
 int sbx_registry_insert_vm(struct sbx_registry *reg, const char *id, const char *name, const char *image,
 			   uint64_t idle_timeout_secs, void *vm, uint64_t mem_mib, sbx_error_t *err)
 {
@@ -95,18 +109,11 @@ int sbx_registry_insert_vm(struct sbx_registry *reg, const char *id, const char 
 		return sbx_error_errno(err, ENOMEM, "sandbox record");
 	}
 	pthread_mutex_lock(&reg->lock);
-	if (reg->n == reg->cap) {
-		size_t ncap = reg->cap ? reg->cap * 2 : 8;
-		struct sbx_sandbox **items = realloc(reg->items, ncap * sizeof(*items));
-		if (items == NULL) {
-			pthread_mutex_unlock(&reg->lock);
-			registry_unref_locked(sb);
-			return sbx_error_errno(err, ENOMEM, "sandbox registry");
-		}
-		reg->items = items;
-		reg->cap = ncap;
+	if (registry_append_locked(reg, sb, err) < 0) {
+		pthread_mutex_unlock(&reg->lock);
+		registry_unref_locked(sb);
+		return -1;
 	}
-	reg->items[reg->n++] = sb;
 	registry_take_creating_locked(reg, sb);
 	if (reg->reserved > 0)
 		reg->reserved--;

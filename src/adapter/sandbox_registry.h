@@ -37,6 +37,8 @@ struct sbx_sandbox {
 	uint64_t paused_bytes;      /* its state on disk while paused */
 	uint64_t resume_mib;        /* while paused: the budget its resume takes back */
 	struct timespec paused_at;  /* CLOCK_MONOTONIC: when it was paused */
+	bool pause_kept;            /* paused, its record written beside its state:
+				       a daemon that exits keeps it (pause/pause_record.h) */
 };
 
 struct sbx_registry;
@@ -186,6 +188,18 @@ void *sbx_registry_paused_vm(struct sbx_registry *reg, const char *id);
 /* Whether `sb` was stopped while paused: a call that failed on it failed
  * for the stop. */
 bool sbx_registry_stopped_paused(struct sbx_registry *reg, const struct sbx_sandbox *sb);
+/* Paused sandboxes that outlive the daemon (sandbox_registry_adopt.c).
+ * insert_paused adds a paused record made from `from` (its id, name, image,
+ * shape, clocks, bytes, the budget its resume takes; ports taken) owning
+ * `vm`: S001 when the id is taken.  Returns it with a reference for the
+ * caller (sbx_registry_release).  hold_fs is fs_begin's hold on a record
+ * whatever its state (an adopted background process's pump).  set_kept
+ * marks a paused record kept; is_kept: `id` is paused and kept. */
+struct sbx_sandbox *sbx_registry_insert_paused(struct sbx_registry *reg, const struct sbx_sandbox *from, void *vm,
+					       sbx_error_t *err);
+void sbx_registry_hold_fs(struct sbx_registry *reg, struct sbx_sandbox *sb);
+void sbx_registry_set_kept(struct sbx_registry *reg, struct sbx_sandbox *sb);
+bool sbx_registry_is_kept(struct sbx_registry *reg, const char *id);
 /* Paused sandboxes now and their bytes on disk together. */
 size_t sbx_registry_paused(struct sbx_registry *reg, uint64_t *bytes);
 

@@ -24,6 +24,8 @@ struct sbx_registry {
 void registry_take_creating_locked(struct sbx_registry *reg, struct sbx_sandbox *sb);
 void registry_creating_free(struct sbx_registry *reg);
 /* sandbox_registry.c's, for sandbox_registry_pause.c. */
+/* Adds `sb` to the records (not taking a reservation). */
+int registry_append_locked(struct sbx_registry *reg, struct sbx_sandbox *sb, sbx_error_t *err);
 struct sbx_sandbox *registry_find_locked(struct sbx_registry *reg, const char *id, size_t *index);
 void registry_unref_locked(struct sbx_sandbox *sb);
 struct timespec registry_now(void);

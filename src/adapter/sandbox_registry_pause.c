@@ -154,6 +154,7 @@ void sbx_registry_resume_end(struct sbx_registry *reg, struct sbx_sandbox *sb, b
 		sb->mem_mib = sb->resume_mib;
 		sb->resume_mib = 0;
 		sb->paused_bytes = 0;
+		sb->pause_kept = false;
 		/* The resume was a call: its idle clock starts again. */
 		sb->last_exec_at = registry_now();
 	} else {

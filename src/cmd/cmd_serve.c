@@ -22,6 +22,7 @@
 #include <unistd.h>
 
 #include "adapter/adapter.h"
+#include "adapter/pause/sandbox_adopt.h"
 #include "adapter/adapter_metrics.h"
 #include "adapter/config/config_fetch.h"
 #include "adapter/config/config_file.h"
@@ -341,11 +342,13 @@ int sbx_cmd_serve(int argc, char **argv)
 	unsigned stale = sbx_vm_remove_leftovers();
 	if (stale > 0)
 		sbx_info("removed %u VM director%s left by an earlier run", stale, stale == 1 ? "y" : "ies");
-	/* A paused sandbox's state serves only the daemon that paused it. */
+	/* Paused states named after their daemon (`<pid>-<id>`) are of a
+	 * build whose paused sandboxes ended with it: nothing can resume
+	 * them.  Today's (`sb-<id>`) are adopted below. */
 	unsigned paused = sbx_vm_remove_leftovers_of("paused");
 	if (paused > 0)
-		sbx_info("removed the paused state of %u sandbox%s whose daemon is gone: a paused sandbox lives as long "
-			 "as the serve that paused it", paused, paused == 1 ? "" : "es");
+		sbx_info("removed the paused state of %u sandbox%s left by an earlier build, which could not keep them",
+			 paused, paused == 1 ? "" : "es");
 	sbx_jail_remove_leftovers(jail);
 	unsigned old = template_cache_sweep() + template_cache_trim(cfg->template_cache_mb);
 	if (old > 0)
@@ -362,6 +365,8 @@ int sbx_cmd_serve(int argc, char **argv)
 	if (a != NULL && backend != NULL) {
 		/* Before the handlers are registered: a create may come at once. */
 		vm_backend_start_pool(backend);
+		/* Before the handlers too: a call may name one at once. */
+		sandbox_adopt_paused(a);
 		a->fs = (struct sbx_fs_host){ &vm_backend_fs_ops, e };
 		a->streams = (struct sbx_stream_host){ &stream_engine_ops, e };
 		a->workers = &worker_ops_vm;

@@ -12,7 +12,7 @@
 #include "common/path.h"
 #include "vm/disk.h"
 
-static const char *const names[] = { PAUSE_STATE, PAUSE_SCRATCH, PAUSE_IMAGE, PAUSE_CONSOLE, PAUSE_VM, PAUSE_SANDBOX };
+static const char *const names[] = { PAUSE_STATE, PAUSE_SCRATCH, PAUSE_IMAGE, PAUSE_CONSOLE, PAUSE_VM, PAUSE_SANDBOX, PAUSE_SANDBOX_NEW };
 
 int pause_dir_create(const char *dir, sbx_error_t *err)
 {

@@ -19,6 +19,7 @@
 #define PAUSE_VM "vm.json"
 /* The adapter's own record of the paused sandbox (adapter/pause). */
 #define PAUSE_SANDBOX "sandbox.json"
+#define PAUSE_SANDBOX_NEW "sandbox.json.new"
 
 /* Makes dir (0700); it must not exist. */
 int pause_dir_create(const char *dir, sbx_error_t *err);

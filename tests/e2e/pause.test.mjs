@@ -2,17 +2,21 @@
 // iii-sdk, on ONE python sandbox shared by the checks: a file written and a
 // background process printing a numbered line every 100 ms; pause answers
 // {paused, size_bytes, duration_ms}, its QEMU is gone, list shows
-// state: "paused" and its state sits in <state>/paused/<daemon pid>-<id>
+// state: "paused" and its state sits in <state>/paused/sb-<id>
 // (files 0600);
 // an exec resumes it (auto_resume) and sees the file; the background log
 // goes on with no number missing; explicit pause and resume, and their
-// S001s; stop of a paused sandbox deletes its state, and ends at once an
+// S001s; paused, it outlives its daemon (issue 40 item 4): after a kill -9
+// and after a SIGTERM of serve, a new serve on the state directory lists
+// it paused under its id and an exec resumes it with its file and its
+// background process, whose log goes on with no number missing or
+// repeated; stop of a paused sandbox deletes its state, and ends at once an
 // fs::write that was feeding the guest at the pause (S004 naming the stop).  A second daemon (its
 // config is its own: one more boot) with auto_resume: false answers S004
 // naming sandbox-libkrun::resume, and with idle_action: pause its reaper
 // pauses the idle sandbox, then deletes it paused_ttl_secs later; at its
-// start it removed the paused state a gone daemon left in its state
-// directory (planted), and kept a live one's.
+// start it removed the paused state an earlier build's daemon left in its
+// state directory (`<pid>-<id>`, planted), and kept a live one's.
 // While the VM layer's pause is the stub that refuses (ENOTSUP), the pause
 // test fails saying so: this file is not skipped for it.
 import { describe, test, before, after } from './lib/test-api.mjs';
@@ -21,6 +25,7 @@ import { spawnSync } from 'node:child_process';
 import { existsSync, mkdirSync, mkdtempSync, readdirSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
+import { endDaemon } from './daemon.mjs';
 import { eventually } from './lib.mjs';
 import { ChannelWriter } from 'iii-sdk/channel';
 import { registryUnavailable, startRegistry } from './lib/registry-fixture.mjs';
@@ -47,7 +52,19 @@ const qemusOf = (dir) => processesMentioning(dir).filter((p) => /qemu-system/.te
 
 describe('pause and resume: one sandbox, its files and its background process', { skip: skip ?? false }, () => {
 	let reg, s, id, ticker, stopped = false;
-	const pausedDir = () => path.join(s.stateDir, 'paused', `${s.daemon.proc.pid}-${id}`);
+	const config = { image_allowlist: ['python'] };
+	const pausedDir = () => path.join(s.stateDir, 'paused', `sb-${id}`);
+	// The daemon goes (SIGKILL: nothing of it runs its exit; SIGTERM: its
+	// shutdown) with the sandbox paused; a new one starts on the state
+	// directory.
+	const restart = async (signal) => {
+		if (signal === 'SIGKILL') await endDaemon(s.daemon, { send: 'SIGKILL', signal: 'SIGKILL' });
+		const old = s;
+		s = null;
+		if (signal === 'SIGKILL') await old.stop();
+		else assert.deepEqual(await old.stop(), { code: 0, signal: null }, 'the daemon exits 0 at its SIGTERM');
+		s = await startSandboxStack({ registry: reg, stateDir: old.stateDir, config });
+	};
 	// The ticker's numbers so far, asserted consecutive from 0.
 	const ticks = async () => {
 		const l = await s.vm('process::logs', { sandbox_id: id, process_id: ticker });
@@ -58,7 +75,7 @@ describe('pause and resume: one sandbox, its files and its background process', 
 	};
 	before(async () => {
 		reg = await startRegistry({ images: ['python'] });
-		s = await startSandboxStack({ registry: reg, config: { image_allowlist: ['python'] } });
+		s = await startSandboxStack({ registry: reg, config });
 		id = (await s.vm('create', { image: 'python' })).sandbox_id;
 	});
 	after(async () => {
@@ -117,6 +134,27 @@ describe('pause and resume: one sandbox, its files and its background process', 
 		await ticks();
 	});
 
+	for (const signal of ['SIGKILL', 'SIGTERM']) {
+		test(`paused, it outlives a ${signal} of serve: the next serve lists it, an exec resumes it with its file and its process`, async () => {
+			await pause(s, id);
+			const before = await ticks();
+			const record = path.join(pausedDir(), 'sandbox.json');
+			assert.ok(existsSync(record), `${record}: the record a later daemon reads`);
+			assert.equal(statSync(record).mode & 0o777, 0o600);
+			await restart(signal);
+			assert.match(s.daemon.output(), /found again 1 paused sandbox an earlier daemon left/);
+			assert.equal((await s.listed(id))?.state, 'paused', 'listed paused under its id');
+			assert.deepEqual(qemusOf(s.stateDir), [], 'no QEMU until a call needs it');
+			assert.equal((await s.exec(id, { cmd: 'cat /root/note.txt' })).stdout, 'kept-across-pause\n');
+			assert.ok(!existsSync(pausedDir()), 'the resume removed the paused state');
+			// Every number before the restart, none twice, and more after.
+			assert.ok(await ticks() >= before);
+			await eventually(async () => assert.ok(await ticks() >= before + 10), 30000);
+			const row = (await s.vm('process::list', { sandbox_id: id })).processes.find((p) => p.process_id === ticker);
+			assert.equal(row?.state, 'running', 'the same background process, running');
+		});
+	}
+
 	test('unknown ids: S002', async () => {
 		for (const fn of ['pause', 'resume']) {
 			assertScode(await s.vmError(fn, { sandbox_id: '00000000-0000-4000-8000-000000000000' }), 'S002');
@@ -163,11 +201,12 @@ describe('pause and resume: one sandbox, its files and its background process', 
 
 describe('auto_resume: false, idle_action: pause, paused_ttl_secs: 3', { skip: skip ?? false }, () => {
 	let reg, s, id, planted;
-	const pausedDir = () => path.join(s.stateDir, 'paused', `${s.daemon.proc.pid}-${id}`);
+	const pausedDir = () => path.join(s.stateDir, 'paused', `sb-${id}`);
 	before(async () => {
 		reg = await startRegistry({ images: ['python'] });
-		// What a daemon killed with a sandbox paused leaves (its pid is
-		// gone), and what a live daemon (this test's pid) holds.
+		// What a daemon of an earlier build killed with a sandbox paused
+		// leaves (its pid is gone), and what a live one (this test's pid)
+		// holds: state named after its daemon, which no later one resumes.
 		const stateDir = mkdtempSync(path.join(tmpdir(), 'sbx-e2e-vmstate-'));
 		const gonePid = spawnSync('true').pid;
 		planted = { gone: path.join(stateDir, 'paused', `${gonePid}-0f8fad5b-d9cb-469f-a165-70867728950e`),
@@ -186,10 +225,10 @@ describe('auto_resume: false, idle_action: pause, paused_ttl_secs: 3', { skip: s
 		s?.cleanupState();
 	});
 
-	test('at its start it removed the paused state of a gone daemon, not a live one\'s', () => {
+	test('at its start it removed the paused state of an earlier build\'s gone daemon, not a live one\'s', () => {
 		assert.ok(!existsSync(planted.gone), `${planted.gone} is gone`);
 		assert.ok(existsSync(path.join(planted.live, 'state')), `${planted.live} is kept`);
-		assert.match(s.daemon.output(), /removed the paused state of 1 sandbox whose daemon is gone/);
+		assert.match(s.daemon.output(), /removed the paused state of 1 sandbox left by an earlier build/);
 	});
 
 	test('idle past its timeout, the reaper (every 10 s) pauses it instead of stopping it', async () => {

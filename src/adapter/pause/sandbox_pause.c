@@ -7,6 +7,7 @@
 #include <fcntl.h>
 #include <unistd.h>
 
+#include "adapter/pause/pause_record.h"
 #include "adapter/sandbox/sandbox.h"
 #include "adapter/scode.h"
 #include "adapter/terminal/terminal.h"
@@ -21,6 +22,8 @@
 /* Terminals get SIGHUP, then SIGKILL after their grace (terminal.h). */
 #define TERMINALS_CLOSE_MS (2 * SBX_TERMINAL_GRACE_MS + 1000)
 #define TERMINALS_POLL_US 20000
+/* The pumps take what the guest sent before the pause: a moment. */
+#define SANDBOX_KEEP_DEADLINE_MS 5000
 
 char *sandbox_paused_dir(const char *id, sbx_error_t *err)
 {
@@ -28,11 +31,9 @@ char *sandbox_paused_dir(const char *id, sbx_error_t *err)
 	char *dir = NULL;
 	if (root == NULL)
 		return NULL;
-	/* Named after this daemon, as its VM directories are: a paused VM
-	 * lives in this process's memory too (its channel, its process
-	 * handles), so a later daemon removes what a crashed one left
-	 * (vm/leftovers.h) rather than keep guest memory it cannot resume. */
-	if (asprintf(&dir, "%s/%d-%s", root, (int)getpid(), id) < 0)
+	/* Named after the sandbox alone: the next daemon finds it again
+	 * (sandbox_adopt.h). */
+	if (asprintf(&dir, "%s/" SANDBOX_PAUSED_PREFIX "%s", root, id) < 0)
 		return sbx_error_errno(err, ENOMEM, "paused state directory"), NULL;
 	return dir;
 }
@@ -103,6 +104,28 @@ static void as_platform(const char *what, sbx_error_t *err)
 	sbx_error_free(&e);
 }
 
+/* Writes what a later daemon needs to find the paused sandbox again
+ * (sandbox_adopt.h); while it is still being paused, so that no resume
+ * removes the state under the write.  Failing costs only that: the pause
+ * stands, and the sandbox ends with this daemon as before. */
+static void keep(struct sbx_adapter *a, struct sbx_sandbox *sb, const char *dir, uint64_t size_bytes)
+{
+	const struct sbx_backend_ops *ops = a->backend.ops;
+	sbx_error_t err = NULL;
+	json_t *state = NULL;
+	if (ops->pause_keep == NULL)
+		return;
+	if (ops->pause_keep(sb->vm, sbx_now_ms() + SANDBOX_KEEP_DEADLINE_MS, &state, &err) < 0 ||
+	    pause_record_write(a, sb, size_bytes, state, dir, &err) < 0) {
+		sbx_warn("sandbox %s: paused, but its state will not outlive this daemon: %s", sb->id,
+			 sbx_error_msg(err));
+		sbx_error_free(&err);
+	} else {
+		sbx_registry_set_kept(a->reg, sb);
+	}
+	json_decref(state);
+}
+
 static int pause_held(struct sbx_adapter *a, struct sbx_sandbox *sb, const char *dir, uint64_t *size_bytes,
 		      int64_t *duration_ms, sbx_error_t *err)
 {
@@ -117,6 +140,7 @@ static int pause_held(struct sbx_adapter *a, struct sbx_sandbox *sb, const char 
 		as_platform("pause", err);
 		return -1;
 	}
+	keep(a, sb, dir, *size_bytes);
 	return 0;
 }
 

@@ -1,5 +1,5 @@
 /* Pause and resume of a sandbox (issue 40): its VM's memory, devices and
- * disk go to `<state dir>/paused/<daemon pid>-<id>` and its QEMU exits; the record, its
+ * disk go to `<state dir>/paused/sb-<id>` and its QEMU exits; the record, its
  * background processes and their logs stay.  Paused, it holds no memory
  * of the budget and no slot of max_concurrent_sandboxes; it counts against
  * max_paused_sandboxes and its bytes against snapshot_store_mb.  A call
@@ -44,7 +44,10 @@ int sandbox_wake(struct sbx_adapter *a, const char *id, sbx_error_t *err);
 /* sandbox_wake, then sbx_registry_check: the extensions' preamble. */
 int sandbox_wake_check(struct sbx_adapter *a, const char *id, sbx_error_t *err);
 /* The directory of sandbox `id`'s paused state (malloc'd), its parent
- * made (0700). */
+ * made (0700): `<state dir>/paused/sb-<id>` (a prefix no pid has: the
+ * `<pid>-<id>` names of builds before paused sandboxes outlived their
+ * daemon are vm/leftovers.h's to remove). */
+#define SANDBOX_PAUSED_PREFIX "sb-"
 char *sandbox_paused_dir(const char *id, sbx_error_t *err);
 
 #endif

@@ -237,11 +237,16 @@ struct bg_proc *process_table_find(struct process_table *t, const char *sandbox_
 
 json_t *process_table_rows(struct process_table *t, const char *sandbox_id)
 {
+	return process_table_map(t, sandbox_id, bg_proc_row);
+}
+
+json_t *process_table_map(struct process_table *t, const char *sandbox_id, json_t *(*fn)(struct bg_proc *p))
+{
 	json_t *rows = json_array();
 	pthread_mutex_lock(&t->lock);
 	struct bg_sandbox *s = find_locked(t, sandbox_id, NULL);
 	for (size_t i = 0; rows != NULL && s != NULL && i < s->n; i++) {
-		if (json_array_append_new(rows, bg_proc_row(s->procs[i])) < 0) {
+		if (json_array_append_new(rows, fn(s->procs[i])) < 0) {
 			json_decref(rows);
 			rows = NULL;
 		}

@@ -40,6 +40,9 @@ struct bg_proc *process_table_find(struct process_table *t, const char *sandbox_
 				   sbx_error_t *err);
 /* [row, ...] of bg_proc_row, oldest first. */
 json_t *process_table_rows(struct process_table *t, const char *sandbox_id);
+/* [fn(p), ...] of the sandbox's processes, oldest first (NULL: out of
+ * memory; fn is called under the table's lock). */
+json_t *process_table_map(struct process_table *t, const char *sandbox_id, json_t *(*fn)(struct bg_proc *p));
 
 /* Forgets a stopped sandbox: joins its pumps, drops its processes. */
 void process_table_drop(struct process_table *t, const char *sandbox_id);

@@ -1,6 +1,8 @@
 /* The teardown that stop, the reaper and shutdown share, and the removal
  * of a sandbox whose VM is gone.  Below sandbox_stop.c and the reaper:
  * calls neither. */
+#include <string.h>
+
 #include "adapter/adapter_metrics.h"
 #include "adapter/process/process_table.h"
 #include "adapter/sandbox/sandbox.h"
@@ -33,9 +35,33 @@ void sandbox_abort_paused(struct sbx_adapter *a, const char *id)
 		ops->abort_paused(vm);
 }
 
+/* The daemon stops with the sandbox paused and its record written: the
+ * state stays for the next daemon (pause/sandbox_adopt.h), only this
+ * process's hold on it goes. */
+static void keep_paused(struct sbx_adapter *a, const char *id)
+{
+	uint64_t mem_mib;
+	sandbox_abort_paused(a, id);
+	sbx_mem_budget_release_begin(&a->mem);
+	void *vm = sbx_registry_detach(a->reg, id, &mem_mib);
+	if (vm != NULL)
+		a->backend.ops->forget(vm);
+	if (a->procs != NULL)
+		process_table_drop(a->procs, id);
+	sbx_mem_budget_release_end(&a->mem, mem_mib);
+	struct sbx_log_field f[] = { SBX_LF_STR("event", "keep"), SBX_LF_STR("sandbox_id", id) };
+	sbx_log_kv(SBX_LOG_INFO, f, "sandbox %s stays paused for the next daemon", id);
+}
+
 void sandbox_teardown(struct sbx_adapter *a, const char *id, const char *reason)
 {
 	uint64_t mem_mib;
+	const struct sbx_backend_ops *ops = a->backend.ops;
+	if (strcmp(reason, SANDBOX_STOP_SHUTDOWN) == 0 && ops != NULL && ops->forget != NULL &&
+	    sbx_registry_is_kept(a->reg, id)) {
+		keep_paused(a, id);
+		return;
+	}
 	sandbox_abort_paused(a, id);
 	sbx_mem_budget_release_begin(&a->mem);
 	void *vm = sbx_registry_detach(a->reg, id, &mem_mib);

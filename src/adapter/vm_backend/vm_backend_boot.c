@@ -116,6 +116,7 @@ static void *boot_vm(struct backend *b, const struct sbx_boot_request *req, enum
 	struct sandbox_vm *s = calloc(1, sizeof(*s));
 	if (s == NULL)
 		return sbx_error_errno(err, ENOMEM, "sandbox"), NULL;
+	s->pause_lock = -1;
 	struct sbx_vm_options opt = {
 		.cpus = req->cpus,
 		.memory_mib = req->memory_mb,

@@ -41,6 +41,9 @@ struct sandbox_vm {
 	char *image;   /* a standby's image file (gone: the image was removed) */
 	const char *boot_mode; /* how it started: "pool", "standby", "restore" or "cold" */
 	char boot_line[BOOT_LINE_MAX]; /* the first line of its log, set once it is ready */
+	int pause_lock; /* from its pause to its resume or stop: the lock on its
+			   paused state (vm_backend_adopt.c), -1 = none */
+	char *lock_file; /* that lock's file, removed with the state */
 };
 
 /* The ops of the table (backend.h says what each one does). */
@@ -60,5 +63,17 @@ int vm_backend_pause(void *vm, const char *dir, uint64_t *size_bytes, int64_t *d
 		     sbx_error_t *err);
 int vm_backend_resume(void *vm, int64_t deadline, sbx_error_t *err);
 void vm_backend_abort_paused(void *vm);
+int vm_backend_pause_keep(void *vm, int64_t deadline, json_t **state, sbx_error_t *err);
+void vm_backend_forget(void *vm);
+void *vm_backend_adopt(void *ctx, const char *dir, json_t *state, const int *publish_fds, size_t n_publish,
+		       sbx_error_t *err);
+void *vm_backend_adopted_proc(void *vm, uint32_t pid);
+bool vm_backend_discard_paused(void *ctx, const char *dir);
+/* vm_backend_adopt.c: s takes the lock on paused state `dir` (its file
+ * dir.lock, made when missing) without waiting; -1 with EWOULDBLOCK when
+ * another daemon holds it.  unlock lets it go, the file removed when the
+ * state went (`gone`). */
+int vm_backend_pause_lock(struct sandbox_vm *s, const char *dir, sbx_error_t *err);
+void vm_backend_pause_unlock(struct sandbox_vm *s, bool gone);
 
 #endif

@@ -1,6 +1,8 @@
 /* The backend's pause, resume and abort_paused ops (backend.h) over the
  * VM layer's sbx_vm_pause / sbx_vm_resume / sbx_vm_pause_abort (vm/vm.h,
- * issue 40). */
+ * issue 40).  A paused state is locked (vm_backend_adopt.c) from before
+ * its directory exists until its resume or stop, so that another daemon
+ * on the same state directory neither adopts nor removes it. */
 #include "adapter/vm_backend/vm_backend_internal.h"
 
 int vm_backend_pause(void *vm, const char *dir, uint64_t *size_bytes, int64_t *duration_ms, int64_t deadline,
@@ -8,7 +10,10 @@ int vm_backend_pause(void *vm, const char *dir, uint64_t *size_bytes, int64_t *d
 {
 	struct sandbox_vm *s = vm;
 	struct sbx_vm_pause_info info = { 0 };
+	if (s->pause_lock < 0 && vm_backend_pause_lock(s, dir, err) < 0)
+		return -1;
 	if (sbx_vm_pause(s->vm, dir, &info, deadline, err) < 0) {
+		vm_backend_pause_unlock(s, true);
 		vm_backend_blame_death(vm, err);
 		return -1;
 	}
@@ -30,5 +35,7 @@ int vm_backend_resume(void *vm, int64_t deadline, sbx_error_t *err)
 		vm_backend_blame_death(vm, err);
 		return -1;
 	}
+	/* The state is gone with the resume. */
+	vm_backend_pause_unlock(s, true);
 	return 0;
 }

@@ -108,3 +108,17 @@ void vm_backend_proc_free(void *proc)
 	sbx_vm_proc_free(h->p);
 	free(h);
 }
+
+void *vm_backend_adopted_proc(void *vm, uint32_t pid)
+{
+	struct sandbox_vm *s = vm;
+	struct proc *h = calloc(1, sizeof(*h));
+	if (h == NULL)
+		return NULL;
+	h->s = s;
+	if ((h->p = sbx_vm_adopted_proc(s->vm, pid)) == NULL) {
+		free(h);
+		return NULL;
+	}
+	return h;
+}

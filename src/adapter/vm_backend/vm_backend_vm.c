@@ -33,6 +33,7 @@ void vm_backend_stop(void *vm)
 {
 	struct sandbox_vm *s = vm;
 	sbx_vm_stop(s->vm, sbx_now_ms() + VM_BACKEND_STOP_MS);
+	vm_backend_pause_unlock(s, true);
 	free(s->workdir);
 	free(s->image);
 	free(s);

@@ -365,10 +365,10 @@ TEST(pause_and_resume_reply_and_list_shows_state_only_when_paused)
 	CHECK_INT(json_integer_value(json_object_get(r, "duration_ms")), 5);
 	CHECK_INT(json_object_size(r), 3);
 	json_decref(r);
-	/* Its state goes under <state dir>/paused/<daemon pid>-<id>: a later
-	 * daemon knows whose it was (vm/leftovers.h). */
+	/* Its state goes under <state dir>/paused/sb-<id>, where a later
+	 * daemon finds it again (pause/sandbox_adopt.h). */
 	char want[600];
-	snprintf(want, sizeof(want), "%s/paused/%d-%s", getenv("III_SANDBOX_STATE_DIR"), (int)getpid(), id);
+	snprintf(want, sizeof(want), "%s/paused/sb-%s", getenv("III_SANDBOX_STATE_DIR"), id);
 	CHECK_STR(F.dir, want);
 	/* Its memory left the budget: half of what two VMs held. */
 	CHECK_INT(committed(a), before / 2);

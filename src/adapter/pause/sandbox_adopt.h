@@ -1,0 +1,17 @@
+/* Paused sandboxes outlive the daemon (issue 40 item 4): each pause
+ * writes its sandbox's record beside the VM's state (pause_record.h), a
+ * daemon that exits keeps them (sandbox_teardown.c), and the next daemon
+ * on the state directory finds them again here, before it takes calls:
+ * same ids, names and shape, paused, their background processes with
+ * their logs, resumed by the next call as any paused sandbox. */
+#ifndef SBX_ADAPTER_PAUSE_SANDBOX_ADOPT_H
+#define SBX_ADAPTER_PAUSE_SANDBOX_ADOPT_H
+
+#include "adapter/adapter_state.h"
+
+/* Adopts every paused sandbox in `<state dir>/paused` that no other
+ * daemon holds; removes the state of pauses that never finished; leaves
+ * (with a warning) what it cannot adopt.  Returns the count adopted. */
+unsigned sandbox_adopt_paused(struct sbx_adapter *a);
+
+#endif
