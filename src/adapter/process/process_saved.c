@@ -88,7 +88,8 @@ static int ring_load(struct proc_ring *r, json_t *rec, sbx_error_t *err)
 	/* A smaller background_log_bytes now: the newest bytes stay. */
 	size_t keep = len > r->max ? r->max : len;
 	r->end = total - keep;
-	proc_ring_append(r, bytes + (len - keep), keep);
+	if (keep > 0)
+		proc_ring_append(r, bytes + (len - keep), keep);
 	return 0;
 }
 
