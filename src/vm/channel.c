@@ -97,6 +97,12 @@ static void *reader_main(void *arg)
 	struct chan *c = arg;
 	struct proto_reader rd;
 	proto_reader_init(&rd);
+	/* An adopted channel: the frame an earlier process had in part. */
+	if (c->carry != NULL) {
+		rd = *c->carry;
+		free(c->carry);
+		c->carry = NULL;
+	}
 	static const size_t bufsize = 64 * 1024;
 	uint8_t *buf = malloc(bufsize);
 	sbx_error_t err = NULL;
@@ -106,7 +112,7 @@ static void *reader_main(void *arg)
 		if (n < 0 && errno == EINTR)
 			continue;
 		/* A pause ends QEMU: its EOF is not the guest's. */
-		if (n <= 0 && chan_take_next_fd(c))
+		if (n <= 0 && chan_take_next_fd(c, &rd))
 			continue;
 		if (n <= 0) {
 			reason = n == 0 ? "the VM closed it" : "read error";
@@ -143,40 +149,53 @@ static void *reader_main(void *arg)
 	chan_mark_dead(c, reason);
 	pthread_mutex_unlock(&c->lock);
 	/* Unblock writers stuck on a guest that stopped reading. */
-	shutdown(c->fd, SHUT_RDWR);
+	if (c->fd >= 0)
+		shutdown(c->fd, SHUT_RDWR);
 	return NULL;
 }
 
-struct chan *chan_open(int fd, sbx_error_t *err)
+struct chan *chan_new(int fd, sbx_error_t *err)
 {
 	struct chan *c = calloc(1, sizeof(*c));
 	if (c == NULL) {
-		close(fd);
+		if (fd >= 0)
+			close(fd);
 		sbx_error_set(err, ENOMEM, "control channel");
 		return NULL;
 	}
 	c->fd = fd;
 	c->next_fd = -1;
 	c->next_id = 1;
+	sbx_cond_init_monotonic(&c->cond);
+	pthread_mutex_init(&c->lock, NULL);
+	pthread_mutex_init(&c->wlock, NULL);
+	return c;
+}
+
+int chan_start(struct chan *c, sbx_error_t *err)
+{
+	int rc = pthread_create(&c->reader, NULL, reader_main, c);
+	return rc == 0 ? 0 : sbx_error_errno(err, rc, "control reader thread");
+}
+
+struct chan *chan_open(int fd, sbx_error_t *err)
+{
+	struct chan *c = chan_new(fd, err);
+	if (c == NULL)
+		return NULL;
 	/* A guest that stops reading its port must not hang a sender (or
 	 * sbx_vm_stop) forever: a send stuck this long kills the connection. */
 	struct timeval tv = { .tv_sec = SEND_TIMEOUT_S };
 	if (setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv)) < 0)
 		sbx_warn("control socket: SO_SNDTIMEO: %s", strerror(errno));
-	sbx_cond_init_monotonic(&c->cond);
-	pthread_mutex_init(&c->lock, NULL);
-	pthread_mutex_init(&c->wlock, NULL);
-	int rc = pthread_create(&c->reader, NULL, reader_main, c);
-	if (rc != 0) {
-		sbx_error_errno(err, rc, "control reader thread");
-		close(fd);
-		pthread_cond_destroy(&c->cond);
-		pthread_mutex_destroy(&c->lock);
-		pthread_mutex_destroy(&c->wlock);
-		free(c);
-		return NULL;
-	}
-	return c;
+	if (chan_start(c, err) == 0)
+		return c;
+	close(fd);
+	pthread_cond_destroy(&c->cond);
+	pthread_mutex_destroy(&c->lock);
+	pthread_mutex_destroy(&c->wlock);
+	free(c);
+	return NULL;
 }
 
 void chan_close(struct chan *c)
@@ -188,12 +207,15 @@ void chan_close(struct chan *c)
 	c->closing = true;
 	pthread_cond_broadcast(&c->cond);
 	pthread_mutex_unlock(&c->lock);
-	shutdown(c->fd, SHUT_RDWR);
+	if (c->fd >= 0)
+		shutdown(c->fd, SHUT_RDWR);
 	pthread_join(c->reader, NULL);
-	close(c->fd);
+	if (c->fd >= 0)
+		close(c->fd);
 	if (c->next_fd >= 0)
 		close(c->next_fd);
 	free(c->kills);
+	free(c->partial);
 	while (c->streams != NULL) {
 		struct chan_stream *s = c->streams;
 		c->streams = s->next;

@@ -21,6 +21,7 @@
 
 struct chan;
 struct chan_stream;
+struct pause_chan;
 
 enum chan_output { CHAN_STDOUT = 1, CHAN_STDERR = 2 };
 
@@ -61,6 +62,21 @@ int chan_hold(struct chan *c, int64_t deadline, sbx_error_t *err);
 void chan_release(struct chan *c);
 int chan_resume(struct chan *c, int fd, const struct proto_msg *first, int64_t deadline, sbx_error_t *err);
 void chan_abort_hold(struct chan *c, const char *reason);
+
+/* Across processes (channel_adopt.c).  chan_save, on a channel a pause
+ * holds (its QEMU ended): waits until the reader read that QEMU to its
+ * end, then (until the deadline) for the streams' readers to take their
+ * output, and describes the channel into *pc (free with
+ * pause_chan_free).  chan_adopt makes a channel from such a
+ * description, held as after chan_hold with no socket yet: chan_resume
+ * gives it the resumed QEMU's; its streams are the saved ones, each
+ * handed out once by chan_take_adopted (the stream whose guest pid is
+ * `pid`, else NULL); chan_release_adopted releases those not taken
+ * (their KILL waits for the resume). */
+int chan_save(struct chan *c, int64_t deadline, struct pause_chan *pc, sbx_error_t *err);
+struct chan *chan_adopt(const struct pause_chan *pc, sbx_error_t *err);
+struct chan_stream *chan_take_adopted(struct chan *c, uint32_t pid);
+void chan_release_adopted(struct chan *c);
 
 /* Starts a process; with PROTO_SPAWN_STDIN in sp->flags, stdin stays open
  * for chan_stream_write. */

@@ -13,6 +13,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "proto/proto_reader.h"
 #include "vm/channel.h"
 
 /* Consumed output is acknowledged in batches, or at once when the buffer
@@ -49,6 +50,7 @@ struct chan_stream {
 	bool ended;
 	bool lost; /* ended because the connection did */
 	int code;
+	bool adopted; /* re-created from a save (channel_adopt.c), not handed out yet */
 	char *error; /* the guest's ERROR or FS_ERROR message */
 	int errnum;  /* FS_ERROR's errno, else 0 */
 	struct fs_item *fs_head, *fs_tail; /* FS_ENTRIES, FS_MATCHES, FS_SED_FILES, FS_META */
@@ -86,7 +88,20 @@ struct chan {
 	bool swapped;      /* the reader took next_fd */
 	struct chan_kill *kills; /* KILLs while held: sent at the resume */
 	size_t n_kills, cap_kills;
+	/* A reader waiting for next_fd (parked) leaves the frame it read in
+	 * part here, for a save (channel_adopt.c); partial_lost: out of
+	 * memory for it. */
+	bool parked, partial_lost;
+	uint8_t *partial;
+	size_t partial_len;
+	/* An adopted channel's reader starts from this one (taken by it). */
+	struct proto_reader *carry;
 };
+
+/* channel.c, for channel_adopt.c: a channel on fd (-1: none yet) with
+ * its locks (on failure fd is closed), and its reader thread started. */
+struct chan *chan_new(int fd, sbx_error_t *err);
+int chan_start(struct chan *c, sbx_error_t *err);
 
 /* channel_link.c; "lock held" means c->lock. */
 /* Waits on the condition (lock held); ETIMEDOUT once the deadline passed. */
@@ -107,8 +122,9 @@ struct chan_stream *chan_find_stream(struct chan *c, uint32_t id);
 
 /* channel_pause.c */
 /* The reader at EOF or a read error: true when it goes on with a new
- * socket (a resume), keeping its partial frame; false: the end. */
-bool chan_take_next_fd(struct chan *c);
+ * socket (a resume), keeping its partial frame (rd, copied into the
+ * channel while it waits); false: the end. */
+bool chan_take_next_fd(struct chan *c, const struct proto_reader *rd);
 /* A KILL (a released stream's, or a caller's signal) while the channel is
  * held: 1 when it was queued for the resume (not sent now; a signal
  * already queued for the stream is not queued twice), 0 when the channel

@@ -22,16 +22,51 @@
 #define SEND_TIMEOUT_S 15 /* as chan_open sets on the first socket */
 #define OUTQ_POLL_US 1000
 
-bool chan_take_next_fd(struct chan *c)
+/* The bytes of the frame the reader has in part (lock held): a save
+ * writes them, an adopting process feeds them to its reader first.  A
+ * frame just completed (its header and payload whole) is no part. */
+static void stash_partial(struct chan *c, const struct proto_reader *rd)
+{
+	size_t hdr = rd->hdr_have, body = hdr == PROTO_HEADER_SIZE ? rd->payload_have : 0;
+	if (hdr == PROTO_HEADER_SIZE && body == rd->h.length)
+		hdr = body = 0;
+	free(c->partial);
+	c->partial = NULL;
+	c->partial_len = 0;
+	c->partial_lost = false;
+	if (hdr == 0)
+		return;
+	if ((c->partial = malloc(hdr + body)) == NULL) {
+		c->partial_lost = true;
+		return;
+	}
+	memcpy(c->partial, rd->hdr, hdr);
+	if (body > 0)
+		memcpy(c->partial + hdr, rd->payload, body);
+	c->partial_len = hdr + body;
+}
+
+bool chan_take_next_fd(struct chan *c, const struct proto_reader *rd)
 {
 	pthread_mutex_lock(&c->lock);
+	if (c->swapping && c->next_fd < 0 && !c->closing) {
+		stash_partial(c, rd);
+		c->parked = true;
+		pthread_cond_broadcast(&c->cond);
+	}
 	while (c->swapping && c->next_fd < 0 && !c->closing)
 		pthread_cond_wait(&c->cond, &c->lock);
+	c->parked = false;
+	free(c->partial);
+	c->partial = NULL;
+	c->partial_len = 0;
 	bool go = c->swapping && c->next_fd >= 0 && !c->closing;
 	if (go) {
 		/* Only the reader reads c->fd while a hold keeps the senders
-		 * out, so it may change here. */
-		close(c->fd);
+		 * out, so it may change here (an adopted channel has none
+		 * before its first). */
+		if (c->fd >= 0)
+			close(c->fd);
 		c->fd = c->next_fd;
 		c->next_fd = -1;
 		c->swapping = false;

@@ -12,7 +12,8 @@
 #include "common/path.h"
 #include "vm/disk.h"
 
-static const char *const names[] = { PAUSE_STATE, PAUSE_SCRATCH, PAUSE_IMAGE, PAUSE_CONSOLE, PAUSE_VM, PAUSE_SANDBOX, PAUSE_SANDBOX_NEW };
+static const char *const names[] = { PAUSE_STATE, PAUSE_SCRATCH, PAUSE_IMAGE,   PAUSE_CONSOLE,
+				     PAUSE_VM,	  PAUSE_VM_TMP,	 PAUSE_SANDBOX, PAUSE_SANDBOX_NEW };
 
 int pause_dir_create(const char *dir, sbx_error_t *err)
 {
@@ -85,6 +86,16 @@ int pause_dir_keep(const char *dir, const char *name, const char *from, sbx_erro
 		unlink(path);
 		return sbx_error_errno(err, e, "chmod %s", path);
 	}
+	return 0;
+}
+
+int pause_dir_link(const char *dir, const char *name, const char *from, sbx_error_t *err)
+{
+	cleanup_free char *path = sbx_path_join(dir, name);
+	if (path == NULL)
+		return sbx_error_errno(err, ENOMEM, "pause path");
+	if (link(from, path) < 0)
+		return sbx_error_errno(err, errno, "link %s to %s", from, path);
 	return 0;
 }
 

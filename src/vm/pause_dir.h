@@ -17,6 +17,8 @@
 #define PAUSE_IMAGE "image.erofs"
 #define PAUSE_CONSOLE "console.txt"
 #define PAUSE_VM "vm.json"
+/* PAUSE_VM while it is written: renamed when whole. */
+#define PAUSE_VM_TMP "vm.json.tmp"
 /* The adapter's own record of the paused sandbox (adapter/pause). */
 #define PAUSE_SANDBOX "sandbox.json"
 #define PAUSE_SANDBOX_NEW "sandbox.json.new"
@@ -29,6 +31,10 @@ int pause_dir_new_file(const char *dir, const char *name, sbx_error_t *err);
 int pause_dir_open(const char *dir, const char *name, sbx_error_t *err);
 /* Keeps `from` as dir/name (0600). */
 int pause_dir_keep(const char *dir, const char *name, const char *from, sbx_error_t *err);
+/* A second name dir/name for `from`, nothing else: not a copy, no mode
+ * change (the file may be another's, a store's image).  EXDEV across
+ * file systems. */
+int pause_dir_link(const char *dir, const char *name, const char *from, sbx_error_t *err);
 /* Puts dir/name back as `to` (new); dir/name stays until removed. */
 int pause_dir_restore(const char *dir, const char *name, const char *to, sbx_error_t *err);
 /* Writes text as dir/name (0600). */

@@ -30,64 +30,11 @@
 #define SHUTDOWN_GRACE_MS 3000
 #define QEMU_LOG_TAIL 1024
 
-static void vm_free(struct sbx_vm *vm)
-{
-	vm_drop_monitor(vm);
-	if (vm->ctl_next >= 0)
-		close(vm->ctl_next);
-	free(vm->pause_dir);
-	for (size_t i = 0; i < vm->n_retired; i++)
-		free(vm->retired[i]);
-	free(vm->retired);
-	jail_release(vm->jail);
-	vm_free_files(vm);
-	vm_drop_snapshot_fds(vm);
-	if (vm->ram_fd >= 0)
-		close(vm->ram_fd);
-	free(vm->snap_text);
-	free(vm->log_lead);
-	free(vm->qemu);
-	free(vm->kernel);
-	free(vm->boot);
-	free(vm->image);
-	free(vm->data_disk);
-	free(vm->console_log);
-	virtiofs_free(&vm->fs);
-	if (vm->data_lock >= 0)
-		close(vm->data_lock);
-	free(vm->hostname);
-	sbx_strv_free(vm->env);
-	sbx_strv_free(vm->net_args);
-	sbx_strv_free(vm->warm_up);
-	net_link_close(&vm->net);
-	for (size_t i = 0; i < vm->n_publish; i++)
-		close(vm->publish[i]);
-	free(vm->user);
-	console_destroy(&vm->console);
-	pthread_mutex_destroy(&vm->lock);
-	free(vm);
-}
-
-static void vm_freep(struct sbx_vm **vm)
-{
-	if (*vm != NULL)
-		vm_free(*vm);
-}
-#define cleanup_vm __attribute__((cleanup(vm_freep)))
-
 static struct sbx_vm *vm_new(const struct sbx_vm_options *opt, sbx_error_t *err)
 {
-	struct sbx_vm *vm = calloc(1, sizeof(*vm));
-	if (vm == NULL) {
-		sbx_error_set(err, ENOMEM, "vm");
+	struct sbx_vm *vm = vm_alloc(err);
+	if (vm == NULL)
 		return NULL;
-	}
-	pthread_mutex_init(&vm->lock, NULL);
-	vm->t0 = sbx_now_ms();
-	console_init(&vm->console);
-	vm->keeper.pid = -1;
-	vm->keeper.lifeline = -1;
-	vm->snap_lock = vm->qmp_fd = vm->ram_fd = vm->ctl_next = -1;
 	vm->template_cache_mib = opt->template_cache_mib;
 	vm->cpus = opt->cpus ? opt->cpus : 1;
 	vm->memory_mib = opt->memory_mib ? opt->memory_mib : 512;
@@ -102,14 +49,9 @@ static struct sbx_vm *vm_new(const struct sbx_vm_options *opt, sbx_error_t *err)
 	vm->hostname = strdup(opt->hostname != NULL ? opt->hostname : "sandbox");
 	vm->env = sbx_strv_dup(opt->env);
 	vm->user = strdup(opt->user != NULL ? opt->user : "");
-	vm->data_lock = -1;
-	net_link_init(&vm->net);
-	for (; vm->n_publish < opt->n_publish && vm->n_publish < NET_MAX_PUBLISH; vm->n_publish++) {
-		if ((vm->publish[vm->n_publish] = fcntl(opt->publish_fds[vm->n_publish], F_DUPFD_CLOEXEC, 3)) < 0) {
-			sbx_error_errno(err, errno, "published port");
-			vm_free(vm);
-			return NULL;
-		}
+	if (vm_dup_publish(vm, opt->publish_fds, opt->n_publish, err) < 0) {
+		vm_free(vm);
+		return NULL;
 	}
 	if (virtiofs_init(&vm->fs, opt->shares, opt->n_shares, err) < 0) {
 		vm_free(vm);

@@ -33,6 +33,8 @@ enum vm_pause_state {
 struct sbx_vm {
 	char *dir;
 	char *files[4]; /* scratch, console log, qemu log, built image (or NULL) */
+	bool image_store; /* files[F_IMAGE] is a store's image linked in over a
+			     pause (vm_save.c): kept by link, its mode not changed */
 	/* What a cold boot after a failed restore needs again. */
 	char *qemu, *kernel, *boot, *image;
 	enum sbx_accel accel;
@@ -94,6 +96,14 @@ struct sbx_vm {
 };
 
 enum { F_SCRATCH, F_CONSOLE, F_QEMU_LOG, F_IMAGE };
+
+/* vm_object.c: an empty VM object (no QEMU, no files, descriptors -1),
+ * its published ports' listeners duplicated in, and its release. */
+struct sbx_vm *vm_alloc(sbx_error_t *err);
+int vm_dup_publish(struct sbx_vm *vm, const int *fds, size_t n, sbx_error_t *err);
+void vm_free(struct sbx_vm *vm);
+void vm_freep(struct sbx_vm **vm);
+#define cleanup_vm __attribute__((cleanup(vm_freep)))
 
 /* vm.c: the accelerator a VM starts under (opt->accel as the caller
  * decided it; AUTO: this process probes) and its cgroup's memory limit

@@ -67,6 +67,20 @@ static struct qmp *monitor(struct sbx_vm *vm, int64_t limit, sbx_error_t *err)
 	return vm->mon;
 }
 
+/* A private image; a store's one linked in by an earlier save keeps its
+ * mode (the store's file), and is copied only across file systems. */
+static int keep_image(struct sbx_vm *vm, const char *dir, sbx_error_t *err)
+{
+	if (!vm->image_store)
+		return pause_dir_keep(dir, PAUSE_IMAGE, vm->files[F_IMAGE], err);
+	if (pause_dir_link(dir, PAUSE_IMAGE, vm->files[F_IMAGE], err) == 0)
+		return 0;
+	if ((*err)->errnum != EXDEV && (*err)->errnum != EPERM)
+		return -1;
+	sbx_error_free(err);
+	return pause_dir_keep(dir, PAUSE_IMAGE, vm->files[F_IMAGE], err);
+}
+
 /* The files the VM needs again (the keeper deletes its own directory),
  * and its console so far, which leads the next console log. */
 static int keep_files(struct sbx_vm *vm, const char *dir, sbx_error_t *err)
@@ -74,7 +88,7 @@ static int keep_files(struct sbx_vm *vm, const char *dir, sbx_error_t *err)
 	/* A data disk is the caller's and stays in place, locked. */
 	if (vm->data_disk == NULL && pause_dir_keep(dir, PAUSE_SCRATCH, vm->files[F_SCRATCH], err) < 0)
 		return -1;
-	if (vm->files[F_IMAGE] != NULL && pause_dir_keep(dir, PAUSE_IMAGE, vm->files[F_IMAGE], err) < 0)
+	if (vm->files[F_IMAGE] != NULL && keep_image(vm, dir, err) < 0)
 		return -1;
 	if (vm->console_log != NULL)
 		return 0; /* the caller's log stays, and is appended to */

@@ -104,6 +104,19 @@ int sbx_vm_proc_resize(struct sbx_vm_proc *p, uint16_t rows, uint16_t cols, sbx_
 	return chan_stream_resize(p->s, rows, cols, err);
 }
 
+struct sbx_vm_proc *sbx_vm_adopted_proc(struct sbx_vm *vm, uint32_t pid)
+{
+	struct sbx_vm_proc *p = malloc(sizeof(*p));
+	if (p == NULL)
+		return NULL;
+	/* Each saved stream once (vm_adopt.c, channel_adopt.c). */
+	if ((p->s = chan_take_adopted(vm->chan, pid)) == NULL) {
+		free(p);
+		return NULL;
+	}
+	return p;
+}
+
 void sbx_vm_proc_free(struct sbx_vm_proc *p)
 {
 	if (p == NULL)

@@ -158,6 +158,8 @@ int sbx_vm_resume(struct sbx_vm *vm, int64_t deadline, sbx_error_t *err)
 	if (s != VM_PAUSED)
 		return sbx_error_set(err, s == VM_RESUME_FAILED ? EPIPE : EINVAL,
 				     s == VM_RESUMING ? "the VM is already being resumed" : "the VM is not paused");
+	/* An adopted VM's processes nobody took: killed after RESUMED. */
+	chan_release_adopted(vm->chan);
 	if (start(vm, limit, err) < 0) {
 		failed(vm, err);
 		sbx_error_default_scode(err, SBX_S_VM_BOOT);
