@@ -215,7 +215,7 @@ int sbx_vm_resume(struct sbx_vm *vm, int64_t deadline, sbx_error_t *err);
 void sbx_vm_pause_abort(struct sbx_vm *vm, const char *reason);
 
 /* A paused VM kept across processes (issue 40: paused sandboxes outlive
- * the daemon; vm_adopt.c).  sbx_vm_pause_save, after sbx_vm_pause:
+ * the daemon; vm_save.c, vm_adopt.c).  sbx_vm_pause_save, after sbx_vm_pause:
  * waits (until `deadline`) for the readers of its process streams to
  * take what the guest sent before the pause, then writes PAUSE_VM
  * (vm/pause_dir.h, 0600) into its pause directory: what a later process
