@@ -4,7 +4,9 @@
  * channel_stream.c (streams: ids, output buffers and CREDIT both ways) and
  * channel_link.c (the wait, the lost connection, sending under one lock);
  * channel_pause.c (holding the host's frames over a pause and moving the
- * connection onto a new socket) sits between channel.c and channel_link.c. */
+ * connection onto a new socket) sits between channel.c and channel_link.c;
+ * channel_adopt.c (the channel saved by one process, re-created by the
+ * next) sits above channel.c. */
 #ifndef SBX_VM_CHANNEL_INTERNAL_H
 #define SBX_VM_CHANNEL_INTERNAL_H
 

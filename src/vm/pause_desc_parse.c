@@ -128,9 +128,10 @@ static int get_output(json_t *a, struct pause_stream *s, sbx_error_t *err)
 	size_t n = json_array_size(a), total = 0;
 	if (n > 0 && (s->out = calloc(n, sizeof(*s->out))) == NULL)
 		return sbx_error_set(err, ENOMEM, "pause description");
-	for (; s->n_out < n; s->n_out++) {
-		struct pause_output *o = &s->out[s->n_out];
-		json_t *v = json_array_get(a, s->n_out);
+	/* Counted before it is filled: a failure part way frees it too. */
+	for (size_t i = 0; i < n; i++) {
+		struct pause_output *o = &s->out[s->n_out++];
+		json_t *v = json_array_get(a, i);
 		if (!json_is_object(v))
 			return bad(err, "output", "holds a non-object");
 		int64_t fd;
@@ -193,14 +194,13 @@ static int get_chan(json_t *o, struct pause_chan *c, sbx_error_t *err)
 	size_t n = json_array_size(a);
 	if (n > 0 && (c->streams = calloc(n, sizeof(*c->streams))) == NULL)
 		return sbx_error_set(err, ENOMEM, "pause description");
-	for (; c->n_streams < n; c->n_streams++) {
-		if (get_stream(json_array_get(a, c->n_streams), &c->streams[c->n_streams], err) < 0)
+	for (size_t i = 0; i < n; i++) {
+		struct pause_stream *s = &c->streams[c->n_streams++]; /* freed with the rest on failure */
+		if (get_stream(json_array_get(a, i), s, err) < 0)
 			return -1;
-		for (size_t j = 0; j < c->n_streams; j++) {
-			if (c->streams[j].id == c->streams[c->n_streams].id) {
-				c->n_streams++; /* freed with the rest */
+		for (size_t j = 0; j < i; j++) {
+			if (c->streams[j].id == s->id)
 				return bad(err, "streams", "holds an id twice");
-			}
 		}
 	}
 	return 0;

@@ -215,7 +215,7 @@ int sbx_vm_resume(struct sbx_vm *vm, int64_t deadline, sbx_error_t *err);
 void sbx_vm_pause_abort(struct sbx_vm *vm, const char *reason);
 
 /* A paused VM kept across processes (issue 40: paused sandboxes outlive
- * the daemon; vm_adopt.c).  sbx_vm_pause_save, after sbx_vm_pause:
+ * the daemon; vm_save.c, vm_adopt.c).  sbx_vm_pause_save, after sbx_vm_pause:
  * waits (until `deadline`) for the readers of its process streams to
  * take what the guest sent before the pause, then writes PAUSE_VM
  * (vm/pause_dir.h, 0600) into its pause directory: what a later process
@@ -223,20 +223,31 @@ void sbx_vm_pause_abort(struct sbx_vm *vm, const char *reason);
  * network helper arguments, boot identity, the control channel's open
  * process streams and a partly read guest frame), and links the store
  * image it ran into the directory (PAUSE_IMAGE) so that a removal from
- * the image store does not take it.  EINVAL when the VM is not paused.
- * sbx_vm_forget frees a paused VM's object and keeps its state (a daemon
- * that exits with paused VMs); it fails no caller: release every process
- * handle first.  sbx_vm_adopt makes a VM object from a directory saved
+ * the image store does not take it; output not taken by the deadline is
+ * saved with its stream.  EINVAL when the VM is not paused, ENOTSUP for a
+ * VM with a data disk, shares or a console log of the caller's.  Saving
+ * may be repeated; the directory stays resumable in this process too.  sbx_vm_forget frees a paused VM's
+ * object and keeps its state (a daemon that exits with paused VMs); it
+ * fails no caller: release every process handle first, after the save
+ * (a handle released while paused only keeps a KILL for a resume in
+ * this process, which the forget drops: the guest process lives on, its
+ * stream saved; one released before the save is not saved, its KILL is,
+ * and goes after the adopting resume).  A VM that is not paused (nor
+ * dead after a failed resume) is stopped instead: nothing of it is on
+ * disk.  sbx_vm_adopt makes a VM object from a directory saved
  * so (an earlier process's), paused (sbx_vm_paused true), started again
  * by sbx_vm_resume, removed by sbx_vm_stop; `jail` and the published
  * ports' listeners (in the saved order, duplicated here) are this
- * process's.  S300 with why when the directory cannot be resumed by this
- * build (another control protocol, QEMU, kernel or boot disk gone, a
- * damaged or oversized description); EINVAL for a description that is
- * not one.  sbx_vm_adopted_proc hands out, once each, a handle on the
- * process stream whose guest pid is `pid` (NULL: none): its output goes
- * on after the resume; streams nobody took by the resume are killed
- * then. */
+ * process's, as many as the saved VM had (else EINVAL).  Every failure
+ * carries S300 with why (the directory is left as it was); errnum says
+ * which: ENOENT no description (or the state gone), EINVAL text that is
+ * no description, EBADMSG a damaged or oversized one, EPROTONOSUPPORT
+ * another description format or control protocol, ESTALE QEMU, kernel,
+ * boot disk or (across file systems) image changed since the pause,
+ * gone ones their stat's errno.  sbx_vm_adopted_proc hands out, once
+ * each, a handle on the process stream whose guest pid is `pid` (NULL:
+ * none): its output goes on after the resume; streams nobody took by the
+ * resume are killed then (SIGKILL, after RESUMED). */
 int sbx_vm_pause_save(struct sbx_vm *vm, int64_t deadline, sbx_error_t *err);
 void sbx_vm_forget(struct sbx_vm *vm);
 struct sbx_vm_adopt_options {

@@ -3,7 +3,9 @@
  * vm_identity.c (the guest's CONFIG), vm_park.c (parked VMs), vm_host.c (host files: QEMU, the boot disk, the
  * VM's directory), vm_template.c (snapshot templates: save, restore, cold
  * restart), vm_proc.c (process streams), vm_fs.c (fs streams),
- * vm_pause.c and vm_resume.c (pause and resume). */
+ * vm_pause.c and vm_resume.c (pause and resume), vm_save.c and
+ * vm_adopt.c (a paused VM handed to a later process), vm_object.c (the
+ * object's allocation and release). */
 #ifndef SBX_VM_VM_INTERNAL_H
 #define SBX_VM_VM_INTERNAL_H
 

@@ -122,7 +122,8 @@ static int save(struct sbx_vm *vm, const char *dir, int64_t limit, int64_t *stop
 	*migrated_at = sbx_now_ms();
 	/* No fsync: the state serves this process only (the VM object and
 	 * its channel live in its memory; a host crash loses the VM either
-	 * way), and writing 300 MB out before QEMU ends doubled the pause. */
+	 * way), and writing 300 MB out before QEMU ends doubled the pause.
+	 * sbx_vm_pause_save (vm_save.c) syncs it for a later process. */
 	return keep_files(vm, dir, err);
 }
 

@@ -1,7 +1,9 @@
 /* A paused VM resumed by a later process (vm.h sbx_vm_pause_save,
  * sbx_vm_forget, sbx_vm_adopt, sbx_vm_adopted_proc).  The first process
  * boots a VM, starts a counter (a line every 100 ms, no stdin) and a
- * sleeper, reads some lines, writes a file, pauses, saves, releases its
+ * sleeper, reads some lines, writes a file, finds that a running VM's
+ * save fails (EINVAL), pauses, saves (the lines written since its last
+ * read are in the description, nobody having read them), releases its
  * handles and forgets the VM; a second process (this program again,
  * exec'd) refuses a copy of the description naming a QEMU that does not
  * exist (S300, the copy left), adopts the directory, takes the counter's
@@ -128,6 +130,12 @@ static bool first(const char *image, bool cold, const char *dir, uint32_t *pids,
 	if (!ok)
 		snprintf(why, sizeof(why), "%s", sbx_error_msg(err));
 	ok = ok && count_on(cp, next, tail, cap, LINES, why, sizeof(why));
+	/* A running VM has nothing to save. */
+	sbx_error_t serr = NULL;
+	int saved = ok ? sbx_vm_pause_save(vm, sbx_now_ms() + 1000, &serr) : -1;
+	result(saved < 0 && serr != NULL && serr->errnum == EINVAL, "a running VM's save fails with EINVAL",
+	       sbx_error_msg(serr));
+	sbx_error_free(&serr);
 	/* Lines nobody reads before the pause: the save keeps them. */
 	usleep(500000);
 	struct sbx_vm_pause_info info;
