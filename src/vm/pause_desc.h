@@ -67,9 +67,10 @@ struct pause_desc {
 	int format;
 	unsigned proto;
 	struct pause_file qemu, kernel, boot;
-	bool image_linked;       /* the image is PAUSE_IMAGE in the directory */
-	bool image_store;        /* a store's image (a second name, not the VM's own) */
-	struct pause_file image; /* else the image's path (path NULL: none) */
+	bool image_linked;       /* the image is in the directory: PAUSE_IMAGE (private)
+				    or PAUSE_STORE_IMAGE (a store's, its second name) */
+	bool image_store;        /* a store's image, not the VM's own */
+	struct pause_file image; /* a store image's path (path NULL: none known) */
 	int accel;               /* enum sbx_accel: KVM or TCG */
 	bool nested_virt;
 	unsigned threads_per_core;

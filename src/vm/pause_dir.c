@@ -13,7 +13,7 @@
 #include "vm/disk.h"
 
 static const char *const names[] = { PAUSE_STATE, PAUSE_SCRATCH, PAUSE_IMAGE,   PAUSE_CONSOLE,
-				     PAUSE_VM,    PAUSE_VM_TMP,  PAUSE_SANDBOX, PAUSE_SANDBOX_NEW };
+				     PAUSE_STORE_IMAGE, PAUSE_VM, PAUSE_VM_TMP, PAUSE_SANDBOX, PAUSE_SANDBOX_NEW };
 
 int pause_dir_create(const char *dir, sbx_error_t *err)
 {

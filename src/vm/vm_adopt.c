@@ -79,10 +79,7 @@ static int runnable(const char *dir, const struct pause_desc *d, const struct sb
 	if (same_file("QEMU", &d->qemu, err) < 0 || same_file("kernel", &d->kernel, err) < 0 ||
 	    same_file("boot disk", &d->boot, err) < 0)
 		return -1;
-	if (!d->image_linked && same_file("image", &d->image, err) < 0)
-		return -1;
-	if (present(dir, PAUSE_STATE, err) < 0 || present(dir, PAUSE_SCRATCH, err) < 0 ||
-	    (d->image_linked && present(dir, PAUSE_IMAGE, err) < 0))
+	if (present(dir, PAUSE_STATE, err) < 0 || present(dir, PAUSE_SCRATCH, err) < 0)
 		return -1;
 	if (d->cpus > SBX_VM_MAX_CPUS || d->memory_mib < SBX_VM_MIN_MEMORY_MIB ||
 	    d->memory_mib > SBX_VM_MAX_MEMORY_MIB || d->tcg_cache_mib < 1 ||
@@ -95,6 +92,24 @@ static int runnable(const char *dir, const struct pause_desc *d, const struct sb
 		return sbx_error_set(err, EINVAL, "the paused VM had %zu published ports, %zu given", d->n_publish,
 				     n_publish);
 	return 0;
+}
+
+/* The image the VM ran: a private one in the directory; a store's at its
+ * path while that is still the file it ran, else its second name in the
+ * directory (the store removed or replaced it). */
+static char *image_path(const char *dir, struct pause_desc *d, sbx_error_t *err)
+{
+	if (!d->image_store)
+		return present(dir, PAUSE_IMAGE, err) < 0 ? NULL : sbx_path_join(dir, PAUSE_IMAGE);
+	if (d->image.path != NULL && same_file("image", &d->image, err) == 0)
+		return sbx_steal_ptr(d->image.path);
+	if (!d->image_linked) {
+		if (*err == NULL)
+			sbx_error_set(err, ENOENT, "the paused VM's image is gone");
+		return NULL;
+	}
+	sbx_error_free(err);
+	return present(dir, PAUSE_STORE_IMAGE, err) < 0 ? NULL : sbx_path_join(dir, PAUSE_STORE_IMAGE);
 }
 
 /* Guest RAM as QEMU had it: a RAM backend object over a memfd (an empty
@@ -118,8 +133,8 @@ static int build(struct sbx_vm *vm, const char *dir, struct pause_desc *d, sbx_e
 	vm->qemu = sbx_steal_ptr(d->qemu.path);
 	vm->kernel = sbx_steal_ptr(d->kernel.path);
 	vm->boot = sbx_steal_ptr(d->boot.path);
-	vm->image = d->image_linked ? sbx_path_join(dir, PAUSE_IMAGE) : sbx_steal_ptr(d->image.path);
-	vm->image_store = d->image_store;
+	if ((vm->image = image_path(dir, d, err)) == NULL)
+		return -1;
 	vm->accel = (enum sbx_accel)d->accel;
 	vm->cpu = (struct guest_cpu){ .nested_virt = d->nested_virt, .threads_per_core = d->threads_per_core };
 	vm->cpus = d->cpus;

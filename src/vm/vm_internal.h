@@ -35,8 +35,6 @@ enum vm_pause_state {
 struct sbx_vm {
 	char *dir;
 	char *files[4]; /* scratch, console log, qemu log, built image (or NULL) */
-	bool image_store; /* files[F_IMAGE] is a store's image linked in over a
-			     pause (vm_save.c): kept by link, its mode not changed */
 	/* What a cold boot after a failed restore needs again. */
 	char *qemu, *kernel, *boot, *image;
 	enum sbx_accel accel;

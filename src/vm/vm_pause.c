@@ -67,18 +67,17 @@ static struct qmp *monitor(struct sbx_vm *vm, int64_t limit, sbx_error_t *err)
 	return vm->mon;
 }
 
-/* A private image; a store's one linked in by an earlier save keeps its
- * mode (the store's file), and is copied only across file systems. */
-static int keep_image(struct sbx_vm *vm, const char *dir, sbx_error_t *err)
+/* A store's image gets a second name beside the state, for a later
+ * process (vm_save.c) should the store remove its own meanwhile; made
+ * here, while the VM's directory (where an adopted VM's image may be,
+ * vm_resume.c) still exists.  Across file systems there is none: the
+ * save records the path. */
+static void name_store_image(struct sbx_vm *vm, const char *dir)
 {
-	if (!vm->image_store)
-		return pause_dir_keep(dir, PAUSE_IMAGE, vm->files[F_IMAGE], err);
-	if (pause_dir_link(dir, PAUSE_IMAGE, vm->files[F_IMAGE], err) == 0)
-		return 0;
-	if ((*err)->errnum != EXDEV && (*err)->errnum != EPERM)
-		return -1;
-	sbx_error_free(err);
-	return pause_dir_keep(dir, PAUSE_IMAGE, vm->files[F_IMAGE], err);
+	sbx_error_t err = NULL;
+	if (pause_dir_link(dir, PAUSE_STORE_IMAGE, vm->image, &err) < 0)
+		sbx_debug("vm: pause: no second name for the image: %s", sbx_error_msg(err));
+	sbx_error_free(&err);
 }
 
 /* The files the VM needs again (the keeper deletes its own directory),
@@ -88,8 +87,10 @@ static int keep_files(struct sbx_vm *vm, const char *dir, sbx_error_t *err)
 	/* A data disk is the caller's and stays in place, locked. */
 	if (vm->data_disk == NULL && pause_dir_keep(dir, PAUSE_SCRATCH, vm->files[F_SCRATCH], err) < 0)
 		return -1;
-	if (vm->files[F_IMAGE] != NULL && keep_image(vm, dir, err) < 0)
+	if (vm->files[F_IMAGE] != NULL && pause_dir_keep(dir, PAUSE_IMAGE, vm->files[F_IMAGE], err) < 0)
 		return -1;
+	if (vm->files[F_IMAGE] == NULL && vm->image != NULL)
+		name_store_image(vm, dir);
 	if (vm->console_log != NULL)
 		return 0; /* the caller's log stays, and is appended to */
 	cleanup_free char *console = malloc(CONSOLE_RING_SIZE + 1);

@@ -56,6 +56,22 @@ static int restore_files(struct sbx_vm *vm, const char *dir, sbx_error_t *err)
 		if (pause_dir_restore(dir, PAUSE_IMAGE, vm->files[F_IMAGE], err) < 0)
 			return -1;
 	}
+	/* An adopted VM whose store image went runs its second name, kept
+	 * in the VM's directory: the pause directory goes after the resume. */
+	cleanup_free char *store = sbx_path_join(dir, PAUSE_STORE_IMAGE);
+	if (store == NULL)
+		return sbx_error_errno(err, ENOMEM, "vm paths");
+	if (strcmp(vm->image, store) == 0) {
+		char *in_vm = sbx_path_join(vm->dir, PAUSE_STORE_IMAGE);
+		if (in_vm == NULL)
+			return sbx_error_errno(err, ENOMEM, "vm paths");
+		if (pause_dir_restore(dir, PAUSE_STORE_IMAGE, in_vm, err) < 0) {
+			free(in_vm);
+			return -1;
+		}
+		free(vm->image);
+		vm->image = in_vm;
+	}
 	/* The VM's own log starts again with what it held; a caller's log
 	 * is appended to and holds it already. */
 	if (vm->console_log == NULL) {

@@ -57,28 +57,26 @@ static int describe(struct sbx_vm *vm, struct pause_desc *d, sbx_error_t *err)
 	return 0;
 }
 
-/* The image the VM ran, in the directory: a private one is there
- * already (sbx_vm_pause kept it); a store's gets a second name there, so
- * that the store may remove its own.  Across file systems only its path
- * is recorded, and checked at the adoption. */
+/* The image the VM ran: a private one is in the directory (the pause
+ * kept it, PAUSE_IMAGE); a store's is named by its path (its size and
+ * mtime checked at the adoption) and, on the same file system, by a
+ * second name (PAUSE_STORE_IMAGE, the pause's) that outlives a removal
+ * from the store. */
 static int keep_image(struct sbx_vm *vm, const char *dir, struct pause_desc *d, sbx_error_t *err)
 {
-	cleanup_free char *kept = sbx_path_join(dir, PAUSE_IMAGE);
+	d->image_store = vm->files[F_IMAGE] == NULL;
+	cleanup_free char *kept = sbx_path_join(dir, d->image_store ? PAUSE_STORE_IMAGE : PAUSE_IMAGE);
 	if (kept == NULL)
 		return sbx_error_set(err, ENOMEM, "pause path");
-	d->image_store = vm->files[F_IMAGE] == NULL || vm->image_store;
-	if (access(kept, F_OK) == 0) { /* sbx_vm_pause's, or an earlier save's */
-		d->image_linked = true;
+	d->image_linked = access(kept, F_OK) == 0;
+	if (!d->image_store)
+		return d->image_linked ? 0 : sbx_error_set(err, ENOENT, "the paused VM's image is not in %s", dir);
+	/* An adopted VM whose store image was gone runs the second name of
+	 * its last pause: no store path left to record. */
+	if (pause_file_stat(vm->image, &d->image, err) == 0)
 		return 0;
-	}
-	if (pause_dir_link(dir, PAUSE_IMAGE, vm->image, err) == 0) {
-		d->image_linked = true;
-		return 0;
-	}
-	if ((*err)->errnum != EXDEV && (*err)->errnum != EPERM)
-		return -1;
 	sbx_error_free(err);
-	return pause_file_stat(vm->image, &d->image, err);
+	return d->image_linked ? 0 : sbx_error_set(err, ENOENT, "the paused VM's image %s is gone", vm->image);
 }
 
 /* What the description names is on disk before the description is. */
@@ -145,7 +143,7 @@ static int save(struct sbx_vm *vm, const char *dir, int64_t deadline, sbx_error_
 	/* The pause wrote the state for its own process only, unsynced. */
 	if (sync_file(dir, PAUSE_STATE, err) < 0 || sync_file(dir, PAUSE_SCRATCH, err) < 0)
 		return -1;
-	if (d.image_linked && sync_file(dir, PAUSE_IMAGE, err) < 0)
+	if (d.image_linked && !d.image_store && sync_file(dir, PAUSE_IMAGE, err) < 0)
 		return -1;
 	return write_desc(dir, &d, err);
 }
