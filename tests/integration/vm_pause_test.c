@@ -141,7 +141,8 @@ static bool continuous(const char *text, long *n, char *why, size_t cap)
 	return false;
 }
 
-/* The pause directory is 0700, and every file in it 0600. */
+/* The pause directory is 0700, and every file in it 0600 but the store
+ * image's second name. */
 static bool modes_private(const char *dir, char *why, size_t cap)
 {
 	struct stat st;
@@ -158,7 +159,12 @@ static bool modes_private(const char *dir, char *why, size_t cap)
 			continue;
 		char p[700];
 		snprintf(p, sizeof(p), "%.400s/%.255s", dir, e->d_name);
-		if (lstat(p, &st) < 0 || !S_ISREG(st.st_mode) || (st.st_mode & 0777) != 0600) {
+		/* store.erofs is a second name of the image store's file,
+		 * shared read-only with every VM of that image: its mode is
+		 * the store's, and the pause must not change it. */
+		bool store_link = strcmp(e->d_name, "store.erofs") == 0;
+		if (lstat(p, &st) < 0 || !S_ISREG(st.st_mode) ||
+		    (store_link ? st.st_nlink < 2 : (st.st_mode & 0777) != 0600)) {
 			snprintf(why, cap, "%.400s: mode %o", p, (unsigned)(st.st_mode & 0777));
 			ok = false;
 		}
