@@ -22,50 +22,11 @@
 #include <unistd.h>
 
 #include "vm/vm.h"
+#include "vm_tap.h"
 
 #define READY_MS 180000
 #define OP_MS 60000
 #define LINES 10
-
-static int test_no, failures;
-
-static void result(bool ok, const char *name, const char *why)
-{
-	printf("%s %d - %s\n", ok ? "ok" : "not ok", ++test_no, name);
-	if (!ok) {
-		printf("# %s\n", why != NULL ? why : "");
-		failures++;
-	}
-	fflush(stdout);
-}
-
-/* Runs `sh -c cmd`; returns its stdout (malloc'd) or NULL. */
-static char *sh(struct sbx_vm *vm, const char *cmd)
-{
-	char *argv[] = { "sh", "-c", (char *)cmd, NULL };
-	sbx_error_t err = NULL;
-	struct sbx_vm_proc *p = sbx_vm_spawn(vm, argv, NULL, NULL, false, &err);
-	char *out = calloc(1, 4096);
-	size_t len = 0;
-	int64_t deadline = sbx_now_ms() + OP_MS;
-	while (p != NULL && out != NULL && len < 4095) {
-		int fd;
-		ssize_t n = sbx_vm_proc_read(p, &fd, out + len, 4095 - len, deadline, &err);
-		if (n <= 0)
-			break;
-		if (fd == 1)
-			len += (size_t)n;
-	}
-	int status = -1;
-	if (p == NULL || sbx_vm_proc_wait(p, deadline, &status, &err) < 0 || status != 0) {
-		fprintf(stderr, "sh %s: %s (status %d)\n", cmd, sbx_error_msg(err), status);
-		free(out);
-		out = NULL;
-	}
-	sbx_vm_proc_free(p);
-	sbx_error_free(&err);
-	return out;
-}
 
 /* Reads the counter until `want` more whole lines came: each must be
  * *next (then *next is the one after the last); the text after the last
@@ -231,14 +192,14 @@ static int second(const char *dir, const char *state, uint32_t pid, uint32_t sle
 		 "i=0; while kill -0 %u 2>/dev/null && [ $i -lt 50 ]; do sleep 0.1; i=$((i+1)); done; "
 		 "kill -0 %u 2>/dev/null && echo alive || echo gone",
 		 sleeper, sleeper);
-	char *killed = ok ? sh(vm, cmd) : NULL;
+	char *killed = ok ? vm_sh(vm, cmd, OP_MS) : NULL;
 	result(killed != NULL && strcmp(killed, "gone\n") == 0, "a process nobody took is killed at the resume",
 	       killed);
 	free(killed);
-	char *kept = ok ? sh(vm, "cat /root/before.txt") : NULL;
+	char *kept = ok ? vm_sh(vm, "cat /root/before.txt", OP_MS) : NULL;
 	result(kept != NULL && strcmp(kept, written) == 0, "a file written before the pause is there", kept);
 	free(kept);
-	char *t = ok ? sh(vm, "true && hostname") : NULL;
+	char *t = ok ? vm_sh(vm, "true && hostname", OP_MS) : NULL;
 	result(t != NULL && strcmp(t, "adopted\n") == 0, "an exec runs in the adopted VM", t);
 	free(t);
 	int status = -1;

@@ -11,22 +11,10 @@
 #include <unistd.h>
 
 #include "vm/vm.h"
+#include "vm_tap.h"
 
 #define BIG_SIZE (10u * 1024u * 1024u)
 #define CONCURRENT 20
-
-static int test_no;
-static int failures;
-
-static void result(bool ok, const char *name, const char *why)
-{
-	printf("%s %d - %s\n", ok ? "ok" : "not ok", ++test_no, name);
-	if (!ok) {
-		printf("# %s\n", why != NULL ? why : "");
-		failures++;
-	}
-	fflush(stdout);
-}
 
 static int64_t in_ms(int ms)
 {

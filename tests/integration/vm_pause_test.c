@@ -30,50 +30,11 @@
 #include <sys/time.h>
 
 #include "vm/vm.h"
+#include "vm_tap.h"
 
 #define READY_MS 180000
 #define OP_MS 60000
 #define CYCLES 3
-
-static int test_no, failures;
-
-static void result(bool ok, const char *name, const char *why)
-{
-	printf("%s %d - %s\n", ok ? "ok" : "not ok", ++test_no, name);
-	if (!ok) {
-		printf("# %s\n", why != NULL ? why : "");
-		failures++;
-	}
-	fflush(stdout);
-}
-
-/* Runs `sh -c cmd`; returns its stdout (malloc'd) or NULL. */
-static char *sh(struct sbx_vm *vm, const char *cmd)
-{
-	char *argv[] = { "sh", "-c", (char *)cmd, NULL };
-	sbx_error_t err = NULL;
-	struct sbx_vm_proc *p = sbx_vm_spawn(vm, argv, NULL, NULL, false, &err);
-	char *out = calloc(1, 4096);
-	size_t len = 0;
-	int64_t deadline = sbx_now_ms() + OP_MS;
-	while (p != NULL && out != NULL && len < 4095) {
-		int fd;
-		ssize_t n = sbx_vm_proc_read(p, &fd, out + len, 4095 - len, deadline, &err);
-		if (n <= 0)
-			break;
-		if (fd == 1)
-			len += (size_t)n;
-	}
-	int status = -1;
-	if (p == NULL || sbx_vm_proc_wait(p, deadline, &status, &err) < 0 || status != 0) {
-		fprintf(stderr, "sh %s: %s (status %d)\n", cmd, sbx_error_msg(err), status);
-		free(out);
-		out = NULL;
-	}
-	sbx_vm_proc_free(p);
-	sbx_error_free(&err);
-	return out;
-}
 
 /* The background writer's output, read on a thread of its own all along. */
 struct collector {
@@ -200,7 +161,7 @@ static void *hammer_main(void *arg)
 		else
 			snprintf(h->error, sizeof(h->error), "ping: %s", sbx_error_msg(err));
 		sbx_error_free(&err);
-		char *out = sh(h->vm, "echo hammer");
+		char *out = vm_sh(h->vm, "echo hammer", OP_MS);
 		if (out != NULL && strcmp(out, "hammer\n") == 0)
 			h->execs++;
 		else
@@ -276,10 +237,10 @@ static void networked(const char *image, const char *state)
 	 * the resume finds nobody listening yet). */
 	static const char wait_listening[] = "i=0; while ! netstat -tln | grep -q ':8080 '; do sleep 0.1; "
 					     "i=$((i+1)); [ $i -gt 100 ] && exit 1; done; echo listening";
-	char *listening = srv != NULL ? sh(vm, wait_listening) : NULL;
+	char *listening = srv != NULL ? vm_sh(vm, wait_listening, OP_MS) : NULL;
 	bool ok = listening != NULL && fetch(port, before, sizeof(before));
 	free(listening);
-	listening = ok ? sh(vm, wait_listening) : NULL;
+	listening = ok ? vm_sh(vm, wait_listening, OP_MS) : NULL;
 	ok = listening != NULL;
 	free(listening);
 	struct sbx_vm_pause_info info;
@@ -295,7 +256,7 @@ static void networked(const char *image, const char *state)
 		printf("# published port after the resume: %d failed connection(s) before one answered\n", tries);
 	ok = ok && after[0] != '\0';
 	if (!ok && vm != NULL) {
-		char *diag = sh(vm, "netstat -tan; ip neigh; ip -s link show eth0; ps");
+		char *diag = vm_sh(vm, "netstat -tan; ip neigh; ip -s link show eth0; ps", OP_MS);
 		printf("# guest after the resume:\n# %s\n", diag != NULL ? diag : "(no answer)");
 		free(diag);
 	}
@@ -603,7 +564,7 @@ int main(int argc, char **argv)
 		if (i == 1) {
 			/* Whole seconds (busybox's date has no %N): the
 			 * truncation costs at most 1 s of the 2. */
-			char *out = sh(vm, "date +%s");
+			char *out = vm_sh(vm, "date +%s", OP_MS);
 			struct timespec now;
 			clock_gettime(CLOCK_REALTIME, &now);
 			if (out != NULL)
@@ -670,14 +631,14 @@ int main(int argc, char **argv)
 	result(clock_skew_ms > -2000 && clock_skew_ms < 2000,
 	       "after a pause of 4 s the guest's clock is within 2 s of the host's", why);
 
-	char *kept = sh(vm, "cat /root/before.txt");
+	char *kept = vm_sh(vm, "cat /root/before.txt", OP_MS);
 	result(kept != NULL && strcmp(kept, before) == 0, "a file written before the pauses is there after", kept);
 	free(kept);
 	/* A pause that cannot make its directory leaves the VM running. */
 	struct sbx_vm_pause_info failed_info;
 	int failed_pause = sbx_vm_pause(vm, "/nonexistent-sbx-dir/pause", &failed_info, sbx_now_ms() + 5000, &err);
 	sbx_error_free(&err);
-	char *still = sh(vm, "echo still");
+	char *still = vm_sh(vm, "echo still", OP_MS);
 	result(failed_pause < 0 && !sbx_vm_paused(vm) && still != NULL && strcmp(still, "still\n") == 0,
 	       "a failed pause leaves the VM running", still);
 	free(still);
@@ -689,7 +650,7 @@ int main(int argc, char **argv)
 
 	/* The writer ends: its output is whole. */
 	struct sbx_vm_pause_info info;
-	char *stopped = sh(vm, "touch /tmp/stop-writer");
+	char *stopped = vm_sh(vm, "touch /tmp/stop-writer", OP_MS);
 	free(stopped);
 	if (reading)
 		pthread_join(reader, NULL);
@@ -756,7 +717,7 @@ int main(int argc, char **argv)
 	snprintf(cold_dir, sizeof(cold_dir), "%s/pause-cold", state);
 	bool cold_ok = vm != NULL && sbx_vm_pause(vm, cold_dir, &info, sbx_now_ms() + OP_MS, &err) == 0 &&
 		       sbx_vm_resume(vm, sbx_now_ms() + OP_MS, &err) == 0;
-	char *host = cold_ok ? sh(vm, "hostname") : NULL;
+	char *host = cold_ok ? vm_sh(vm, "hostname", OP_MS) : NULL;
 	result(cold_ok && host != NULL && strcmp(host, "paused\n") == 0 && gone(cold_dir),
 	       "a cold-booted VM pauses, resumes and serves", err != NULL ? sbx_error_msg(err) : host);
 	free(host);

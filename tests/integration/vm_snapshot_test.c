@@ -20,50 +20,9 @@
 
 #include "vm/template_cache.h"
 #include "vm/vm.h"
+#include "vm_tap.h"
 
 #define READY_MS 120000
-
-static int test_no, failures;
-
-static void result(bool ok, const char *name, const char *why)
-{
-	printf("%s %d - %s\n", ok ? "ok" : "not ok", ++test_no, name);
-	if (!ok) {
-		printf("# %s\n", why != NULL ? why : "");
-		failures++;
-	}
-	fflush(stdout);
-}
-
-/* Runs `sh -c cmd`; returns its stdout (malloc'd) or NULL. */
-static char *sh(struct sbx_vm *vm, const char *cmd)
-{
-	char *argv[] = { "sh", "-c", (char *)cmd, NULL };
-	sbx_error_t err = NULL;
-	struct sbx_vm_proc *p = sbx_vm_spawn(vm, argv, NULL, NULL, false, &err);
-	char *out = calloc(1, 4096);
-	size_t len = 0;
-	int64_t deadline = sbx_now_ms() + 30000;
-	while (p != NULL && out != NULL) {
-		int fd;
-		ssize_t n = sbx_vm_proc_read(p, &fd, out + len, 4095 - len, deadline, &err);
-		if (n <= 0)
-			break;
-		if (fd == 1)
-			len += (size_t)n;
-		if (len == 4095)
-			break;
-	}
-	int status = -1;
-	if (p == NULL || sbx_vm_proc_wait(p, deadline, &status, &err) < 0 || status != 0) {
-		fprintf(stderr, "sh %s: %s (status %d)\n", cmd, sbx_error_msg(err), status);
-		free(out);
-		out = NULL;
-	}
-	sbx_vm_proc_free(p);
-	sbx_error_free(&err);
-	return out;
-}
 
 /* A template directory under <state>/snapshots other than `not`, or "". */
 static void other_template(const char *state, const char *not, char *out, size_t cap)
@@ -114,7 +73,7 @@ static bool exists(const char *p)
 static bool boot_and_stop(const char *image, const char *hostname)
 {
 	struct sbx_vm *vm = boot(image, hostname, NULL, false);
-	char *h = vm != NULL ? sh(vm, "hostname") : NULL;
+	char *h = vm != NULL ? vm_sh(vm, "hostname", 30000) : NULL;
 	bool ok = h != NULL && strncmp(h, hostname, strlen(hostname)) == 0;
 	free(h);
 	if (vm != NULL)
@@ -255,7 +214,7 @@ static void stalled_restore(const char *state, const char *image)
 	sbx_error_t err = NULL;
 	struct sbx_vm *vm = fd >= 0 ? sbx_vm_start(&opt, &err) : NULL;
 	bool ready = vm != NULL && sbx_vm_wait_ready(vm, sbx_now_ms() + 30000, &err) == 0;
-	char *h = ready ? sh(vm, "hostname") : NULL;
+	char *h = ready ? vm_sh(vm, "hostname", 30000) : NULL;
 	char after[600];
 	template_dir(state, after, sizeof(after));
 	result(saved && ready && !sbx_vm_timings(vm)->restored && same(h, "s2\n") && after[0] == '\0',
@@ -290,7 +249,7 @@ int main(int argc, char **argv)
 	 * first VM is then its first clone. */
 	result(a != NULL && sbx_vm_timings(a)->hello > 0 && sbx_vm_timings(a)->restored && tpl[0] != '\0',
 	       "the first boot saves a template and starts again from it", tpl);
-	char *ra = a != NULL ? sh(a, rnd) : NULL;
+	char *ra = a != NULL ? vm_sh(a, rnd, 30000) : NULL;
 	char ram_path[700], ram_desc[200] = "";
 	struct stat st_state, st_ram;
 	char spath[700];
@@ -312,28 +271,28 @@ int main(int argc, char **argv)
 	result(b != NULL && c != NULL && sbx_vm_timings(b)->restored && sbx_vm_timings(c)->restored &&
 		       sbx_vm_timings(b)->hello == 0,
 	       "the next boots restore the template (no HELLO)", NULL);
-	char *rb = b != NULL ? sh(b, rnd) : NULL, *rc = c != NULL ? sh(c, rnd) : NULL;
+	char *rb = b != NULL ? vm_sh(b, rnd, 30000) : NULL, *rc = c != NULL ? vm_sh(c, rnd, 30000) : NULL;
 	result(rb != NULL && rc != NULL && ra != NULL && strlen(rb) == 32 && !same(ra, rb) && !same(rb, rc) &&
 		       !same(ra, rc),
 	       "restored VMs read different /dev/urandom bytes (CRNG reseeded)", rb);
-	char *hb = b != NULL ? sh(b, "echo $(hostname) $WHO") : NULL;
-	char *hc = c != NULL ? sh(c, "echo $(hostname) $WHO") : NULL;
+	char *hb = b != NULL ? vm_sh(b, "echo $(hostname) $WHO", 30000) : NULL;
+	char *hc = c != NULL ? vm_sh(c, "echo $(hostname) $WHO", 30000) : NULL;
 	result(same(hb, "b bee\n") && same(hc, "c sea\n"), "restored VMs get their own hostname and env", hb);
-	char *idb = b != NULL ? sh(b, "cat /proc/sys/kernel/random/boot_id") : NULL;
-	char *idc = c != NULL ? sh(c, "cat /proc/sys/kernel/random/boot_id") : NULL;
+	char *idb = b != NULL ? vm_sh(b, "cat /proc/sys/kernel/random/boot_id", 30000) : NULL;
+	char *idc = c != NULL ? vm_sh(c, "cat /proc/sys/kernel/random/boot_id", 30000) : NULL;
 	result(idb != NULL && idc != NULL && !same(idb, idc), "restored VMs have different boot ids", idb);
-	char *wb = b != NULL ? sh(b, "echo only-b > /mark; cat /mark") : NULL;
-	char *wc = c != NULL ? sh(c, "test -e /mark && echo seen || echo absent") : NULL;
+	char *wb = b != NULL ? vm_sh(b, "echo only-b > /mark; cat /mark", 30000) : NULL;
+	char *wc = c != NULL ? vm_sh(c, "test -e /mark && echo seen || echo absent", 30000) : NULL;
 	result(same(wb, "only-b\n") && same(wc, "absent\n"), "restored VMs have their own scratch disks", wc);
 	/* The clones map the template's RAM privately: a page one writes is
 	 * its own. */
-	char *mb = b != NULL ? sh(b, "echo in-b-memory > /dev/shm/m; cat /dev/shm/m") : NULL;
-	char *mc = c != NULL ? sh(c, "cat /dev/shm/m 2>/dev/null || echo absent") : NULL;
+	char *mb = b != NULL ? vm_sh(b, "echo in-b-memory > /dev/shm/m; cat /dev/shm/m", 30000) : NULL;
+	char *mc = c != NULL ? vm_sh(c, "cat /dev/shm/m 2>/dev/null || echo absent", 30000) : NULL;
 	struct sbx_vm *e = boot(image, "e", NULL, false);
-	char *me = e != NULL ? sh(e, "cat /dev/shm/m 2>/dev/null || echo absent") : NULL;
+	char *me = e != NULL ? vm_sh(e, "cat /dev/shm/m 2>/dev/null || echo absent", 30000) : NULL;
 	result(same(mb, "in-b-memory\n") && same(mc, "absent\n") && same(me, "absent\n"),
 	       "a value written to tmpfs in one clone is absent in the others and in the next", me);
-	char *clock = b != NULL ? sh(b, "date +%s") : NULL;
+	char *clock = b != NULL ? vm_sh(b, "date +%s", 30000) : NULL;
 	long skew = clock != NULL ? labs(atol(clock) - (long)time(NULL)) : 99;
 	result(skew <= 2, "a restored VM's clock is the host's", clock);
 
@@ -345,10 +304,10 @@ int main(int argc, char **argv)
 	 * file is not theirs.) */
 	bool cut = ram_ok && truncate(ram_path, 4096) == 0;
 	struct sbx_vm *f = boot(image, "f", NULL, false);
-	char *hf = f != NULL ? sh(f, "hostname") : NULL;
+	char *hf = f != NULL ? vm_sh(f, "hostname", 30000) : NULL;
 	char tpl_cut[600];
 	template_dir(state, tpl_cut, sizeof(tpl_cut));
-	char *still = b != NULL ? sh(b, "cat /dev/shm/m; head -c 1000000 /dev/zero | md5sum") : NULL;
+	char *still = b != NULL ? vm_sh(b, "cat /dev/shm/m; head -c 1000000 /dev/zero | md5sum", 30000) : NULL;
 	result(cut && f != NULL && !sbx_vm_timings(f)->restored && same(hf, "f\n") && tpl_cut[0] == '\0' &&
 		       access(ram_path, F_OK) < 0 && still != NULL && strncmp(still, "in-b-memory\n", 12) == 0,
 	       "a truncated template RAM file falls back to a cold boot and is dropped; live clones go on", tpl_cut);
@@ -370,7 +329,7 @@ int main(int argc, char **argv)
 	snprintf(path, sizeof(path), "%s/state", tpl);
 	bool broken = tpl[0] != '\0' && truncate(path, 4096) == 0;
 	struct sbx_vm *d = boot(image, "d", NULL, false);
-	char *hd = d != NULL ? sh(d, "hostname") : NULL;
+	char *hd = d != NULL ? vm_sh(d, "hostname", 30000) : NULL;
 	char tpl_after[600];
 	template_dir(state, tpl_after, sizeof(tpl_after));
 	result(broken && d != NULL && !sbx_vm_timings(d)->restored && same(hd, "d\n") && tpl_after[0] == '\0',
@@ -416,7 +375,7 @@ int main(int argc, char **argv)
 	       "a template whose image is gone is removed with its RAM file, the others stay", tpl_copy);
 	/* A live clone's template dropped: the clone keeps its own mapping. */
 	unsigned all = template_cache_trim(1);
-	char *alive = live != NULL ? sh(live, "head -c 1000000 /dev/zero | md5sum; hostname") : NULL;
+	char *alive = live != NULL ? vm_sh(live, "head -c 1000000 /dev/zero | md5sum; hostname", 30000) : NULL;
 	result(all == 1 && !exists(tpl_orig) && alive != NULL && strstr(alive, "\ni\n") != NULL,
 	       "a live clone goes on after its template is dropped", alive);
 	free(alive);
