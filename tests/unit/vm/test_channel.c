@@ -12,73 +12,22 @@
 #include "proto/proto_msg.h"
 #include "proto/proto_reader.h"
 #include "vm/channel.h"
+#include "fake_guest.h"
 #include "vm/channel_internal.h"
-
-struct guest {
-	int fd;
-	struct proto_reader rd;
-	uint8_t buf[4096];
-	size_t have, off;
-};
-
-static int guest_send(struct guest *g, const struct proto_msg *m)
-{
-	struct proto_wbuf out;
-	proto_wbuf_init(&out);
-	sbx_error_t err = NULL;
-	int rc = proto_msg_encode(&out, m, &err);
-	if (rc == 0 && write(g->fd, out.data, out.len) != (ssize_t)out.len)
-		rc = -1;
-	sbx_error_free(&err);
-	proto_wbuf_free(&out);
-	return rc;
-}
-
-/* Receives the next frame from the host (blocking); 0 on success. */
-static int guest_recv(struct guest *g, struct proto_msg *m)
-{
-	sbx_error_t err = NULL;
-	for (;;) {
-		if (g->off == g->have) {
-			ssize_t n = read(g->fd, g->buf, sizeof(g->buf));
-			if (n <= 0)
-				return -1;
-			g->have = (size_t)n;
-			g->off = 0;
-		}
-		size_t used;
-		struct proto_header h;
-		const uint8_t *payload;
-		int r = proto_reader_feed(&g->rd, g->buf + g->off, g->have - g->off, &used, &h, &payload, &err);
-		g->off += used;
-		if (r < 0)
-			break;
-		if (r == 1) {
-			if (proto_msg_decode(&h, payload, m, &err) < 0)
-				break;
-			return 0;
-		}
-	}
-	sbx_error_free(&err);
-	return -1;
-}
 
 static struct chan *setup(struct guest *g)
 {
 	int sv[2];
 	if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) < 0)
 		return NULL;
-	memset(g, 0, sizeof(*g));
-	g->fd = sv[1];
-	proto_reader_init(&g->rd);
+	guest_init(g, sv[1]);
 	sbx_error_t err = NULL;
 	return chan_open(sv[0], &err);
 }
 
 static void teardown(struct chan *c, struct guest *g)
 {
-	close(g->fd);
-	proto_reader_free(&g->rd);
+	guest_free(g);
 	chan_close(c);
 }
 

@@ -21,74 +21,8 @@
 #include "proto/proto_msg.h"
 #include "proto/proto_reader.h"
 #include "vm/channel.h"
+#include "fake_guest.h"
 #include "vm/pause_desc.h"
-
-struct guest {
-	int fd;
-	struct proto_reader rd;
-	uint8_t buf[4096];
-	size_t have, off;
-};
-
-static void guest_init(struct guest *g, int fd)
-{
-	memset(g, 0, sizeof(*g));
-	g->fd = fd;
-	proto_reader_init(&g->rd);
-}
-
-static void guest_free(struct guest *g)
-{
-	if (g->fd >= 0)
-		close(g->fd);
-	g->fd = -1;
-	proto_reader_free(&g->rd);
-}
-
-static int guest_recv(struct guest *g, struct proto_msg *m)
-{
-	sbx_error_t err = NULL;
-	for (;;) {
-		if (g->off == g->have) {
-			struct pollfd p = { .fd = g->fd, .events = POLLIN };
-			if (poll(&p, 1, 5000) != 1)
-				return -1;
-			ssize_t n = read(g->fd, g->buf, sizeof(g->buf));
-			if (n <= 0)
-				return -1;
-			g->have = (size_t)n;
-			g->off = 0;
-		}
-		size_t used;
-		struct proto_header h;
-		const uint8_t *payload;
-		int r = proto_reader_feed(&g->rd, g->buf + g->off, g->have - g->off, &used, &h, &payload, &err);
-		g->off += used;
-		if (r < 0)
-			break;
-		if (r == 1 && proto_msg_decode(&h, payload, m, &err) == 0)
-			return 0;
-		if (r == 1)
-			break;
-	}
-	sbx_error_free(&err);
-	return -1;
-}
-
-static int guest_send(struct guest *g, const struct proto_msg *m, size_t from, size_t to)
-{
-	struct proto_wbuf w;
-	proto_wbuf_init(&w);
-	sbx_error_t err = NULL;
-	int rc = proto_msg_encode(&w, m, &err);
-	sbx_error_free(&err);
-	if (to == 0 || to > w.len)
-		to = w.len;
-	if (rc == 0 && write(g->fd, w.data + from, to - from) != (ssize_t)(to - from))
-		rc = -1;
-	proto_wbuf_free(&w);
-	return rc;
-}
 
 static int64_t soon(void)
 {
@@ -109,7 +43,7 @@ static struct chan_stream *spawn(struct chan *c, struct guest *g, uint32_t pid, 
 	*id = in.stream;
 	proto_msg_free(&in);
 	struct proto_msg started = { .stream = *id, .type = PROTO_STARTED, .u.pid = pid };
-	if (guest_send(g, &started, 0, 0) < 0 || chan_stream_started(s, soon(), &pid, &err) < 0) {
+	if (guest_send_part(g, &started, 0, 0) < 0 || chan_stream_started(s, soon(), &pid, &err) < 0) {
 		sbx_error_free(&err);
 		return NULL;
 	}
@@ -158,7 +92,7 @@ TEST(a_saved_channel_goes_on_in_the_adopting_process)
 	CHECK_INT(chan_hold(c, soon(), &err), 0);
 	/* Output read while held: its credit is owed to the resume. */
 	struct proto_msg m = output(kept_id, "mid\n");
-	CHECK_INT(guest_send(&g, &m, 0, 0), 0);
+	CHECK_INT(guest_send_part(&g, &m, 0, 0), 0);
 	char buf[64];
 	enum chan_output which;
 	CHECK_INT(chan_stream_read(kept, &which, buf, sizeof(buf), soon(), &err), 4);
@@ -171,7 +105,7 @@ TEST(a_saved_channel_goes_on_in_the_adopting_process)
 	/* The old QEMU delivers 5 bytes of a frame, then ends; a signal is
 	 * kept for the resume, a handle released (its KILL kept too). */
 	m = output(kept_id, "after the pause\n");
-	CHECK_INT(guest_send(&g, &m, 0, 5), 0);
+	CHECK_INT(guest_send_part(&g, &m, 0, 5), 0);
 	guest_free(&g);
 	CHECK_INT(chan_stream_kill(other, 15, &err), 0);
 	chan_stream_release(gone);
@@ -198,7 +132,7 @@ TEST(a_saved_channel_goes_on_in_the_adopting_process)
 	struct guest g2;
 	guest_init(&g2, sv[1]);
 	/* The resumed guest sends the rest of the cut frame. */
-	CHECK_INT(guest_send(&g2, &m, 5, 0), 0);
+	CHECK_INT(guest_send_part(&g2, &m, 5, 0), 0);
 	uint8_t entropy[32] = { 0 };
 	struct proto_msg r = { .stream = 0, .type = PROTO_RESUMED };
 	r.u.resumed = (struct proto_resumed){ 1, entropy, 32 };
@@ -226,7 +160,7 @@ TEST(a_saved_channel_goes_on_in_the_adopting_process)
 	CHECK_INT(n, 16);
 	CHECK(memcmp(buf, "after the pause\n", 16) == 0);
 	struct proto_msg exit_m = { .stream = kept_id, .type = PROTO_EXIT, .u.code = 3 };
-	CHECK_INT(guest_send(&g2, &exit_m, 0, 0), 0);
+	CHECK_INT(guest_send_part(&g2, &exit_m, 0, 0), 0);
 	int code = -1;
 	CHECK_INT(chan_stream_wait(s, soon(), &code, &err), 0);
 	CHECK_INT(code, 3);
@@ -250,7 +184,7 @@ TEST(output_unread_at_the_save_is_read_after_the_adoption)
 	CHECK(s != NULL);
 	CHECK_INT(chan_hold(c, soon(), &err), 0);
 	struct proto_msg m = output(id, "unread\n");
-	CHECK_INT(guest_send(&g, &m, 0, 0), 0);
+	CHECK_INT(guest_send_part(&g, &m, 0, 0), 0);
 	guest_free(&g);
 	/* Nobody reads: the save takes it by its deadline. */
 	struct pause_chan pc;

@@ -20,28 +20,7 @@
 #include "proto/proto_msg.h"
 #include "proto/proto_reader.h"
 #include "vm/channel.h"
-
-struct guest {
-	int fd;
-	struct proto_reader rd;
-	uint8_t buf[4096];
-	size_t have, off;
-};
-
-static void guest_init(struct guest *g, int fd)
-{
-	memset(g, 0, sizeof(*g));
-	g->fd = fd;
-	proto_reader_init(&g->rd);
-}
-
-static void guest_free(struct guest *g)
-{
-	if (g->fd >= 0)
-		close(g->fd);
-	g->fd = -1;
-	proto_reader_free(&g->rd);
-}
+#include "fake_guest.h"
 
 static int encode(const struct proto_msg *m, struct proto_wbuf *out)
 {
@@ -50,33 +29,6 @@ static int encode(const struct proto_msg *m, struct proto_wbuf *out)
 	int rc = proto_msg_encode(out, m, &err);
 	sbx_error_free(&err);
 	return rc;
-}
-
-static int guest_recv(struct guest *g, struct proto_msg *m)
-{
-	sbx_error_t err = NULL;
-	for (;;) {
-		if (g->off == g->have) {
-			ssize_t n = read(g->fd, g->buf, sizeof(g->buf));
-			if (n <= 0)
-				return -1;
-			g->have = (size_t)n;
-			g->off = 0;
-		}
-		size_t used;
-		struct proto_header h;
-		const uint8_t *payload;
-		int r = proto_reader_feed(&g->rd, g->buf + g->off, g->have - g->off, &used, &h, &payload, &err);
-		g->off += used;
-		if (r < 0)
-			break;
-		if (r == 1 && proto_msg_decode(&h, payload, m, &err) == 0)
-			return 0;
-		if (r == 1)
-			break;
-	}
-	sbx_error_free(&err);
-	return -1;
 }
 
 /* Whether the guest has bytes to read within ms. */
