@@ -2,9 +2,11 @@
  * holds TOUCH_MIB of written memory, against one cold boot in the same
  * run: start -> first exec (`true` exited) of a cold-booted VM, then on
  * that VM, RUNS times: the pause (duration_ms, the vCPUs' stop, the
- * state's size on disk) and resume -> first exec.  Prints "key value"
+ * state's size on disk), the save that lets a later daemon resume it
+ * (sbx_vm_pause_save: the state fsync'ed, its description written; the
+ * adapter's pause does both) and resume -> first exec.  Prints "key value"
  * lines: medians and their ratios to the cold boot (targets: resume ->
- * first exec <= 0.15, pause <= 0.5).
+ * first exec <= 0.15, pause with its save <= 0.5).
  * Usage: pause_bench IMAGE [RUNS] [TOUCH_MIB]   (IMAGE with python3) */
 #include <stdio.h>
 #include <stdlib.h>
@@ -89,7 +91,10 @@ int main(int argc, char **argv)
 	struct sbx_vm_proc *toucher = touch(vm, mib, &err);
 	int64_t *pause = calloc((size_t)runs, sizeof(int64_t)), *stopped = calloc((size_t)runs, sizeof(int64_t));
 	int64_t *first = calloc((size_t)runs, sizeof(int64_t)), *size = calloc((size_t)runs, sizeof(int64_t));
-	int rc = toucher != NULL && pause != NULL && stopped != NULL && first != NULL && size != NULL ? 0 : 1;
+	int64_t *saved = calloc((size_t)runs, sizeof(int64_t));
+	int rc = toucher != NULL && pause != NULL && stopped != NULL && first != NULL && size != NULL && saved != NULL
+			 ? 0
+			 : 1;
 	if (toucher == NULL)
 		fprintf(stderr, "pause_bench: touch %u MiB: %s\n", mib, sbx_error_msg(err));
 	for (int i = 0; rc == 0 && i < runs; i++) {
@@ -101,7 +106,14 @@ int main(int argc, char **argv)
 			rc = 1;
 			break;
 		}
-		pause[i] = info.duration_ms;
+		int64_t s0 = sbx_now_ms();
+		if (sbx_vm_pause_save(vm, s0 + OP_MS, &err) < 0) {
+			fprintf(stderr, "pause_bench: save %d: %s\n", i, sbx_error_msg(err));
+			rc = 1;
+			break;
+		}
+		saved[i] = sbx_now_ms() - s0;
+		pause[i] = info.duration_ms + saved[i];
 		stopped[i] = info.stopped_ms;
 		size[i] = (int64_t)info.size_bytes;
 		usleep(200000);
@@ -112,8 +124,9 @@ int main(int argc, char **argv)
 			break;
 		}
 		first[i] = sbx_now_ms() - r0;
-		fprintf(stderr, "run %d: pause %lld ms (stopped %lld), %lld bytes; resume -> first exec %lld ms\n", i,
-			(long long)pause[i], (long long)stopped[i], (long long)size[i], (long long)first[i]);
+		fprintf(stderr, "run %d: pause %lld ms (stopped %lld, save %lld), %lld bytes; resume -> first exec %lld ms\n",
+			i, (long long)pause[i], (long long)stopped[i], (long long)saved[i], (long long)size[i],
+			(long long)first[i]);
 	}
 	if (rc == 0) {
 		int64_t p = median(pause, runs), f = median(first, runs);
@@ -121,6 +134,7 @@ int main(int argc, char **argv)
 		printf("cold_boot_first_exec_ms %lld\n", (long long)cold);
 		printf("pause_ms %lld\n", (long long)p);
 		printf("pause_stopped_ms %lld\n", (long long)median(stopped, runs));
+		printf("pause_save_ms %lld\n", (long long)median(saved, runs));
 		printf("pause_size_bytes %lld\n", (long long)median(size, runs));
 		printf("resume_first_exec_ms %lld\n", (long long)f);
 		printf("pause_over_cold_boot %.3f (target <= 0.5)\n", (double)p / (double)cold);
@@ -132,6 +146,7 @@ int main(int argc, char **argv)
 	free(stopped);
 	free(first);
 	free(size);
+	free(saved);
 	sbx_vm_stop(vm, sbx_now_ms() + 5000);
 	rmdir(dir_base);
 	return rc;

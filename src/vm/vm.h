@@ -221,9 +221,9 @@ void sbx_vm_pause_abort(struct sbx_vm *vm, const char *reason);
  * (vm/pause_dir.h, 0600) into its pause directory: what a later process
  * needs to start it again (QEMU, kernel and boot disk it ran, its shape,
  * network helper arguments, boot identity, the control channel's open
- * process streams and a partly read guest frame), and links the store
- * image it ran into the directory (PAUSE_IMAGE) so that a removal from
- * the image store does not take it; output not taken by the deadline is
+ * process streams and a partly read guest frame); the store image it
+ * ran has a second name in the directory (PAUSE_STORE_IMAGE, made by the
+ * pause) so that a removal from the image store does not take it; output not taken by the deadline is
  * saved with its stream.  EINVAL when the VM is not paused, ENOTSUP for a
  * VM with a data disk, shares or a console log of the caller's.  Saving
  * may be repeated; the directory stays resumable in this process too.  sbx_vm_forget frees a paused VM's

@@ -140,7 +140,11 @@ static int pause_held(struct sbx_adapter *a, struct sbx_sandbox *sb, const char 
 		as_platform("pause", err);
 		return -1;
 	}
+	/* duration_ms is the whole pause the caller waited for: the state
+	 * made durable for a later daemon included. */
+	int64_t kept_from = sbx_now_ms();
 	keep(a, sb, dir, *size_bytes);
+	*duration_ms += sbx_now_ms() - kept_from;
 	return 0;
 }
 

@@ -22,6 +22,9 @@
 #include "harness.h"
 #include "adapter_call.h"
 
+/* How long the fake save (pause_keep) takes. */
+#define KEEP_MS 30
+
 struct fvm {
 	bool paused, adopted;
 	char dir[512];
@@ -115,6 +118,7 @@ static void fk_abort_paused(void *vm)
 
 static int fk_keep(void *vm, int64_t deadline, json_t **state, sbx_error_t *err)
 {
+	usleep(KEEP_MS * 1000); /* the fsyncs of a real save */
 	*state = json_pack("{s:s}", "workdir", "/work");
 	return 0;
 }
@@ -315,6 +319,8 @@ TEST(a_paused_sandbox_outlives_its_daemon_and_is_found_again_with_its_process)
 	}
 	r = adapter_callf(a, "pause", "{\"sandbox_id\":\"%s\"}", id);
 	CHECK(json_is_true(json_object_get(r, "paused")));
+	/* duration_ms is the whole pause: the backend's (1 ms) and the save. */
+	CHECK(json_integer_value(json_object_get(r, "duration_ms")) >= 1 + KEEP_MS);
 	json_decref(r);
 	CHECK(exists(id, "sandbox.json"));
 	/* The daemon exits: the paused sandbox is kept, not stopped. */

@@ -362,7 +362,9 @@ TEST(pause_and_resume_reply_and_list_shows_state_only_when_paused)
 	json_t *r = on(a, "pause", id);
 	CHECK(json_is_true(json_object_get(r, "paused")));
 	CHECK_INT(json_integer_value(json_object_get(r, "size_bytes")), 200ll << 20);
-	CHECK_INT(json_integer_value(json_object_get(r, "duration_ms")), 5);
+	/* The backend's 5 ms and the adapter's own part (no save here). */
+	json_int_t took = json_integer_value(json_object_get(r, "duration_ms"));
+	CHECK(took >= 5 && took < 1000);
 	CHECK_INT(json_object_size(r), 3);
 	json_decref(r);
 	/* Its state goes under <state dir>/paused/sb-<id>, where a later
