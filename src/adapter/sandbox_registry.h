@@ -202,5 +202,8 @@ void sbx_registry_set_kept(struct sbx_registry *reg, struct sbx_sandbox *sb);
 bool sbx_registry_is_kept(struct sbx_registry *reg, const char *id);
 /* Paused sandboxes now and their bytes on disk together. */
 size_t sbx_registry_paused(struct sbx_registry *reg, uint64_t *bytes);
+/* Copies to ids (up to cap) the running sandboxes (a VM, not paused nor
+ * being paused or resumed, not stopped); returns the count. */
+size_t sbx_registry_running_ids(struct sbx_registry *reg, char (*ids)[SBX_UUID_STRLEN + 1], size_t cap);
 
 #endif

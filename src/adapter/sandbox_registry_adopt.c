@@ -1,6 +1,7 @@
 /* Paused records that outlive the daemon (sandbox_registry.h,
  * issue 40 item 4): a later daemon inserts what an earlier one paused,
- * and the shutdown asks which paused records it keeps. */
+ * the shutdown asks which paused records it keeps, and a live_restore
+ * shutdown which sandboxes run. */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -77,4 +78,17 @@ bool sbx_registry_is_kept(struct sbx_registry *reg, const char *id)
 	bool kept = sb != NULL && sb->pause_state == SBX_SB_PAUSED && sb->pause_kept;
 	pthread_mutex_unlock(&reg->lock);
 	return kept;
+}
+
+size_t sbx_registry_running_ids(struct sbx_registry *reg, char (*ids)[SBX_UUID_STRLEN + 1], size_t cap)
+{
+	size_t n = 0;
+	pthread_mutex_lock(&reg->lock);
+	for (size_t i = 0; i < reg->n && n < cap; i++) {
+		struct sbx_sandbox *sb = reg->items[i];
+		if (!sb->stopped && sb->vm != NULL && sb->pause_state == SBX_SB_RUNNING)
+			memcpy(ids[n++], sb->id, SBX_UUID_STRLEN + 1);
+	}
+	pthread_mutex_unlock(&reg->lock);
+	return n;
 }

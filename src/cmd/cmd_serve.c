@@ -23,6 +23,7 @@
 
 #include "adapter/adapter.h"
 #include "adapter/pause/sandbox_adopt.h"
+#include "adapter/pause/sandbox_restart.h"
 #include "adapter/adapter_metrics.h"
 #include "adapter/config/config_fetch.h"
 #include "adapter/config/config_file.h"
@@ -282,6 +283,7 @@ int sbx_cmd_serve(int argc, char **argv)
 	struct template_warm *warm = NULL;
 	struct serve_metrics *metrics = NULL;
 	struct control_server *control = NULL;
+	struct sandbox_ids resume = { NULL, 0, 0 };
 	struct serve_status status_src = { .e = e, .url = NULL, .jail = NULL };
 	if (serve_signals_start(&waiter, e, &err) < 0) {
 		fprintf(stderr, "sandbox-libkrun serve: %s\n", sbx_error_msg(err));
@@ -366,7 +368,7 @@ int sbx_cmd_serve(int argc, char **argv)
 		/* Before the handlers are registered: a create may come at once. */
 		vm_backend_start_pool(backend);
 		/* Before the handlers too: a call may name one at once. */
-		sandbox_adopt_paused(a);
+		sandbox_adopt_paused(a, &resume);
 		a->fs = (struct sbx_fs_host){ &vm_backend_fs_ops, e };
 		a->streams = (struct sbx_stream_host){ &stream_engine_ops, e };
 		a->workers = &worker_ops_vm;
@@ -398,6 +400,8 @@ int sbx_cmd_serve(int argc, char **argv)
 		goto out;
 	}
 	sbx_info("serving %s::* (version %s)", SBX_WORKER_NAME, SBX_VERSION);
+	/* Once calls come: one on a sandbox being resumed waits for it. */
+	sandbox_restart_resume(a, &resume);
 	warm = template_warm_start(a->cfg, &vm_backend_ops, backend);
 	serve_notify_ready(e, opts.url);
 	engine_wait_stopped(e);
@@ -417,6 +421,11 @@ out:
 	serve_signals_end(&waiter);
 	engine_free(e);
 	template_warm_stop(warm);
+	sandbox_ids_free(&resume);
+	/* No call comes any more: live_restore keeps the running sandboxes
+	 * for the next daemon, paused, before the rest stop below. */
+	if (a != NULL && backend != NULL && a->cfg->pause.live_restore)
+		sandbox_restart_pause(a);
 	/* Stops every worker and sandbox VM: SIGTERM ends serve, never the
 	 * VMs' lives. */
 	if (a != NULL)

@@ -10,7 +10,9 @@
 // and after a SIGTERM of serve, a new serve on the state directory lists
 // it paused under its id and an exec resumes it with its file and its
 // background process, whose log goes on with no number missing or
-// repeated; stop of a paused sandbox deletes its state, and ends at once an
+// repeated; with live_restore, a SIGTERM of serve with the sandbox running
+// pauses it and the next serve resumes it (running, same id, file and
+// process); stop of a paused sandbox deletes its state, and ends at once an
 // fs::write that was feeding the guest at the pause (S004 naming the stop).  A second daemon (its
 // config is its own: one more boot) with auto_resume: false answers S004
 // naming sandbox-libkrun::resume, and with idle_action: pause its reaper
@@ -52,11 +54,13 @@ const qemusOf = (dir) => processesMentioning(dir).filter((p) => /qemu-system/.te
 
 describe('pause and resume: one sandbox, its files and its background process', { skip: skip ?? false }, () => {
 	let reg, s, id, ticker, stopped = false;
-	const config = { image_allowlist: ['python'] };
+	// live_restore: a SIGTERM keeps a running sandbox too (paused for
+	// the next daemon, which resumes it); one paused already stays paused.
+	const config = { image_allowlist: ['python'], live_restore: true };
 	const pausedDir = () => path.join(s.stateDir, 'paused', `sb-${id}`);
 	// The daemon goes (SIGKILL: nothing of it runs its exit; SIGTERM: its
 	// shutdown) with the sandbox paused; a new one starts on the state
-	// directory.
+	// directory.  Returns the old daemon's output.
 	const restart = async (signal) => {
 		if (signal === 'SIGKILL') await endDaemon(s.daemon, { send: 'SIGKILL', signal: 'SIGKILL' });
 		const old = s;
@@ -64,6 +68,7 @@ describe('pause and resume: one sandbox, its files and its background process', 
 		if (signal === 'SIGKILL') await old.stop();
 		else assert.deepEqual(await old.stop(), { code: 0, signal: null }, 'the daemon exits 0 at its SIGTERM');
 		s = await startSandboxStack({ registry: reg, stateDir: old.stateDir, config });
+		return old.daemon.output();
 	};
 	// The ticker's numbers so far, asserted consecutive from 0.
 	const ticks = async () => {
@@ -159,6 +164,24 @@ describe('pause and resume: one sandbox, its files and its background process', 
 			assert.equal(row?.state, 'running', 'the same background process, running');
 		});
 	}
+
+	test('running, it outlives a SIGTERM of serve with live_restore: paused by the daemon that stops, resumed by the next one, running under its id with its file and its process', async () => {
+		const before = await ticks();
+		const oldOutput = await restart('SIGTERM');
+		assert.match(oldOutput, /live_restore: paused 1 of 1 running sandbox for the next daemon/);
+		// A call made meanwhile waits for the resume in progress.
+		assert.equal((await s.exec(id, { cmd: 'cat /root/note.txt' })).stdout, 'kept-across-pause\n');
+		await eventually(async () => assert.match(s.daemon.output(),
+			/live_restore: resumed 1 of 1 sandbox the last daemon paused as it stopped/), 60000);
+		const e = await s.listed(id);
+		assert.deepEqual(Object.keys(e).sort(), LIST_KEYS, 'running again: exactly the contract\'s fields');
+		assert.equal(qemusOf(s.stateDir).length, 1, 'its QEMU is back');
+		assert.ok(!existsSync(pausedDir()), 'the resume removed the paused state');
+		assert.ok(await ticks() >= before);
+		await eventually(async () => assert.ok(await ticks() >= before + 10), 30000);
+		const row = (await s.vm('process::list', { sandbox_id: id })).processes.find((p) => p.process_id === ticker);
+		assert.equal(row?.state, 'running', 'the same background process, running');
+	});
 
 	test('unknown ids: S002', async () => {
 		for (const fn of ['pause', 'resume']) {

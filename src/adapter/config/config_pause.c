@@ -1,5 +1,5 @@
 /* auto_resume, max_paused_sandboxes, snapshot_store_mb, idle_action,
- * paused_ttl_secs (see config_pause.h). */
+ * paused_ttl_secs, live_restore (see config_pause.h). */
 #include "adapter/config/config_pause.h"
 
 #include <string.h>
@@ -15,12 +15,22 @@ void sbx_pause_config_init(struct sbx_pause_config *p)
 					.paused_ttl_secs = SBX_PAUSED_TTL_DEFAULT_SECS };
 }
 
-static int parse_auto_resume(struct sbx_pause_config *p, const char *k, json_t *v, sbx_error_t *err)
+static int boolean(const char *k, json_t *v, bool *out, sbx_error_t *err)
 {
 	if (!json_is_boolean(v))
 		return sbx_config_type_error(err, k, "a boolean", v);
-	p->auto_resume = json_is_true(v);
+	*out = json_is_true(v);
 	return 0;
+}
+
+static int parse_auto_resume(struct sbx_pause_config *p, const char *k, json_t *v, sbx_error_t *err)
+{
+	return boolean(k, v, &p->auto_resume, err);
+}
+
+static int parse_live_restore(struct sbx_pause_config *p, const char *k, json_t *v, sbx_error_t *err)
+{
+	return boolean(k, v, &p->live_restore, err);
 }
 
 /* An integer in lo..hi. */
@@ -81,6 +91,7 @@ static const struct {
 	{ "snapshot_store_mb", parse_store },
 	{ "idle_action", parse_idle_action },
 	{ "paused_ttl_secs", parse_ttl },
+	{ "live_restore", parse_live_restore },
 };
 
 int sbx_pause_config_parse_key(struct sbx_pause_config *p, const char *k, json_t *v, sbx_error_t *err)
@@ -104,7 +115,8 @@ int sbx_pause_config_print(const struct sbx_pause_config *p, json_t *obj)
 	    json_object_set_new(obj, "snapshot_store_mb", json_integer(p->snapshot_store_mb)) < 0 ||
 	    json_object_set_new(obj, "idle_action",
 				json_string(p->idle_action == SBX_IDLE_PAUSE ? "pause" : "stop")) < 0 ||
-	    json_object_set_new(obj, "paused_ttl_secs", json_integer((json_int_t)p->paused_ttl_secs)) < 0)
+	    json_object_set_new(obj, "paused_ttl_secs", json_integer((json_int_t)p->paused_ttl_secs)) < 0 ||
+	    json_object_set_new(obj, "live_restore", json_boolean(p->live_restore)) < 0)
 		return -1;
 	return 0;
 }

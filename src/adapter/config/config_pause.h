@@ -8,7 +8,10 @@
  *   idle_action: stop            what the reaper does to an idle sandbox:
  *                                stop it (the contract's) or pause it
  *   paused_ttl_secs: 604800      a paused sandbox no call touched for this
- *                                long is stopped (its state deleted) */
+ *                                long is stopped (its state deleted)
+ *   live_restore: false          a daemon that stops (SIGTERM) pauses its
+ *                                running sandboxes and the next one
+ *                                resumes them (pause/sandbox_restart.h) */
 #ifndef SBX_ADAPTER_CONFIG_PAUSE_H
 #define SBX_ADAPTER_CONFIG_PAUSE_H
 
@@ -31,6 +34,7 @@ struct sbx_pause_config {
 	uint32_t snapshot_store_mb;
 	enum sbx_idle_action idle_action;
 	uint64_t paused_ttl_secs;
+	bool live_restore;
 };
 
 void sbx_pause_config_init(struct sbx_pause_config *p);

@@ -93,12 +93,14 @@ static int write_whole(const char *dir, const char *text, sbx_error_t *err)
 }
 
 int pause_record_write(struct sbx_adapter *a, const struct sbx_sandbox *sb, uint64_t size_bytes, json_t *backend,
-		       const char *dir, sbx_error_t *err)
+		       bool resume_next, const char *dir, sbx_error_t *err)
 {
 	json_t *procs = a->procs != NULL ? process_table_map(a->procs, sb->id, bg_proc_saved) : json_array();
-	cleanup_json json_t *rec = json_pack("{s:i, s:o*, s:O?, s:o*, s:b}", "format", PAUSE_RECORD_FORMAT, "sandbox",
-					     sandbox_json(sb, size_bytes), "backend", backend, "processes", procs,
-					     "keep_alive", a->procs != NULL && process_table_kept_alive(a->procs, sb->id));
+	cleanup_json json_t *rec = json_pack("{s:i, s:o*, s:O?, s:o*, s:b, s:b}", "format", PAUSE_RECORD_FORMAT,
+					     "sandbox", sandbox_json(sb, size_bytes), "backend", backend, "processes",
+					     procs, "keep_alive",
+					     a->procs != NULL && process_table_kept_alive(a->procs, sb->id),
+					     "resume_next", resume_next);
 	if (rec == NULL || json_object_get(rec, "sandbox") == NULL || json_object_get(rec, "processes") == NULL)
 		return sbx_error_errno(err, ENOMEM, "paused sandbox record");
 	cleanup_free char *text = json_dumps(rec, JSON_COMPACT);
@@ -186,9 +188,10 @@ int pause_record_read(const char *dir, size_t max_bytes, struct pause_record *r,
 	json_t *procs = json_object_get(rec, "processes"), *backend = json_object_get(rec, "backend");
 	if (!int_in(json_object_get(rec, "format"), PAUSE_RECORD_FORMAT, PAUSE_RECORD_FORMAT))
 		return bad(err, dir, "written by a build with another record format");
+	json_t *resume_next = json_object_get(rec, "resume_next");
 	if (!json_is_array(procs) || (backend != NULL && !json_is_object(backend)) ||
-	    !json_is_boolean(json_object_get(rec, "keep_alive")))
-		return bad(err, dir, "processes, backend or keep_alive is not one");
+	    !json_is_boolean(json_object_get(rec, "keep_alive")) || (resume_next != NULL && !json_is_boolean(resume_next)))
+		return bad(err, dir, "processes, backend, keep_alive or resume_next is not one");
 	if (sandbox_from(json_object_get(rec, "sandbox"), dir, &r->sb, err) < 0) {
 		pause_record_free(r);
 		return -1;
@@ -196,6 +199,7 @@ int pause_record_read(const char *dir, size_t max_bytes, struct pause_record *r,
 	r->procs = json_incref(procs);
 	r->backend = backend != NULL ? json_incref(backend) : json_object();
 	r->keep_alive = json_is_true(json_object_get(rec, "keep_alive"));
+	r->resume_next = json_is_true(resume_next);
 	if (r->backend == NULL) {
 		pause_record_free(r);
 		return sbx_error_errno(err, ENOMEM, "paused sandbox record");

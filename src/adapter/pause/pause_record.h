@@ -17,15 +17,17 @@
 #define PAUSE_RECORD_FORMAT 1
 
 /* The record of sb (being paused; `size_bytes` on disk), its background
- * processes (a->procs) and the backend's part `backend`. */
+ * processes (a->procs) and the backend's part `backend`; `resume_next`:
+ * the next daemon resumes it (a live_restore shutdown paused it). */
 int pause_record_write(struct sbx_adapter *a, const struct sbx_sandbox *sb, uint64_t size_bytes, json_t *backend,
-		       const char *dir, sbx_error_t *err);
+		       bool resume_next, const char *dir, sbx_error_t *err);
 
 struct pause_record {
 	struct sbx_sandbox sb; /* name and image malloc'd, ports owned, vm NULL */
 	json_t *backend;       /* as pause_record_write got it */
 	json_t *procs;         /* [bg_proc_saved, ...]: each checked at its load */
 	bool keep_alive;
+	bool resume_next;
 };
 /* Reads and checks dir's record (hostile: at most max_bytes, every field's
  * type and range): 0, 1 when there is none (a pause that never finished),

@@ -94,8 +94,29 @@ static void adopt_proc(struct sbx_adapter *a, struct sbx_sandbox *sb, json_t *re
 	bg_proc_unref(p);
 }
 
+void sandbox_ids_free(struct sandbox_ids *ids)
+{
+	free(ids->v);
+	*ids = (struct sandbox_ids){ NULL, 0, 0 };
+}
+
+static int ids_add(struct sandbox_ids *ids, const char *id)
+{
+	if (ids->n == ids->cap) {
+		size_t cap = ids->cap > 0 ? ids->cap * 2 : 16;
+		void *v = reallocarray(ids->v, cap, sizeof(*ids->v));
+		if (v == NULL)
+			return -1;
+		ids->v = v;
+		ids->cap = cap;
+	}
+	snprintf(ids->v[ids->n++], sizeof(ids->v[0]), "%s", id);
+	return 0;
+}
+
 /* 1 adopted, 0 held by another daemon, -1 (err) left where it is. */
-static int adopt_one(struct sbx_adapter *a, const char *dir, struct pause_record *r, sbx_error_t *err)
+static int adopt_one(struct sbx_adapter *a, const char *dir, struct pause_record *r, struct sandbox_ids *resume,
+		     sbx_error_t *err)
 {
 	const struct sbx_backend_ops *ops = a->backend.ops;
 	struct sandbox_ports ports = { .n = 0 };
@@ -130,12 +151,14 @@ static int adopt_one(struct sbx_adapter *a, const char *dir, struct pause_record
 		adopt_proc(a, sb, proc, r->keep_alive);
 	sbx_info("sandbox %s: paused by an earlier daemon; found again with %zu background process%s", sb->id,
 		 json_array_size(r->procs), json_array_size(r->procs) == 1 ? "" : "es");
+	if (r->resume_next && resume != NULL && ids_add(resume, sb->id) < 0)
+		sbx_warn("sandbox %s: out of memory; it stays paused until a call resumes it", sb->id);
 	sbx_registry_release(a->reg, sb);
 	return 1;
 }
 
 /* 1 adopted, 0 not (held elsewhere, or an unfinished pause removed). */
-static int entry(struct sbx_adapter *a, const char *root, const char *name)
+static int entry(struct sbx_adapter *a, const char *root, const char *name, struct sandbox_ids *resume)
 {
 	const struct sbx_backend_ops *ops = a->backend.ops;
 	size_t len = strlen(name);
@@ -159,7 +182,7 @@ static int entry(struct sbx_adapter *a, const char *root, const char *name)
 			sbx_info("removed %s: a pause that never finished", path);
 		return 0;
 	}
-	if (rc == 0 && (rc = adopt_one(a, path, &r, &err)) >= 0) {
+	if (rc == 0 && (rc = adopt_one(a, path, &r, resume, &err)) >= 0) {
 		pause_record_free(&r);
 		return rc;
 	}
@@ -169,7 +192,7 @@ static int entry(struct sbx_adapter *a, const char *root, const char *name)
 	return 0;
 }
 
-unsigned sandbox_adopt_paused(struct sbx_adapter *a)
+unsigned sandbox_adopt_paused(struct sbx_adapter *a, struct sandbox_ids *resume)
 {
 	const struct sbx_backend_ops *ops = a->backend.ops;
 	if (ops == NULL || ops->adopt == NULL || a->procs == NULL)
@@ -187,7 +210,7 @@ unsigned sandbox_adopt_paused(struct sbx_adapter *a)
 	unsigned n = 0;
 	for (struct dirent *e; (e = readdir(d)) != NULL;) {
 		if (strncmp(e->d_name, SANDBOX_PAUSED_PREFIX, strlen(SANDBOX_PAUSED_PREFIX)) == 0)
-			n += (unsigned)entry(a, root, e->d_name);
+			n += (unsigned)entry(a, root, e->d_name, resume);
 	}
 	closedir(d);
 	if (n > 0)

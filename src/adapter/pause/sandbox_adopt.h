@@ -9,9 +9,18 @@
 
 #include "adapter/adapter_state.h"
 
+/* Sandbox ids, grown as needed. */
+struct sandbox_ids {
+	char (*v)[SBX_UUID_STRLEN + 1];
+	size_t n, cap;
+};
+void sandbox_ids_free(struct sandbox_ids *ids);
+
 /* Adopts every paused sandbox in `<state dir>/paused` that no other
  * daemon holds; removes the state of pauses that never finished; leaves
- * (with a warning) what it cannot adopt.  Returns the count adopted. */
-unsigned sandbox_adopt_paused(struct sbx_adapter *a);
+ * (with a warning) what it cannot adopt.  Returns the count adopted.
+ * The ids of those a live_restore shutdown paused go to *resume (when not
+ * NULL; sandbox_restart.h resumes them). */
+unsigned sandbox_adopt_paused(struct sbx_adapter *a, struct sandbox_ids *resume);
 
 #endif

@@ -108,7 +108,7 @@ static void as_platform(const char *what, sbx_error_t *err)
  * (sandbox_adopt.h); while it is still being paused, so that no resume
  * removes the state under the write.  Failing costs only that: the pause
  * stands, and the sandbox ends with this daemon as before. */
-static void keep(struct sbx_adapter *a, struct sbx_sandbox *sb, const char *dir, uint64_t size_bytes)
+static void keep(struct sbx_adapter *a, struct sbx_sandbox *sb, const char *dir, uint64_t size_bytes, bool for_restart)
 {
 	const struct sbx_backend_ops *ops = a->backend.ops;
 	sbx_error_t err = NULL;
@@ -116,7 +116,7 @@ static void keep(struct sbx_adapter *a, struct sbx_sandbox *sb, const char *dir,
 	if (ops->pause_keep == NULL)
 		return;
 	if (ops->pause_keep(sb->vm, sbx_now_ms() + SANDBOX_KEEP_DEADLINE_MS, &state, &err) < 0 ||
-	    pause_record_write(a, sb, size_bytes, state, dir, &err) < 0) {
+	    pause_record_write(a, sb, size_bytes, state, for_restart, dir, &err) < 0) {
 		sbx_warn("sandbox %s: paused, but its state will not outlive this daemon: %s", sb->id,
 			 sbx_error_msg(err));
 		sbx_error_free(&err);
@@ -126,8 +126,8 @@ static void keep(struct sbx_adapter *a, struct sbx_sandbox *sb, const char *dir,
 	json_decref(state);
 }
 
-static int pause_held(struct sbx_adapter *a, struct sbx_sandbox *sb, const char *dir, uint64_t *size_bytes,
-		      int64_t *duration_ms, sbx_error_t *err)
+static int pause_held(struct sbx_adapter *a, struct sbx_sandbox *sb, const char *dir, bool for_restart,
+		      uint64_t *size_bytes, int64_t *duration_ms, sbx_error_t *err)
 {
 	const struct sbx_backend_ops *ops = a->backend.ops;
 	if (space_check(dir, (uint64_t)sb->memory_mb << 20, err) < 0)
@@ -143,14 +143,15 @@ static int pause_held(struct sbx_adapter *a, struct sbx_sandbox *sb, const char 
 	/* duration_ms is the whole pause the caller waited for: the state
 	 * made durable for a later daemon included. */
 	int64_t kept_from = sbx_now_ms();
-	keep(a, sb, dir, *size_bytes);
+	keep(a, sb, dir, *size_bytes, for_restart);
 	*duration_ms += sbx_now_ms() - kept_from;
 	return 0;
 }
 
-/* sandbox_pause; with `if_idle`, 1 when the sandbox is no longer idle. */
-static int pause_one(struct sbx_adapter *a, const char *id, const struct reap_limits *if_idle, uint64_t *size_bytes,
-		     int64_t *duration_ms, sbx_error_t *err)
+/* sandbox_pause; with `if_idle`, 1 when the sandbox is no longer idle;
+ * `for_restart`: its record says the next daemon resumes it. */
+static int pause_one(struct sbx_adapter *a, const char *id, const struct reap_limits *if_idle, bool for_restart,
+		     uint64_t *size_bytes, int64_t *duration_ms, sbx_error_t *err)
 {
 	const struct sbx_backend_ops *ops = a->backend.ops;
 	const struct sbx_pause_config *pc = &a->cfg->pause;
@@ -167,7 +168,7 @@ static int pause_one(struct sbx_adapter *a, const char *id, const struct reap_li
 	else if ((dir = sandbox_paused_dir(id, err)) == NULL)
 		rc = -1;
 	else
-		rc = pause_held(a, sb, dir, size_bytes, duration_ms, err);
+		rc = pause_held(a, sb, dir, for_restart, size_bytes, duration_ms, err);
 	/* Asked while the pause state keeps the VM from being detached. */
 	bool dead = rc < 0 && sandbox_vm_dead(a, sb);
 	uint64_t given = sbx_registry_pause_end(a->reg, sb, rc == 0, rc == 0 ? *size_bytes : 0);
@@ -189,14 +190,25 @@ static int pause_one(struct sbx_adapter *a, const char *id, const struct reap_li
 int sandbox_pause(struct sbx_adapter *a, const char *id, uint64_t *size_bytes, int64_t *duration_ms,
 		  sbx_error_t *err)
 {
-	return pause_one(a, id, NULL, size_bytes, duration_ms, err);
+	return pause_one(a, id, NULL, false, size_bytes, duration_ms, err);
 }
 
 int sandbox_pause_idle(struct sbx_adapter *a, const char *id, const struct reap_limits *lim, sbx_error_t *err)
 {
 	uint64_t size_bytes;
 	int64_t duration_ms;
-	return pause_one(a, id, lim, &size_bytes, &duration_ms, err);
+	return pause_one(a, id, lim, false, &size_bytes, &duration_ms, err);
+}
+
+int sandbox_pause_for_restart(struct sbx_adapter *a, const char *id, sbx_error_t *err)
+{
+	uint64_t size_bytes;
+	int64_t duration_ms;
+	if (pause_one(a, id, NULL, true, &size_bytes, &duration_ms, err) < 0)
+		return -1;
+	if (!sbx_registry_is_kept(a->reg, id))
+		return sbx_error_scode(err, SBX_S_VM_BOOT, "its paused state could not be kept for the next daemon");
+	return 0;
 }
 
 /* `want_paused`: a running sandbox is an error (resume), else nothing to
@@ -249,6 +261,11 @@ static int resume(struct sbx_adapter *a, const char *id, bool want_paused, int64
 int sandbox_resume(struct sbx_adapter *a, const char *id, int64_t *ready_ms, sbx_error_t *err)
 {
 	return resume(a, id, true, ready_ms, err);
+}
+
+int sandbox_resume_paused(struct sbx_adapter *a, const char *id, int64_t *ready_ms, sbx_error_t *err)
+{
+	return resume(a, id, false, ready_ms, err);
 }
 
 int sandbox_wake(struct sbx_adapter *a, const char *id, sbx_error_t *err)

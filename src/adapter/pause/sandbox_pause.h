@@ -30,12 +30,20 @@ int sandbox_pause(struct sbx_adapter *a, const char *id, uint64_t *size_bytes, i
  * after the policy `lim` said again, under the registry's lock, that it is
  * idle; 1 (nothing done) when a call came since the reaper's scan. */
 int sandbox_pause_idle(struct sbx_adapter *a, const char *id, const struct reap_limits *lim, sbx_error_t *err);
+/* live_restore's pause of running sandbox `id` as the daemon stops
+ * (pause/sandbox_restart.h): sandbox_pause, its record saying the next
+ * daemon resumes it; S300 when the state could not be kept for it (the
+ * sandbox is paused, and stopped with the daemon). */
+int sandbox_pause_for_restart(struct sbx_adapter *a, const char *id, sbx_error_t *err);
 /* Resumes paused sandbox `id` (canonical), waiting for a pause or resume
  * in progress first: S002/S004 as exec, S001 when it is not paused, S400
  * when its memory does not fit the budget or max_concurrent_sandboxes is
  * reached (it stays paused), S300 when its VM could not start again (the
  * sandbox is then removed).  *ready_ms: the resume's duration. */
 int sandbox_resume(struct sbx_adapter *a, const char *id, int64_t *ready_ms, sbx_error_t *err);
+/* sandbox_resume, but a sandbox running already (a call resumed it) is
+ * no error: 0 with *ready_ms 0. */
+int sandbox_resume_paused(struct sbx_adapter *a, const char *id, int64_t *ready_ms, sbx_error_t *err);
 /* The preamble of a call that needs the VM of sandbox `id` (canonical):
  * nothing for a running (or unknown: the call's own check says S002)
  * sandbox; a paused one is resumed (auto_resume) or refused with S004

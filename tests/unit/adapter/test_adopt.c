@@ -5,7 +5,8 @@
  * shape, paused, its background process with its log so far and its
  * handle), resumes it at the next exec and removes it at its stop; an
  * unfinished pause is removed, a damaged record left, one held by another
- * daemon skipped. */
+ * daemon skipped; live_restore pauses the running sandboxes for the next
+ * daemon, which resumes them. */
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
@@ -18,6 +19,7 @@
 #include "adapter/adapter.h"
 #include "adapter/adapter_state.h"
 #include "adapter/pause/sandbox_adopt.h"
+#include "adapter/pause/sandbox_restart.h"
 #include "common/clock.h"
 #include "harness.h"
 #include "adapter_call.h"
@@ -331,7 +333,7 @@ TEST(a_paused_sandbox_outlives_its_daemon_and_is_found_again_with_its_process)
 
 	a = make();
 	CHECK(a != NULL);
-	CHECK_INT(sandbox_adopt_paused(a), 1);
+	CHECK_INT(sandbox_adopt_paused(a, NULL), 1);
 	CHECK_INT(get(&F.adopts), 1);
 	CHECK_STR(F.workdir, "/work");
 	CHECK_INT(get(&F.taken), 1);
@@ -370,7 +372,7 @@ TEST(a_stop_of_a_found_sandbox_removes_its_state)
 	json_decref(adapter_callf(a, "pause", "{\"sandbox_id\":\"%s\"}", id));
 	sbx_adapter_free(a);
 	a = make();
-	CHECK_INT(sandbox_adopt_paused(a), 1);
+	CHECK_INT(sandbox_adopt_paused(a, NULL), 1);
 	int stops = get(&F.stops);
 	r = adapter_callf(a, "stop", "{\"sandbox_id\":\"%s\"}", id);
 	CHECK(jstr(r, "code") == NULL);
@@ -402,7 +404,7 @@ TEST(unfinished_pauses_go_damaged_records_stay_and_held_ones_are_skipped)
 		  "\"resume_mib\":1,\"created_ms\":1,\"last_exec_ms\":1,\"last_net_ms\":0,\"paused_ms\":1},"
 		  "\"processes\":[],\"keep_alive\":false}");
 	int discards = get(&F.discards), adopts = get(&F.adopts);
-	CHECK_INT(sandbox_adopt_paused(a), 0);
+	CHECK_INT(sandbox_adopt_paused(a, NULL), 0);
 	CHECK_INT(get(&F.discards), discards + 1);
 	CHECK_INT(get(&F.adopts), adopts);
 	CHECK(!exists(unfinished, NULL));
@@ -432,14 +434,66 @@ TEST(a_paused_sandbox_another_daemon_holds_is_left_to_it)
 	sbx_adapter_free(a);
 	a = make();
 	F.busy = true;
-	CHECK_INT(sandbox_adopt_paused(a), 0);
+	CHECK_INT(sandbox_adopt_paused(a, NULL), 0);
 	F.busy = false;
 	CHECK(entry_of(a, id) == NULL);
 	CHECK(exists(id, "sandbox.json"));
-	CHECK_INT(sandbox_adopt_paused(a), 1);
+	CHECK_INT(sandbox_adopt_paused(a, NULL), 1);
 	sbx_adapter_free(a);
 	/* Kept once more by this daemon's exit; tidy up. */
 	char path[600];
 	snprintf(path, sizeof(path), "%s/paused/sb-%s", getenv("III_SANDBOX_STATE_DIR"), id);
 	rm_state(path);
+}
+
+static void create_into(struct sbx_adapter *a, char id[64])
+{
+	json_t *r = adapter_call_json(a, "create", "{\"image\":\"python\"}");
+	snprintf(id, 64, "%s", jstr(r, "sandbox_id") != NULL ? jstr(r, "sandbox_id") : "");
+	json_decref(r);
+}
+
+TEST(live_restore_pauses_the_running_sandboxes_and_the_next_daemon_resumes_them)
+{
+	struct sbx_adapter *a = make();
+	CHECK(a != NULL);
+	char run1[64], run2[64], held[64];
+	create_into(a, run1);
+	create_into(a, run2);
+	create_into(a, held);
+	CHECK(run1[0] != '\0' && run2[0] != '\0' && held[0] != '\0');
+	/* Paused by its caller: the next daemon leaves it paused. */
+	json_decref(adapter_callf(a, "pause", "{\"sandbox_id\":\"%s\"}", held));
+	CHECK_INT(sandbox_restart_pause(a), 2);
+	CHECK(exists(run1, "sandbox.json") && exists(run2, "sandbox.json"));
+	int stops = get(&F.stops);
+	sbx_adapter_free(a);
+	CHECK_INT(get(&F.stops), stops);
+
+	a = make();
+	CHECK(a != NULL);
+	struct sandbox_ids ids = { NULL, 0, 0 };
+	CHECK_INT(sandbox_adopt_paused(a, &ids), 3);
+	CHECK_INT(ids.n, 2);
+	bool both = ids.n == 2 && ((strcmp(ids.v[0], run1) == 0 && strcmp(ids.v[1], run2) == 0) ||
+				   (strcmp(ids.v[0], run2) == 0 && strcmp(ids.v[1], run1) == 0));
+	CHECK(both);
+	int resumes = get(&F.resumes);
+	CHECK_INT(sandbox_restart_resume(a, &ids), 2);
+	CHECK_INT(get(&F.resumes), resumes + 2);
+	json_t *e1 = entry_of(a, run1), *e2 = entry_of(a, run2), *eh = entry_of(a, held);
+	CHECK(e1 != NULL && json_object_get(e1, "state") == NULL);
+	CHECK(e2 != NULL && json_object_get(e2, "state") == NULL);
+	CHECK(eh != NULL && jstr(eh, "state") != NULL && strcmp(jstr(eh, "state"), "paused") == 0);
+	json_decref(e1);
+	json_decref(e2);
+	json_decref(eh);
+	CHECK(!exists(run1, NULL) && !exists(run2, NULL));
+	/* Running already (a call resumed it first): no error, no resume. */
+	CHECK_INT(sandbox_restart_resume(a, &ids), 2);
+	CHECK_INT(get(&F.resumes), resumes + 2);
+	sandbox_ids_free(&ids);
+	json_decref(adapter_callf(a, "stop", "{\"sandbox_id\":\"%s\"}", held));
+	sbx_adapter_free(a);
+	CHECK(!exists(held, NULL));
 }

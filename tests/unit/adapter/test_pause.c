@@ -1025,9 +1025,9 @@ TEST(reaper_policy_for_paused_sandboxes)
 TEST(config_keys_parse_and_refuse)
 {
 	const char *bad[] = { "{\"idle_action\":\"sleep\"}", "{\"auto_resume\":1}", "{\"max_paused_sandboxes\":-1}",
-			      "{\"paused_ttl_secs\":\"1d\"}", "{\"snapshot_store_mb\":1.5}" };
+			      "{\"paused_ttl_secs\":\"1d\"}", "{\"snapshot_store_mb\":1.5}", "{\"live_restore\":\"yes\"}" };
 	const char *key[] = { "idle_action", "auto_resume", "max_paused_sandboxes", "paused_ttl_secs",
-			      "snapshot_store_mb" };
+			      "snapshot_store_mb", "live_restore" };
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
 		json_t *v = json_loads(bad[i], 0, NULL);
 		sbx_error_t err = NULL;
@@ -1047,5 +1047,6 @@ TEST(config_keys_parse_and_refuse)
 	CHECK_INT(cfg->pause.snapshot_store_mb, 16384);
 	CHECK_INT(cfg->pause.idle_action, SBX_IDLE_STOP);
 	CHECK_INT(cfg->pause.paused_ttl_secs, 604800);
+	CHECK(!cfg->pause.live_restore);
 	sbx_config_free(cfg);
 }
