@@ -175,7 +175,9 @@ describe('pause and resume: one sandbox, its files and its background process', 
 			/live_restore: resumed 1 of 1 sandbox the last daemon paused as it stopped/), 60000);
 		const e = await s.listed(id);
 		assert.deepEqual(Object.keys(e).sort(), LIST_KEYS, 'running again: exactly the contract\'s fields');
-		assert.equal(qemusOf(s.stateDir).length, 1, 'its QEMU is back');
+		// Its QEMU, once the new daemon's template boot at its start
+		// (template_warm.h: one VM of python, booted and stopped) is done.
+		await eventually(async () => assert.equal(qemusOf(s.stateDir).length, 1, 'its QEMU is back'), 60000);
 		assert.ok(!existsSync(pausedDir()), 'the resume removed the paused state');
 		assert.ok(await ticks() >= before);
 		await eventually(async () => assert.ok(await ticks() >= before + 10), 30000);
