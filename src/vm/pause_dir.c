@@ -150,6 +150,10 @@ uint64_t pause_dir_size(const char *dir)
 {
 	uint64_t total = 0;
 	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
+		/* The image store's file under a second name: its bytes are
+		 * the store's, not the pause's. */
+		if (strcmp(names[i], PAUSE_STORE_IMAGE) == 0)
+			continue;
 		cleanup_free char *path = sbx_path_join(dir, names[i]);
 		struct stat st;
 		if (path != NULL && lstat(path, &st) == 0)

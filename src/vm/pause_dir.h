@@ -45,7 +45,8 @@ int pause_dir_restore(const char *dir, const char *name, const char *to, sbx_err
 int pause_dir_write_text(const char *dir, const char *name, const char *text, sbx_error_t *err);
 /* dir/name's text (at most max bytes), or NULL when it has none. */
 char *pause_dir_read_text(const char *dir, const char *name, size_t max);
-/* What the files take on disk (allocated blocks). */
+/* What the files take on disk (allocated blocks), the store image's
+ * second name (PAUSE_STORE_IMAGE) left out. */
 uint64_t pause_dir_size(const char *dir);
 /* Removes the files named above and the directory. */
 void pause_dir_remove(const char *dir);

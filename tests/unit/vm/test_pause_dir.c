@@ -76,6 +76,19 @@ TEST(create_keep_restore_remove)
 	CHECK(pause_dir_read_text(dir, PAUSE_IMAGE, 16) == NULL);
 
 	CHECK(pause_dir_size(dir) >= 65536 + 4096);
+	/* The store image's second name is the store's bytes: not the
+	 * pause's (snapshot_store_mb counts what the pause added). */
+	uint64_t before = pause_dir_size(dir);
+	char store[256];
+	path(store, sizeof(store), "store.src", "");
+	fd = open(store, O_WRONLY | O_CREAT | O_EXCL, 0644);
+	CHECK(fd >= 0);
+	for (int i = 0; i < 16; i++)
+		CHECK(write(fd, block, sizeof(block)) == (ssize_t)sizeof(block));
+	close(fd);
+	CHECK_INT(pause_dir_link(dir, PAUSE_STORE_IMAGE, store, &err), 0);
+	CHECK(pause_dir_size(dir) == before);
+	unlink(store);
 	CHECK_INT(pause_dir_restore(dir, PAUSE_SCRATCH, back, &err), 0);
 	CHECK(stat(back, &a) == 0 && a.st_ino == b.st_ino);
 	CHECK_INT(pause_dir_restore(dir, PAUSE_SCRATCH, back, &err), -1); /* new only */
