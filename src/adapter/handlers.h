@@ -39,7 +39,8 @@ int sbx_op_worker_stop(struct sbx_adapter *a, json_t *req, json_t **out);
 int sbx_op_worker_destroy(struct sbx_adapter *a, json_t *req, json_t **out);
 
 /* The extensions (ops_ext.c): process/handlers_process.c and
- * terminal/handlers_terminal.c, pause/handlers_pause.c. */
+ * terminal/handlers_terminal.c, pause/handlers_pause.c,
+ * snapshot/handlers_snapshot.c. */
 int sbx_op_process_list(struct sbx_adapter *a, json_t *req, json_t **out);
 int sbx_op_process_logs(struct sbx_adapter *a, json_t *req, json_t **out);
 int sbx_op_process_wait(struct sbx_adapter *a, json_t *req, json_t **out);
@@ -50,5 +51,9 @@ int sbx_op_terminal_close(struct sbx_adapter *a, json_t *req, json_t **out);
 /* pause/handlers_pause.c (issue 40). */
 int sbx_op_pause(struct sbx_adapter *a, json_t *req, json_t **out);
 int sbx_op_resume(struct sbx_adapter *a, json_t *req, json_t **out);
+/* snapshot/handlers_snapshot.c (issue 39). */
+int sbx_op_snapshot(struct sbx_adapter *a, json_t *req, json_t **out);
+int sbx_op_snapshot_list(struct sbx_adapter *a, json_t *req, json_t **out);
+int sbx_op_snapshot_delete(struct sbx_adapter *a, json_t *req, json_t **out);
 
 #endif

@@ -1,6 +1,6 @@
 /* The extensions: functions beyond the contract's 23 that an issue named
  * (process::* for background processes, terminal::* for interactive
- * terminals, pause and resume), registered beside them and listed by adapter::info under
+ * terminals, pause and resume, snapshots), registered beside them and listed by adapter::info under
  * `extensions`.  A caller that uses none of them sees the 23 unchanged. */
 #include "adapter/adapter.h"
 
@@ -57,6 +57,21 @@ static const struct sbx_op extensions[] = {
 	  OBJ(ID, Q("sandbox_id")),
 	  OBJ(F("resumed", T_BOOL) "," F("ready_ms", T_U64), Q("resumed") "," Q("ready_ms")),
 	  sbx_op_resume },
+	{ "snapshot", "Capture a running sandbox (memory, devices, disk) as a snapshot that create can start sandboxes from; the sandbox runs on",
+	  OBJ(ID "," F("name", T_STR), Q("sandbox_id")),
+	  OBJ(F("snapshot_id", T_STR) "," ID "," F("image", T_STR) "," F("cpus", T_U32) "," F("memory_mb", T_U32) "," F("network", T_BOOL) "," F("size_bytes", T_U64) "," F("paused_ms", T_U64) "," F("duration_ms", T_U64),
+	      Q("snapshot_id") "," Q("sandbox_id") "," Q("image") "," Q("cpus") "," Q("memory_mb") "," Q("network") "," Q("size_bytes") "," Q("paused_ms") "," Q("duration_ms")),
+	  sbx_op_snapshot },
+	{ "snapshot::list", "List the snapshots kept",
+	  EMPTY,
+	  OBJ(F("snapshots", "{\"type\":\"array\",\"items\":" OBJ(F("snapshot_id", T_STR) "," ID "," F("name", "{\"type\":[\"string\",\"null\"]}") "," F("image", T_STR) "," F("cpus", T_U32) "," F("memory_mb", T_U32) "," F("network", T_BOOL) "," F("size_bytes", T_U64) "," F("created_at", T_STR) "," F("sandboxes_using", T_U32),
+								     Q("snapshot_id") "," Q("image") "," Q("cpus") "," Q("memory_mb") "," Q("network") "," Q("size_bytes") "," Q("created_at") "," Q("sandboxes_using")) "}"),
+	      Q("snapshots")),
+	  sbx_op_snapshot_list },
+	{ "snapshot::delete", "Delete a snapshot; sandboxes created from it run on",
+	  OBJ(F("snapshot_id", T_STR), Q("snapshot_id")),
+	  OBJ(F("deleted", T_BOOL), Q("deleted")),
+	  sbx_op_snapshot_delete },
 };
 
 const struct sbx_op *sbx_op_extensions(size_t *n)

@@ -39,6 +39,8 @@ struct sbx_sandbox {
 	struct timespec paused_at;  /* CLOCK_MONOTONIC: when it was paused */
 	bool pause_kept;            /* paused, its record written beside its state:
 				       a daemon that exits keeps it (pause/pause_record.h) */
+	bool capturing;             /* a snapshot of it is being taken (issue 39) */
+	char snapshot_id[SBX_UUID_STRLEN + 1]; /* created from this snapshot; "" when not */
 };
 
 struct sbx_registry;
@@ -180,8 +182,8 @@ void sbx_registry_resume_end(struct sbx_registry *reg, struct sbx_sandbox *sb, b
 bool sbx_registry_vm_paused(struct sbx_registry *reg, const struct sbx_sandbox *sb);
 /* Whether `id` is paused, or being paused or resumed (and not stopped). */
 bool sbx_registry_is_paused(struct sbx_registry *reg, const char *id);
-/* For the stop of `id` (claimed stopped): waits while it is being paused
- * or resumed, then returns its VM when it is paused (calls may wait on it
+/* For the stop of `id` (claimed stopped): waits while it is being paused,
+ * resumed or captured, then returns its VM when it is paused (calls may wait on it
  * for a resume that will not come), else NULL.  The VM stays the record's
  * until sbx_registry_detach. */
 void *sbx_registry_paused_vm(struct sbx_registry *reg, const char *id);
@@ -205,5 +207,17 @@ size_t sbx_registry_paused(struct sbx_registry *reg, uint64_t *bytes);
 /* Copies to ids (up to cap) the running sandboxes (a VM, not paused nor
  * being paused or resumed, not stopped); returns the count. */
 size_t sbx_registry_running_ids(struct sbx_registry *reg, char (*ids)[SBX_UUID_STRLEN + 1], size_t cap);
+/* Snapshots (sandbox_registry_snapshot.c, issue 39).  capture_begin
+ * marks a running sandbox `id` as being captured, after S002/S004 as
+ * acquire() and S001 when it is paused, being paused or resumed, or
+ * captured already; pause_begin refuses it meanwhile (S001).  Calls go on
+ * (its VM holds them while it stands still).  capture_end drops the
+ * reference capture_begin took.  from_snapshot counts the sandboxes (not
+ * stopped) created from snapshot `sid`; set_snapshot records that `id`
+ * was. */
+struct sbx_sandbox *sbx_registry_capture_begin(struct sbx_registry *reg, const char *id, sbx_error_t *err);
+void sbx_registry_capture_end(struct sbx_registry *reg, struct sbx_sandbox *sb);
+size_t sbx_registry_from_snapshot(struct sbx_registry *reg, const char *sid);
+void sbx_registry_set_snapshot(struct sbx_registry *reg, const char *id, const char *sid);
 
 #endif

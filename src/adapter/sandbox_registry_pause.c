@@ -44,6 +44,9 @@ struct sbx_sandbox *sbx_registry_pause_begin(struct sbx_registry *reg, const cha
 		sbx_error_scode(err, SBX_S_NOT_FOUND, "%s", id);
 	} else if (sb->stopped) {
 		sbx_error_scode(err, SBX_S_STOPPED, "%s", id);
+	} else if (sb->capturing) {
+		sbx_error_scode(err, SBX_S_INVALID_REQUEST, "sandbox %s is being snapshotted: pause it once the snapshot "
+				"is taken", id);
 	} else if (sb->pause_state != SBX_SB_RUNNING) {
 		sbx_error_scode(err, SBX_S_INVALID_REQUEST, "sandbox %s is %s", id,
 				sb->pause_state == SBX_SB_PAUSED    ? "paused already"
@@ -169,7 +172,10 @@ void *sbx_registry_paused_vm(struct sbx_registry *reg, const char *id)
 {
 	pthread_mutex_lock(&reg->lock);
 	struct sbx_sandbox *sb = registry_find_locked(reg, id, NULL);
-	while (sb != NULL && (sb->pause_state == SBX_SB_PAUSING || sb->pause_state == SBX_SB_RESUMING)) {
+	/* A capture (a snapshot) pauses and resumes the VM under the record
+	 * of a running sandbox: the stop waits for it as for those. */
+	while (sb != NULL &&
+	       (sb->pause_state == SBX_SB_PAUSING || sb->pause_state == SBX_SB_RESUMING || sb->capturing)) {
 		pthread_cond_wait(&reg->exec_done, &reg->lock);
 		sb = registry_find_locked(reg, id, NULL);
 	}

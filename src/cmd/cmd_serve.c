@@ -24,6 +24,7 @@
 #include "adapter/adapter.h"
 #include "adapter/pause/sandbox_adopt.h"
 #include "adapter/pause/sandbox_restart.h"
+#include "adapter/snapshot/snapshot_store.h"
 #include "adapter/adapter_metrics.h"
 #include "adapter/config/config_fetch.h"
 #include "adapter/config/config_file.h"
@@ -369,6 +370,9 @@ int sbx_cmd_serve(int argc, char **argv)
 		vm_backend_start_pool(backend);
 		/* Before the handlers too: a call may name one at once. */
 		sandbox_adopt_paused(a, &resume);
+		/* What a capture or a snapshot being written left. */
+		if (a->backend.ops != NULL && a->backend.ops->discard_paused != NULL)
+			snapshot_sweep(a->backend.ops->discard_paused, a->backend.ctx);
 		a->fs = (struct sbx_fs_host){ &vm_backend_fs_ops, e };
 		a->streams = (struct sbx_stream_host){ &stream_engine_ops, e };
 		a->workers = &worker_ops_vm;

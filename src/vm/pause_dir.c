@@ -13,7 +13,8 @@
 #include "vm/disk.h"
 
 static const char *const names[] = { PAUSE_STATE, PAUSE_SCRATCH, PAUSE_IMAGE,   PAUSE_CONSOLE,
-				     PAUSE_STORE_IMAGE, PAUSE_VM, PAUSE_VM_TMP, PAUSE_SANDBOX, PAUSE_SANDBOX_NEW };
+				     PAUSE_STORE_IMAGE, PAUSE_VM, PAUSE_VM_TMP, PAUSE_SANDBOX, PAUSE_SANDBOX_NEW,
+				     PAUSE_SNAPSHOT, PAUSE_SNAPSHOT_NEW };
 
 int pause_dir_create(const char *dir, sbx_error_t *err)
 {

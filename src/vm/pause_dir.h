@@ -16,9 +16,10 @@
 #define PAUSE_SCRATCH "scratch.ext4"
 #define PAUSE_IMAGE "image.erofs"
 #define PAUSE_CONSOLE "console.txt"
-/* A store image's second name (the store's file: its mode is the store's):
- * only for a later process (vm_adopt.c), never linked back by a resume in
- * this one, which runs the store's path. */
+/* A store image's second name (the store's file: its mode is the store's),
+ * for a later process (vm_adopt.c): a resume in the process that paused
+ * runs the store's path; an adopted VM whose store image went runs this
+ * name, linked into its VM directory (vm_resume.c). */
 #define PAUSE_STORE_IMAGE "store.erofs"
 #define PAUSE_VM "vm.json"
 /* PAUSE_VM while it is written: renamed when whole. */
@@ -26,6 +27,10 @@
 /* The adapter's own record of the paused sandbox (adapter/pause). */
 #define PAUSE_SANDBOX "sandbox.json"
 #define PAUSE_SANDBOX_NEW "sandbox.json.new"
+/* A snapshot's own record (adapter/snapshot): a snapshot is a paused
+ * state that is never resumed, only branched (pause_dir_branch). */
+#define PAUSE_SNAPSHOT "snapshot.json"
+#define PAUSE_SNAPSHOT_NEW "snapshot.json.new"
 
 /* Makes dir (0700); it must not exist. */
 int pause_dir_create(const char *dir, sbx_error_t *err);
@@ -48,6 +53,12 @@ char *pause_dir_read_text(const char *dir, const char *name, size_t max);
 /* What the files take on disk (allocated blocks), the store image's
  * second name (PAUSE_STORE_IMAGE) left out. */
 uint64_t pause_dir_size(const char *dir);
+/* A second paused state `to` (made, 0700) from the whole one in `from`:
+ * the files nobody writes again (the state, images, console, records)
+ * linked, the scratch disk cloned (a reflink, else its data extents),
+ * for a VM that diverges from `from`'s.  Nothing is synced.  On failure
+ * `to` is gone. */
+int pause_dir_branch(const char *from, const char *to, sbx_error_t *err);
 /* Removes the files named above and the directory. */
 void pause_dir_remove(const char *dir);
 

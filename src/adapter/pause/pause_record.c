@@ -59,13 +59,13 @@ static json_t *sandbox_json(const struct sbx_sandbox *sb, uint64_t size_bytes)
 			 (json_int_t)sb->mem_mib, "ports", sb->ports);
 }
 
-/* Whole or not at all: a new file, synced, renamed over the name. */
-static int write_whole(const char *dir, const char *text, sbx_error_t *err)
+int pause_record_write_file(const char *dir, const char *name, const char *tmp_name, const char *text,
+			    sbx_error_t *err)
 {
-	cleanup_free char *tmp = sbx_path_join(dir, PAUSE_SANDBOX_NEW);
-	cleanup_free char *path = sbx_path_join(dir, PAUSE_SANDBOX);
+	cleanup_free char *tmp = sbx_path_join(dir, tmp_name);
+	cleanup_free char *path = sbx_path_join(dir, name);
 	if (tmp == NULL || path == NULL)
-		return sbx_error_errno(err, ENOMEM, "paused sandbox record");
+		return sbx_error_errno(err, ENOMEM, "record %s", name);
 	unlink(tmp);
 	cleanup_close int fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600);
 	if (fd < 0)
@@ -106,7 +106,7 @@ int pause_record_write(struct sbx_adapter *a, const struct sbx_sandbox *sb, uint
 	cleanup_free char *text = json_dumps(rec, JSON_COMPACT);
 	if (text == NULL)
 		return sbx_error_errno(err, ENOMEM, "paused sandbox record");
-	return write_whole(dir, text, err);
+	return pause_record_write_file(dir, PAUSE_SANDBOX, PAUSE_SANDBOX_NEW, text, err);
 }
 
 static int bad(sbx_error_t *err, const char *dir, const char *what)

@@ -22,6 +22,11 @@
 int pause_record_write(struct sbx_adapter *a, const struct sbx_sandbox *sb, uint64_t size_bytes, json_t *backend,
 		       bool resume_next, const char *dir, sbx_error_t *err);
 
+/* Writes text as dir/name whole or not at all: dir/tmp_name (0600, new),
+ * synced, renamed over the name. */
+int pause_record_write_file(const char *dir, const char *name, const char *tmp_name, const char *text,
+			    sbx_error_t *err);
+
 struct pause_record {
 	struct sbx_sandbox sb; /* name and image malloc'd, ports owned, vm NULL */
 	json_t *backend;       /* as pause_record_write got it */

@@ -18,6 +18,7 @@
 #include "common/cleanup.h"
 #include "common/log.h"
 #include "common/path.h"
+#include "common/scodes.h"
 #include "common/state_dir.h"
 
 /* A record holds its processes' logs: two rings each, base64, for as
@@ -149,7 +150,7 @@ static int adopt_one(struct sbx_adapter *a, const char *dir, struct pause_record
 	json_t *proc;
 	json_array_foreach(r->procs, i, proc)
 		adopt_proc(a, sb, proc, r->keep_alive);
-	sbx_info("sandbox %s: paused by an earlier daemon; found again with %zu background process%s", sb->id,
+	sbx_info("sandbox %s: paused state in %s adopted with %zu background process%s", sb->id, dir,
 		 json_array_size(r->procs), json_array_size(r->procs) == 1 ? "" : "es");
 	if (r->resume_next && resume != NULL && ids_add(resume, sb->id) < 0)
 		sbx_warn("sandbox %s: out of memory; it stays paused until a call resumes it", sb->id);
@@ -190,6 +191,18 @@ static int entry(struct sbx_adapter *a, const char *root, const char *name, stru
 	sbx_error_free(&err);
 	pause_record_free(&r);
 	return 0;
+}
+
+int sandbox_adopt_dir(struct sbx_adapter *a, const char *dir, sbx_error_t *err)
+{
+	struct pause_record r;
+	int rc = pause_record_read(dir, record_bound(a->cfg), &r, err);
+	if (rc == 1)
+		return sbx_error_scode(err, SBX_S_VM_BOOT, "%s has no record of a paused sandbox", dir);
+	if (rc == 0 && (rc = adopt_one(a, dir, &r, NULL, err)) == 0)
+		rc = sbx_error_scode(err, SBX_S_VM_BOOT, "%s is held by another daemon", dir);
+	pause_record_free(&r);
+	return rc < 0 ? -1 : 0;
 }
 
 unsigned sandbox_adopt_paused(struct sbx_adapter *a, struct sandbox_ids *resume)

@@ -22,5 +22,10 @@ void sandbox_ids_free(struct sandbox_ids *ids);
  * The ids of those a live_restore shutdown paused go to *resume (when not
  * NULL; sandbox_restart.h resumes them). */
 unsigned sandbox_adopt_paused(struct sbx_adapter *a, struct sandbox_ids *resume);
+/* Adopts the one paused sandbox in `dir` (a branch of a snapshot,
+ * snapshot/snapshot_create.c): it is then listed, paused, under its
+ * record's id.  S300 when it cannot be (no record, held elsewhere, a
+ * state this build cannot resume), S001 for a damaged record. */
+int sandbox_adopt_dir(struct sbx_adapter *a, const char *dir, sbx_error_t *err);
 
 #endif

@@ -40,7 +40,7 @@ char *sandbox_paused_dir(const char *id, sbx_error_t *err)
 
 /* The state directory's filesystem must hold a guest's RAM and keep what
  * the image store keeps free for the host. */
-static int space_check(const char *dir, uint64_t need, sbx_error_t *err)
+int sandbox_space_check(const char *dir, const char *what, uint64_t need, sbx_error_t *err)
 {
 	cleanup_free char *parent = strdup(dir);
 	if (parent == NULL)
@@ -57,9 +57,9 @@ static int space_check(const char *dir, uint64_t need, sbx_error_t *err)
 	if (avail >= need + SBX_STORE_SPACE_RESERVE)
 		return 0;
 	return sbx_error_scode(err, SBX_S_LIMIT,
-			       "not enough free space in '%s' to pause: %llu MiB free, %llu MiB needed (up to %llu "
+			       "not enough free space in '%s' to %s: %llu MiB free, %llu MiB needed (up to %llu "
 			       "MiB for the guest's memory, %llu MiB kept free for the host)",
-			       parent, (unsigned long long)(avail >> 20),
+			       parent, what, (unsigned long long)(avail >> 20),
 			       (unsigned long long)((need + SBX_STORE_SPACE_RESERVE) >> 20),
 			       (unsigned long long)(need >> 20), (unsigned long long)(SBX_STORE_SPACE_RESERVE >> 20));
 }
@@ -94,7 +94,7 @@ static void count(const char *op, int rc)
 }
 
 /* An error of the VM layer without an S-code is the platform's. */
-static void as_platform(const char *what, sbx_error_t *err)
+void sandbox_as_platform(const char *what, sbx_error_t *err)
 {
 	if (*err == NULL || (*err)->scode[0] != '\0')
 		return;
@@ -130,14 +130,14 @@ static int pause_held(struct sbx_adapter *a, struct sbx_sandbox *sb, const char 
 		      uint64_t *size_bytes, int64_t *duration_ms, sbx_error_t *err)
 {
 	const struct sbx_backend_ops *ops = a->backend.ops;
-	if (space_check(dir, (uint64_t)sb->memory_mb << 20, err) < 0)
+	if (sandbox_space_check(dir, "pause", (uint64_t)sb->memory_mb << 20, err) < 0)
 		return -1;
 	/* The execs in flight see the pause and end (S004); what they began
 	 * is not half-sent into the saved state. */
 	sbx_registry_pause_drain(a->reg, sb);
 	close_terminals(a, sb->id);
 	if (ops->pause(sb->vm, dir, size_bytes, duration_ms, sbx_now_ms() + SANDBOX_PAUSE_DEADLINE_MS, err) < 0) {
-		as_platform("pause", err);
+		sandbox_as_platform("pause", err);
 		return -1;
 	}
 	/* duration_ms is the whole pause the caller waited for: the state
@@ -236,7 +236,7 @@ static int resume(struct sbx_adapter *a, const char *id, bool want_paused, int64
 	} else if (rc == 0) {
 		tried = true;
 		if (ops->resume(sb->vm, sbx_now_ms() + SANDBOX_RESUME_DEADLINE_MS, err) < 0) {
-			as_platform("resume", err);
+			sandbox_as_platform("resume", err);
 			rc = -1;
 		}
 	}

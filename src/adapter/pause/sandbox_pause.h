@@ -57,5 +57,10 @@ int sandbox_wake_check(struct sbx_adapter *a, const char *id, sbx_error_t *err);
  * daemon are vm/leftovers.h's to remove). */
 #define SANDBOX_PAUSED_PREFIX "sb-"
 char *sandbox_paused_dir(const char *id, sbx_error_t *err);
+/* S400 unless the file system of dir's parent has `need` bytes free for
+ * `what` (a pause, a snapshot) beside what the image store keeps free. */
+int sandbox_space_check(const char *dir, const char *what, uint64_t need, sbx_error_t *err);
+/* An error of the VM layer without an S-code becomes S300 "<what> failed: ...". */
+void sandbox_as_platform(const char *what, sbx_error_t *err);
 
 #endif

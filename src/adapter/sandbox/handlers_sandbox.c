@@ -14,6 +14,7 @@
 #include "adapter/sandbox/exec_stream.h"
 #include "adapter/sandbox/sandbox.h"
 #include "adapter/sandbox/sandbox_network.h"
+#include "adapter/snapshot/sandbox_snapshot.h"
 #include "common/cleanup_json.h"
 #include "common/log.h"
 #include "common/scodes.h"
@@ -43,14 +44,64 @@ static int decode_create(json_t *req, struct sandbox_create_args *c, sbx_error_t
 	return 0;
 }
 
+/* create with `snapshot` (issue 39): the snapshot gives the image, shape,
+ * network and environment; what would change them is refused. */
+static int decode_from_snapshot(json_t *req, struct sandbox_create_args *c, const char **snapshot, sbx_error_t *err)
+{
+	static const char *const refused[] = { "image", "env", "network", "ports" };
+	for (size_t i = 0; i < sizeof(refused) / sizeof(refused[0]); i++) {
+		json_t *v = json_object_get(req, refused[i]);
+		if (v != NULL && !json_is_null(v))
+			return sbx_error_scode(err, SBX_S_INVALID_REQUEST,
+					       i == 0 ? "give one of `image` and `snapshot`, not both"
+						      : "`%s` cannot be given with `snapshot`: a sandbox created from a "
+							"snapshot has the snapshot's",
+					       refused[i]);
+	}
+	if (req_string(req, "snapshot", true, snapshot, err) < 0 ||
+	    req_u32_opt(req, "cpus", &c->has_cpus, &c->cpus, err) < 0 ||
+	    req_u32_opt(req, "memory_mb", &c->has_memory, &c->memory_mb, err) < 0 ||
+	    req_string(req, "name", false, &c->name, err) < 0 ||
+	    req_u64(req, "idle_timeout_secs", 0, &c->idle_timeout_secs, err) < 0)
+		return -1;
+	json_t *idle = json_object_get(req, "idle_timeout_secs");
+	c->has_idle = idle != NULL && !json_is_null(idle);
+	return 0;
+}
+
+static int create_from_snapshot(struct sbx_adapter *a, json_t *req, bool keep_alive, json_t **out)
+{
+	sbx_error_t err = NULL;
+	struct sandbox_create_args c = { 0 };
+	const char *snapshot;
+	char id[SBX_UUID_STRLEN + 1];
+	char *image = NULL;
+	if (decode_from_snapshot(req, &c, &snapshot, &err) < 0 ||
+	    sandbox_create_from_snapshot(a, &c, snapshot, keep_alive, id, &image, &err) < 0)
+		return sbx_op_fail(&err, out);
+	*out = json_pack("{s:s, s:s, s:s}", "sandbox_id", id, "image", image, "snapshot_id", snapshot);
+	free(image);
+	if (*out == NULL) {
+		sbx_error_errno(&err, ENOMEM, "create reply");
+		return sbx_op_fail(&err, out);
+	}
+	return 0;
+}
+
 int sbx_op_create(struct sbx_adapter *a, json_t *req, json_t **out)
 {
 	sbx_error_t err = NULL;
 	struct sandbox_create_args c = { 0 };
 	char id[SBX_UUID_STRLEN + 1];
+	bool keep_alive;
+	json_t *snapshot = json_object_get(req, "snapshot");
+	if (json_is_object(req) && snapshot != NULL && !json_is_null(snapshot)) {
+		if (req_bool(req, "keep_alive_while_running", false, &keep_alive, &err) < 0)
+			return sbx_op_fail(&err, out);
+		return create_from_snapshot(a, req, keep_alive, out);
+	}
 	if (decode_create(req, &c, &err) < 0)
 		return sbx_op_fail(&err, out);
-	bool keep_alive;
 	if (req_bool(req, "keep_alive_while_running", false, &keep_alive, &err) < 0)
 		return sbx_op_fail(&err, out);
 	if (sandbox_create(a, &c, id, &err) < 0)

@@ -120,3 +120,9 @@ bool vm_backend_discard_paused(void *ctx, const char *dir)
 	vm_backend_pause_unlock(&s, true);
 	return true;
 }
+
+int vm_backend_branch_paused(void *ctx, const char *from, const char *to, sbx_error_t *err)
+{
+	(void)ctx;
+	return pause_dir_branch(from, to, err);
+}

@@ -39,7 +39,7 @@ struct fproc {
 
 static struct {
 	pthread_mutex_t lock;
-	int stops, forgets, adopts, resumes, discards, taken;
+	int stops, forgets, adopts, resumes, discards, taken, branches;
 	bool busy; /* adopt: another daemon holds it */
 	char workdir[64];
 } F = { .lock = PTHREAD_MUTEX_INITIALIZER };
@@ -67,7 +67,7 @@ static void rm_state(const char *dir)
 {
 	char path[1100];
 	static const char *const names[] = { "state", "sandbox.json", "sandbox.json.new" };
-	for (size_t i = 0; i < 3; i++) {
+	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
 		snprintf(path, sizeof(path), "%s/%s", dir, names[i]);
 		unlink(path);
 	}
@@ -161,6 +161,28 @@ static bool fk_discard(void *ctx, const char *dir)
 	return true;
 }
 
+/* A second name for each file (the fake state has no scratch disk). */
+static int fk_branch(void *ctx, const char *from, const char *to, sbx_error_t *err)
+{
+	pthread_mutex_lock(&F.lock);
+	F.branches++;
+	pthread_mutex_unlock(&F.lock);
+	if (mkdir(to, 0700) < 0)
+		return sbx_error_errno(err, errno, "%s", to);
+	static const char *const names[] = { "state", "sandbox.json" };
+	for (size_t i = 0; i < 2; i++) {
+		char a[600], b[600];
+		snprintf(a, sizeof(a), "%s/%s", from, names[i]);
+		snprintf(b, sizeof(b), "%s/%s", to, names[i]);
+		if (link(a, b) < 0) {
+			int e = errno;
+			rm_state(to);
+			return sbx_error_errno(err, e, "link %s", a);
+		}
+	}
+	return 0;
+}
+
 static void *fk_start(void *vm, const struct sbx_proc_request *req, uint32_t *pid, sbx_error_t *err)
 {
 	*pid = 42;
@@ -224,7 +246,8 @@ static void fk_free(void *proc)
 static const struct sbx_backend_ops fk_ops = {
 	.boot = fk_boot, .exec = fk_exec, .write_file = fk_write, .stop = fk_stop, .pause = fk_pause,
 	.resume = fk_resume, .abort_paused = fk_abort_paused, .pause_keep = fk_keep, .forget = fk_forget,
-	.adopt = fk_adopt, .adopted_proc = fk_adopted_proc, .discard_paused = fk_discard, .proc_start = fk_start,
+	.adopt = fk_adopt, .adopted_proc = fk_adopted_proc, .discard_paused = fk_discard, .branch_paused = fk_branch,
+	.proc_start = fk_start,
 	.proc_read = fk_read, .proc_close_stdin = fk_close_stdin, .proc_signal = fk_signal, .proc_wait = fk_wait,
 	.proc_free = fk_free,
 };
@@ -496,4 +519,125 @@ TEST(live_restore_pauses_the_running_sandboxes_and_the_next_daemon_resumes_them)
 	json_decref(adapter_callf(a, "stop", "{\"sandbox_id\":\"%s\"}", held));
 	sbx_adapter_free(a);
 	CHECK(!exists(held, NULL));
+}
+
+static int64_t jint(json_t *o, const char *k)
+{
+	return json_integer_value(json_object_get(o, k));
+}
+
+/* The one snapshot snapshot::list shows: its id copied to sid. */
+static json_t *listed_snapshot(struct sbx_adapter *a)
+{
+	json_t *r = adapter_call_json(a, "snapshot::list", "{}");
+	json_t *l = json_object_get(r, "snapshots");
+	json_t *e = json_array_size(l) == 1 ? json_incref(json_array_get(l, 0)) : NULL;
+	json_decref(r);
+	return e;
+}
+
+/* issue 39: a snapshot of a running sandbox (which runs on: paused and
+ * resumed by the backend, never by the registry), sandboxes created from
+ * it (a branch adopted under a new id and resumed, with the source's
+ * background process), the refusals, the list's count, the deletion. */
+TEST(a_snapshot_branches_a_running_sandbox_into_new_sandboxes)
+{
+	struct sbx_adapter *a = make();
+	CHECK(a != NULL);
+	char src[64];
+	create_into(a, src);
+	CHECK(src[0] != '\0');
+	json_decref(adapter_callf(a, "exec", "{\"sandbox_id\":\"%s\",\"argv\":[\"ticker\"],\"background\":true}", src));
+	int resumes = get(&F.resumes);
+	json_t *r = adapter_callf(a, "snapshot", "{\"sandbox_id\":\"%s\",\"name\":\"setup\"}", src);
+	char sid[64];
+	snprintf(sid, sizeof(sid), "%s", jstr(r, "snapshot_id") != NULL ? jstr(r, "snapshot_id") : "");
+	CHECK(sid[0] != '\0');
+	CHECK(jstr(r, "sandbox_id") != NULL && strcmp(jstr(r, "sandbox_id"), src) == 0);
+	CHECK_INT(jint(r, "size_bytes"), 4096);
+	CHECK(jint(r, "memory_mb") == 256 && jint(r, "cpus") == 1 && json_is_false(json_object_get(r, "network")));
+	CHECK(jint(r, "paused_ms") >= KEEP_MS && jint(r, "duration_ms") >= jint(r, "paused_ms"));
+	json_decref(r);
+	/* The source ran on: resumed by the backend, running in the list,
+	 * its capture gone, the snapshot whole. */
+	CHECK_INT(get(&F.resumes), resumes + 1);
+	json_t *e = entry_of(a, src);
+	CHECK(e != NULL && json_object_get(e, "state") == NULL);
+	json_decref(e);
+	char path[700];
+	snprintf(path, sizeof(path), "%s/sandbox-snapshots/%s/snapshot.json", getenv("III_SANDBOX_STATE_DIR"), sid);
+	CHECK(access(path, F_OK) == 0);
+	snprintf(path, sizeof(path), "%s/sandbox-snapshots/.capture-%s", getenv("III_SANDBOX_STATE_DIR"), sid);
+	CHECK(access(path, F_OK) < 0);
+
+	r = adapter_callf(a, "create", "{\"snapshot\":\"%s\",\"name\":\"branch\"}", sid);
+	char br[64];
+	snprintf(br, sizeof(br), "%s", jstr(r, "sandbox_id") != NULL ? jstr(r, "sandbox_id") : "");
+	CHECK(br[0] != '\0' && strcmp(br, src) != 0);
+	CHECK(jstr(r, "snapshot_id") != NULL && strcmp(jstr(r, "snapshot_id"), sid) == 0);
+	CHECK(jstr(r, "image") != NULL && strcmp(jstr(r, "image"), "python") == 0);
+	json_decref(r);
+	e = entry_of(a, br);
+	CHECK(e != NULL && json_object_get(e, "state") == NULL && jstr(e, "name") != NULL &&
+	      strcmp(jstr(e, "name"), "branch") == 0);
+	json_decref(e);
+	CHECK(!exists(br, NULL)); /* resumed: its branch of the state is gone */
+	r = adapter_callf(a, "process::list", "{\"sandbox_id\":\"%s\"}", br);
+	CHECK_INT(json_array_size(json_object_get(r, "processes")), 1);
+	json_decref(r);
+	json_t *l = listed_snapshot(a);
+	CHECK(l != NULL && jint(l, "sandboxes_using") == 1 && strcmp(jstr(l, "name"), "setup") == 0);
+	json_decref(l);
+
+	/* Refusals: nothing created, no branch made. */
+	int branches = get(&F.branches);
+	size_t n = json_array_size(json_object_get(r = adapter_call_json(a, "list", "{}"), "sandboxes"));
+	json_decref(r);
+	static const char *const bad[] = {
+		"\"image\":\"python\"", "\"env\":{\"A\":\"1\"}", "\"cpus\":2", "\"memory_mb\":512", "\"network\":true",
+	};
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		r = adapter_callf(a, "create", "{\"snapshot\":\"%s\",%s}", sid, bad[i]);
+		CHECK(jstr(r, "code") != NULL && strcmp(jstr(r, "code"), "S001") == 0);
+		json_decref(r);
+	}
+	r = adapter_callf(a, "create", "{\"snapshot\":\"%s-x\"}", sid);
+	CHECK(jstr(r, "code") != NULL && strcmp(jstr(r, "code"), "S001") == 0);
+	json_decref(r);
+	r = adapter_call_json(a, "create", "{\"snapshot\":\"00000000-0000-4000-8000-000000000000\"}");
+	CHECK(jstr(r, "code") != NULL && strcmp(jstr(r, "code"), "S001") == 0 &&
+	      strstr(jstr(r, "message"), "unknown snapshot_id") != NULL);
+	json_decref(r);
+	CHECK_INT(get(&F.branches), branches);
+	CHECK_INT(json_array_size(json_object_get(r = adapter_call_json(a, "list", "{}"), "sandboxes")), n);
+	json_decref(r);
+
+	/* A paused source cannot be captured while being paused; a paused
+	 * one is resumed first. */
+	json_decref(adapter_callf(a, "pause", "{\"sandbox_id\":\"%s\"}", src));
+	r = adapter_callf(a, "snapshot", "{\"sandbox_id\":\"%s\"}", src);
+	CHECK(jstr(r, "snapshot_id") != NULL);
+	char sid2[64];
+	snprintf(sid2, sizeof(sid2), "%s", jstr(r, "snapshot_id") != NULL ? jstr(r, "snapshot_id") : "");
+	json_decref(r);
+
+	/* Deleted: out of the list, its sandboxes run on, a second delete S001. */
+	r = adapter_callf(a, "snapshot::delete", "{\"snapshot_id\":\"%s\"}", sid);
+	CHECK(json_is_true(json_object_get(r, "deleted")));
+	json_decref(r);
+	l = listed_snapshot(a);
+	CHECK(l != NULL && strcmp(jstr(l, "snapshot_id"), sid2) == 0 && jint(l, "sandboxes_using") == 0);
+	json_decref(l);
+	r = adapter_callf(a, "snapshot::delete", "{\"snapshot_id\":\"%s\"}", sid);
+	CHECK(jstr(r, "code") != NULL && strcmp(jstr(r, "code"), "S001") == 0);
+	json_decref(r);
+	e = entry_of(a, br);
+	CHECK(e != NULL);
+	json_decref(e);
+	r = adapter_callf(a, "snapshot::delete", "{\"snapshot_id\":\"%s\"}", sid2);
+	CHECK(json_is_true(json_object_get(r, "deleted")));
+	json_decref(r);
+	json_decref(adapter_callf(a, "stop", "{\"sandbox_id\":\"%s\"}", br));
+	json_decref(adapter_callf(a, "stop", "{\"sandbox_id\":\"%s\"}", src));
+	sbx_adapter_free(a);
 }

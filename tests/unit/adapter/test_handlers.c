@@ -99,12 +99,13 @@ TEST(adapter_info_answers)
 	struct reply r = call(a, "adapter::info", NULL);
 	CHECK_INT(r.rc, 0);
 	char *s = json_dumps(r.out, JSON_COMPACT);
-	char want[768];
+	char want[1024];
 	snprintf(want, sizeof(want),
 		 "{\"adapter\":\"sandbox-libkrun\",\"adapter_version\":\"%s\",\"contract\":{\"major\":1,\"minor\":1},"
 		 "\"extensions\":[\"sandbox-libkrun::process::list\",\"sandbox-libkrun::process::logs\","
 		 "\"sandbox-libkrun::process::wait\",\"sandbox-libkrun::process::signal\",\"sandbox-libkrun::terminal::open\","
-		 "\"sandbox-libkrun::terminal::resize\",\"sandbox-libkrun::terminal::close\",\"sandbox-libkrun::pause\",\"sandbox-libkrun::resume\"]}",
+		 "\"sandbox-libkrun::terminal::resize\",\"sandbox-libkrun::terminal::close\",\"sandbox-libkrun::pause\",\"sandbox-libkrun::resume\","
+		 "\"sandbox-libkrun::snapshot\",\"sandbox-libkrun::snapshot::list\",\"sandbox-libkrun::snapshot::delete\"]}",
 		 SBX_VERSION);
 	CHECK_STR(s, want);
 	CHECK(strncmp(SBX_VERSION, "0.2.", 4) == 0);
