@@ -17,9 +17,10 @@
 #define PAUSE_IMAGE "image.erofs"
 #define PAUSE_CONSOLE "console.txt"
 /* A store image's second name (the store's file: its mode is the store's),
- * for a later process (vm_adopt.c): a resume in the process that paused
- * runs the store's path; an adopted VM whose store image went runs this
- * name, linked into its VM directory (vm_resume.c). */
+ * for a later process (vm_adopt.c).  A resume links it back into the VM's
+ * directory only for a VM that runs it: an adopted one whose store image
+ * was removed or replaced (vm_resume.c); a resume of any other runs the
+ * store's path. */
 #define PAUSE_STORE_IMAGE "store.erofs"
 #define PAUSE_VM "vm.json"
 /* PAUSE_VM while it is written: renamed when whole. */

@@ -32,9 +32,16 @@ enum vm_pause_state {
 	VM_RESUME_FAILED, /* dead: pause_error says why; pause_dir is kept */
 };
 
+/* The files in the VM's directory that its keeper removes with it (each
+ * NULL when the VM has none): the scratch disk, the console and QEMU
+ * logs, a private image built from a directory, and the second name of
+ * a store image that an adopted VM runs because the store removed or
+ * replaced its own (vm_resume.c). */
+enum { F_SCRATCH, F_CONSOLE, F_QEMU_LOG, F_IMAGE, F_STORE_IMAGE, VM_N_FILES };
+
 struct sbx_vm {
 	char *dir;
-	char *files[4]; /* scratch, console log, qemu log, built image (or NULL) */
+	char *files[VM_N_FILES];
 	/* What a cold boot after a failed restore needs again. */
 	char *qemu, *kernel, *boot, *image;
 	enum sbx_accel accel;
@@ -94,8 +101,6 @@ struct sbx_vm {
 	uint64_t memory_bytes, nofile;
 	unsigned pids_max;
 };
-
-enum { F_SCRATCH, F_CONSOLE, F_QEMU_LOG, F_IMAGE };
 
 /* vm_object.c: an empty VM object (no QEMU, no files, descriptors -1),
  * its published ports' listeners duplicated in, and its release. */

@@ -125,9 +125,10 @@ int vm_launch(struct sbx_vm *vm, int state_fd, sbx_error_t *err)
 	cleanup_strv char **argv = qemu_cmdline(&qc, err);
 	if (argv == NULL)
 		return -1;
-	const char *files[4];
+	_Static_assert(VM_N_FILES <= KEEPER_MAX_FILES, "the keeper removes every file of the VM's");
+	const char *files[VM_N_FILES];
 	int nfiles = 0;
-	for (size_t i = 0; i < 4; i++) {
+	for (size_t i = 0; i < VM_N_FILES; i++) {
 		if (vm->files[i] != NULL)
 			files[nfiles++] = vm->files[i];
 	}

@@ -69,15 +69,20 @@ static struct qmp *monitor(struct sbx_vm *vm, int64_t limit, sbx_error_t *err)
 
 /* A store's image gets a second name beside the state, for a later
  * process (vm_save.c) should the store remove its own meanwhile; made
- * here, while the VM's directory (where an adopted VM's image may be,
- * vm_resume.c) still exists.  Across file systems there is none: the
- * save records the path. */
-static void name_store_image(struct sbx_vm *vm, const char *dir)
+ * here, while the VM's directory still exists.  Across file systems
+ * there is none: the save records the path.  An adopted VM that runs
+ * its own second name (F_STORE_IMAGE, vm_resume.c) needs this one: the
+ * keeper removes that link with the VM's directory, and the resume
+ * links the image back from here. */
+static int name_store_image(struct sbx_vm *vm, const char *dir, sbx_error_t *err)
 {
-	sbx_error_t err = NULL;
-	if (pause_dir_link(dir, PAUSE_STORE_IMAGE, vm->image, &err) < 0)
-		sbx_debug("vm: pause: no second name for the image: %s", sbx_error_msg(err));
-	sbx_error_free(&err);
+	if (pause_dir_link(dir, PAUSE_STORE_IMAGE, vm->image, err) == 0)
+		return 0;
+	if (vm->files[F_STORE_IMAGE] != NULL)
+		return sbx_error_prefix(err, "the image's only name goes with the VM's directory");
+	sbx_debug("vm: pause: no second name for the image: %s", sbx_error_msg(*err));
+	sbx_error_free(err);
+	return 0;
 }
 
 /* The files the VM needs again (the keeper deletes its own directory),
@@ -89,8 +94,8 @@ static int keep_files(struct sbx_vm *vm, const char *dir, sbx_error_t *err)
 		return -1;
 	if (vm->files[F_IMAGE] != NULL && pause_dir_keep(dir, PAUSE_IMAGE, vm->files[F_IMAGE], err) < 0)
 		return -1;
-	if (vm->files[F_IMAGE] == NULL && vm->image != NULL)
-		name_store_image(vm, dir);
+	if (vm->files[F_IMAGE] == NULL && vm->image != NULL && name_store_image(vm, dir, err) < 0)
+		return -1;
 	if (vm->console_log != NULL)
 		return 0; /* the caller's log stays, and is appended to */
 	cleanup_free char *console = malloc(CONSOLE_RING_SIZE + 1);

@@ -37,6 +37,15 @@ static int restore_files(struct sbx_vm *vm, const char *dir, sbx_error_t *err)
 		vm->retired[vm->n_retired++] = vm->files[F_CONSOLE];
 		vm->files[F_CONSOLE] = NULL;
 	}
+	/* An adopted VM whose store image went runs a second name of it in
+	 * its own directory, linked from the pause directory's (which goes
+	 * after the resume): the adoption's, or the one a later pause made
+	 * (vm_pause.c) while the old link was still there; it went with the
+	 * old VM directory. */
+	cleanup_free char *store = sbx_path_join(dir, PAUSE_STORE_IMAGE);
+	if (store == NULL)
+		return sbx_error_errno(err, ENOMEM, "vm paths");
+	bool second_name = vm->files[F_STORE_IMAGE] != NULL || strcmp(vm->image, store) == 0;
 	vm_free_files(vm);
 	if (vm_make_files(vm, err) < 0)
 		return -1;
@@ -56,21 +65,17 @@ static int restore_files(struct sbx_vm *vm, const char *dir, sbx_error_t *err)
 		if (pause_dir_restore(dir, PAUSE_IMAGE, vm->files[F_IMAGE], err) < 0)
 			return -1;
 	}
-	/* An adopted VM whose store image went runs its second name, kept
-	 * in the VM's directory: the pause directory goes after the resume. */
-	cleanup_free char *store = sbx_path_join(dir, PAUSE_STORE_IMAGE);
-	if (store == NULL)
-		return sbx_error_errno(err, ENOMEM, "vm paths");
-	if (strcmp(vm->image, store) == 0) {
-		char *in_vm = sbx_path_join(vm->dir, PAUSE_STORE_IMAGE);
-		if (in_vm == NULL)
+	if (second_name) {
+		/* Among the VM's files: its keeper removes the link, else the
+		 * directory could not go either. */
+		cleanup_free char *copy = NULL;
+		if ((vm->files[F_STORE_IMAGE] = sbx_path_join(vm->dir, PAUSE_STORE_IMAGE)) == NULL ||
+		    (copy = strdup(vm->files[F_STORE_IMAGE])) == NULL)
 			return sbx_error_errno(err, ENOMEM, "vm paths");
-		if (pause_dir_restore(dir, PAUSE_STORE_IMAGE, in_vm, err) < 0) {
-			free(in_vm);
+		if (pause_dir_restore(dir, PAUSE_STORE_IMAGE, vm->files[F_STORE_IMAGE], err) < 0)
 			return -1;
-		}
 		free(vm->image);
-		vm->image = in_vm;
+		vm->image = sbx_steal_ptr(copy);
 	}
 	/* The VM's own log starts again with what it held; a caller's log
 	 * is appended to and holds it already. */

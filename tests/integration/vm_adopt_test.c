@@ -10,9 +10,15 @@
  * stream, resumes, reads the counter on from the line after the last one
  * the first process read (unread output saved, none lost or doubled),
  * finds the sleeper killed (nobody took it), reads the file, runs
- * `true`, and stops the VM, which removes the directory.  Done for a VM
- * restored from a template (guest RAM over a memfd) and a cold-booted
- * one.  Prints TAP.  Usage: vm_adopt_test IMAGE.erofs */
+ * `true`, pauses and resumes the VM once more, and stops it, which
+ * removes the directory and leaves no VM directory behind.  Done for a
+ * VM restored from a template (guest RAM over a memfd) and a cold-booted
+ * one; the cold one runs a copy of the image that is removed while the
+ * VM is paused (as the image store may), so that the adopting process
+ * runs the pause's second name of it (PAUSE_STORE_IMAGE) from the VM's
+ * own directory, and the pause after links it anew.  Prints TAP.
+ * Usage: vm_adopt_test IMAGE.erofs */
+#include <dirent.h>
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -208,9 +214,36 @@ static int second(const char *dir, const char *state, uint32_t pid, uint32_t sle
 	result(ended, "the adopted counter is killed by its handle", sbx_error_msg(err));
 	sbx_error_free(&err);
 	sbx_vm_proc_free(p);
+	/* Paused again: a second name of the image that the VM ran went
+	 * with its directory when QEMU ended; the resume links it anew from
+	 * this pause's. */
+	char again[700];
+	snprintf(again, sizeof(again), "%s-again", dir);
+	struct sbx_vm_pause_info info;
+	bool cycled = ok && sbx_vm_pause(vm, again, &info, sbx_now_ms() + OP_MS, &err) == 0 &&
+		      sbx_vm_resume(vm, sbx_now_ms() + OP_MS, &err) == 0;
+	snprintf(why, sizeof(why), "%s", sbx_error_msg(err));
+	sbx_error_free(&err);
+	char *e = cycled ? vm_sh(vm, "echo again", OP_MS) : NULL;
+	result(e != NULL && strcmp(e, "again\n") == 0, "paused and resumed again in this process, it runs an exec",
+	       e != NULL ? e : why);
+	free(e);
 	if (vm != NULL)
 		sbx_vm_stop(vm, sbx_now_ms() + 10000);
-	result(access(dir, F_OK) < 0, "the adopted VM's stop removes its directory", dir);
+	result(access(dir, F_OK) < 0 && access(again, F_OK) < 0, "the adopted VM's stop removes its directory", dir);
+	/* Nor a VM directory (with a second name of the image in it) left
+	 * for the next daemon's leftovers sweep. */
+	char vms[700];
+	snprintf(vms, sizeof(vms), "%s/vms", state);
+	int left = 0;
+	DIR *d = opendir(vms);
+	bool listed = d != NULL;
+	for (struct dirent *de; d != NULL && (de = readdir(d)) != NULL;)
+		left += strcmp(de->d_name, ".") != 0 && strcmp(de->d_name, "..") != 0;
+	if (d != NULL)
+		closedir(d);
+	snprintf(why, sizeof(why), "%d entries in %.400s", left, vms);
+	result(listed && left == 0, "no VM directory is left after the stop", why);
 	return failures ? 1 : 0;
 }
 
@@ -233,7 +266,7 @@ static bool run_second(const char *self, const char *dir, const char *state, uin
 	if (child < 0 || waitpid(child, &status, 0) < 0)
 		return false;
 	/* Its results counted here too. */
-	test_no += 8;
+	test_no += 10;
 	return WIFEXITED(status) && WEXITSTATUS(status) == 0;
 }
 
@@ -252,17 +285,27 @@ int main(int argc, char **argv)
 	if (mkdtemp(state) == NULL)
 		return 2;
 	setenv("III_SANDBOX_STATE_DIR", state, 1);
+	/* The cold VM's image, a copy the "store" removes while it is paused. */
+	char store[600], cmd[1400];
+	snprintf(store, sizeof(store), "%s/store-image.erofs", state);
+	snprintf(cmd, sizeof(cmd), "cp '%s' '%s'", argv[1], store);
+	bool copied = system(cmd) == 0;
 	for (int cold = 0; cold < 2; cold++) {
 		char dir[600], tail[4096] = "";
 		snprintf(dir, sizeof(dir), "%s/paused-%d", state, cold);
 		uint32_t pids[2] = { 0, 0 };
 		long next = 0;
-		if (!first(argv[1], cold, dir, pids, &next, tail, sizeof(tail)))
+		if (cold && !copied) {
+			result(false, "cold: the image is copied", store);
 			continue;
+		}
+		if (!first(cold ? store : argv[1], cold, dir, pids, &next, tail, sizeof(tail)))
+			continue;
+		if (cold && unlink(store) < 0)
+			failures++;
 		if (!run_second("/proc/self/exe", dir, state, pids, next, tail))
 			failures++;
 	}
-	char cmd[700];
 	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", state);
 	if (system(cmd) != 0)
 		fprintf(stderr, "could not remove %s\n", state);
