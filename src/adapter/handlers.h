@@ -53,6 +53,7 @@ int sbx_op_pause(struct sbx_adapter *a, json_t *req, json_t **out);
 int sbx_op_resume(struct sbx_adapter *a, json_t *req, json_t **out);
 /* snapshot/handlers_snapshot.c (issue 39). */
 int sbx_op_snapshot(struct sbx_adapter *a, json_t *req, json_t **out);
+int sbx_op_fork(struct sbx_adapter *a, json_t *req, json_t **out);
 int sbx_op_snapshot_list(struct sbx_adapter *a, json_t *req, json_t **out);
 int sbx_op_snapshot_delete(struct sbx_adapter *a, json_t *req, json_t **out);
 

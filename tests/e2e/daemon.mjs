@@ -25,7 +25,7 @@ export const FUNCTIONS = ['adapter::info', 'catalog::list', 'create', 'exec', 's
 // The functions beyond the 23 (issue 26), listed by adapter::info.
 export const EXTENSIONS = ['process::list', 'process::logs', 'process::wait', 'process::signal',
 	'terminal::open', 'terminal::resize', 'terminal::close', 'pause', 'resume',
-	'snapshot', 'snapshot::list', 'snapshot::delete'].map((f) => `sandbox-libkrun::${f}`);
+	'snapshot', 'fork', 'snapshot::list', 'snapshot::delete'].map((f) => `sandbox-libkrun::${f}`);
 
 // A daemon configuration with `accel` from SBX_E2E_ACCEL (scripts/test sets
 // kvm on a host that runs KVM guests) unless it names its own.

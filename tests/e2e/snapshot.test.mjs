@@ -7,7 +7,8 @@
 // diverges; two sandboxes created from the snapshot each see the file as
 // it was, the background process still counting with its log from before,
 // writes no other sees, random bytes no other reads, and not the
-// foreground exec of the source; snapshot::list counts them; bad inputs
+// foreground exec of the source; fork ×3 makes three more from the
+// source's present; snapshot::list counts them; bad inputs
 // get their S-codes with nothing created; the snapshot outlives a restart
 // of serve and is created from afterwards; snapshot::delete takes it out
 // of the list while its sandboxes run on.
@@ -120,6 +121,25 @@ describe('snapshot: one source, its snapshot and the sandboxes created from it',
 		assert.equal(new Set(bytes).size, 3, `urandom: ${JSON.stringify(bytes)}`);
 		const ps = (await s.exec(b.sandbox_id, { argv: ['sh', '-c', 'ps -eo args 2>/dev/null || cat /proc/[0-9]*/cmdline'] })).stdout;
 		assert.doesNotMatch(ps, /sleep 2; echo fg-done/, 'the foreground exec in flight at the capture is not running in the branch');
+	});
+
+	test('fork ×3: three sandboxes at the source\'s present point, each its own machine; its snapshot goes', async () => {
+		const f = await s.vm('fork', { sandbox_id: src, count: 3, name: 'fork' }, 300000);
+		assert.deepEqual(Object.keys(f).sort(), ['ready_ms', 'sandbox_ids', 'snapshot_ms']);
+		assert.equal(f.sandbox_ids.length, 3);
+		assert.ok(f.snapshot_ms > 0 && f.ready_ms >= f.snapshot_ms, JSON.stringify(f));
+		for (const id of f.sandbox_ids) {
+			assert.match(id, UUID_V4);
+			assert.equal(await cat(id), 'source-after\n');
+			assert.equal((await s.listed(id)).name, 'fork');
+			await ticks(id);
+		}
+		const bytes = await Promise.all(f.sandbox_ids.map(random));
+		assert.equal(new Set(bytes).size, 3, `urandom: ${JSON.stringify(bytes)}`);
+		assert.deepEqual((await s.vm('snapshot::list', {})).snapshots.map((x) => x.snapshot_id), [snap.snapshot_id],
+			'the fork\'s own snapshot is gone');
+		for (const id of f.sandbox_ids) await s.vm('stop', { sandbox_id: id });
+		assertScode(await s.vmError('fork', { sandbox_id: src, count: 33 }), 'S001', /count must be 1 to 32/);
 	});
 
 	test('snapshot::list: its fields and the sandboxes using it', async () => {

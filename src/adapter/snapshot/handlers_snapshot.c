@@ -1,5 +1,5 @@
-/* sandbox-libkrun::snapshot, snapshot::list and snapshot::delete (issue
- * 39), the extensions over sandbox_snapshot.c and snapshot_store.c;
+/* sandbox-libkrun::snapshot, fork, snapshot::list and snapshot::delete
+ * (issue 39), the extensions over sandbox_snapshot.c and snapshot_store.c;
  * create with `snapshot` is create's (sandbox/handlers_sandbox.c). */
 #include <errno.h>
 #include <stdlib.h>
@@ -7,6 +7,7 @@
 
 #include "adapter/handlers.h"
 #include "adapter/request.h"
+#include "adapter/snapshot/sandbox_fork.h"
 #include "adapter/snapshot/sandbox_snapshot.h"
 #include "common/cleanup_json.h"
 #include "common/scodes.h"
@@ -44,6 +45,38 @@ int sbx_op_snapshot(struct sbx_adapter *a, json_t *req, json_t **out)
 	snapshot_meta_free(&m);
 	if (*out == NULL) {
 		sbx_error_errno(&err, ENOMEM, "snapshot reply");
+		return sbx_op_fail(&err, out);
+	}
+	return 0;
+}
+
+int sbx_op_fork(struct sbx_adapter *a, json_t *req, json_t **out)
+{
+	sbx_error_t err = NULL;
+	const char *id, *name = NULL;
+	char uuid[SBX_UUID_STRLEN + 1];
+	bool has_count;
+	uint32_t count = 1;
+	if (req_object(req, &err) < 0 || req_string(req, "sandbox_id", true, &id, &err) < 0 ||
+	    req_string(req, "name", false, &name, &err) < 0 || req_u32_opt(req, "count", &has_count, &count, &err) < 0 ||
+	    req_sandbox_uuid(id, uuid, &err) < 0)
+		return sbx_op_fail(&err, out);
+	char ids[SANDBOX_FORK_MAX][SBX_UUID_STRLEN + 1];
+	int64_t snapshot_ms, ready_ms;
+	if (sandbox_fork(a, uuid, has_count ? count : 1, name, ids, &snapshot_ms, &ready_ms, &err) < 0)
+		return sbx_op_fail(&err, out);
+	json_t *list = json_array();
+	for (uint32_t i = 0; list != NULL && i < (has_count ? count : 1); i++) {
+		if (json_array_append_new(list, json_string(ids[i])) < 0) {
+			json_decref(list);
+			list = NULL;
+		}
+	}
+	*out = list != NULL ? json_pack("{s:o, s:I, s:I}", "sandbox_ids", list, "snapshot_ms", (json_int_t)snapshot_ms,
+					"ready_ms", (json_int_t)ready_ms)
+			    : NULL;
+	if (*out == NULL) {
+		sbx_error_errno(&err, ENOMEM, "fork reply");
 		return sbx_op_fail(&err, out);
 	}
 	return 0;

@@ -641,3 +641,51 @@ TEST(a_snapshot_branches_a_running_sandbox_into_new_sandboxes)
 	json_decref(adapter_callf(a, "stop", "{\"sandbox_id\":\"%s\"}", src));
 	sbx_adapter_free(a);
 }
+
+/* fork: count sandboxes from one capture, its snapshot gone after; the
+ * bounds, and S400 before anything is captured when they do not fit. */
+TEST(fork_makes_count_sandboxes_from_one_capture_all_or_nothing)
+{
+	struct sbx_adapter *a = make();
+	CHECK(a != NULL);
+	char src[64];
+	create_into(a, src);
+	CHECK(src[0] != '\0');
+	int branches = get(&F.branches);
+	json_t *r = adapter_callf(a, "fork", "{\"sandbox_id\":\"%s\",\"count\":3,\"name\":\"try\"}", src);
+	json_t *ids = json_object_get(r, "sandbox_ids");
+	CHECK_INT(json_array_size(ids), 3);
+	CHECK(jint(r, "ready_ms") >= jint(r, "snapshot_ms") && jint(r, "snapshot_ms") >= KEEP_MS);
+	/* The capture's branch and one per fork. */
+	CHECK_INT(get(&F.branches), branches + 4);
+	size_t i;
+	json_t *x;
+	json_array_foreach(ids, i, x) {
+		json_t *e = entry_of(a, json_string_value(x));
+		CHECK(e != NULL && json_object_get(e, "state") == NULL && strcmp(jstr(e, "name"), "try") == 0);
+		json_decref(e);
+		json_decref(adapter_callf(a, "stop", "{\"sandbox_id\":\"%s\"}", json_string_value(x)));
+	}
+	json_decref(r);
+	r = adapter_call_json(a, "snapshot::list", "{}");
+	CHECK_INT(json_array_size(json_object_get(r, "snapshots")), 0);
+	json_decref(r);
+	branches = get(&F.branches);
+	r = adapter_callf(a, "fork", "{\"sandbox_id\":\"%s\",\"count\":0}", src);
+	CHECK(jstr(r, "code") != NULL && strcmp(jstr(r, "code"), "S001") == 0);
+	json_decref(r);
+	r = adapter_callf(a, "fork", "{\"sandbox_id\":\"%s\",\"count\":33}", src);
+	CHECK(jstr(r, "code") != NULL && strcmp(jstr(r, "code"), "S001") == 0);
+	json_decref(r);
+	/* 1 running + 32 > max_concurrent_sandboxes (32). */
+	r = adapter_callf(a, "fork", "{\"sandbox_id\":\"%s\",\"count\":32}", src);
+	CHECK(jstr(r, "code") != NULL && strcmp(jstr(r, "code"), "S400") == 0 &&
+	      strstr(jstr(r, "message"), "max_concurrent_sandboxes") != NULL);
+	json_decref(r);
+	CHECK_INT(get(&F.branches), branches);
+	r = adapter_call_json(a, "list", "{}");
+	CHECK_INT(json_array_size(json_object_get(r, "sandboxes")), 1);
+	json_decref(r);
+	json_decref(adapter_callf(a, "stop", "{\"sandbox_id\":\"%s\"}", src));
+	sbx_adapter_free(a);
+}

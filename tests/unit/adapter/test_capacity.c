@@ -131,7 +131,7 @@ TEST(capacity_keeps_the_contract_fields_and_its_schema)
 	CHECK(a != NULL);
 	json_t *r = adapter_call_json(a, "adapter::info", "{}");
 	CHECK_STR(jstr(r, "adapter"), "sandbox-libkrun");
-	CHECK_INT(json_array_size(json_object_get(r, "extensions")), 12);
+	CHECK_INT(json_array_size(json_object_get(r, "extensions")), 13);
 	CHECK_INT(json_object_size(r), 5);
 	json_decref(r);
 	/* The published schema knows the member; callers need not. */

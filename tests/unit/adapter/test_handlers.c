@@ -105,7 +105,7 @@ TEST(adapter_info_answers)
 		 "\"extensions\":[\"sandbox-libkrun::process::list\",\"sandbox-libkrun::process::logs\","
 		 "\"sandbox-libkrun::process::wait\",\"sandbox-libkrun::process::signal\",\"sandbox-libkrun::terminal::open\","
 		 "\"sandbox-libkrun::terminal::resize\",\"sandbox-libkrun::terminal::close\",\"sandbox-libkrun::pause\",\"sandbox-libkrun::resume\","
-		 "\"sandbox-libkrun::snapshot\",\"sandbox-libkrun::snapshot::list\",\"sandbox-libkrun::snapshot::delete\"]}",
+		 "\"sandbox-libkrun::snapshot\",\"sandbox-libkrun::fork\",\"sandbox-libkrun::snapshot::list\",\"sandbox-libkrun::snapshot::delete\"]}",
 		 SBX_VERSION);
 	CHECK_STR(s, want);
 	CHECK(strncmp(SBX_VERSION, "0.2.", 4) == 0);
