@@ -257,6 +257,9 @@ struct sbx_vm_adopt_options {
 	unsigned template_cache_mib;
 };
 struct sbx_vm *sbx_vm_adopt(const char *dir, const struct sbx_vm_adopt_options *opt, sbx_error_t *err);
+/* Whether sbx_vm_adopt could run the paused VM in `dir` (its published
+ * ports aside): 0, or -1 with why, errnum as sbx_vm_adopt's. */
+int sbx_vm_adopt_check(const char *dir, sbx_error_t *err);
 struct sbx_vm_proc *sbx_vm_adopted_proc(struct sbx_vm *vm, uint32_t pid);
 
 /* Processes.  argv[0] is looked up in the guest's PATH; env entries "K=V"

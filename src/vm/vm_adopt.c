@@ -87,7 +87,10 @@ static int runnable(const char *dir, const struct pause_desc *d, const struct sb
 		return sbx_error_set(err, EBADMSG, "the paused VM's shape is out of range");
 	if (d->accel == SBX_ACCEL_KVM && access("/dev/kvm", R_OK | W_OK) < 0)
 		return sbx_error_errno(err, errno, "the paused VM ran under KVM: /dev/kvm");
-	size_t n_publish = opt != NULL ? opt->n_publish : 0;
+	/* Without options: a check of the directory alone (sbx_vm_adopt_check). */
+	if (opt == NULL)
+		return 0;
+	size_t n_publish = opt->n_publish;
 	if (n_publish != d->n_publish)
 		return sbx_error_set(err, EINVAL, "the paused VM had %zu published ports, %zu given", d->n_publish,
 				     n_publish);
@@ -193,6 +196,18 @@ static struct sbx_vm *adopt(const char *dir, const struct sbx_vm_adopt_options *
 	if (build(vm, dir, &d, err) < 0)
 		return NULL;
 	return sbx_steal_ptr(vm);
+}
+
+int sbx_vm_adopt_check(const char *dir, sbx_error_t *err)
+{
+	cleanup_free char *text = pause_dir_read_text(dir, PAUSE_VM, PAUSE_DESC_MAX_BYTES + 1);
+	if (text == NULL)
+		return sbx_error_set(err, ENOENT, "no description of a paused VM (%s) in %s", PAUSE_VM, dir);
+	__attribute__((cleanup(desc_freep))) struct pause_desc d = { 0 };
+	if (pause_desc_parse(text, strlen(text), &d, err) < 0 || runnable(dir, &d, NULL, err) < 0)
+		return -1;
+	cleanup_free char *image = image_path(dir, &d, err);
+	return image != NULL ? 0 : -1;
 }
 
 struct sbx_vm *sbx_vm_adopt(const char *dir, const struct sbx_vm_adopt_options *opt, sbx_error_t *err)

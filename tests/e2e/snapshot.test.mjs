@@ -10,11 +10,12 @@
 // foreground exec of the source; fork ×3 makes three more from the
 // source's present; snapshot::list counts them; bad inputs
 // get their S-codes with nothing created; the snapshot outlives a restart
-// of serve and is created from afterwards; snapshot::delete takes it out
+// of serve and is created from afterwards; one whose guest kernel changed
+// is listed restorable: false and create from it is S300; snapshot::delete takes it out
 // of the list while its sandboxes run on.
 import { describe, test, before, after } from './lib/test-api.mjs';
 import assert from 'node:assert/strict';
-import { existsSync, readdirSync, statSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { eventually } from './lib.mjs';
 import { registryUnavailable, startRegistry } from './lib/registry-fixture.mjs';
@@ -24,8 +25,8 @@ const skip = registryUnavailable();
 const TICKER = 'import itertools, time\nfor i in itertools.count():\n    print(i, flush=True)\n    time.sleep(0.1)\n';
 const SNAPSHOT_KEYS = ['cpus', 'duration_ms', 'image', 'memory_mb', 'network', 'paused_ms', 'sandbox_id', 'size_bytes',
 	'snapshot_id'];
-const LISTED_KEYS = ['cpus', 'created_at', 'image', 'memory_mb', 'name', 'network', 'sandbox_id', 'sandboxes_using',
-	'size_bytes', 'snapshot_id'];
+const LISTED_KEYS = ['cpus', 'created_at', 'image', 'memory_mb', 'name', 'network', 'restorable', 'sandbox_id',
+	'sandboxes_using', 'size_bytes', 'snapshot_id'];
 
 describe('snapshot: one source, its snapshot and the sandboxes created from it', { skip: skip ?? false }, () => {
 	let reg, s, src, ticker, snap, a, b;
@@ -149,6 +150,7 @@ describe('snapshot: one source, its snapshot and the sandboxes created from it',
 		assert.equal(l[0].snapshot_id, snap.snapshot_id);
 		assert.equal(l[0].name, 'after-setup');
 		assert.equal(l[0].sandboxes_using, 2);
+		assert.equal(l[0].restorable, true);
 		assert.equal(l[0].size_bytes, snap.size_bytes);
 		assert.match(l[0].created_at, /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ$/);
 	});
@@ -180,6 +182,25 @@ describe('snapshot: one source, its snapshot and the sandboxes created from it',
 		assert.equal(await cat(c.sandbox_id), 'as-captured\n');
 		await ticks(c.sandbox_id);
 		a = c;
+	});
+
+	test('a snapshot this build cannot run (its guest kernel changed) is listed restorable: false and create gets S300', async () => {
+		const vmJson = path.join(snapDir(), 'vm.json');
+		const text = readFileSync(vmJson, 'utf8');
+		const desc = JSON.parse(text);
+		desc.kernel.mtime_ns += 1;
+		writeFileSync(vmJson, JSON.stringify(desc));
+		try {
+			const [e] = (await s.vm('snapshot::list', {})).snapshots;
+			assert.equal(e.restorable, false);
+			assert.match(e.restore_error, /kernel .* changed since the pause/);
+			const n = await count();
+			assertScode(await s.vmError('create', { snapshot: snap.snapshot_id }), 'S300', /kernel .* changed since the pause/);
+			assert.equal(await count(), n, 'nothing was created');
+		} finally {
+			writeFileSync(vmJson, text);
+		}
+		assert.equal((await s.vm('snapshot::list', {})).snapshots[0].restorable, true);
 	});
 
 	test('snapshot::delete: gone from the list at once, its sandboxes run on, a second delete is S001', async () => {

@@ -90,13 +90,22 @@ struct listing {
 
 static void add(const char *dir, const struct snapshot_meta *m, void *ud)
 {
-	(void)dir;
 	struct listing *l = ud;
+	const struct sbx_backend_ops *ops = l->a->backend.ops;
+	sbx_error_t why = NULL;
+	/* What a create from it would meet first: this build's QEMU, guest
+	 * kernel and boot disk against those it ran. */
+	bool restorable = ops != NULL && ops->check_paused != NULL && ops->check_paused(l->a->backend.ctx, dir, &why) == 0;
 	json_t *e = entry(m);
-	if (e == NULL || json_object_set_new(e, "sandboxes_using",
-					     json_integer((json_int_t)sbx_registry_from_snapshot(l->a->reg, m->id))) < 0 ||
+	if (e == NULL ||
+	    json_object_set_new(e, "sandboxes_using",
+				json_integer((json_int_t)sbx_registry_from_snapshot(l->a->reg, m->id))) < 0 ||
+	    json_object_set_new(e, "restorable", json_boolean(restorable)) < 0 ||
+	    (!restorable && json_object_set_new(e, "restore_error", json_string(why != NULL ? sbx_error_msg(why)
+										   : "not supported by this build")) < 0) ||
 	    json_array_append_new(l->rows, e) < 0)
 		l->failed = true;
+	sbx_error_free(&why);
 }
 
 int sbx_op_snapshot_list(struct sbx_adapter *a, json_t *req, json_t **out)

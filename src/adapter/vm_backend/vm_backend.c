@@ -119,6 +119,7 @@ const struct sbx_backend_ops vm_backend_ops = {
 	.adopted_proc = vm_backend_adopted_proc,
 	.discard_paused = vm_backend_discard_paused,
 	.branch_paused = vm_backend_branch_paused,
+	.check_paused = vm_backend_check_paused,
 	.proc_start = vm_backend_proc_start,
 	.proc_read = vm_backend_proc_read,
 	.proc_write = vm_backend_proc_write,

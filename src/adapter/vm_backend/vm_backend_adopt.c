@@ -126,3 +126,9 @@ int vm_backend_branch_paused(void *ctx, const char *from, const char *to, sbx_er
 	(void)ctx;
 	return pause_dir_branch(from, to, err);
 }
+
+int vm_backend_check_paused(void *ctx, const char *dir, sbx_error_t *err)
+{
+	(void)ctx;
+	return sbx_vm_adopt_check(dir, err);
+}
