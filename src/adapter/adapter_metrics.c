@@ -5,6 +5,7 @@
 
 #include "adapter/mem_budget.h"
 #include "adapter/sandbox_registry.h"
+#include "adapter/snapshot/snapshot_store.h"
 #include "common/metrics_families.h"
 
 #define MIB 1048576.0
@@ -54,9 +55,20 @@ void sbx_adapter_count_published(struct sbx_adapter *a, void *vm)
 		sbx_metric_add(&sbx_m_published_connections, (const char *[]){ "refused" }, (double)d[1]);
 }
 
+/* What snapshot_store_mb bounds: snapshots' records read from disk (a
+ * few hundred bytes each), paused sandboxes' from the registry. */
+static void collect_store(struct sbx_adapter *a)
+{
+	uint64_t paused = 0;
+	sbx_registry_paused(a->reg, &paused);
+	sbx_metric_set(&sbx_m_stored_bytes, (const char *[]){ "snapshots" }, (double)snapshot_store_bytes());
+	sbx_metric_set(&sbx_m_stored_bytes, (const char *[]){ "paused" }, (double)paused);
+}
+
 void sbx_adapter_collect_metrics(struct sbx_adapter *a)
 {
 	json_decref(sbx_registry_rows(a->reg, published, a));
 	collect_sandboxes(a);
 	collect_memory(&a->mem);
+	collect_store(a);
 }

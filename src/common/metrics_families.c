@@ -164,6 +164,29 @@ struct sbx_metric sbx_m_pauses = {
 	.labels = { "op", "outcome" },
 };
 
+struct sbx_metric sbx_m_snapshots = {
+	.name = "sandbox_libkrun_snapshots_total",
+	.help = "Snapshots taken, sandboxes created from snapshots and forks, by op and outcome",
+	.kind = SBX_METRIC_COUNTER,
+	.labels = { "op", "outcome" },
+};
+
+struct sbx_metric sbx_m_snapshot_seconds = {
+	.name = "sandbox_libkrun_snapshot_duration_seconds",
+	.help = "Duration of snapshots (the capture), of creates from a snapshot (to the sandbox answering) and of whole forks",
+	.kind = SBX_METRIC_HISTOGRAM,
+	.labels = { "op" },
+	.buckets = boot_buckets,
+	.nbuckets = N(boot_buckets),
+};
+
+struct sbx_metric sbx_m_stored_bytes = {
+	.name = "sandbox_libkrun_snapshot_store_bytes",
+	.help = "Bytes on disk counted against snapshot_store_mb, by kind (snapshots, paused), at scrape time",
+	.kind = SBX_METRIC_GAUGE,
+	.labels = { "kind" },
+};
+
 struct sbx_metric sbx_m_net_denials = {
 	.name = "sandbox_libkrun_network_denials_total",
 	.help = "Guest connections, DNS queries and frames the network helpers refused, by reason",
@@ -176,8 +199,8 @@ static struct sbx_metric *const families[] = {
 	&sbx_m_errors,    &sbx_m_memory_committed, &sbx_m_memory_budget, &sbx_m_vm_rss, &sbx_m_vms,
 	&sbx_m_warm_pool, &sbx_m_warm_pool_target, &sbx_m_standby, &sbx_m_engine_up, &sbx_m_engine_reconnects,
 	&sbx_m_engine_queued, &sbx_m_images_cached, &sbx_m_images_cached_bytes, &sbx_m_pulls, &sbx_m_pull_bytes,
-	&sbx_m_workers, &sbx_m_published_connections, &sbx_m_pauses,
-	&sbx_m_net_denials,
+	&sbx_m_workers, &sbx_m_published_connections, &sbx_m_pauses, &sbx_m_snapshots, &sbx_m_snapshot_seconds,
+	&sbx_m_stored_bytes, &sbx_m_net_denials,
 };
 
 struct sbx_metric *const *sbx_metric_families(size_t *n)

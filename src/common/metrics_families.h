@@ -28,6 +28,9 @@ extern struct sbx_metric sbx_m_pulls;              /* outcome (ok, error) */
 extern struct sbx_metric sbx_m_pull_bytes;
 extern struct sbx_metric sbx_m_published_connections; /* outcome (accepted, refused) */
 extern struct sbx_metric sbx_m_pauses; /* op (pause, resume), outcome (ok, failed) */
+extern struct sbx_metric sbx_m_snapshots;        /* op (snapshot, create, fork), outcome (ok, failed) */
+extern struct sbx_metric sbx_m_snapshot_seconds; /* op (snapshot, create, fork) */
+extern struct sbx_metric sbx_m_stored_bytes;     /* kind (snapshots, paused) */
 extern struct sbx_metric sbx_m_workers;            /* state (prepared ... failed) */
 extern struct sbx_metric sbx_m_net_denials;        /* reason (net/net_report.h's names) */
 

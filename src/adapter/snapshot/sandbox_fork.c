@@ -85,6 +85,7 @@ int sandbox_fork(struct sbx_adapter *a, const char *id, uint32_t count, const ch
 			sbx_error_free(&stop_err);
 	}
 	drop(m.id);
+	sandbox_snapshot_count("fork", rc, t0);
 	if (rc == 0) {
 		*ready_ms = sbx_now_ms() - t0;
 		sbx_info("sandbox %s forked %u time%s in %lld ms (snapshot %lld ms)", id, count, count == 1 ? "" : "s",

@@ -10,6 +10,7 @@
 #include "common/cleanup.h"
 #include "common/clock.h"
 #include "common/log.h"
+#include "common/metrics_families.h"
 #include "common/scodes.h"
 #include "common/wall_time.h"
 
@@ -83,6 +84,13 @@ static int paths(struct capture *c, sbx_error_t *err)
 	return 0;
 }
 
+void sandbox_snapshot_count(const char *op, int rc, int64_t t0)
+{
+	sbx_metric_add(&sbx_m_snapshots, (const char *[]){ op, rc == 0 ? "ok" : "failed" }, 1);
+	if (rc == 0)
+		sbx_metric_observe(&sbx_m_snapshot_seconds, (const char *[]){ op }, (double)(sbx_now_ms() - t0) / 1000.0);
+}
+
 /* *dead: the source did not run again (its caller removes it). */
 static int capture(struct sbx_adapter *a, struct sbx_sandbox *sb, const char *name, struct snapshot_meta *m,
 		   int64_t *paused_ms, bool *dead, sbx_error_t *err)
@@ -149,6 +157,7 @@ int sandbox_snapshot(struct sbx_adapter *a, const char *id, const char *name, st
 	bool dead = false;
 	int rc = capture(a, sb, name, m, paused_ms, &dead, err);
 	sbx_registry_capture_end(a->reg, sb);
+	sandbox_snapshot_count("snapshot", rc, t0);
 	/* After the mark is gone: the removal's stop waits for it. */
 	if (dead)
 		sandbox_remove_dead(a, id);

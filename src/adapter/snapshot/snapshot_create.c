@@ -118,6 +118,7 @@ int sandbox_create_from_snapshot(struct sbx_adapter *a, const struct sandbox_cre
 	if (sdir == NULL)
 		return -1;
 	int rc = check(a, c, &m, err);
+	bool admitted = rc == 0;
 	cleanup_free char *dir = NULL;
 	if (rc == 0 && sbx_uuid_v4(id) < 0)
 		rc = sbx_error_scode(err, SBX_S_VM_BOOT, "cannot generate a sandbox id");
@@ -135,6 +136,9 @@ int sandbox_create_from_snapshot(struct sbx_adapter *a, const struct sandbox_cre
 	}
 	if (rc == 0 && (*image = strdup(m.image)) == NULL)
 		rc = sbx_error_errno(err, ENOMEM, "create reply");
+	/* Refusals of the request (S001, S100) are not counted. */
+	if (admitted)
+		sandbox_snapshot_count("create", rc, t0);
 	if (rc == 0) {
 		struct sbx_log_field f[] = { SBX_LF_STR("event", "create"), SBX_LF_STR("sandbox_id", id),
 					     SBX_LF_STR("image", m.image), SBX_LF_STR("boot", "snapshot"),

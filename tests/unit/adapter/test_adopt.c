@@ -17,10 +17,13 @@
 #include <unistd.h>
 
 #include "adapter/adapter.h"
+#include "adapter/adapter_metrics.h"
 #include "adapter/adapter_state.h"
 #include "adapter/pause/sandbox_adopt.h"
 #include "adapter/pause/sandbox_restart.h"
 #include "common/clock.h"
+#include "common/metrics.h"
+#include "common/metrics_families.h"
 #include "harness.h"
 #include "adapter_call.h"
 
@@ -521,6 +524,23 @@ TEST(live_restore_pauses_the_running_sandboxes_and_the_next_daemon_resumes_them)
 	CHECK(!exists(held, NULL));
 }
 
+/* A sample of sandbox_libkrun_snapshots_total or _snapshot_store_bytes as
+ * rendered (`key`: the name with its labels). */
+static double metric(struct sbx_metric *m, const char *key)
+{
+	struct sbx_metric *fams[] = { m };
+	size_t len;
+	sbx_error_t err = NULL;
+	char *text = sbx_metrics_render(fams, 1, &len, &err);
+	sbx_error_free(&err);
+	char k[160];
+	snprintf(k, sizeof(k), "%s ", key);
+	const char *at = text != NULL ? strstr(text, k) : NULL;
+	double v = at != NULL ? atof(at + strlen(k)) : -1;
+	free(text);
+	return v;
+}
+
 static int64_t jint(json_t *o, const char *k)
 {
 	return json_integer_value(json_object_get(o, k));
@@ -588,6 +608,11 @@ TEST(a_snapshot_branches_a_running_sandbox_into_new_sandboxes)
 	json_t *l = listed_snapshot(a);
 	CHECK(l != NULL && jint(l, "sandboxes_using") == 1 && strcmp(jstr(l, "name"), "setup") == 0);
 	json_decref(l);
+	/* Counted, and the bytes the snapshot holds at the scrape. */
+	CHECK(metric(&sbx_m_snapshots, "sandbox_libkrun_snapshots_total{op=\"snapshot\",outcome=\"ok\"}") == 1);
+	CHECK(metric(&sbx_m_snapshots, "sandbox_libkrun_snapshots_total{op=\"create\",outcome=\"ok\"}") == 1);
+	sbx_adapter_collect_metrics(a);
+	CHECK(metric(&sbx_m_stored_bytes, "sandbox_libkrun_snapshot_store_bytes{kind=\"snapshots\"}") == 4096);
 
 	/* Refusals: nothing created, no branch made. */
 	int branches = get(&F.branches);
