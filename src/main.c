@@ -14,6 +14,7 @@
 #include "cmd/cmd_shell.h"
 #include "cmd/cmd_status.h"
 #include "cmd/cmd_port.h"
+#include "cmd/cmd_snapshot.h"
 #include "cmd/cmd_stop.h"
 #include "cmd/cmd_vm.h"
 
@@ -36,6 +37,7 @@ static const struct command commands[] = {
 	{ "logs", sbx_cmd_logs, "a sandbox VM's console log: logs [-f] ID" },
 	{ "stop", sbx_cmd_stop, "stop sandboxes: stop ID..." },
 	{ "port", sbx_cmd_port, "a sandbox's published ports: port ID [GUEST_PORT]" },
+	{ "snapshot", sbx_cmd_snapshot, "the snapshots of sandboxes: snapshot ls, snapshot rm ID..." },
 	{ "status", sbx_cmd_status, "the running daemon: engine, jail, memory, pool: status [--json]" },
 };
 

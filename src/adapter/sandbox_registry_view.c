@@ -132,6 +132,12 @@ json_t *sbx_registry_rows(struct sbx_registry *reg, void (*facts)(void *vm, json
 			json_decref(r);
 			r = NULL;
 		}
+		/* A fork or a sandbox created from a snapshot (issue 39). */
+		if (r != NULL && sb->snapshot_id[0] != '\0' &&
+		    json_object_set_new(r, "snapshot_id", json_string(sb->snapshot_id)) < 0) {
+			json_decref(r);
+			r = NULL;
+		}
 		if (r != NULL && facts != NULL && sb->vm != NULL && !sb->stopped)
 			facts(sb->vm, r, ud);
 		ok = json_array_append_new(rows, r) == 0;

@@ -19,7 +19,8 @@ static void usage(FILE *out)
 		     "STATE (creating, running, pausing, paused, resuming, stopping), AGE, IDLE (since\n"
 		     "the last exec, fs call or network payload), CPUS, MEMORY (MiB of guest RAM), RSS (MiB its QEMU holds),\n"
 		     "NET (network on/off), PROCS (background processes running), TERMS (open\n"
-		     "terminals), PORTS (published ports: 127.0.0.1:41234->8000/tcp).\n\n"
+		     "terminals), PORTS (published ports: 127.0.0.1:41234->8000/tcp), SNAPSHOT (the\n"
+		     "snapshot it was created from, a fork's too: first 12 characters).\n\n"
 		     "  --processes ID  the background processes (running and exited) and open\n"
 		     "                  terminals of sandbox ID (an id, a unique id prefix or a name):\n"
 		     "                  KIND, ID, PID (in the guest), STATE, STARTED, COMMAND\n"
@@ -136,12 +137,19 @@ static void cell_ports(json_t *r, char *buf, size_t len)
 	}
 }
 
+/* A fork or a sandbox created from a snapshot: the snapshot's id, as
+ * `snapshot ls` shows it. */
+static void cell_snapshot(json_t *r, char *buf, size_t len)
+{
+	snprintf(buf, len, "%.12s", str(r, "snapshot_id"));
+}
+
 static const struct column COLUMNS[] = {
 	{ "ID", -12, cell_id },	     { "NAME", -16, cell_name },    { "IMAGE", -10, cell_image },
 	{ "STATE", -9, cell_state }, { "AGE", -5, cell_age },	    { "IDLE", -5, cell_idle },
 	{ "CPUS", 4, cell_cpus },    { "MEMORY", 7, cell_memory }, { "RSS", 7, cell_rss },
 	{ "NET", -3, cell_net },     { "PROCS", 5, cell_procs },   { "TERMS", 5, cell_terms },
-	{ "PORTS", -5, cell_ports },
+	{ "PORTS", -5, cell_ports },	     { "SNAPSHOT", -12, cell_snapshot },
 };
 #define N_COLUMNS (sizeof(COLUMNS) / sizeof(COLUMNS[0]))
 

@@ -178,6 +178,10 @@ static int serve_one(const struct control_ctx *c, struct control_reader *r, int 
 		return control_send_ok(fd, json_pack("{s:o}", "sandboxes", control_rows(c)), err);
 	if (q->op == CONTROL_STATUS)
 		return control_send_ok(fd, status(c), err);
+	if (q->op == CONTROL_SNAPSHOTS)
+		return call(c, fd, "snapshot::list", json_object(), err);
+	if (q->op == CONTROL_SNAPSHOT_RM)
+		return call(c, fd, "snapshot::delete", json_pack("{s:s}", "snapshot_id", q->snapshot), err);
 	char id[SBX_UUID_STRLEN + 1];
 	sbx_error_t rerr = NULL;
 	if (control_resolve(c, q->sandbox, id, &rerr) < 0) {

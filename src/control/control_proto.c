@@ -241,7 +241,8 @@ static const struct {
 	{ "mkdir", CONTROL_MKDIR, true, true },	    { "cp_in", CONTROL_CP_IN, true, true },
 	{ "cp_out", CONTROL_CP_OUT, true, true },   { "logs", CONTROL_LOGS, true, false },
 	{ "shell", CONTROL_SHELL, true, false },    { "processes", CONTROL_PROCESSES, true, false },
-	{ "port", CONTROL_PORT, true, false },
+	{ "port", CONTROL_PORT, true, false },	    { "snapshots", CONTROL_SNAPSHOTS, false, false },
+	{ "snapshot_rm", CONTROL_SNAPSHOT_RM, false, false },
 };
 
 /* A string field: NULL when absent and not required. */
@@ -341,6 +342,8 @@ int control_request_parse(json_t *req, struct control_request *out, sbx_error_t 
 	if (OPS[i].path && string_field(req, "path", true, &out->path, err) < 0)
 		return -1;
 	if ((out->op == CONTROL_CP_IN || out->op == CONTROL_MKDIR) && string_field(req, "mode", false, &out->mode, err) < 0)
+		return -1;
+	if (out->op == CONTROL_SNAPSHOT_RM && string_field(req, "snapshot", true, &out->snapshot, err) < 0)
 		return -1;
 	if (out->op == CONTROL_EXEC)
 		return parse_exec(req, out, err);

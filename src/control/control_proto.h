@@ -96,6 +96,8 @@ enum control_op {
 	CONTROL_SHELL,
 	CONTROL_PROCESSES,
 	CONTROL_PORT,
+	CONTROL_SNAPSHOTS,
+	CONTROL_SNAPSHOT_RM,
 };
 
 struct control_request {
@@ -109,6 +111,7 @@ struct control_request {
 	bool follow;         /* logs */
 	uint16_t rows, cols; /* shell: 1..CONTROL_TTY_DIM_MAX */
 	const char *term;    /* shell: NULL or 1..CONTROL_TERM_MAX bytes */
+	const char *snapshot; /* snapshot_rm: the snapshot's id */
 };
 
 /* A terminal's size {"rows": R, "cols": C}, 1..CONTROL_TTY_DIM_MAX each. */

@@ -86,9 +86,9 @@ describe('operator CLI over the control socket', { skip: skip ?? false }, () => 
 		const r = await cli('ps');
 		assert.equal(r.code, 0, r.stderr);
 		const lines = r.stdout.toString().trim().split('\n');
-		assert.match(lines[0], /^ID\s+NAME\s+IMAGE\s+STATE\s+AGE\s+IDLE\s+CPUS\s+MEMORY\s+RSS\s+NET\s+PROCS\s+TERMS\s+PORTS$/);
+		assert.match(lines[0], /^ID\s+NAME\s+IMAGE\s+STATE\s+AGE\s+IDLE\s+CPUS\s+MEMORY\s+RSS\s+NET\s+PROCS\s+TERMS\s+PORTS\s+SNAPSHOT$/);
 		assert.equal(lines.length, 2);
-		assert.match(lines[1], new RegExp(`^${id.slice(0, 12)}\\s+cli-box\\s+python\\s+running\\s+.*\\s+1\\s+512\\s+[0-9.]+\\s+off\\s+0\\s+0\\s+-$`));
+		assert.match(lines[1], new RegExp(`^${id.slice(0, 12)}\\s+cli-box\\s+python\\s+running\\s+.*\\s+1\\s+512\\s+[0-9.]+\\s+off\\s+0\\s+0\\s+-\\s+-$`));
 		const [row] = await psJson();
 		assert.equal(row.sandbox_id, id);
 		assert.equal(row.state, 'running');

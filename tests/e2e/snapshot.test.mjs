@@ -15,8 +15,12 @@
 // of the list while its sandboxes run on.
 import { describe, test, before, after } from './lib/test-api.mjs';
 import assert from 'node:assert/strict';
-import { existsSync, readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
+import { execFile } from 'node:child_process';
+import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import path from 'node:path';
+import { promisify } from 'node:util';
+import { BIN } from './daemon.mjs';
 import { eventually } from './lib.mjs';
 import { registryUnavailable, startRegistry } from './lib/registry-fixture.mjs';
 import { assertScode, startSandboxStack, UUID_V4 } from './lib/sandbox-stack.mjs';
@@ -30,7 +34,18 @@ const LISTED_KEYS = ['cpus', 'created_at', 'image', 'memory_mb', 'name', 'networ
 
 describe('snapshot: one source, its snapshot and the sandboxes created from it', { skip: skip ?? false }, () => {
 	let reg, s, src, ticker, snap, a, b;
-	const config = { image_allowlist: ['python'] };
+	const sockDir = mkdtempSync(path.join(tmpdir(), 'sbx-e2e-snapshot-'));
+	const sock = path.join(sockDir, 'control.sock');
+	const config = { image_allowlist: ['python'], control_socket: sock };
+	// The operator's CLI on the daemon's control socket: {code, stdout}.
+	const cli = async (...args) => {
+		try {
+			const { stdout } = await promisify(execFile)(BIN, [...args, '--socket', sock]);
+			return { code: 0, stdout };
+		} catch (e) {
+			return { code: e.code, stdout: e.stdout ?? '', stderr: e.stderr ?? '' };
+		}
+	};
 	const snapDir = () => path.join(s.stateDir, 'sandbox-snapshots', snap.snapshot_id);
 	// The ticker's numbers in sandbox `id`, asserted consecutive from 0.
 	const ticks = async (id) => {
@@ -54,6 +69,7 @@ describe('snapshot: one source, its snapshot and the sandboxes created from it',
 		await s?.stop();
 		await reg?.stop();
 		s?.cleanupState();
+		rmSync(sockDir, { recursive: true, force: true });
 	});
 
 	test('the source: a file and a background process printing a numbered line every 100 ms', async () => {
@@ -155,6 +171,23 @@ describe('snapshot: one source, its snapshot and the sandboxes created from it',
 		assert.match(l[0].created_at, /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ$/);
 	});
 
+	test('the operator sees it: snapshot ls, and ps marks the sandboxes created from it', async () => {
+		const ls = await cli('snapshot', 'ls');
+		assert.equal(ls.code, 0, ls.stderr);
+		const lines = ls.stdout.trim().split('\n');
+		assert.match(lines[0], /^ID\s+NAME\s+IMAGE\s+SANDBOX\s+SIZE\s+CREATED\s+USED\s+RESTORABLE$/);
+		assert.match(lines[1], new RegExp(`^${snap.snapshot_id.slice(0, 12)}\\s+after-setup\\s+python\\s+${src.slice(0, 12)}\\s+[0-9.]+\\s+\\S+\\s+2\\s+yes$`));
+		const json = JSON.parse((await cli('snapshot', 'ls', '--json')).stdout);
+		assert.equal(json.snapshots[0].snapshot_id, snap.snapshot_id);
+		const ps = JSON.parse((await cli('ps', '--json')).stdout).sandboxes;
+		assert.equal(ps.find((r) => r.sandbox_id === a.sandbox_id)?.snapshot_id, snap.snapshot_id);
+		assert.equal(ps.find((r) => r.sandbox_id === src)?.snapshot_id, undefined);
+		const table = (await cli('ps')).stdout.split('\n').find((l) => l.startsWith(b.sandbox_id.slice(0, 12)));
+		assert.match(table ?? '', new RegExp(`\\s${snap.snapshot_id.slice(0, 12)}$`));
+		const bad = await cli('snapshot', 'rm', 'nope');
+		assert.equal(bad.code, 1);
+	});
+
 	test('bad inputs get their S-codes and create nothing', async () => {
 		const n = await count();
 		const id = snap.snapshot_id;
@@ -203,8 +236,10 @@ describe('snapshot: one source, its snapshot and the sandboxes created from it',
 		assert.equal((await s.vm('snapshot::list', {})).snapshots[0].restorable, true);
 	});
 
-	test('snapshot::delete: gone from the list at once, its sandboxes run on, a second delete is S001', async () => {
-		assert.deepEqual(await s.vm('snapshot::delete', { snapshot_id: snap.snapshot_id }), { deleted: true });
+	test('snapshot rm (snapshot::delete): gone from the list at once, its sandboxes run on, a second delete is S001', async () => {
+		const rm = await cli('snapshot', 'rm', snap.snapshot_id.slice(0, 8));
+		assert.equal(rm.code, 0, rm.stderr);
+		assert.equal(rm.stdout, `${snap.snapshot_id}\n`);
 		assert.deepEqual((await s.vm('snapshot::list', {})).snapshots, []);
 		assert.ok(!existsSync(snapDir()), `${snapDir()} removed`);
 		assert.equal(await cat(a.sandbox_id), 'as-captured\n');

@@ -65,6 +65,13 @@ TEST(requests_parse_with_their_fields)
 	CHECK_INT(parse("{\"op\":\"logs\",\"sandbox\":\"x\",\"follow\":true}", &q, &j, msg, sizeof(msg)), 0);
 	CHECK(q.follow);
 	json_decref(j);
+	CHECK_INT(parse("{\"op\":\"snapshots\"}", &q, &j, msg, sizeof(msg)), 0);
+	CHECK_INT(q.op, CONTROL_SNAPSHOTS);
+	json_decref(j);
+	CHECK_INT(parse("{\"op\":\"snapshot_rm\",\"snapshot\":\"9f81e813\"}", &q, &j, msg, sizeof(msg)), 0);
+	CHECK_INT(q.op, CONTROL_SNAPSHOT_RM);
+	CHECK_STR(q.snapshot, "9f81e813");
+	json_decref(j);
 }
 
 TEST(bad_requests_are_refused_naming_the_field)
@@ -84,6 +91,8 @@ TEST(bad_requests_are_refused_naming_the_field)
 	CHECK(refused("{\"op\":\"logs\",\"sandbox\":\"x\",\"follow\":1}", "follow"));
 	CHECK(refused("{\"op\":\"exec\",\"sandbox\":\"x\",\"argv\":[\"a\"],\"stdin\":\"aGkK\"}", "field `stdin`"));
 	CHECK(refused("{\"op\":\"processes\"}", "missing field `sandbox`"));
+	CHECK(refused("{\"op\":\"snapshot_rm\"}", "missing field `snapshot`"));
+	CHECK(refused("{\"op\":\"snapshot_rm\",\"snapshot\":7}", "field `snapshot`"));
 }
 
 TEST(argv_is_bounded)
