@@ -117,7 +117,7 @@ describe('operator CLI over the control socket', { skip: skip ?? false }, () => 
 			}, 60000);
 			assert.deepEqual(row.processes, { running: 1, exited: 1 });
 			const table = (await cli('ps')).stdout.toString().trim().split('\n');
-			assert.match(table[1], /\soff\s+1\s+1\s+-$/);
+			assert.match(table[1], /\soff\s+1\s+1\s+-\s+-$/);
 
 			const j = await cli('ps', '--processes', 'cli-box', '--json');
 			assert.equal(j.code, 0, j.stderr);
