@@ -170,3 +170,14 @@ int req_sandbox_uuid(const char *input, char out[SBX_UUID_STRLEN + 1], sbx_error
 		return 0;
 	return sbx_error_scode(err, SBX_S_INVALID_REQUEST, "sandbox_id is not a valid UUID: %s", input);
 }
+
+bool req_int_in(json_t *v, int64_t lo, int64_t hi)
+{
+	return json_is_integer(v) && json_integer_value(v) >= lo && json_integer_value(v) <= hi;
+}
+
+bool req_str_max(json_t *v, size_t max)
+{
+	return json_is_string(v) && json_string_length(v) > 0 && json_string_length(v) <= max &&
+	       strlen(json_string_value(v)) == json_string_length(v);
+}

@@ -44,6 +44,12 @@ int req_check_nul(json_t *v, const char *field, sbx_error_t *err);
  * for field `<field>`". */
 int req_type_error(json_t *v, const char *field, const char *expected, sbx_error_t *err);
 
+/* Checks of a record the daemon wrote and reads back from disk (paused
+ * sandboxes, snapshots, their processes: hostile all the same): an
+ * integer within [lo, hi]; a string of 1..max bytes with no NUL. */
+bool req_int_in(json_t *v, int64_t lo, int64_t hi);
+bool req_str_max(json_t *v, size_t max);
+
 /* Parses a sandbox id in any UUID form into its canonical form; S001
  * "sandbox_id is not a valid UUID: <input>" otherwise. */
 int req_sandbox_uuid(const char *input, char out[SBX_UUID_STRLEN + 1], sbx_error_t *err);

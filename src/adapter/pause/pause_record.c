@@ -12,6 +12,7 @@
 
 #include "adapter/process/process_saved.h"
 #include "adapter/process/process_table.h"
+#include "adapter/request.h"
 #include "common/cleanup.h"
 #include "common/cleanup_json.h"
 #include "common/path.h"
@@ -114,17 +115,6 @@ static int bad(sbx_error_t *err, const char *dir, const char *what)
 	return sbx_error_scode(err, SBX_S_INVALID_REQUEST, "%s/%s: %s", dir, PAUSE_SANDBOX, what);
 }
 
-static bool int_in(json_t *v, int64_t lo, int64_t hi)
-{
-	return json_is_integer(v) && json_integer_value(v) >= lo && json_integer_value(v) <= hi;
-}
-
-static bool str_max(json_t *v, size_t max)
-{
-	return json_is_string(v) && json_string_length(v) > 0 && json_string_length(v) <= max &&
-	       strlen(json_string_value(v)) == json_string_length(v);
-}
-
 static int sandbox_from(json_t *o, const char *dir, struct sbx_sandbox *sb, sbx_error_t *err)
 {
 	json_t *id = json_object_get(o, "id"), *name = json_object_get(o, "name"), *image = json_object_get(o, "image");
@@ -132,17 +122,17 @@ static int sandbox_from(json_t *o, const char *dir, struct sbx_sandbox *sb, sbx_
 	if (!json_is_object(o) || !json_is_string(id) || !sbx_uuid_parse(json_string_value(id), sb->id) ||
 	    strcmp(sb->id, json_string_value(id)) != 0)
 		return bad(err, dir, "no sandbox id");
-	if ((name != NULL && !json_is_null(name) && !str_max(name, NAME_MAX_LEN)) || !str_max(image, IMAGE_MAX_LEN))
+	if ((name != NULL && !json_is_null(name) && !req_str_max(name, NAME_MAX_LEN)) || !req_str_max(image, IMAGE_MAX_LEN))
 		return bad(err, dir, "name or image is not one");
-	if (!int_in(json_object_get(o, "cpus"), 1, 1024) || !int_in(json_object_get(o, "memory_mb"), 1, 1 << 24) ||
+	if (!req_int_in(json_object_get(o, "cpus"), 1, 1024) || !req_int_in(json_object_get(o, "memory_mb"), 1, 1 << 24) ||
 	    !json_is_boolean(json_object_get(o, "network")) ||
-	    !int_in(json_object_get(o, "idle_timeout_secs"), 0, INT64_MAX / 1000) ||
-	    !int_in(json_object_get(o, "paused_bytes"), 0, INT64_MAX) ||
-	    !int_in(json_object_get(o, "resume_mib"), 0, 1 << 24))
+	    !req_int_in(json_object_get(o, "idle_timeout_secs"), 0, INT64_MAX / 1000) ||
+	    !req_int_in(json_object_get(o, "paused_bytes"), 0, INT64_MAX) ||
+	    !req_int_in(json_object_get(o, "resume_mib"), 0, 1 << 24))
 		return bad(err, dir, "its shape is not numbers in range");
 	static const char *const clocks[] = { "created_ms", "last_exec_ms", "last_net_ms", "paused_ms" };
 	for (size_t i = 0; i < sizeof(clocks) / sizeof(clocks[0]); i++) {
-		if (!int_in(json_object_get(o, clocks[i]), 0, INT64_MAX / 2))
+		if (!req_int_in(json_object_get(o, clocks[i]), 0, INT64_MAX / 2))
 			return bad(err, dir, "its clocks are not times");
 	}
 	if (ports != NULL && !json_is_null(ports) && !json_is_array(ports))
@@ -186,7 +176,7 @@ int pause_record_read(const char *dir, size_t max_bytes, struct pause_record *r,
 	if (rec == NULL)
 		return bad(err, dir, jerr.text);
 	json_t *procs = json_object_get(rec, "processes"), *backend = json_object_get(rec, "backend");
-	if (!int_in(json_object_get(rec, "format"), PAUSE_RECORD_FORMAT, PAUSE_RECORD_FORMAT))
+	if (!req_int_in(json_object_get(rec, "format"), PAUSE_RECORD_FORMAT, PAUSE_RECORD_FORMAT))
 		return bad(err, dir, "written by a build with another record format");
 	json_t *resume_next = json_object_get(rec, "resume_next");
 	if (!json_is_array(procs) || (backend != NULL && !json_is_object(backend)) ||

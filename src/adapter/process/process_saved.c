@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "adapter/request.h"
 #include "common/base64.h"
 #include "common/cleanup.h"
 #include "common/scodes.h"
@@ -93,11 +94,6 @@ static int ring_load(struct proc_ring *r, json_t *rec, sbx_error_t *err)
 	return 0;
 }
 
-static bool int_in(json_t *v, int64_t lo, int64_t hi)
-{
-	return json_is_integer(v) && json_integer_value(v) >= lo && json_integer_value(v) <= hi;
-}
-
 struct bg_proc *bg_proc_from_saved(json_t *rec, size_t log_bytes, struct sbx_mem_budget *mem, sbx_error_t *err)
 {
 	json_t *id = json_object_get(rec, "process_id"), *argv = json_object_get(rec, "argv");
@@ -107,10 +103,10 @@ struct bg_proc *bg_proc_from_saved(json_t *rec, size_t log_bytes, struct sbx_mem
 		return bad(err, "no process_id"), NULL;
 	if (check_argv(argv, err) < 0)
 		return NULL;
-	if (!int_in(json_object_get(rec, "pid"), 0, UINT32_MAX) ||
-	    !int_in(json_object_get(rec, "started_ms"), 0, INT64_MAX) ||
-	    !int_in(json_object_get(rec, "ended_ms"), 0, INT64_MAX) || !json_is_boolean(json_object_get(rec, "running")) ||
-	    (code != NULL && !int_in(code, -1, 255)))
+	if (!req_int_in(json_object_get(rec, "pid"), 0, UINT32_MAX) ||
+	    !req_int_in(json_object_get(rec, "started_ms"), 0, INT64_MAX) ||
+	    !req_int_in(json_object_get(rec, "ended_ms"), 0, INT64_MAX) || !json_is_boolean(json_object_get(rec, "running")) ||
+	    (code != NULL && !req_int_in(code, -1, 255)))
 		return bad(err, "pid, clocks or exit are not numbers"), NULL;
 	struct bg_proc *p = bg_proc_new(argv, log_bytes, mem, err);
 	if (p == NULL)

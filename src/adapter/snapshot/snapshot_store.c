@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "adapter/pause/pause_record.h"
+#include "adapter/request.h"
 #include "common/cleanup.h"
 #include "common/cleanup_json.h"
 #include "common/log.h"
@@ -64,17 +65,6 @@ static int bad(sbx_error_t *err, const char *dir, const char *what)
 	return sbx_error_scode(err, SBX_S_INVALID_REQUEST, "%s/%s: %s", dir, PAUSE_SNAPSHOT, what);
 }
 
-static bool int_in(json_t *v, int64_t lo, int64_t hi)
-{
-	return json_is_integer(v) && json_integer_value(v) >= lo && json_integer_value(v) <= hi;
-}
-
-static bool str_max(json_t *v, size_t max)
-{
-	return json_is_string(v) && json_string_length(v) > 0 && json_string_length(v) <= max &&
-	       strlen(json_string_value(v)) == json_string_length(v);
-}
-
 /* A canonical id: what the daemon wrote, nothing a copied file could
  * make longer or different. */
 static bool uuid_field(json_t *v, char out[SBX_UUID_STRLEN + 1])
@@ -86,17 +76,17 @@ static bool uuid_field(json_t *v, char out[SBX_UUID_STRLEN + 1])
 static int from_json(json_t *o, const char *dir, struct snapshot_meta *m, sbx_error_t *err)
 {
 	json_t *name = json_object_get(o, "name"), *image = json_object_get(o, "image");
-	if (!int_in(json_object_get(o, "format"), SNAPSHOT_RECORD_FORMAT, SNAPSHOT_RECORD_FORMAT))
+	if (!req_int_in(json_object_get(o, "format"), SNAPSHOT_RECORD_FORMAT, SNAPSHOT_RECORD_FORMAT))
 		return bad(err, dir, "written by a build with another record format");
 	if (!uuid_field(json_object_get(o, "snapshot_id"), m->id) ||
 	    !uuid_field(json_object_get(o, "sandbox_id"), m->source))
 		return bad(err, dir, "no snapshot or sandbox id");
-	if ((name != NULL && !json_is_null(name) && !str_max(name, NAME_MAX_LEN)) || !str_max(image, IMAGE_MAX_LEN))
+	if ((name != NULL && !json_is_null(name) && !req_str_max(name, NAME_MAX_LEN)) || !req_str_max(image, IMAGE_MAX_LEN))
 		return bad(err, dir, "name or image is not one");
-	if (!int_in(json_object_get(o, "cpus"), 1, 1024) || !int_in(json_object_get(o, "memory_mb"), 1, 1 << 24) ||
+	if (!req_int_in(json_object_get(o, "cpus"), 1, 1024) || !req_int_in(json_object_get(o, "memory_mb"), 1, 1 << 24) ||
 	    !json_is_boolean(json_object_get(o, "network")) ||
-	    !int_in(json_object_get(o, "size_bytes"), 0, INT64_MAX) ||
-	    !int_in(json_object_get(o, "created_ms"), 0, INT64_MAX / 2))
+	    !req_int_in(json_object_get(o, "size_bytes"), 0, INT64_MAX) ||
+	    !req_int_in(json_object_get(o, "created_ms"), 0, INT64_MAX / 2))
 		return bad(err, dir, "its shape is not numbers in range");
 	m->name = json_is_string(name) ? strdup(json_string_value(name)) : NULL;
 	m->image = strdup(json_string_value(image));
