@@ -146,12 +146,20 @@ char *snapshot_store_find(const char *id, struct snapshot_meta *m, sbx_error_t *
 	return dir;
 }
 
+/* The snapshots directory, open, its path in *root; NULL without one. */
+static DIR *open_root(char **root)
+{
+	sbx_error_t err = NULL;
+	*root = snapshot_root(&err);
+	sbx_error_free(&err);
+	return *root != NULL ? opendir(*root) : NULL;
+}
+
 size_t snapshot_each(void (*fn)(const char *dir, const struct snapshot_meta *m, void *ud), void *ud)
 {
 	sbx_error_t err = NULL;
-	cleanup_free char *root = snapshot_root(&err);
-	sbx_error_free(&err);
-	DIR *d = root != NULL ? opendir(root) : NULL;
+	cleanup_free char *root = NULL;
+	DIR *d = open_root(&root);
 	if (d == NULL)
 		return 0;
 	size_t n = 0;
@@ -247,10 +255,8 @@ int snapshot_delete(const char *dir, const char *id, sbx_error_t *err)
 
 unsigned snapshot_sweep(bool (*discard)(void *ctx, const char *dir), void *ctx)
 {
-	sbx_error_t err = NULL;
-	cleanup_free char *root = snapshot_root(&err);
-	sbx_error_free(&err);
-	DIR *d = root != NULL ? opendir(root) : NULL;
+	cleanup_free char *root = NULL;
+	DIR *d = open_root(&root);
 	if (d == NULL)
 		return 0;
 	unsigned n = 0;
