@@ -107,7 +107,7 @@ int main(int argc, char **argv)
 			break;
 		}
 		int64_t s0 = sbx_now_ms();
-		if (sbx_vm_pause_save(vm, s0 + OP_MS, &err) < 0) {
+		if (sbx_vm_pause_save(vm, true, s0 + OP_MS, &err) < 0) {
 			fprintf(stderr, "pause_bench: save %d: %s\n", i, sbx_error_msg(err));
 			rc = 1;
 			break;

@@ -140,7 +140,8 @@ struct sbx_backend_ops {
 	void (*abort_paused)(void *vm);
 	/* Paused sandboxes that outlive the daemon (optional, all or none;
 	 * issue 40 item 4).  pause_keep, after a pause: the VM's part of
-	 * what a later daemon needs goes beside the state, the backend's own
+	 * what a later daemon needs goes beside the state (the state and
+	 * scratch disk synced with `sync`), the backend's own
 	 * part ({workdir}) to *state for the caller's record.  forget: frees
 	 * a paused VM's handle and keeps its state (a daemon that exits;
 	 * process handles freed first).  adopt: a handle on the paused VM an
@@ -152,7 +153,7 @@ struct sbx_backend_ops {
 	 * NULL when it has none.  discard_paused: removes a paused state no
 	 * daemon can use (its pause never finished) unless another daemon
 	 * holds it; true when removed. */
-	int (*pause_keep)(void *vm, int64_t deadline, json_t **state, sbx_error_t *err);
+	int (*pause_keep)(void *vm, bool sync, int64_t deadline, json_t **state, sbx_error_t *err);
 	void (*forget)(void *vm);
 	void *(*adopt)(void *ctx, const char *dir, json_t *state, const int *publish_fds, size_t n_publish,
 		       sbx_error_t *err);

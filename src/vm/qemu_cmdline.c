@@ -93,7 +93,7 @@ char **qemu_cmdline(const struct qemu_config *c, sbx_error_t *err)
 	    check_path("boot disk", c->boot_disk, err) < 0 || check_path("image", c->image, err) < 0 ||
 	    check_path("scratch disk", c->scratch, err) < 0)
 		return NULL;
-	if (c->ram_fd < 0 || (c->ram_fd > 0 && c->n_shares > 0)) {
+	if (c->ram_fd < 0 || (c->ram_fd > 0 && c->n_shares > 0) || (c->ram_anon && (c->ram_fd > 0 || c->n_shares > 0))) {
 		sbx_error_set(err, EINVAL, "qemu: guest RAM is a template's memfd or the shares' one");
 		return NULL;
 	}
@@ -135,7 +135,7 @@ char **qemu_cmdline(const struct qemu_config *c, sbx_error_t *err)
 	struct argv_builder b = { .n = 0 };
 	add(&b, "%s", c->qemu);
 	add(&b, "-M");
-	add(&b, "microvm,acpi=off,ioapic2=off%s", c->ram_fd > 0 ? ",memory-backend=ram" : "");
+	add(&b, "microvm,acpi=off,ioapic2=off%s", c->ram_fd > 0 || c->ram_anon ? ",memory-backend=ram" : "");
 	if (c->ram_fd > 0) {
 		/* QEMU 7.2 open()s mem-path (no fd= nor /dev/fdset for a memory
 		 * backend): its own /proc names the inherited memfd.  No prealloc:
@@ -143,6 +143,11 @@ char **qemu_cmdline(const struct qemu_config *c, sbx_error_t *err)
 		add(&b, "-object");
 		add(&b, "memory-backend-file,id=ram,mem-path=/proc/self/fd/%d,size=%uM,share=%s,prealloc=off",
 		    c->ram_fd, c->memory_mib, c->ram_shared ? "on" : "off");
+	} else if (c->ram_anon) {
+		/* Anonymous memory: a page the state leaves zero is never
+		 * allocated (a memfd allocates every page QEMU reads). */
+		add(&b, "-object");
+		add(&b, "memory-backend-ram,id=ram,size=%uM", c->memory_mib);
 	}
 	add(&b, "-nodefaults");
 	add(&b, "-no-user-config");
@@ -210,7 +215,8 @@ char **qemu_cmdline(const struct qemu_config *c, sbx_error_t *err)
 	 * instead of staying resident in QEMU for the VM's whole life.  Not
 	 * for guest RAM shared by clones: QEMU 7.2 discards such RAM by
 	 * punching a hole in the file (the seal refuses it). */
-	if (c->ram_fd == 0) {
+	/* A clone loaded without its memfd keeps the clone's device set. */
+	if (c->ram_fd == 0 && !c->ram_anon) {
 		add(&b, "-device");
 		add(&b, "virtio-balloon-device,free-page-reporting=on");
 	}

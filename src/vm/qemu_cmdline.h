@@ -65,6 +65,9 @@ struct qemu_config {
 				 templates, vm/template_memfd.h), 0 = anonymous */
 	bool ram_shared;      /* share=on (the template VM writes it), else a
 				 private copy-on-write mapping of a sealed one */
+	bool ram_anon;        /* ram_fd 0 and RAM a memory-backend-ram of the
+				 file backend's id: the RAM block a clone's
+				 state names, without the memfd */
 	int net_fd;           /* SOCK_DGRAM socket to the network helper
 				 (virtio-net-device eth0), 0 = no NIC */
 	const struct qemu_share *shares; /* vhost-user-fs devices; with any,

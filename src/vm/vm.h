@@ -217,7 +217,9 @@ void sbx_vm_pause_abort(struct sbx_vm *vm, const char *reason);
 /* A paused VM kept across processes (issue 40: paused sandboxes outlive
  * the daemon; vm_save.c, vm_adopt.c).  sbx_vm_pause_save, after sbx_vm_pause:
  * waits (until `deadline`) for the readers of its process streams to
- * take what the guest sent before the pause, then writes PAUSE_VM
+ * take what the guest sent before the pause, syncs the state and the
+ * scratch disk (with `sync`; without, the caller syncs what it keeps of
+ * them), then writes PAUSE_VM
  * (vm/pause_dir.h, 0600) into its pause directory: what a later process
  * needs to start it again (QEMU, kernel and boot disk it ran, its shape,
  * network helper arguments, boot identity, the control channel's open
@@ -248,7 +250,7 @@ void sbx_vm_pause_abort(struct sbx_vm *vm, const char *reason);
  * each, a handle on the process stream whose guest pid is `pid` (NULL:
  * none): its output goes on after the resume; streams nobody took by the
  * resume are killed then (SIGKILL, after RESUMED). */
-int sbx_vm_pause_save(struct sbx_vm *vm, int64_t deadline, sbx_error_t *err);
+int sbx_vm_pause_save(struct sbx_vm *vm, bool sync, int64_t deadline, sbx_error_t *err);
 void sbx_vm_forget(struct sbx_vm *vm);
 struct sbx_vm_adopt_options {
 	struct sbx_jail_host *jail;

@@ -115,14 +115,20 @@ static char *image_path(const char *dir, struct pause_desc *d, sbx_error_t *err)
 	return present(dir, PAUSE_STORE_IMAGE, err) < 0 ? NULL : sbx_path_join(dir, PAUSE_STORE_IMAGE);
 }
 
-/* Guest RAM as QEMU had it: a RAM backend object over a memfd (an empty
- * one: the state holds every page) when the saved QEMU had one, so that
- * the state's RAM block and its load (vm_wait_loaded) match. */
+/* Guest RAM as QEMU had it: a RAM backend object when the saved QEMU had
+ * one, so that the state's RAM block and its load (vm_wait_loaded)
+ * match.  A template clone's (a private mapping: the state holds every
+ * page) becomes anonymous memory: over an empty memfd, each page the load
+ * reads to see it is zero would be allocated (a 1 GiB guest that touched
+ * 300 MiB held 1 GiB).  A shared one stays a memfd. */
 static int ram(struct sbx_vm *vm, const struct pause_desc *d, sbx_error_t *err)
 {
 	if (!d->ram_backend)
 		return 0;
 	vm->ram_shared = d->ram_shared;
+	vm->ram_anon = !d->ram_shared;
+	if (vm->ram_anon)
+		return 0;
 	if ((vm->ram_fd = memfd_create("sbx-adopted-ram", MFD_CLOEXEC)) < 0)
 		return sbx_error_errno(err, errno, "memfd for guest RAM");
 	if (ftruncate(vm->ram_fd, (off_t)d->memory_mib << 20) < 0)

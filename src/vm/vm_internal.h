@@ -77,6 +77,8 @@ struct sbx_vm {
 	uint64_t template_cache_mib; /* the templates' bound (vm/template_cache.h), 0 = none */
 	int ram_fd;             /* guest RAM in a template's memfd (vm/template_memfd.h), -1 = anonymous */
 	bool ram_shared;        /* this VM writes it: it saves the template */
+	bool ram_anon;          /* ram_fd -1, but RAM is a backend object all the
+				   same (an adopted template clone, vm_adopt.c) */
 	int incoming_at;        /* QEMU's descriptor of the state a clone loads over QMP */
 	struct sbx_jail_host *jail_host;
 	uint64_t jail_memory_mib;

@@ -118,7 +118,8 @@ int vm_launch(struct sbx_vm *vm, int state_fd, sbx_error_t *err)
 		.threads_per_core = vm->cpu.threads_per_core,
 		.console_fd = KEEPER_QEMU_FD_BASE, .control_fd = KEEPER_QEMU_FD_BASE + 1,
 		.qmp_fd = qmp_at, .incoming_fd = state_at, .net_fd = net_at,
-		.ram_fd = ram_at, .ram_shared = vm->ram_shared, .incoming_defer = state_at > 0 && ram_at > 0,
+		.ram_fd = ram_at, .ram_shared = vm->ram_shared, .ram_anon = vm->ram_anon,
+		.incoming_defer = state_at > 0 && (ram_at > 0 || vm->ram_anon),
 		.tsc_khz = vm->accel == SBX_ACCEL_TCG ? sbx_host_tsc_khz() : 0, .boot_log = vm->boot_log,
 		.tcg_cache_mib = vm->tcg_cache_mib, .shares = qs, .n_shares = vm->fs.n,
 	};

@@ -38,7 +38,7 @@ static int describe(struct sbx_vm *vm, struct pause_desc *d, sbx_error_t *err)
 		.cpus = vm->cpus, .memory_mib = vm->memory_mib, .tcg_cache_mib = vm->tcg_cache_mib,
 		.scratch_bytes = vm->scratch_bytes, .memory_bytes = vm->memory_bytes,
 		.jail_memory_mib = vm->jail_memory_mib, .nofile = vm->nofile, .pids_max = vm->pids_max,
-		.boot_log = vm->boot_log, .n_publish = vm->n_publish, .ram_backend = vm->ram_fd >= 0,
+		.boot_log = vm->boot_log, .n_publish = vm->n_publish, .ram_backend = vm->ram_fd >= 0 || vm->ram_anon,
 		.ram_shared = vm->ram_shared, .template_vm = sbx_vm_template(vm) != NULL, .pauses = vm->pauses,
 	};
 	pthread_mutex_lock(&vm->lock);
@@ -131,7 +131,7 @@ static int write_desc(const char *dir, const struct pause_desc *d, sbx_error_t *
 	return 0;
 }
 
-static int save(struct sbx_vm *vm, const char *dir, int64_t deadline, sbx_error_t *err)
+static int save(struct sbx_vm *vm, const char *dir, bool sync, int64_t deadline, sbx_error_t *err)
 {
 	__attribute__((cleanup(desc_freep))) struct pause_desc d = { 0 };
 	if (describe(vm, &d, err) < 0)
@@ -140,15 +140,17 @@ static int save(struct sbx_vm *vm, const char *dir, int64_t deadline, sbx_error_
 		return -1;
 	if (keep_image(vm, dir, &d, err) < 0)
 		return -1;
-	/* The pause wrote the state for its own process only, unsynced. */
-	if (sync_file(dir, PAUSE_STATE, err) < 0 || sync_file(dir, PAUSE_SCRATCH, err) < 0)
+	/* The pause wrote the state for its own process only, unsynced.
+	 * Without `sync` the caller syncs what it keeps (a snapshot's
+	 * capture: its own branch, after the VM runs again). */
+	if (sync && (sync_file(dir, PAUSE_STATE, err) < 0 || sync_file(dir, PAUSE_SCRATCH, err) < 0))
 		return -1;
-	if (d.image_linked && !d.image_store && sync_file(dir, PAUSE_IMAGE, err) < 0)
+	if (sync && d.image_linked && !d.image_store && sync_file(dir, PAUSE_IMAGE, err) < 0)
 		return -1;
 	return write_desc(dir, &d, err);
 }
 
-int sbx_vm_pause_save(struct sbx_vm *vm, int64_t deadline, sbx_error_t *err)
+int sbx_vm_pause_save(struct sbx_vm *vm, bool sync, int64_t deadline, sbx_error_t *err)
 {
 	pthread_mutex_lock(&vm->lock);
 	enum vm_pause_state s = vm->pause_state;
@@ -160,7 +162,7 @@ int sbx_vm_pause_save(struct sbx_vm *vm, int64_t deadline, sbx_error_t *err)
 		return sbx_error_set(err, ENOTSUP,
 				     "save of a paused VM: a data disk, shared directories or a console log of "
 				     "the caller's cannot be handed to another process");
-	if (save(vm, vm->pause_dir, deadline, err) < 0)
+	if (save(vm, vm->pause_dir, sync, deadline, err) < 0)
 		return sbx_error_prefix(err, "save of a paused VM");
 	sbx_info("vm: paused VM saved for a later process in %s", vm->pause_dir);
 	return 0;

@@ -290,7 +290,7 @@ int vm_wait_loaded(struct sbx_vm *vm, int64_t limit, sbx_error_t *err)
 	int rc = 0;
 	/* A clone of a copy-on-write template (-incoming defer): only device
 	 * state comes from the file, the RAM is the mapped template. */
-	if (vm->ram_fd >= 0 && !vm->ram_shared) {
+	if ((vm->ram_fd >= 0 && !vm->ram_shared) || vm->ram_anon) {
 		char cmd[128];
 		snprintf(cmd, sizeof(cmd), "{\"execute\": \"migrate-incoming\", \"arguments\": {\"uri\": \"fd:%d\"}}",
 			 vm->incoming_at);

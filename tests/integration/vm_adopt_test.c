@@ -99,7 +99,7 @@ static bool first(const char *image, bool cold, const char *dir, uint32_t *pids,
 	ok = ok && count_on(cp, next, tail, cap, LINES, why, sizeof(why));
 	/* A running VM has nothing to save. */
 	sbx_error_t serr = NULL;
-	int saved = ok ? sbx_vm_pause_save(vm, sbx_now_ms() + 1000, &serr) : -1;
+	int saved = ok ? sbx_vm_pause_save(vm, true, sbx_now_ms() + 1000, &serr) : -1;
 	result(saved < 0 && serr != NULL && serr->errnum == EINVAL, "a running VM's save fails with EINVAL",
 	       sbx_error_msg(serr));
 	sbx_error_free(&serr);
@@ -107,7 +107,7 @@ static bool first(const char *image, bool cold, const char *dir, uint32_t *pids,
 	usleep(500000);
 	struct sbx_vm_pause_info info;
 	if (ok && (sbx_vm_pause(vm, dir, &info, sbx_now_ms() + OP_MS, &err) < 0 ||
-		   sbx_vm_pause_save(vm, sbx_now_ms() + 1500, &err) < 0)) {
+		   sbx_vm_pause_save(vm, true, sbx_now_ms() + 1500, &err) < 0)) {
 		snprintf(why, sizeof(why), "%s", sbx_error_msg(err));
 		ok = false;
 	}

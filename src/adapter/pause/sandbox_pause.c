@@ -115,7 +115,7 @@ static void keep(struct sbx_adapter *a, struct sbx_sandbox *sb, const char *dir,
 	json_t *state = NULL;
 	if (ops->pause_keep == NULL)
 		return;
-	if (ops->pause_keep(sb->vm, sbx_now_ms() + SANDBOX_KEEP_DEADLINE_MS, &state, &err) < 0 ||
+	if (ops->pause_keep(sb->vm, true, sbx_now_ms() + SANDBOX_KEEP_DEADLINE_MS, &state, &err) < 0 ||
 	    pause_record_write(a, sb, size_bytes, state, for_restart, dir, &err) < 0) {
 		sbx_warn("sandbox %s: paused, but its state will not outlive this daemon: %s", sb->id,
 			 sbx_error_msg(err));

@@ -39,7 +39,9 @@ static int keep_and_branch(struct sbx_adapter *a, struct sbx_sandbox *sb, const 
 {
 	const struct sbx_backend_ops *ops = a->backend.ops;
 	json_t *state = NULL;
-	int rc = ops->pause_keep(sb->vm, sbx_now_ms() + SANDBOX_PAUSE_DEADLINE_MS, &state, err);
+	/* Unsynced: the snapshot's own files are synced once the source runs
+	 * again (finish), not while it stands still. */
+	int rc = ops->pause_keep(sb->vm, false, sbx_now_ms() + SANDBOX_PAUSE_DEADLINE_MS, &state, err);
 	if (rc == 0)
 		rc = pause_record_write(a, sb, size, state, false, cap, err);
 	json_decref(state);

@@ -202,7 +202,7 @@ int snapshot_sync(const char *dir, sbx_error_t *err)
 	cleanup_close int dfd = open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 	if (dfd < 0)
 		return sbx_error_errno(err, errno, "open %s", dir);
-	static const char *const names[] = { PAUSE_SCRATCH, PAUSE_STATE, PAUSE_VM, PAUSE_SANDBOX };
+	static const char *const names[] = { PAUSE_SCRATCH, PAUSE_STATE, PAUSE_IMAGE, PAUSE_VM, PAUSE_SANDBOX };
 	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
 		cleanup_close int fd = openat(dfd, names[i], O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
 		if (fd < 0 && errno == ENOENT)

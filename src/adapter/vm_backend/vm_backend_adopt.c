@@ -52,11 +52,11 @@ void vm_backend_pause_unlock(struct sandbox_vm *s, bool gone)
 	s->lock_file = NULL;
 }
 
-int vm_backend_pause_keep(void *vm, int64_t deadline, json_t **state, sbx_error_t *err)
+int vm_backend_pause_keep(void *vm, bool sync, int64_t deadline, json_t **state, sbx_error_t *err)
 {
 	struct sandbox_vm *s = vm;
 	*state = NULL;
-	if (sbx_vm_pause_save(s->vm, deadline, err) < 0)
+	if (sbx_vm_pause_save(s->vm, sync, deadline, err) < 0)
 		return -1;
 	*state = json_pack("{s:s?}", "workdir", s->workdir);
 	if (*state == NULL)

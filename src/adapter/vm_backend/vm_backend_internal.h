@@ -63,7 +63,7 @@ int vm_backend_pause(void *vm, const char *dir, uint64_t *size_bytes, int64_t *d
 		     sbx_error_t *err);
 int vm_backend_resume(void *vm, int64_t deadline, sbx_error_t *err);
 void vm_backend_abort_paused(void *vm);
-int vm_backend_pause_keep(void *vm, int64_t deadline, json_t **state, sbx_error_t *err);
+int vm_backend_pause_keep(void *vm, bool sync, int64_t deadline, json_t **state, sbx_error_t *err);
 void vm_backend_forget(void *vm);
 void *vm_backend_adopt(void *ctx, const char *dir, json_t *state, const int *publish_fds, size_t n_publish,
 		       sbx_error_t *err);

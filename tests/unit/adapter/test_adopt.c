@@ -121,7 +121,7 @@ static void fk_abort_paused(void *vm)
 {
 }
 
-static int fk_keep(void *vm, int64_t deadline, json_t **state, sbx_error_t *err)
+static int fk_keep(void *vm, bool sync, int64_t deadline, json_t **state, sbx_error_t *err)
 {
 	usleep(KEEP_MS * 1000); /* the fsyncs of a real save */
 	*state = json_pack("{s:s}", "workdir", "/work");

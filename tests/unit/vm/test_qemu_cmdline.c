@@ -175,6 +175,28 @@ TEST(memfd_guest_ram)
 	sbx_error_free(&err);
 }
 
+/* An adopted template clone without its memfd: the clone's RAM block id
+ * and device set (no balloon), anonymous memory, the state over QMP. */
+TEST(anonymous_ram_backend_for_a_clone_loaded_without_its_memfd)
+{
+	struct qemu_config c = base();
+	c.ram_anon = true;
+	c.qmp_fd = 6;
+	c.incoming_fd = 7;
+	c.incoming_defer = true;
+	sbx_error_t err = NULL;
+	char **v = qemu_cmdline(&c, &err);
+	CHECK(v != NULL);
+	CHECK_STR(after(v, "-M"), "microvm,acpi=off,ioapic2=off,memory-backend=ram");
+	CHECK_STR(after(v, "-object"), "memory-backend-ram,id=ram,size=256M");
+	CHECK(find(v, "virtio-balloon-device,free-page-reporting=on") < 0);
+	CHECK_STR(after(v, "-incoming"), "defer");
+	sbx_strv_free(v);
+	c.ram_fd = 8;
+	CHECK(qemu_cmdline(&c, &err) == NULL);
+	sbx_error_free(&err);
+}
+
 /* A worker VM that asked (vm/guest_cpu.h decides): VMX/SVM, still no PMU;
  * two threads per core. */
 TEST(kvm_nesting_and_smt_when_asked)
