@@ -159,11 +159,12 @@ struct sbx_backend_ops {
 		       sbx_error_t *err);
 	void *(*adopted_proc)(void *vm, uint32_t pid);
 	bool (*discard_paused)(void *ctx, const char *dir);
-	/* Snapshots (optional; issue 39).  branch_paused: a second paused state `to` from
-	 * the kept one in `from` (pause_keep done), for another sandbox to
-	 * adopt and resume; the two share what neither writes.  Nothing is
-	 * synced; on failure `to` is gone. */
-	int (*branch_paused)(void *ctx, const char *from, const char *to, sbx_error_t *err);
+	/* Snapshots (optional; issue 39).  branch_paused: a second paused
+	 * state `to` from the kept one in `from` (pause_keep done), for
+	 * sandbox `sandbox_id` to adopt and resume (NULL: a snapshot's); the
+	 * two share what neither writes.  Nothing is synced; on failure `to`
+	 * is gone. */
+	int (*branch_paused)(void *ctx, const char *from, const char *to, const char *sandbox_id, sbx_error_t *err);
 	/* Whether adopt could run the paused state in `dir`: 0, or -1 with
 	 * why (another QEMU, kernel, boot disk or control protocol). */
 	int (*check_paused)(void *ctx, const char *dir, sbx_error_t *err);

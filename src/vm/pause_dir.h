@@ -55,11 +55,12 @@ char *pause_dir_read_text(const char *dir, const char *name, size_t max);
  * second name (PAUSE_STORE_IMAGE) left out. */
 uint64_t pause_dir_size(const char *dir);
 /* A second paused state `to` (made, 0700) from the whole one in `from`:
- * the files nobody writes again (the state, images, console, records)
- * linked, the scratch disk cloned (a reflink, else its data extents),
- * for a VM that diverges from `from`'s.  Nothing is synced.  On failure
- * `to` is gone. */
-int pause_dir_branch(const char *from, const char *to, sbx_error_t *err);
+ * the files nobody writes again (the state, images, console, the
+ * sandbox's record) linked, the scratch disk cloned (a reflink, else its
+ * data extents), the VM's description written again with its network
+ * helper's sandbox `label` (NULL: as it was), for a VM that diverges from
+ * `from`'s.  Nothing is synced.  On failure `to` is gone. */
+int pause_dir_branch(const char *from, const char *to, const char *label, sbx_error_t *err);
 /* Removes the files named above and the directory. */
 void pause_dir_remove(const char *dir);
 

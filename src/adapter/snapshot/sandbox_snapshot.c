@@ -46,7 +46,7 @@ static int keep_and_branch(struct sbx_adapter *a, struct sbx_sandbox *sb, const 
 		rc = pause_record_write(a, sb, size, state, false, cap, err);
 	json_decref(state);
 	if (rc == 0)
-		rc = ops->branch_paused(a->backend.ctx, cap, tmp, err);
+		rc = ops->branch_paused(a->backend.ctx, cap, tmp, NULL, err);
 	return rc;
 }
 

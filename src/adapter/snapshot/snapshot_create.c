@@ -90,7 +90,7 @@ static int branch(struct sbx_adapter *a, const struct sandbox_create_args *c, bo
 {
 	const struct sbx_backend_ops *ops = a->backend.ops;
 	uint64_t idle = c->has_idle ? c->idle_timeout_secs : a->cfg->default_idle_timeout_secs;
-	if (ops->branch_paused(a->backend.ctx, sdir, dir, err) < 0) {
+	if (ops->branch_paused(a->backend.ctx, sdir, dir, id, err) < 0) {
 		sandbox_as_platform("create from a snapshot", err);
 		return -1;
 	}

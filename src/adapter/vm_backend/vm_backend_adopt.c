@@ -121,10 +121,10 @@ bool vm_backend_discard_paused(void *ctx, const char *dir)
 	return true;
 }
 
-int vm_backend_branch_paused(void *ctx, const char *from, const char *to, sbx_error_t *err)
+int vm_backend_branch_paused(void *ctx, const char *from, const char *to, const char *sandbox_id, sbx_error_t *err)
 {
 	(void)ctx;
-	return pause_dir_branch(from, to, err);
+	return pause_dir_branch(from, to, sandbox_id, err);
 }
 
 int vm_backend_check_paused(void *ctx, const char *dir, sbx_error_t *err)

@@ -69,7 +69,7 @@ void *vm_backend_adopt(void *ctx, const char *dir, json_t *state, const int *pub
 		       sbx_error_t *err);
 void *vm_backend_adopted_proc(void *vm, uint32_t pid);
 bool vm_backend_discard_paused(void *ctx, const char *dir);
-int vm_backend_branch_paused(void *ctx, const char *from, const char *to, sbx_error_t *err);
+int vm_backend_branch_paused(void *ctx, const char *from, const char *to, const char *sandbox_id, sbx_error_t *err);
 int vm_backend_check_paused(void *ctx, const char *dir, sbx_error_t *err);
 /* vm_backend_adopt.c: s takes the lock on paused state `dir` (its file
  * dir.lock, made when missing) without waiting; -1 with EWOULDBLOCK when

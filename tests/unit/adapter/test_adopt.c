@@ -165,7 +165,7 @@ static bool fk_discard(void *ctx, const char *dir)
 }
 
 /* A second name for each file (the fake state has no scratch disk). */
-static int fk_branch(void *ctx, const char *from, const char *to, sbx_error_t *err)
+static int fk_branch(void *ctx, const char *from, const char *to, const char *sandbox_id, sbx_error_t *err)
 {
 	pthread_mutex_lock(&F.lock);
 	F.branches++;

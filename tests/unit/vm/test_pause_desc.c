@@ -8,12 +8,15 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include <jansson.h>
 
 #include "harness.h"
 #include "proto/proto.h"
 #include "vm/pause_desc.h"
+#include "vm/pause_dir.h"
 
 static char *env[] = { "A=1", "PATH=/bin", NULL };
 static char *net[] = { "--sandbox", "x", "--publish", "8080", NULL };
@@ -271,4 +274,94 @@ TEST(text_that_is_no_description_is_refused)
 	free(huge);
 	CHECK_INT(err->errnum, EBADMSG);
 	sbx_error_free(&err);
+}
+
+static void put_file(const char *dir, const char *name, const char *text)
+{
+	char path[1024];
+	snprintf(path, sizeof(path), "%s/%s", dir, name);
+	FILE *f = fopen(path, "w");
+	if (f != NULL) {
+		fputs(text, f);
+		fclose(f);
+	}
+}
+
+static struct stat stat_of(const char *dir, const char *name)
+{
+	char path[1024];
+	struct stat st = { 0 };
+	snprintf(path, sizeof(path), "%s/%s", dir, name);
+	stat(path, &st);
+	return st;
+}
+
+/* The --sandbox value of dir's description ("" without one). */
+static char *label_of(const char *dir, char *buf, size_t len)
+{
+	buf[0] = '\0';
+	char *text = pause_dir_read_text(dir, PAUSE_VM, PAUSE_DESC_MAX_BYTES);
+	struct pause_desc d = { 0 };
+	sbx_error_t err = NULL;
+	if (text != NULL && pause_desc_parse(text, strlen(text), &d, &err) == 0) {
+		for (size_t i = 0; d.net_args != NULL && d.net_args[i] != NULL && d.net_args[i + 1] != NULL; i++) {
+			if (strcmp(d.net_args[i], "--sandbox") == 0)
+				snprintf(buf, len, "%s", d.net_args[i + 1]);
+		}
+		pause_desc_free(&d);
+	}
+	sbx_error_free(&err);
+	free(text);
+	return buf;
+}
+
+/* A snapshot's branch (pause_dir_branch): the state shared (one inode),
+ * the scratch disk a copy of its own, the description written again with
+ * the network helper's sandbox named, 0700/0600; without the state,
+ * nothing is left. */
+TEST(a_branch_shares_the_state_copies_the_scratch_and_names_its_sandbox)
+{
+	char from[] = "/tmp/sbx-test-branch-XXXXXX";
+	CHECK(mkdtemp(from) != NULL);
+	char text_dir[256], to[256], to2[256], bad[256];
+	snprintf(to, sizeof(to), "%s/to", from);
+	snprintf(to2, sizeof(to2), "%s/to2", from);
+	snprintf(bad, sizeof(bad), "%s/bad", from);
+	snprintf(text_dir, sizeof(text_dir), "%s/from", from);
+	CHECK(mkdir(text_dir, 0700) == 0);
+	char *desc = sample_text();
+	CHECK(desc != NULL);
+	put_file(text_dir, PAUSE_VM, desc);
+	free(desc);
+	put_file(text_dir, PAUSE_STATE, "guest memory");
+	put_file(text_dir, PAUSE_SCRATCH, "written blocks");
+	put_file(text_dir, PAUSE_SANDBOX, "{}");
+	sbx_error_t err = NULL;
+	CHECK_INT(pause_dir_branch(text_dir, to, "sb-new", &err), 0);
+	CHECK(err == NULL);
+	CHECK(stat_of(to, PAUSE_STATE).st_ino == stat_of(text_dir, PAUSE_STATE).st_ino);
+	CHECK(stat_of(to, PAUSE_SANDBOX).st_ino == stat_of(text_dir, PAUSE_SANDBOX).st_ino);
+	CHECK(stat_of(to, PAUSE_SCRATCH).st_ino != stat_of(text_dir, PAUSE_SCRATCH).st_ino);
+	char *copy = pause_dir_read_text(to, PAUSE_SCRATCH, 64);
+	CHECK(copy != NULL && strcmp(copy, "written blocks") == 0);
+	free(copy);
+	CHECK_INT(stat_of(to, PAUSE_VM).st_mode & 0777, 0600);
+	CHECK_INT(stat_of(to, ".").st_mode & 0777, 0700);
+	char buf[64];
+	CHECK_STR(label_of(to, buf, sizeof(buf)), "sb-new");
+	CHECK_STR(label_of(text_dir, buf, sizeof(buf)), "x");
+	CHECK_INT(pause_dir_branch(text_dir, to2, NULL, &err), 0);
+	CHECK_STR(label_of(to2, buf, sizeof(buf)), "x");
+	/* No state: refused, nothing made. */
+	char path[512];
+	snprintf(path, sizeof(path), "%s/%s", text_dir, PAUSE_STATE);
+	unlink(path);
+	CHECK_INT(pause_dir_branch(text_dir, bad, "y", &err), -1);
+	CHECK(err != NULL);
+	sbx_error_free(&err);
+	CHECK(access(bad, F_OK) < 0);
+	pause_dir_remove(to);
+	pause_dir_remove(to2);
+	pause_dir_remove(text_dir);
+	rmdir(from);
 }
