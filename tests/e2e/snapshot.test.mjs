@@ -23,7 +23,7 @@ import { promisify } from 'node:util';
 import { BIN } from './daemon.mjs';
 import { eventually } from './lib.mjs';
 import { registryUnavailable, startRegistry } from './lib/registry-fixture.mjs';
-import { assertScode, startSandboxStack, UUID_V4 } from './lib/sandbox-stack.mjs';
+import { assertScode, processesMentioning, startSandboxStack, UUID_V4 } from './lib/sandbox-stack.mjs';
 
 const skip = registryUnavailable();
 const TICKER = 'import itertools, time\nfor i in itertools.count():\n    print(i, flush=True)\n    time.sleep(0.1)\n';
@@ -202,6 +202,21 @@ describe('snapshot: one source, its snapshot and the sandboxes created from it',
 		assertScode(await s.vmError('snapshot::delete', { snapshot_id: '00000000-0000-4000-8000-000000000000' }), 'S001', /unknown snapshot_id/);
 		assert.equal(await count(), n, 'nothing was created');
 		assert.equal((await s.vm('snapshot::list', {})).snapshots.length, 1);
+	});
+
+	test('a networked sandbox\'s branch gets a network helper of its own, naming it', async () => {
+		const net = (await s.vm('create', { image: 'python', network: true })).sandbox_id;
+		const helpers = (id) => processesMentioning(`--sandbox ${id}`).filter((p) => /net-helper|sandbox-libkrun/.test(p.cmdline));
+		assert.equal(helpers(net).length, 1, 'the source has its helper');
+		const f = await s.vm('fork', { sandbox_id: net, count: 1 }, 300000);
+		const [br] = f.sandbox_ids;
+		assert.equal(helpers(br).length, 1, 'the branch has a helper naming it');
+		assert.equal(helpers(net).length, 1, 'the source has its helper still');
+		for (const id of [net, br]) {
+			const r = await s.exec(id, { cmd: 'cat /sys/class/net/eth0/operstate' });
+			assert.equal(r.stdout.trim(), 'up', `${id}: eth0`);
+			await s.vm('stop', { sandbox_id: id });
+		}
 	});
 
 	test('the snapshot outlives a restart of serve and is created from afterwards', async () => {
