@@ -152,7 +152,7 @@ json_t *sbx_registry_list(struct sbx_registry *reg, uint32_t cap);
  * marks a running sandbox `id` pausing, after S002/S004 (stopped) as
  * acquire(), S001 when it is paused already or being paused or resumed,
  * and S400 when `max_paused` sandboxes are paused or being paused, or when
- * their bytes plus its guest's RAM pass `store_bytes` (snapshot_store_mb).
+ * their bytes, the snapshots' and its guest's RAM pass `store_bytes` (snapshot_store_mb).
  * Execs in flight then see sbx_registry_pausing() and end; pause_drain
  * waits for them.  pause_end(ok) makes it paused with `bytes` on disk and
  * returns the MiB its VM had committed (given back to the budget by the
@@ -219,5 +219,8 @@ struct sbx_sandbox *sbx_registry_capture_begin(struct sbx_registry *reg, const c
 void sbx_registry_capture_end(struct sbx_registry *reg, struct sbx_sandbox *sb);
 size_t sbx_registry_from_snapshot(struct sbx_registry *reg, const char *sid);
 void sbx_registry_set_snapshot(struct sbx_registry *reg, const char *id, const char *sid);
+/* What the snapshots hold on disk together, counted by pause_begin
+ * against snapshot_store_mb beside the paused sandboxes' state. */
+void sbx_registry_set_snapshot_bytes(struct sbx_registry *reg, uint64_t bytes);
 
 #endif

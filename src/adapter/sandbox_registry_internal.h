@@ -15,6 +15,7 @@ struct sbx_registry {
 	struct sbx_sandbox **items;
 	size_t n, cap;
 	uint32_t reserved;
+	uint64_t snapshot_bytes; /* the snapshots' on disk (sbx_registry_set_snapshot_bytes) */
 	struct sbx_sandbox **creating; /* creates in progress: not records */
 	size_t n_creating, cap_creating;
 };

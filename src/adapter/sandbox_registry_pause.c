@@ -57,11 +57,12 @@ struct sbx_sandbox *sbx_registry_pause_begin(struct sbx_registry *reg, const cha
 	} else if (n >= max_paused) {
 		sbx_error_scode(err, SBX_S_LIMIT, "max_paused_sandboxes (%u) reached: resume or stop a paused sandbox",
 				max_paused);
-	} else if (bytes + need_bytes > store_bytes) {
+	} else if (bytes + reg->snapshot_bytes + need_bytes > store_bytes) {
 		sbx_error_scode(err, SBX_S_LIMIT,
-				"snapshot_store_mb (%llu MiB) would be passed: paused sandboxes hold %llu MiB, this one "
-				"needs up to %llu MiB",
+				"snapshot_store_mb (%llu MiB) would be passed: paused sandboxes hold %llu MiB and "
+				"snapshots %llu MiB, this one needs up to %llu MiB",
 				(unsigned long long)(store_bytes >> 20), (unsigned long long)(bytes >> 20),
+				(unsigned long long)(reg->snapshot_bytes >> 20),
 				(unsigned long long)((need_bytes + (1u << 20) - 1) >> 20));
 	} else {
 		sb->pause_state = SBX_SB_PAUSING;

@@ -54,6 +54,13 @@ size_t sbx_registry_from_snapshot(struct sbx_registry *reg, const char *sid)
 	return n;
 }
 
+void sbx_registry_set_snapshot_bytes(struct sbx_registry *reg, uint64_t bytes)
+{
+	pthread_mutex_lock(&reg->lock);
+	reg->snapshot_bytes = bytes;
+	pthread_mutex_unlock(&reg->lock);
+}
+
 void sbx_registry_set_snapshot(struct sbx_registry *reg, const char *id, const char *sid)
 {
 	pthread_mutex_lock(&reg->lock);

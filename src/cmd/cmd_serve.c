@@ -24,6 +24,7 @@
 #include "adapter/adapter.h"
 #include "adapter/pause/sandbox_adopt.h"
 #include "adapter/pause/sandbox_restart.h"
+#include "adapter/snapshot/sandbox_snapshot.h"
 #include "adapter/snapshot/snapshot_store.h"
 #include "adapter/adapter_metrics.h"
 #include "adapter/config/config_fetch.h"
@@ -373,6 +374,7 @@ int sbx_cmd_serve(int argc, char **argv)
 		/* What a capture or a snapshot being written left. */
 		if (a->backend.ops != NULL && a->backend.ops->discard_paused != NULL)
 			snapshot_sweep(a->backend.ops->discard_paused, a->backend.ctx);
+		sandbox_snapshot_account(a);
 		a->fs = (struct sbx_fs_host){ &vm_backend_fs_ops, e };
 		a->streams = (struct sbx_stream_host){ &stream_engine_ops, e };
 		a->workers = &worker_ops_vm;

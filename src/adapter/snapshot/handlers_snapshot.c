@@ -127,7 +127,6 @@ int sbx_op_snapshot_list(struct sbx_adapter *a, json_t *req, json_t **out)
 
 int sbx_op_snapshot_delete(struct sbx_adapter *a, json_t *req, json_t **out)
 {
-	(void)a;
 	sbx_error_t err = NULL;
 	const char *id;
 	char sid[SBX_UUID_STRLEN + 1];
@@ -147,6 +146,7 @@ int sbx_op_snapshot_delete(struct sbx_adapter *a, json_t *req, json_t **out)
 	 * does. */
 	int rc = snapshot_delete(dir, sid, &err);
 	free(dir);
+	sandbox_snapshot_account(a);
 	if (rc < 0)
 		return sbx_op_fail(&err, out);
 	*out = json_pack("{s:b}", "deleted", 1);

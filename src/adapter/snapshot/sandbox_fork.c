@@ -43,7 +43,7 @@ static int fits(struct sbx_adapter *a, const char *id, uint32_t count, sbx_error
 }
 
 /* The transient snapshot goes: the forks have their own branches. */
-static void drop(const char *sid)
+static void drop(struct sbx_adapter *a, const char *sid)
 {
 	struct snapshot_meta m;
 	sbx_error_t err = NULL;
@@ -53,6 +53,7 @@ static void drop(const char *sid)
 	sbx_error_free(&err);
 	if (dir != NULL)
 		snapshot_meta_free(&m);
+	sandbox_snapshot_account(a);
 }
 
 int sandbox_fork(struct sbx_adapter *a, const char *id, uint32_t count, const char *name,
@@ -84,7 +85,7 @@ int sandbox_fork(struct sbx_adapter *a, const char *id, uint32_t count, const ch
 		if (sandbox_stop(a, ids[i], &stop_err) < 0)
 			sbx_error_free(&stop_err);
 	}
-	drop(m.id);
+	drop(a, m.id);
 	sandbox_snapshot_count("fork", rc, t0);
 	if (rc == 0) {
 		*ready_ms = sbx_now_ms() - t0;

@@ -86,6 +86,11 @@ static int paths(struct capture *c, sbx_error_t *err)
 	return 0;
 }
 
+void sandbox_snapshot_account(struct sbx_adapter *a)
+{
+	sbx_registry_set_snapshot_bytes(a->reg, snapshot_store_bytes());
+}
+
 void sandbox_snapshot_count(const char *op, int rc, int64_t t0)
 {
 	sbx_metric_add(&sbx_m_snapshots, (const char *[]){ op, rc == 0 ? "ok" : "failed" }, 1);
@@ -160,6 +165,8 @@ int sandbox_snapshot(struct sbx_adapter *a, const char *id, const char *name, st
 	int rc = capture(a, sb, name, m, paused_ms, &dead, err);
 	sbx_registry_capture_end(a->reg, sb);
 	sandbox_snapshot_count("snapshot", rc, t0);
+	if (rc == 0)
+		sandbox_snapshot_account(a);
 	/* After the mark is gone: the removal's stop waits for it. */
 	if (dead)
 		sandbox_remove_dead(a, id);

@@ -35,6 +35,11 @@ int sandbox_snapshot(struct sbx_adapter *a, const char *id, const char *name, st
 int sandbox_create_from_snapshot(struct sbx_adapter *a, const struct sandbox_create_args *c, const char *snapshot,
 				 bool keep_alive, char id[SBX_UUID_STRLEN + 1], char **image, sbx_error_t *err);
 
+/* Tells the registry what the snapshots hold now (after one is taken or
+ * deleted, and at the start): a pause counts it against
+ * snapshot_store_mb. */
+void sandbox_snapshot_account(struct sbx_adapter *a);
+
 /* Counts one admitted `op` (snapshot, create, fork) begun at t0 (ms) with
  * its outcome rc; a success's duration goes to the histogram. */
 void sandbox_snapshot_count(const char *op, int rc, int64_t t0);

@@ -43,6 +43,7 @@ struct fproc {
 static struct {
 	pthread_mutex_t lock;
 	int stops, forgets, adopts, resumes, discards, taken, branches;
+	uint64_t size; /* what a pause reports on disk; 0: 4096 */
 	bool busy; /* adopt: another daemon holds it */
 	char workdir[64];
 } F = { .lock = PTHREAD_MUTEX_INITIALIZER };
@@ -101,7 +102,9 @@ static int fk_pause(void *vm, const char *dir, uint64_t *size_bytes, int64_t *du
 		close(fd);
 	snprintf(v->dir, sizeof(v->dir), "%s", dir);
 	v->paused = true;
-	*size_bytes = 4096;
+	pthread_mutex_lock(&F.lock);
+	*size_bytes = F.size > 0 ? F.size : 4096;
+	pthread_mutex_unlock(&F.lock);
 	*duration_ms = 1;
 	return 0;
 }
@@ -257,12 +260,12 @@ static const struct sbx_backend_ops fk_ops = {
 
 static char state_dir[] = "/tmp/sbx-test-adopt-XXXXXX";
 
-static struct sbx_adapter *make(void)
+static struct sbx_adapter *make_with(const char *config)
 {
 	if (getenv("III_SANDBOX_STATE_DIR") == NULL &&
 	    (mkdtemp(state_dir) == NULL || setenv("III_SANDBOX_STATE_DIR", state_dir, 1) < 0))
 		return NULL;
-	json_t *v = json_loads("{\"image_allowlist\":[\"python\"],\"default_memory_mb\":256}", 0, NULL);
+	json_t *v = json_loads(config, 0, NULL);
 	sbx_error_t err = NULL;
 	struct sbx_config *cfg = sbx_config_parse(v, &err);
 	json_decref(v);
@@ -275,6 +278,11 @@ static struct sbx_adapter *make(void)
 		fprintf(stderr, "# make: %s\n", sbx_error_msg(err));
 	sbx_error_free(&err);
 	return a;
+}
+
+static struct sbx_adapter *make(void)
+{
+	return make_with("{\"image_allowlist\":[\"python\"],\"default_memory_mb\":256}");
 }
 
 static int get(int *v)
@@ -711,6 +719,48 @@ TEST(fork_makes_count_sandboxes_from_one_capture_all_or_nothing)
 	r = adapter_call_json(a, "list", "{}");
 	CHECK_INT(json_array_size(json_object_get(r, "sandboxes")), 1);
 	json_decref(r);
+	json_decref(adapter_callf(a, "stop", "{\"sandbox_id\":\"%s\"}", src));
+	sbx_adapter_free(a);
+}
+
+/* Snapshots and paused sandboxes share snapshot_store_mb: a pause counts
+ * the snapshots' bytes (fails before: it counted paused sandboxes only),
+ * and a snapshot the paused ones'; both S400 naming the key. */
+TEST(snapshots_and_pauses_share_snapshot_store_mb)
+{
+	struct sbx_adapter *a = make_with("{\"image_allowlist\":[\"python\"],\"default_memory_mb\":256,"
+					  "\"snapshot_store_mb\":400}");
+	CHECK(a != NULL);
+	char src[64], other[64];
+	create_into(a, src);
+	create_into(a, other);
+	pthread_mutex_lock(&F.lock);
+	F.size = 200ull << 20;
+	pthread_mutex_unlock(&F.lock);
+	json_t *r = adapter_callf(a, "snapshot", "{\"sandbox_id\":\"%s\"}", src);
+	char sid[64];
+	snprintf(sid, sizeof(sid), "%s", jstr(r, "snapshot_id") != NULL ? jstr(r, "snapshot_id") : "");
+	json_decref(r);
+	CHECK(sid[0] != '\0');
+	/* 200 MiB of snapshot + up to 256 MiB of pause > 400 MiB. */
+	r = adapter_callf(a, "pause", "{\"sandbox_id\":\"%s\"}", other);
+	CHECK(jstr(r, "code") != NULL && strcmp(jstr(r, "code"), "S400") == 0 &&
+	      strstr(jstr(r, "message"), "snapshots 200 MiB") != NULL);
+	json_decref(r);
+	r = adapter_callf(a, "snapshot::delete", "{\"snapshot_id\":\"%s\"}", sid);
+	json_decref(r);
+	r = adapter_callf(a, "pause", "{\"sandbox_id\":\"%s\"}", other);
+	CHECK(json_is_true(json_object_get(r, "paused")));
+	json_decref(r);
+	/* 200 MiB paused + up to 256 MiB of snapshot > 400 MiB. */
+	r = adapter_callf(a, "snapshot", "{\"sandbox_id\":\"%s\"}", src);
+	CHECK(jstr(r, "code") != NULL && strcmp(jstr(r, "code"), "S400") == 0 &&
+	      strstr(jstr(r, "message"), "snapshot_store_mb") != NULL);
+	json_decref(r);
+	pthread_mutex_lock(&F.lock);
+	F.size = 0;
+	pthread_mutex_unlock(&F.lock);
+	json_decref(adapter_callf(a, "stop", "{\"sandbox_id\":\"%s\"}", other));
 	json_decref(adapter_callf(a, "stop", "{\"sandbox_id\":\"%s\"}", src));
 	sbx_adapter_free(a);
 }
