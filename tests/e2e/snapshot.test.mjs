@@ -78,10 +78,15 @@ describe('snapshot: one source, its snapshot and the sandboxes created from it',
 		await eventually(async () => assert.ok(await ticks(src) >= 5), 60000);
 	});
 
-	test('snapshot answers its fields while a foreground exec in flight finishes in the source', async () => {
+	test('snapshot answers its fields; a foreground exec in flight finishes in the source, one made meanwhile answers', async () => {
 		const fg = s.exec(src, { argv: ['sh', '-c', 'sleep 2; echo fg-done'], timeout_ms: 120000 }, 180000);
 		await new Promise((r) => setTimeout(r, 500));
-		snap = await s.vm('snapshot', { sandbox_id: src, name: 'after-setup' }, 180000);
+		const taking = s.vm('snapshot', { sandbox_id: src, name: 'after-setup' }, 180000);
+		// A call made while the source stands still waits and answers.
+		await new Promise((r) => setTimeout(r, 300));
+		const during = await s.exec(src, { cmd: 'echo during' });
+		assert.equal(during.stdout, 'during\n');
+		snap = await taking;
 		assert.deepEqual(Object.keys(snap).sort(), SNAPSHOT_KEYS);
 		assert.match(snap.snapshot_id, UUID_V4);
 		assert.equal(snap.sandbox_id, src);
