@@ -213,12 +213,11 @@ size_t sbx_registry_running_ids(struct sbx_registry *reg, char (*ids)[SBX_UUID_S
  * captured already; pause_begin refuses it meanwhile (S001).  Calls go on
  * (its VM holds them while it stands still).  capture_end drops the
  * reference capture_begin took.  from_snapshot counts the sandboxes (not
- * stopped) created from snapshot `sid`; set_snapshot records that `id`
- * was. */
+ * stopped) created from snapshot `sid` (their records say so:
+ * pause/pause_record.h, kept across restarts). */
 struct sbx_sandbox *sbx_registry_capture_begin(struct sbx_registry *reg, const char *id, sbx_error_t *err);
 void sbx_registry_capture_end(struct sbx_registry *reg, struct sbx_sandbox *sb);
 size_t sbx_registry_from_snapshot(struct sbx_registry *reg, const char *sid);
-void sbx_registry_set_snapshot(struct sbx_registry *reg, const char *id, const char *sid);
 /* What the snapshots hold on disk together, counted by pause_begin
  * against snapshot_store_mb beside the paused sandboxes' state. */
 void sbx_registry_set_snapshot_bytes(struct sbx_registry *reg, uint64_t bytes);

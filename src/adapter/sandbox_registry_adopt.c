@@ -35,6 +35,7 @@ struct sbx_sandbox *sbx_registry_insert_paused(struct sbx_registry *reg, const s
 	sb->paused_bytes = from->paused_bytes;
 	sb->resume_mib = from->resume_mib;
 	sb->paused_at = from->paused_at;
+	memcpy(sb->snapshot_id, from->snapshot_id, sizeof(sb->snapshot_id));
 	sb->pause_kept = true;
 	pthread_mutex_lock(&reg->lock);
 	/* Ids are the daemon's own (uuid v4): a clash is a copied directory. */

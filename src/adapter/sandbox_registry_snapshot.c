@@ -60,12 +60,3 @@ void sbx_registry_set_snapshot_bytes(struct sbx_registry *reg, uint64_t bytes)
 	reg->snapshot_bytes = bytes;
 	pthread_mutex_unlock(&reg->lock);
 }
-
-void sbx_registry_set_snapshot(struct sbx_registry *reg, const char *id, const char *sid)
-{
-	pthread_mutex_lock(&reg->lock);
-	struct sbx_sandbox *sb = registry_find_locked(reg, id, NULL);
-	if (sb != NULL)
-		snprintf(sb->snapshot_id, sizeof(sb->snapshot_id), "%s", sid);
-	pthread_mutex_unlock(&reg->lock);
-}

@@ -104,6 +104,9 @@ int pause_record_write(struct sbx_adapter *a, const struct sbx_sandbox *sb, uint
 					     "resume_next", resume_next);
 	if (rec == NULL || json_object_get(rec, "sandbox") == NULL || json_object_get(rec, "processes") == NULL)
 		return sbx_error_errno(err, ENOMEM, "paused sandbox record");
+	/* A sandbox created from a snapshot says so after a restart too. */
+	if (sb->snapshot_id[0] != '\0' && json_object_set_new(rec, "snapshot_id", json_string(sb->snapshot_id)) < 0)
+		return sbx_error_errno(err, ENOMEM, "paused sandbox record");
 	cleanup_free char *text = json_dumps(rec, JSON_COMPACT);
 	if (text == NULL)
 		return sbx_error_errno(err, ENOMEM, "paused sandbox record");
@@ -179,6 +182,11 @@ int pause_record_read(const char *dir, size_t max_bytes, struct pause_record *r,
 	if (!req_int_in(json_object_get(rec, "format"), PAUSE_RECORD_FORMAT, PAUSE_RECORD_FORMAT))
 		return bad(err, dir, "written by a build with another record format");
 	json_t *resume_next = json_object_get(rec, "resume_next");
+	json_t *sid = json_object_get(rec, "snapshot_id");
+	char snapshot[SBX_UUID_STRLEN + 1] = "";
+	if (sid != NULL && (!json_is_string(sid) || !sbx_uuid_parse(json_string_value(sid), snapshot) ||
+			    strcmp(snapshot, json_string_value(sid)) != 0))
+		return bad(err, dir, "snapshot_id is not a snapshot's id");
 	if (!json_is_array(procs) || (backend != NULL && !json_is_object(backend)) ||
 	    !json_is_boolean(json_object_get(rec, "keep_alive")) || (resume_next != NULL && !json_is_boolean(resume_next)))
 		return bad(err, dir, "processes, backend, keep_alive or resume_next is not one");
@@ -190,6 +198,7 @@ int pause_record_read(const char *dir, size_t max_bytes, struct pause_record *r,
 	r->backend = backend != NULL ? json_incref(backend) : json_object();
 	r->keep_alive = json_is_true(json_object_get(rec, "keep_alive"));
 	r->resume_next = json_is_true(resume_next);
+	memcpy(r->sb.snapshot_id, snapshot, sizeof(r->sb.snapshot_id));
 	if (r->backend == NULL) {
 		pause_record_free(r);
 		return sbx_error_errno(err, ENOMEM, "paused sandbox record");

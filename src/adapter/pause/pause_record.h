@@ -33,6 +33,8 @@ struct pause_record {
 	json_t *procs;         /* [bg_proc_saved, ...]: each checked at its load */
 	bool keep_alive;
 	bool resume_next;
+	/* sb.snapshot_id: the snapshot the sandbox was created from, "" when
+	 * none (the record's optional "snapshot_id"). */
 };
 /* Reads and checks dir's record (hostile: at most max_bytes, every field's
  * type and range): 0, 1 when there is none (a pause that never finished),

@@ -98,7 +98,6 @@ static int branch(struct sbx_adapter *a, const struct sandbox_create_args *c, bo
 		ops->discard_paused(a->backend.ctx, dir);
 		return -1;
 	}
-	sbx_registry_set_snapshot(a->reg, id, sid);
 	return 0;
 }
 

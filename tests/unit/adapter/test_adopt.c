@@ -764,3 +764,36 @@ TEST(snapshots_and_pauses_share_snapshot_store_mb)
 	json_decref(adapter_callf(a, "stop", "{\"sandbox_id\":\"%s\"}", src));
 	sbx_adapter_free(a);
 }
+
+/* A sandbox created from a snapshot says so (ps, snapshot::list's count)
+ * after it was paused and a new daemon found it again. */
+TEST(a_branch_keeps_its_snapshot_across_a_restart)
+{
+	struct sbx_adapter *a = make();
+	CHECK(a != NULL);
+	char src[64];
+	create_into(a, src);
+	json_t *r = adapter_callf(a, "snapshot", "{\"sandbox_id\":\"%s\"}", src);
+	char sid[64], br[64];
+	snprintf(sid, sizeof(sid), "%s", jstr(r, "snapshot_id") != NULL ? jstr(r, "snapshot_id") : "");
+	json_decref(r);
+	r = adapter_callf(a, "create", "{\"snapshot\":\"%s\"}", sid);
+	snprintf(br, sizeof(br), "%s", jstr(r, "sandbox_id") != NULL ? jstr(r, "sandbox_id") : "");
+	json_decref(r);
+	CHECK(sid[0] != '\0' && br[0] != '\0');
+	json_decref(adapter_callf(a, "pause", "{\"sandbox_id\":\"%s\"}", br));
+	json_decref(adapter_callf(a, "stop", "{\"sandbox_id\":\"%s\"}", src));
+	sbx_adapter_free(a);
+
+	a = make();
+	CHECK(a != NULL);
+	CHECK_INT(sandbox_adopt_paused(a, NULL), 1);
+	CHECK_INT(sbx_registry_from_snapshot(a->reg, sid), 1);
+	json_t *rows = sbx_registry_rows(a->reg, NULL, NULL);
+	CHECK(json_array_size(rows) == 1 && jstr(json_array_get(rows, 0), "snapshot_id") != NULL &&
+	      strcmp(jstr(json_array_get(rows, 0), "snapshot_id"), sid) == 0);
+	json_decref(rows);
+	json_decref(adapter_callf(a, "stop", "{\"sandbox_id\":\"%s\"}", br));
+	json_decref(adapter_callf(a, "snapshot::delete", "{\"snapshot_id\":\"%s\"}", sid));
+	sbx_adapter_free(a);
+}
