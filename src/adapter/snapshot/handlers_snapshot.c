@@ -116,9 +116,18 @@ int sbx_op_snapshot_list(struct sbx_adapter *a, json_t *req, json_t **out)
 	struct listing l = { a, json_array(), false };
 	if (l.rows != NULL)
 		snapshot_each(add, &l);
-	if (l.rows == NULL || l.failed || (*out = json_pack("{s:o}", "snapshots", l.rows)) == NULL) {
-		if (!l.failed || l.rows != NULL)
+	if (l.rows == NULL || l.failed) {
+		json_decref(l.rows);
+		sbx_error_errno(&err, ENOMEM, "snapshot::list reply");
+		return sbx_op_fail(&err, out);
+	}
+	/* set_new takes the rows, on failure too. */
+	*out = json_object();
+	if (*out == NULL || json_object_set_new(*out, "snapshots", l.rows) < 0) {
+		if (*out == NULL)
 			json_decref(l.rows);
+		json_decref(*out);
+		*out = NULL;
 		sbx_error_errno(&err, ENOMEM, "snapshot::list reply");
 		return sbx_op_fail(&err, out);
 	}
